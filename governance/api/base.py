@@ -1,0 +1,73 @@
+"""The one base view of the workspace API.
+
+It resolves the workspace and the caller's active membership before any handler runs, and only
+hands out querysets already scoped to that workspace (and, for owned objects, to that member).
+A workspace the caller does not belong to answers 404, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Model, QuerySet
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from governance.models import Member, Workspace
+from memoryapp.errors import ApiError, not_found, validation_error
+
+
+class WorkspaceAPIView(APIView):
+    #: permission needed per HTTP method; a method missing here needs only membership
+    permissions: dict[str, str] = {}
+
+    workspace: Workspace
+    member: Member
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "get_queryset" in cls.__dict__:
+            raise TypeError(f"{cls.__name__} must use scoped()/owned(), not override get_queryset")
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication first: anonymous → 401
+        member = (
+            Member.objects.select_related("workspace", "workspace__ask_history", "user")
+            .filter(workspace_id=kwargs.get("ws_id"), user=request.user, left_at__isnull=True)
+            .first()
+        )
+        if member is None:
+            raise not_found("workspace")
+        self.member = member
+        self.workspace = member.workspace
+        needed = self.permissions.get(request.method)
+        if needed and not member.has_perm(needed):
+            raise ApiError(403, "FORBIDDEN", f"This needs the {needed} permission.", {"permission": needed})
+
+    def scoped(self, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(workspace=self.workspace)
+
+    def owned(self, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(workspace=self.workspace, member=self.member)
+
+    def get_scoped(self, queryset: QuerySet, pk: Any, what: str) -> Model:
+        obj = self.scoped(queryset).filter(pk=_int_id(pk)).first()
+        if obj is None:
+            raise not_found(what)
+        return obj
+
+    @staticmethod
+    def body(request: Request, serializer_class, *, partial: bool = False) -> dict[str, Any]:
+        if not isinstance(request.data, dict):
+            raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
+        serializer = serializer_class(data=request.data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+
+def _int_id(value: Any) -> int:
+    try:
+        parsed = int(value)
+    except (TypeError, ValueError):
+        return -1
+    return parsed if 0 < parsed < 2**63 else -1

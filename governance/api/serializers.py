@@ -1,0 +1,58 @@
+"""Request bodies of the workspace API (SPEC §5.1)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from governance.permissions import MEMORY_SCOPES, Role
+from memoryapp.schemas import IdField, PlainText, StrictSerializer
+
+
+class SettingsBody(StrictSerializer):
+    agentMemoriesEnabled = serializers.BooleanField(required=False)
+    agentMemoryRetentionDays = serializers.IntegerField(min_value=1, max_value=365, required=False)
+    expiredGraceDays = serializers.IntegerField(min_value=0, max_value=90, required=False)
+
+
+class CredentialBody(StrictSerializer):
+    name = PlainText(min_length=1, max_length=120)
+    scopes = serializers.ListField(child=serializers.ChoiceField(choices=sorted(MEMORY_SCOPES)), max_length=len(MEMORY_SCOPES))
+    contextSetId = IdField(required=False, allow_null=True)
+    expiresAt = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class RoleBody(StrictSerializer):
+    role = serializers.ChoiceField(choices=[r.label for r in Role])
+
+
+class CollectionBody(StrictSerializer):
+    name = PlainText(min_length=1, max_length=200)
+    restricted = serializers.BooleanField(required=False, default=False)
+    memberIds = serializers.ListField(child=IdField(), required=False, default=list, max_length=1000)
+
+
+class DocumentBody(StrictSerializer):
+    collectionId = IdField()
+    title = PlainText(min_length=1, max_length=300)
+    text = serializers.CharField(min_length=1, max_length=60000, trim_whitespace=False)
+    expiresAt = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class DocumentVersionBody(StrictSerializer):
+    text = serializers.CharField(min_length=1, max_length=60000, trim_whitespace=False)
+
+
+class EntityBody(StrictSerializer):
+    name = PlainText(min_length=1, max_length=200)
+    aliases = serializers.ListField(child=PlainText(min_length=1, max_length=200), required=False, default=list, max_length=50)
+
+
+class ContextSetBody(StrictSerializer):
+    name = PlainText(min_length=1, max_length=200)
+    collectionIds = serializers.ListField(child=IdField(), required=False, default=list, max_length=500)
+    documentIds = serializers.ListField(child=IdField(), required=False, default=list, max_length=500)
+    active = serializers.BooleanField(required=False, default=True)
+
+
+class ContextSetPatchBody(StrictSerializer):
+    active = serializers.BooleanField()

@@ -1,0 +1,258 @@
+"""Workspace API: settings, members, credentials and the knowledge side (SPEC §5, §5.1)."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from governance import actions
+from governance.api import serializers as s
+from governance.api.base import WorkspaceAPIView
+from governance.knowledge import readable_collections_q, readable_documents
+from governance.models import Collection, ContextSet, Credential, Document, Entity, Member, Passage
+from memoryapp.errors import not_found, validation_error
+from memoryapp.representation import iso
+
+
+def _ids(values) -> list[str]:
+    return [str(v) for v in values]
+
+
+class SettingsView(WorkspaceAPIView):
+    permissions = {"PUT": "ask_history:manage"}
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, ws_id):
+        return Response(actions.settings_json(self.workspace.ask_history))
+
+    @extend_schema(request=s.SettingsBody, responses={200: dict})
+    def put(self, request, ws_id):
+        changes = self.body(request, s.SettingsBody)
+        settings = actions.update_settings(self.workspace, changes, actor=request.user)
+        return Response(actions.settings_json(settings))
+
+
+def credential_json(credential: Credential) -> dict:
+    return {
+        "id": str(credential.pk),
+        "name": credential.name,
+        "prefix": credential.prefix,
+        "scopes": credential.scopes,
+        "contextSetId": str(credential.context_set_id) if credential.context_set_id else None,
+        "createdAt": iso(credential.created_at),
+        "lastUsedAt": iso(credential.last_used_at),
+        "expiresAt": iso(credential.expires_at),
+        "revokedAt": iso(credential.revoked_at),
+    }
+
+
+class CredentialsView(WorkspaceAPIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request, ws_id):
+        return Response({"credentials": [credential_json(c) for c in self.owned(Credential.objects.all())]})
+
+    @extend_schema(request=s.CredentialBody, responses={201: dict})
+    def post(self, request, ws_id):
+        data = self.body(request, s.CredentialBody)
+        context_set = None
+        if data.get("contextSetId") is not None:
+            context_set = self.scoped(ContextSet.objects.filter(deleted_at__isnull=True)).filter(pk=data["contextSetId"]).first()
+            if context_set is None:
+                raise validation_error({"contextSetId": ["No such context set."]})
+        credential, token = actions.create_credential(
+            self.member, name=data["name"], scopes=data["scopes"], context_set=context_set, expires_at=data.get("expiresAt")
+        )
+        return Response({**credential_json(credential), "token": token}, status=201)
+
+
+class CredentialView(WorkspaceAPIView):
+    def delete(self, request, ws_id, credential_id):
+        credential = self.owned(Credential.objects.all()).filter(pk=_pk(credential_id)).first()
+        if credential is None:
+            raise not_found("credential")
+        actions.revoke_credential(credential, actor=request.user)
+        return Response(status=204)
+
+
+def _pk(value) -> int:
+    return int(value) if str(value).isdigit() and 0 < len(str(value)) <= 18 else -1
+
+
+def member_json(member: Member) -> dict:
+    return {"id": str(member.pk), "email": member.user.email, "role": member.role, "joinedAt": iso(member.joined_at)}
+
+
+class MembersView(WorkspaceAPIView):
+    def get(self, request, ws_id):
+        members = self.scoped(Member.objects.filter(left_at__isnull=True).select_related("user"))
+        return Response({"members": [member_json(m) for m in members]})
+
+
+class MemberView(WorkspaceAPIView):
+    permissions = {"PATCH": "members:manage", "DELETE": "members:manage"}
+
+    def _target(self, member_id) -> Member:
+        return self.get_scoped(Member.objects.filter(left_at__isnull=True).select_related("user", "workspace"), member_id, "member")
+
+    @extend_schema(request=s.RoleBody, responses={200: dict})
+    def patch(self, request, ws_id, member_id):
+        target = self._target(member_id)
+        data = self.body(request, s.RoleBody)
+        return Response(member_json(actions.change_role(target, data["role"], actor=request.user)))
+
+    def delete(self, request, ws_id, member_id):
+        actions.remove_member(self._target(member_id), actor=request.user)
+        return Response(status=204)
+
+
+class CollectionsView(WorkspaceAPIView):
+    permissions = {"POST": "knowledge:write"}
+
+    def get(self, request, ws_id):
+        collections = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).distinct()
+        return Response({"collections": [{"id": str(c.pk), "name": c.name, "restricted": c.restricted} for c in collections]})
+
+    @extend_schema(request=s.CollectionBody, responses={201: dict})
+    def post(self, request, ws_id):
+        data = self.body(request, s.CollectionBody)
+        readers = list(self.scoped(Member.objects.filter(pk__in=data["memberIds"], left_at__isnull=True)))
+        if len(readers) != len(set(data["memberIds"])):
+            raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
+        if data["restricted"] and self.member not in readers:
+            readers.append(self.member)  # whoever restricts a collection keeps reading it
+        collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], readers=readers)
+        return Response({"id": str(collection.pk)}, status=201)
+
+
+class CollectionView(WorkspaceAPIView):
+    permissions = {"DELETE": "knowledge:write"}
+
+    def delete(self, request, ws_id, collection_id):
+        collection = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).filter(pk=_pk(collection_id)).first()
+        if collection is None:
+            raise not_found("collection")
+        actions.delete_collection(collection, actor=request.user)
+        return Response(status=204)
+
+
+def version_json(document: Document, version) -> dict:
+    return {
+        "id": str(document.pk),
+        "versionId": str(version.pk),
+        "passages": [{"id": str(p.pk), "text": p.text} for p in version.passages.order_by("position")],
+    }
+
+
+class DocumentsView(WorkspaceAPIView):
+    permissions = {"POST": "knowledge:write"}
+
+    def get(self, request, ws_id):
+        documents = readable_documents(self.member).order_by("id")
+        return Response({"documents": [{"id": str(d.pk), "title": d.title, "collectionId": str(d.collection_id), "versionId": str(d.current_version_id), "expiresAt": iso(d.expires_at)} for d in documents]})
+
+    @extend_schema(request=s.DocumentBody, responses={201: dict})
+    def post(self, request, ws_id):
+        data = self.body(request, s.DocumentBody)
+        collection = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).filter(pk=data["collectionId"]).first()
+        if collection is None:
+            raise validation_error({"collectionId": ["No such collection."]})
+        document = actions.create_document(collection, title=data["title"], text=data["text"], expires_at=data.get("expiresAt"))
+        return Response(version_json(document, document.current_version), status=201)
+
+
+class DocumentView(WorkspaceAPIView):
+    permissions = {"DELETE": "knowledge:write"}
+
+    def _document(self, document_id) -> Document:
+        document = readable_documents(self.member).filter(pk=_pk(document_id)).first()
+        if document is None:
+            raise not_found("document")
+        return document
+
+    def get(self, request, ws_id, document_id):
+        document = self._document(document_id)
+        return Response({"title": document.title, **version_json(document, document.current_version)})
+
+    def delete(self, request, ws_id, document_id):
+        actions.delete_document(self._document(document_id), actor=request.user)
+        return Response(status=204)
+
+
+class DocumentVersionsView(DocumentView):
+    permissions = {"POST": "knowledge:write"}
+
+    @extend_schema(request=s.DocumentVersionBody, responses={201: dict})
+    def post(self, request, ws_id, document_id):
+        document = self._document(document_id)
+        data = self.body(request, s.DocumentVersionBody)
+        version = actions.add_document_version(document, text=data["text"])
+        return Response(version_json(document, version), status=201)
+
+
+class PassageView(WorkspaceAPIView):
+    def get(self, request, ws_id, passage_id):
+        passage = Passage.objects.filter(pk=_pk(passage_id), document__in=readable_documents(self.member)).first()
+        if passage is None:
+            raise not_found("passage")
+        entity_ids = _ids(passage.entities.values_list("pk", flat=True))
+        return Response({"id": str(passage.pk), "documentId": str(passage.document_id), "versionId": str(passage.version_id), "text": passage.text, "entityIds": entity_ids})
+
+
+class EntitiesView(WorkspaceAPIView):
+    permissions = {"POST": "knowledge:write"}
+
+    def get(self, request, ws_id):
+        return Response({"entities": [{"id": str(e.pk), "name": e.name, "aliases": e.aliases} for e in self.scoped(Entity.objects.all())]})
+
+    @extend_schema(request=s.EntityBody, responses={201: dict})
+    def post(self, request, ws_id):
+        data = self.body(request, s.EntityBody)
+        entity = actions.create_entity(self.workspace, name=data["name"], aliases=data["aliases"])
+        return Response({"id": str(entity.pk)}, status=201)
+
+
+def context_set_json(context_set: ContextSet) -> dict:
+    return {
+        "id": str(context_set.pk),
+        "name": context_set.name,
+        "active": context_set.active,
+        "collectionIds": _ids(context_set.collections.values_list("pk", flat=True)),
+        "documentIds": _ids(context_set.documents.values_list("pk", flat=True)),
+    }
+
+
+class ContextSetsView(WorkspaceAPIView):
+    permissions = {"POST": "context_sets:manage"}
+
+    def get(self, request, ws_id):
+        return Response({"contextSets": [context_set_json(c) for c in self.scoped(ContextSet.objects.filter(deleted_at__isnull=True))]})
+
+    @extend_schema(request=s.ContextSetBody, responses={201: dict})
+    def post(self, request, ws_id):
+        data = self.body(request, s.ContextSetBody)
+        collections = list(self.scoped(Collection.objects.filter(Q(pk__in=data["collectionIds"]) & readable_collections_q(self.member))).distinct())
+        documents = list(readable_documents(self.member).filter(pk__in=data["documentIds"]))
+        if len(collections) != len(set(data["collectionIds"])):
+            raise validation_error({"collectionIds": ["No such collection."]})
+        if len(documents) != len(set(data["documentIds"])):
+            raise validation_error({"documentIds": ["No such document."]})
+        context_set = actions.create_context_set(self.workspace, name=data["name"], collections=collections, documents=documents, active=data["active"])
+        return Response({"id": str(context_set.pk)}, status=201)
+
+
+class ContextSetView(WorkspaceAPIView):
+    permissions = {"PATCH": "context_sets:manage", "DELETE": "context_sets:manage"}
+
+    def _set(self, set_id) -> ContextSet:
+        return self.get_scoped(ContextSet.objects.filter(deleted_at__isnull=True), set_id, "context set")
+
+    @extend_schema(request=s.ContextSetPatchBody, responses={200: dict})
+    def patch(self, request, ws_id, set_id):
+        context_set = self._set(set_id)
+        data = self.body(request, s.ContextSetPatchBody)
+        return Response(context_set_json(actions.set_context_set_active(context_set, data["active"], actor=request.user)))
+
+    def delete(self, request, ws_id, set_id):
+        actions.delete_context_set(self._set(set_id), actor=request.user)
+        return Response(status=204)

@@ -1,0 +1,84 @@
+"""Authentication for the workspace API (session or personal token) and agent credential lookup."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from governance import tokens
+from governance.models import Credential, PersonalToken
+
+PERSONAL_TOKEN_KIND = "gpt"
+CREDENTIAL_TOKEN_KIND = "gam"
+_LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+class PersonalTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Token"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Malformed token header.")
+        try:
+            raw = header[1].decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise exceptions.AuthenticationFailed("Malformed token header.") from exc
+        prefix = tokens.split_prefix(raw, PERSONAL_TOKEN_KIND)
+        row = (
+            PersonalToken.objects.select_related("user").filter(prefix=prefix, revoked_at__isnull=True).first()
+            if prefix
+            else None
+        )
+        if not tokens.matches(raw, row.token_hash if row else None) or not row.user.is_active:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        _touch(PersonalToken, row)
+        return (row.user, row)
+
+    def authenticate_header(self, request):
+        return self.keyword
+
+
+def find_credential(raw_token: str | None) -> Credential | None:
+    """The credential a bearer token names, with everything the gate needs, or None.
+
+    Revocation, expiry and membership are judged by the gate, not here."""
+    if not raw_token:
+        tokens.matches("", None)
+        return None
+    prefix = tokens.split_prefix(raw_token, CREDENTIAL_TOKEN_KIND)
+    row = None
+    if prefix:
+        row = (
+            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history", "context_set")
+            .filter(prefix=prefix)
+            .first()
+        )
+    if not tokens.matches(raw_token, row.token_hash if row else None):
+        return None
+    return row
+
+
+def touch_credential(credential: Credential) -> None:
+    _touch(Credential, credential)
+
+
+def _touch(model, row) -> None:
+    now = timezone.now()
+    # Written at most once a minute per token: "last used" must not turn every read into a write.
+    if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
+        model.objects.filter(pk=row.pk).update(last_used_at=now)
+        row.last_used_at = now
+
+
+def bearer_token(authorization_header: str | None) -> str | None:
+    if not authorization_header:
+        return None
+    scheme, _, value = authorization_header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()

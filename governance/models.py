@@ -1,0 +1,244 @@
+"""Workspaces, members and their roles, credentials, settings, and the knowledge side.
+
+Knowledge rows that memories depend on (documents, collections) are deleted for real; citations
+keep plain ids, so a deleted source makes its memories unreachable at once (the live re-check
+finds it gone) and the cascade then erases them with a receipt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from governance.permissions import ROLE_CHOICES, Role, role_has
+
+
+class Workspace(models.Model):
+    name = models.CharField(max_length=200)
+    ai_memory_available = models.BooleanField(default=True, help_text="Platform feature flag (platform admins).")
+    retains_history = models.BooleanField(default=True, help_text="Off: no history is kept and every memory operation is refused.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+
+class AskHistorySettings(models.Model):
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="ask_history")
+    agent_memories_enabled = models.BooleanField(default=False)
+    agent_memory_retention_days = models.PositiveSmallIntegerField(default=90)
+    expired_grace_days = models.PositiveSmallIntegerField(default=30)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "ask-history settings"
+        verbose_name_plural = "ask-history settings"
+        constraints = [
+            models.CheckConstraint(condition=Q(agent_memory_retention_days__gte=1, agent_memory_retention_days__lte=365), name="retention_days_range"),
+            models.CheckConstraint(condition=Q(expired_grace_days__gte=0, expired_grace_days__lte=90), name="expired_grace_days_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Ask-history settings of workspace #{self.workspace_id}"
+
+
+class Member(models.Model):
+    """A user's membership in one workspace. Removal is recorded (left_at), never a silent delete."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=ROLE_CHOICES, default=Role.VIEWER.label)
+    remember_me = models.BooleanField(default=True, help_text='"Let the assistant remember me".')
+    joined_at = models.DateTimeField(default=timezone.now)
+    left_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="one_membership_per_user")]
+        indexes = [models.Index(fields=["user", "left_at"])]
+
+    def __str__(self) -> str:
+        return f"member #{self.pk} ({self.role}) of workspace #{self.workspace_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.left_at is None
+
+    def has_perm(self, permission: str) -> bool:
+        return self.is_active and role_has(self.role, permission)
+
+
+class Collection(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="collections")
+    name = models.CharField(max_length=200)
+    restricted = models.BooleanField(default=False, help_text="Only the listed members may read it.")
+    readers = models.ManyToManyField(Member, blank=True, related_name="readable_collections")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Document(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="documents")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=300)
+    current_version = models.ForeignKey("DocumentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class DocumentVersion(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["document_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["document", "number"], name="one_version_number_per_document")]
+
+    def __str__(self) -> str:
+        return f"document #{self.document_id} v{self.number}"
+
+
+class Passage(models.Model):
+    """A "Smart Bite": one non-empty paragraph of a document version, with a stable id."""
+
+    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="passages")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="passages")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["version_id", "position"]
+
+    def __str__(self) -> str:
+        return f"passage #{self.pk}"
+
+    @staticmethod
+    def hash_text(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Entity(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="entities")
+    name = models.CharField(max_length=200)
+    aliases = models.JSONField(default=list, blank=True)
+    passages = models.ManyToManyField(Passage, blank=True, related_name="entities")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name_plural = "entities"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def surface_forms(self) -> list[str]:
+        return [self.name, *[alias for alias in self.aliases if alias]]
+
+
+class ContextSet(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="context_sets")
+    name = models.CharField(max_length=200)
+    active = models.BooleanField(default=True)
+    collections = models.ManyToManyField(Collection, blank=True, related_name="context_sets")
+    documents = models.ManyToManyField(Document, blank=True, related_name="context_sets")
+    created_at = models.DateTimeField(default=timezone.now)
+    # Soft delete: a credential bound to a deleted set must keep refusing, never fall back to "unbound".
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def usable(self) -> bool:
+        return self.active and self.deleted_at is None
+
+
+class Credential(models.Model):
+    """An agent credential. The token is shown once; only its SHA-256 is stored, found by prefix."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="credentials")
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="credentials")
+    name = models.CharField(max_length=120)
+    scopes = models.JSONField(default=list)
+    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.PROTECT, related_name="credentials")
+    prefix = models.CharField(max_length=16, unique=True)
+    token_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["workspace", "revoked_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def is_expired(self, now=None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+
+class AuditEvent(models.Model):
+    """Who changed what governance state, written in the same transaction as the change."""
+
+    workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
+    workspace_ref = models.BigIntegerField(null=True, blank=True, db_index=True, help_text="Kept after the workspace is deleted.")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_label = models.CharField(max_length=200, blank=True)
+    action = models.CharField(max_length=64, db_index=True)
+    target = models.CharField(max_length=200, blank=True)
+    changes = models.JSONField(default=dict, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_label or 'system'}"
+
+
+class PersonalToken(models.Model):
+    """A member's own token for the workspace API (`Authorization: Token …`); stored as a hash."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_tokens")
+    prefix = models.CharField(max_length=16, unique=True)
+    token_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"personal token {self.prefix}…"

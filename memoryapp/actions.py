@@ -1,0 +1,281 @@
+"""Every write to the memory store, and the agent reads, go through these functions.
+
+REST views, MCP tools, pages, admin actions and Celery tasks call them; none re-implements a rule.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from governance.models import Credential, Member, Passage, Workspace
+from memoryapp import gates
+from memoryapp.errors import ApiError, memory_not_found, validation_error
+from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryVersion, Source
+from memoryapp.ratelimit import Slot, get_limiter
+from memoryapp.representation import iso, memory_json
+from memoryapp.visibility import current_or_as_of, live_versions, recheck
+from retention.erasure import erase_memories
+from retention.models import Operation
+
+
+@dataclass
+class Remembered:
+    memory: MemoryVersion
+    superseded: int
+    json: dict[str, Any]
+    slot: Slot | None = None
+
+
+# --- remember ------------------------------------------------------------------------------------
+def remember(admission: gates.Admission) -> Remembered:
+    """Rows 11 and 12 of SPEC §2, then the write. The rate-limit slot is handed back only if the
+    write itself fails, so 120 means 120 stored remembers."""
+    ctx = admission.ctx
+    limiter = get_limiter()
+    slot = limiter.acquire(ctx.credential.pk, settings.AGENT_REMEMBERS_PER_HOUR)  # row 11
+    if not slot.allowed:
+        raise ApiError(429, "AGENT_MEMORY_RATE_LIMITED", f"At most {slot.limit} remembers per credential per hour.", {"retryAfterSeconds": slot.reset_seconds}, headers=slot.headers())
+    data = admission.data
+    try:
+        version, superseded = store_version(
+            workspace=ctx.workspace,
+            member=ctx.member,
+            credential=ctx.credential,
+            namespace=data["namespace"],
+            key=data.get("key"),
+            content=admission.content,
+            kind=data.get("kind", ""),
+            source=data.get("source", Source.AGENT),
+            collection_id=data.get("collectionId"),
+            passages=admission.passages,
+        )
+    except BaseException as exc:
+        limiter.refund(slot)
+        if isinstance(exc, ApiError) and exc.status == 409:
+            exc.headers.update(slot.headers())
+        raise
+    checked = recheck([version], ctx.member)
+    return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.settings), slot=slot)
+
+
+def embed_text(text: str) -> tuple[str, int, bytes]:
+    from memoryapp.recall.embedders import get_embedder, to_bytes
+
+    embedder = get_embedder(settings.MEMORY_EMBEDDER)
+    vector = embedder.embed([text])[0]
+    return embedder.id, embedder.dim, to_bytes(vector)
+
+
+def store_version(
+    *,
+    workspace: Workspace,
+    member: Member,
+    credential: Credential | None,
+    namespace: str,
+    key: str | None,
+    content: gates.MaskedContent,
+    kind: str,
+    source: str,
+    collection_id: int | None,
+    passages: list[Passage],
+) -> tuple[MemoryVersion, int]:
+    """Store a new version (closing the current one of the same key). Row 12 — the cap — is
+    counted under the member's row lock, which also serialises same-key supersession, so
+    concurrent writers leave one current version and a gap-free chain."""
+    embedder_id, dim, vector = embed_text(content.text)  # CPU work before any lock is taken
+    with transaction.atomic():
+        Member.objects.select_for_update().filter(pk=member.pk).exists()
+        stored = MemoryVersion.objects.filter(member=member).count()
+        if stored >= settings.MAX_VERSIONS_PER_MEMBER:
+            raise ApiError(409, "AGENT_MEMORY_FULL", f"The member already has {settings.MAX_VERSIONS_PER_MEMBER} stored memory versions in this workspace.", {"limit": settings.MAX_VERSIONS_PER_MEMBER})
+        now = timezone.now()
+        number, superseded = 1, 0
+        if key is not None:
+            current = MemoryVersion.objects.filter(member=member, namespace=namespace, key=key, valid_to__isnull=True).first()
+            if current is not None:
+                MemoryVersion.objects.filter(pk=current.pk).update(valid_to=now)
+                number, superseded = current.version + 1, 1
+        version = MemoryVersion(
+            workspace=workspace,
+            member=member,
+            credential=credential,
+            source=source,
+            namespace=namespace,
+            key=key,
+            text=content.text,
+            masked_kinds=content.kinds,
+            kind=kind or "",
+            details="\n".join(content.details),
+            collection_id=collection_id,
+            version=number,
+            valid_from=now,
+            created_at=now,
+            retention_anchor=now,
+        )
+        version.save()
+        Citation.objects.bulk_create(
+            Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256)
+            for i, p in enumerate(passages)
+        )
+        MemoryEmbedding.objects.create(memory=version, embedder_id=embedder_id, dim=dim, vector=vector)
+    return version, superseded
+
+
+# --- list --------------------------------------------------------------------------------------
+def encode_cursor(version: MemoryVersion) -> str:
+    raw = json.dumps([iso(version.created_at), version.pk]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, pk = json.loads(raw)
+        parsed = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        if parsed.tzinfo is None or not isinstance(pk, int):
+            raise ValueError
+        return parsed, pk
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
+        raise validation_error({"cursor": ["Not a cursor this API returned."]}) from None
+
+
+def filtered_versions(admission: gates.Admission):
+    """The member's live versions matching the read filters and the credential's context set."""
+    ctx, data = admission.ctx, admission.data
+    queryset = current_or_as_of(live_versions(ctx.member, ctx.settings), data.get("asOf"))
+    if data.get("namespace"):
+        queryset = queryset.filter(namespace=data["namespace"])
+    if data.get("key"):
+        queryset = queryset.filter(key=data["key"])
+    if data.get("collectionId") is not None:
+        queryset = queryset.filter(collection_id=data["collectionId"])
+    if admission.scope is not None:
+        queryset = queryset.filter(gates.in_scope_q(admission.scope))
+    return queryset.order_by("-created_at", "-id")
+
+
+def list_memories(admission: gates.Admission) -> dict[str, Any]:
+    data = admission.data
+    return paginate(filtered_versions(admission), admission.ctx.member, admission.ctx.settings, limit=data["limit"], cursor=data.get("cursor"))
+
+
+def paginate(queryset, member: Member, settings, *, limit: int, cursor: str | None) -> dict[str, Any]:
+    """Newest first. Hidden memories are skipped and counted; a page is refilled past them in
+    growing batches, so the page stays full without one query per memory."""
+    from django.db.models import Q
+
+    queryset = queryset.order_by("-created_at", "-id")
+    if cursor:
+        created, pk = decode_cursor(cursor)
+        queryset = queryset.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
+    scanned: list[tuple[MemoryVersion, bool]] = []
+    merged = None
+    batch_size = limit + 1
+    visible_count = 0
+    while True:
+        batch_qs = queryset
+        if scanned:
+            after = scanned[-1][0]
+            batch_qs = batch_qs.filter(Q(created_at__lt=after.created_at) | Q(created_at=after.created_at, id__lt=after.pk))
+        batch = list(batch_qs[:batch_size])
+        checked = recheck(batch, member)
+        if merged is None:
+            merged = checked
+        else:
+            merged.citations.update(checked.citations)
+        visible_ids = {v.pk for v in checked.visible}
+        scanned.extend((v, v.pk in visible_ids) for v in batch)
+        visible_count += len(visible_ids)
+        if visible_count > limit or len(batch) < batch_size:
+            break
+        batch_size = min(batch_size * 2, 1000)
+    visible = [v for v, ok in scanned if ok]
+    page = visible[:limit]
+    if len(visible) > limit:
+        cut = next(i for i, (v, _) in enumerate(scanned) if v.pk == page[-1].pk)
+        hidden = sum(1 for _, ok in scanned[: cut + 1] if not ok)
+        next_cursor = encode_cursor(page[-1])
+    else:
+        hidden = sum(1 for _, ok in scanned if not ok)
+        next_cursor = None
+    return {"memories": [memory_json(v, merged, settings) for v in page], "hidden": hidden, "nextCursor": next_cursor}
+
+
+# --- forget ------------------------------------------------------------------------------------
+def chain_ids(version: MemoryVersion) -> list[int]:
+    if version.key is None:
+        return [version.pk]
+    return list(MemoryVersion.objects.filter(member_id=version.member_id, namespace=version.namespace, key=version.key).values_list("pk", flat=True))
+
+
+def forget(admission: gates.Admission) -> dict[str, Any]:
+    ctx, data = admission.ctx, admission.data
+    live = live_versions(ctx.member, ctx.settings)
+    if "memoryId" in data:
+        version = live.filter(pk=data["memoryId"]).first()
+        if version is None:
+            raise memory_not_found()
+        ids = chain_ids(version)
+        filters = {"memoryId": str(data["memoryId"])}
+    else:
+        if not live.filter(namespace=data["namespace"], key=data["key"]).exists():
+            raise memory_not_found()
+        ids = list(MemoryVersion.objects.filter(member=ctx.member, namespace=data["namespace"], key=data["key"]).values_list("pk", flat=True))
+        filters = {"namespace": data["namespace"], "key": data["key"]}
+    gates.check_memory_in_scope(admission, ids)
+    receipt = erase_memories(
+        ids,
+        operation=Operation.FORGET,
+        workspace_id=ctx.workspace.pk,
+        member_id=ctx.member.pk,
+        actor_label=f"credential {ctx.credential.prefix} of member #{ctx.member.pk}",
+        filters=filters,
+    )
+    if receipt is None:  # a concurrent forget erased it first
+        raise memory_not_found()
+    return {"forgotten": receipt.versions_erased, "receiptId": str(receipt.pk)}
+
+
+# --- members and owners ------------------------------------------------------------------------
+def member_label(member: Member) -> str:
+    return f"member #{member.pk} ({member.user.email or member.user.username})"
+
+
+def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> dict[str, Any]:
+    """A member deletes one of their memories (every version of its key). Not theirs → 404."""
+    queryset = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, unreachable_at__isnull=True)
+    queryset = queryset.exclude(namespace=ASSISTANT_NAMESPACE) if agent_only else queryset.filter(namespace=ASSISTANT_NAMESPACE)
+    version = queryset.filter(pk=memory_id).first()
+    if version is None:
+        raise memory_not_found()
+    receipt = erase_memories(chain_ids(version), operation=Operation.MEMBER_DELETE, workspace_id=member.workspace_id, member_id=member.pk, actor=member.user, actor_label=member_label(member), filters={"memoryId": str(memory_id)})
+    if receipt is None:
+        raise memory_not_found()
+    return {"deleted": receipt.versions_erased, "receiptId": str(receipt.pk)}
+
+
+def delete_all_own_agent_memories(member: Member) -> dict[str, Any]:
+    ids = list(MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", flat=True))
+    receipt = erase_memories(ids, operation=Operation.MEMBER_DELETE, workspace_id=member.workspace_id, member_id=member.pk, actor=member.user, actor_label=member_label(member), filters={"scope": "all own agent memories"})
+    return {"deleted": receipt.versions_erased if receipt else 0, "receiptId": str(receipt.pk) if receipt else None}
+
+
+def delete_all_agent_memories(workspace: Workspace, *, actor) -> dict[str, Any]:
+    """The owner erases every agent memory of the workspace, reading ids only, never content."""
+    from governance.actions import actor_label, audit
+
+    ids = list(MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", flat=True))
+    with transaction.atomic():
+        receipt = erase_memories(ids, operation=Operation.OWNER_BULK_DELETE, workspace_id=workspace.pk, actor=actor, actor_label=actor_label(actor), filters={"scope": "every agent memory in the workspace"})
+        counts = receipt.manifest["artifacts"] if receipt else {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+        audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": counts, "receiptId": receipt.pk if receipt else None})
+    return {"deleted": counts, "receiptId": str(receipt.pk) if receipt else None}

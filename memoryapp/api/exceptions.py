@@ -1,0 +1,61 @@
+"""One exception handler renders every API error, DRF's own included, as the product's error shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from memoryapp.errors import ApiError
+
+_DRF_CODES: list[tuple[type[Exception], int, str]] = [
+    (drf.NotAuthenticated, 401, "UNAUTHENTICATED"),
+    (drf.AuthenticationFailed, 401, "UNAUTHENTICATED"),
+    (drf.PermissionDenied, 403, "FORBIDDEN"),
+    (drf.NotFound, 404, "NOT_FOUND"),
+    (drf.MethodNotAllowed, 405, "METHOD_NOT_ALLOWED"),
+    (drf.NotAcceptable, 406, "NOT_ACCEPTABLE"),
+    (drf.UnsupportedMediaType, 415, "UNSUPPORTED_MEDIA_TYPE"),
+    (drf.Throttled, 429, "THROTTLED"),
+    (drf.ParseError, 400, "VALIDATION_ERROR"),
+]
+
+
+def _flatten(detail: Any) -> Any:
+    if isinstance(detail, dict):
+        return {str(k): _flatten(v) for k, v in detail.items()}
+    if isinstance(detail, list):
+        return [_flatten(v) for v in detail]
+    return str(detail)
+
+
+def error_body(code: str, message: str, details: dict | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, ApiError):
+        return Response(exc.as_json(), status=exc.status, headers=exc.headers)
+    if isinstance(exc, Http404):
+        return Response(error_body("NOT_FOUND", "Not found."), status=404)
+    if isinstance(exc, DjangoPermissionDenied):
+        return Response(error_body("FORBIDDEN", "You may not do this."), status=403)
+    if isinstance(exc, drf.ValidationError):
+        detail = _flatten(exc.detail)
+        fields = detail if isinstance(detail, dict) else {"non_field_errors": detail}
+        return Response(error_body("VALIDATION_ERROR", "The request is not valid.", {"fields": fields}), status=400)
+    for exc_type, status, code in _DRF_CODES:
+        if isinstance(exc, exc_type):
+            headers = {}
+            if isinstance(exc, drf.Throttled) and exc.wait:
+                headers["Retry-After"] = str(int(exc.wait) + 1)
+            if status == 401:
+                headers["WWW-Authenticate"] = "Bearer, Token"
+            message = str(exc.detail) if isinstance(exc, drf.APIException) else str(exc)
+            if isinstance(exc, drf.ParseError):
+                message = "The body is not valid JSON."
+            return Response(error_body(code, message), status=status, headers=headers)
+    return None

@@ -1,0 +1,196 @@
+"""Agent REST endpoints (SPEC §3) and the member/owner memory endpoints (SPEC §5).
+
+Views only translate HTTP: the gate order lives in `memoryapp.gates`, the rules in actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions as drf
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from governance.api.base import WorkspaceAPIView, _int_id
+from governance.auth import bearer_token
+from memoryapp import actions, assistant, gates
+from memoryapp.errors import ApiError, validation_error
+from memoryapp.models import ASSISTANT_NAMESPACE
+from memoryapp.schemas import DetailsField, ForgetBody, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
+from memoryapp.visibility import current_or_as_of, live_versions
+
+
+class BodyError:
+    """A body that could not be parsed; it is refused at row 6, after the credential checks."""
+
+    def __init__(self, exc: drf.APIException):
+        self.exc = exc
+
+
+def read_body(request) -> Any:
+    try:
+        return request.data
+    except drf.UnsupportedMediaType as exc:
+        return BodyError(exc)
+    except drf.ParseError as exc:
+        return BodyError(exc)
+
+
+class AgentOperationView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    operation = ""
+
+    def admit(self, request) -> gates.Admission:
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
+        body = read_body(request)
+        ctx = gates.admit_agent(token, self.operation)  # rows 1–5 before the body is judged
+        if isinstance(body, BodyError):
+            if isinstance(body.exc, drf.UnsupportedMediaType):
+                raise ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
+            raise validation_error({"non_field_errors": ["The body is not valid JSON."]})
+        return gates.admit_with(ctx, self.operation, body)
+
+
+class RememberView(AgentOperationView):
+    operation = "remember"
+
+    @extend_schema(request=RememberBody, responses={201: OpenApiTypes.OBJECT}, summary="Remember a note about the credential's member")
+    def post(self, request):
+        result = actions.remember(self.admit(request))
+        return Response({"memory": result.json, "superseded": result.superseded}, status=201, headers=result.slot.headers() if result.slot else None)
+
+
+class RecallView(AgentOperationView):
+    operation = "recall"
+
+    @extend_schema(request=RecallBody, responses={200: OpenApiTypes.OBJECT}, summary="Recall the memories that best match a query")
+    def post(self, request):
+        from memoryapp.recall.service import recall
+
+        return Response(recall(self.admit(request)))
+
+
+class ListView(AgentOperationView):
+    operation = "list"
+
+    @extend_schema(request=ListBody, responses={200: OpenApiTypes.OBJECT}, summary="List memories, newest first")
+    def post(self, request):
+        return Response(actions.list_memories(self.admit(request)))
+
+
+class ForgetView(AgentOperationView):
+    operation = "forget"
+
+    @extend_schema(request=ForgetBody, responses={200: OpenApiTypes.OBJECT}, summary="Forget a memory (every version of its key)")
+    def post(self, request):
+        return Response(actions.forget(self.admit(request)))
+
+
+# --- member and owner endpoints ----------------------------------------------------------------
+def _limit(request, default: int, maximum: int) -> int:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+        raise validation_error({"limit": [f"Must be between 1 and {maximum}."]})
+    return int(raw)
+
+
+class AgentMemoriesView(WorkspaceAPIView):
+    """The member's own agent memories (never anyone else's, whatever the role)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter(n, str, required=False) for n in ("namespace", "key", "collectionId", "cursor", "limit")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request, ws_id):
+        settings = self.workspace.ask_history
+        queryset = current_or_as_of(live_versions(self.member, settings), None).exclude(namespace=ASSISTANT_NAMESPACE)
+        params = request.query_params
+        if params.get("namespace"):
+            queryset = queryset.filter(namespace=params["namespace"])
+        if params.get("key"):
+            queryset = queryset.filter(key=params["key"])
+        if params.get("collectionId"):
+            queryset = queryset.filter(collection_id=_int_id(params["collectionId"]))
+        return Response(actions.paginate(queryset, self.member, settings, limit=_limit(request, 20, 100), cursor=params.get("cursor")))
+
+    def delete(self, request, ws_id):
+        return Response(actions.delete_all_own_agent_memories(self.member))
+
+
+class AgentMemoryView(WorkspaceAPIView):
+    def delete(self, request, ws_id, memory_id):
+        return Response(actions.delete_own_memory(self.member, _int_id(memory_id), agent_only=True))
+
+
+class BulkDeleteAgentMemoriesView(WorkspaceAPIView):
+    permissions = {"DELETE": "ask_history:manage"}
+
+    def delete(self, request, ws_id):
+        return Response(actions.delete_all_agent_memories(self.workspace, actor=request.user))
+
+
+# --- AI memory (assistant memories) ------------------------------------------------------------
+class PreferenceBody(StrictSerializer):
+    rememberMe = serializers.BooleanField()
+
+
+class AssistantMemoryBody(StrictSerializer):
+    kind = PlainText(min_length=1, max_length=64)
+    topic = PlainText(min_length=1, max_length=120)
+    summary = PlainText(min_length=1, max_length=1000, trim_whitespace=False)
+    details = DetailsField(required=False)
+
+
+class AssistantMemoryPatchBody(StrictSerializer):
+    kind = PlainText(min_length=1, max_length=64, required=False)
+    summary = PlainText(min_length=1, max_length=1000, required=False, trim_whitespace=False)
+    details = DetailsField(required=False)
+
+
+class PreferenceView(WorkspaceAPIView):
+    def get(self, request, ws_id):
+        return Response({"rememberMe": self.member.remember_me, "available": self.workspace.ai_memory_available})
+
+    @extend_schema(request=PreferenceBody, responses={200: OpenApiTypes.OBJECT})
+    def put(self, request, ws_id):
+        from governance.actions import set_remember_me
+
+        if not self.workspace.ai_memory_available:
+            raise gates.disabled("organization", "AI memory is not enabled for your organization.")
+        data = self.body(request, PreferenceBody)
+        member = set_remember_me(self.member, data["rememberMe"])
+        return Response({"rememberMe": member.remember_me, "available": True})
+
+
+class AssistantMemoriesView(WorkspaceAPIView):
+    def get(self, request, ws_id):
+        return Response(assistant.list_assistant_memories(self.member))
+
+    @extend_schema(request=AssistantMemoryBody, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, ws_id):
+        data = self.body(request, AssistantMemoryBody)
+        version, superseded = assistant.add_assistant_memory(self.member, kind=data["kind"], topic=data["topic"], summary=data["summary"], details=data.get("details", []))
+        return Response({"memory": assistant.assistant_json(version, self.member, expired=False), "superseded": superseded}, status=201)
+
+
+class AssistantMemoryView(WorkspaceAPIView):
+    @extend_schema(request=AssistantMemoryPatchBody, responses={200: OpenApiTypes.OBJECT})
+    def patch(self, request, ws_id, memory_id):
+        data = self.body(request, AssistantMemoryPatchBody)
+        version = assistant.edit_assistant_memory(self.member, _int_id(memory_id), kind=data.get("kind"), summary=data.get("summary"), details=data.get("details"))
+        return Response({"memory": assistant.assistant_json(version, self.member, expired=False)})
+
+    def delete(self, request, ws_id, memory_id):
+        return Response(actions.delete_own_memory(self.member, _int_id(memory_id), agent_only=False))
+
+
+class AssistantMemoryReactivateView(WorkspaceAPIView):
+    def post(self, request, ws_id, memory_id):
+        version = assistant.reactivate_assistant_memory(self.member, _int_id(memory_id))
+        return Response({"memory": assistant.assistant_json(version, self.member, expired=False)})

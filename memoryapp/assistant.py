@@ -1,0 +1,119 @@
+"""Assistant memories (seed 002, "AI memory"): the member's own page and API. They live in the
+reserved namespace `assistant` with their topic as key, so a topic is updated, not duplicated."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.models import Member
+from memoryapp import gates
+from memoryapp.actions import store_version
+from memoryapp.errors import memory_not_found, validation_error
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
+from memoryapp.representation import iso
+from memoryapp.visibility import expires_at, retention_cutoff
+
+TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+
+def check_topic(topic: str) -> None:
+    if not TOPIC.match(topic) or len(topic) > 120:
+        raise validation_error({"topic": ["Use English snake_case, for example preferred_language."]})
+    if gates.masking.contains_personal_data(topic):
+        gates.refuse_personal_data_in_names({"key": topic})
+
+
+def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> dict[str, Any]:
+    settings = member.workspace.ask_history
+    data = {
+        "id": str(version.pk),
+        "type": "memory",
+        "evidence": False,
+        "trust": "untrusted",
+        "kind": version.kind or None,
+        "topic": version.key,
+        "summary": version.text,
+        "details": version.details.split("\n") if version.details else [],
+        "source": version.source,
+        "version": version.version,
+        "createdAt": iso(version.created_at),
+        "updatedAt": iso(version.retention_anchor),
+        "expiresAt": iso(expires_at(version, settings)),
+        "masked": list(version.masked_kinds),
+        "state": "expired" if expired else "active",
+    }
+    if expired:
+        data["erasedAt"] = iso(grace_end(version, member))
+    return data
+
+
+def grace_end(version: MemoryVersion, member: Member):
+    settings = member.workspace.ask_history
+    start = version.expired_at or expires_at(version, settings)
+    return start + timedelta(days=settings.expired_grace_days)
+
+
+def _current(member: Member):
+    return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True, unreachable_at__isnull=True)
+
+
+def list_assistant_memories(member: Member) -> dict[str, Any]:
+    settings = member.workspace.ask_history
+    now = timezone.now()
+    cutoff = retention_cutoff(settings, now)
+    versions = list(_current(member).order_by("-retention_anchor", "-id")[:500])
+    active = [v for v in versions if v.state == MemoryState.ACTIVE and v.retention_anchor > cutoff]
+    expired = [v for v in versions if not (v.state == MemoryState.ACTIVE and v.retention_anchor > cutoff) and grace_end(v, member) > now]
+    return {
+        "rememberMe": member.remember_me,
+        "available": member.workspace.ai_memory_available,
+        "memories": [assistant_json(v, member, expired=False) for v in active],
+        "expired": [assistant_json(v, member, expired=True) for v in expired],
+    }
+
+
+def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str], source: str = Source.MANUAL) -> tuple[MemoryVersion, int]:
+    gates.check_memory_enabled(member.workspace, member, agent=False)
+    check_topic(topic)
+    content = gates.mask_content(summary, details)
+    return store_version(
+        workspace=member.workspace, member=member, credential=None, namespace=ASSISTANT_NAMESPACE, key=topic,
+        content=content, kind=kind, source=source, collection_id=None, passages=[],
+    )
+
+
+def _own_current(member: Member, memory_id: int) -> MemoryVersion:
+    version = _current(member).filter(pk=memory_id).first()
+    if version is None:
+        raise memory_not_found()
+    return version
+
+
+def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, summary: str | None, details: list[str] | None) -> MemoryVersion:
+    """An edit is a new version of the same topic; the source stays what it was."""
+    current = _own_current(member, memory_id)
+    version, _ = add_assistant_memory(
+        member,
+        kind=current.kind if kind is None else kind,
+        topic=current.key,
+        summary=current.text if summary is None else summary,
+        details=(current.details.split("\n") if current.details else []) if details is None else details,
+        source=current.source,
+    )
+    return version
+
+
+@transaction.atomic
+def reactivate_assistant_memory(member: Member, memory_id: int) -> MemoryVersion:
+    """An expired memory becomes active again; its retention restarts now."""
+    gates.check_memory_enabled(member.workspace, member, agent=False)
+    version = _own_current(member, memory_id)
+    now = timezone.now()
+    MemoryVersion.objects.filter(pk=version.pk).update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
+    version.refresh_from_db()
+    return version

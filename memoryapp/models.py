@@ -1,0 +1,138 @@
+"""The memory store: versioned, masked notes, their citations and their embeddings.
+
+Every memory is a chain of versions sharing (member, namespace, key); a keyless memory is a chain
+of one. `valid_to IS NULL` marks the current version, and a partial unique constraint keeps at
+most one current version per key, whatever the concurrency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from governance.models import Credential, Member, Workspace
+
+ASSISTANT_NAMESPACE = "assistant"
+
+
+class Source(models.TextChoices):
+    AGENT = "agent", "Agent"
+    USER_REQUEST = "user_request", "User request"
+    ASSISTANT_INITIATED = "assistant_initiated", "Assistant recorded"
+    MANUAL = "manual", "Manual"
+    AI_EXTRACTED = "ai_extracted", "AI extracted"
+
+
+AGENT_API_SOURCES = (Source.AGENT, Source.USER_REQUEST, Source.ASSISTANT_INITIATED)
+
+
+class MemoryState(models.TextChoices):
+    ACTIVE = "active", "Active"
+    EXPIRED = "expired", "Expired"  # assistant memories only: kept for reactivation during the grace period
+
+
+class MemoryVersion(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memory_versions")
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="memory_versions")
+    credential = models.ForeignKey(Credential, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_versions")
+    source = models.CharField(max_length=24, choices=Source.choices, default=Source.AGENT)
+    namespace = models.CharField(max_length=64)
+    key = models.CharField(max_length=120, null=True, blank=True)
+    text = models.TextField(help_text="Masked text; the original is never stored.")
+    text_sha256 = models.CharField(max_length=64, editable=False)
+    text_length = models.PositiveIntegerField(editable=False)
+    masked_kinds = models.JSONField(default=list, blank=True)
+    kind = models.CharField(max_length=64, blank=True)
+    details = models.TextField(blank=True, help_text="Masked; one item per line.")
+    collection_id = models.BigIntegerField(null=True, blank=True, help_text="Plain id: a deleted collection hides, then erases, the memory.")
+    version = models.PositiveIntegerField(default=1)
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Expiry is computed from this anchor and the workspace's current retention setting, so a
+    # change of the setting applies to existing memories at once without rewriting rows.
+    retention_anchor = models.DateTimeField(default=timezone.now)
+    state = models.CharField(max_length=8, choices=MemoryState.choices, default=MemoryState.ACTIVE)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    # Set in the same transaction as a cascade's cause; read paths skip it before the erase runs.
+    unreachable_at = models.DateTimeField(null=True, blank=True)
+    unreachable_reason = models.CharField(max_length=32, blank=True, help_text="The cascade that will erase it.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["member", "namespace", "key"],
+                condition=Q(valid_to__isnull=True, key__isnull=False),
+                name="one_current_version_per_key",
+            ),
+            models.UniqueConstraint(
+                fields=["member", "namespace", "key", "version"],
+                condition=Q(key__isnull=False),
+                name="gap_free_version_numbers",
+            ),
+        ]
+        indexes = [
+            # recall/list: the newest current memories of one member
+            models.Index(fields=["member", "-created_at", "-id"], condition=Q(valid_to__isnull=True), name="current_by_member"),
+            # asOf, the cap count and erasure by member
+            models.Index(fields=["member", "-created_at", "-id"], name="versions_by_member"),
+            models.Index(fields=["member", "namespace", "key"], name="chain_lookup"),
+            # expiry sweeps
+            models.Index(fields=["workspace", "retention_anchor"], name="expiry_sweep"),
+            models.Index(fields=["collection_id"], condition=Q(collection_id__isnull=False), name="by_collection"),
+            models.Index(fields=["unreachable_at"], condition=Q(unreachable_at__isnull=False), name="pending_erasure"),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory version #{self.pk}"
+
+    def save(self, *args, **kwargs):
+        self.text_sha256 = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        self.text_length = len(self.text)
+        super().save(*args, **kwargs)
+
+    @property
+    def is_assistant(self) -> bool:
+        return self.namespace == ASSISTANT_NAMESPACE
+
+
+class Citation(models.Model):
+    """A memory version's reference to a passage: ids and the SHA-256 of the text, never the text."""
+
+    memory = models.ForeignKey(MemoryVersion, on_delete=models.CASCADE, related_name="citations")
+    position = models.PositiveSmallIntegerField()
+    passage_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
+    document_version_id = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["memory_id", "position"]
+        indexes = [models.Index(fields=["document_id"]), models.Index(fields=["passage_id"])]
+
+    def __str__(self) -> str:
+        return f"citation of passage #{self.passage_id}"
+
+
+class MemoryEmbedding(models.Model):
+    memory = models.OneToOneField(MemoryVersion, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
+    embedder_id = models.CharField(max_length=40, db_index=True)
+    dim = models.PositiveSmallIntegerField()
+    vector = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"embedding of #{self.memory_id} ({self.embedder_id})"
+
+
+class RememberHit(models.Model):
+    """Embedded-mode rate-limit counter: one row per admitted remember, kept one hour."""
+
+    credential_id = models.BigIntegerField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["credential_id", "at"])]

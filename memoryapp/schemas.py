@@ -1,0 +1,159 @@
+"""Request bodies of the agent operations (SPEC §3). Shared by REST, MCP and the OpenAPI schema."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+MAX_DETAIL_LINES = 20
+
+
+class StrictSerializer(serializers.Serializer):
+    """Unknown fields are refused: a typo in a field name must not silently do something else."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class IdField(serializers.Field):
+    """Ids are strings of digits in JSON; integers are accepted too."""
+
+    default_error_messages = {"invalid": "Must be an id (a string of digits)."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, int) and 0 < data < 2**63:
+            return data
+        if isinstance(data, str) and data.isascii() and data.isdigit() and 0 < len(data) <= 18:
+            return int(data)
+        self.fail("invalid")
+
+    def to_representation(self, value):
+        return str(value)
+
+
+class PlainText(serializers.CharField):
+    """Text without control characters (NUL included)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        value = super().to_internal_value(data)
+        if _CONTROL.search(value):
+            raise serializers.ValidationError("Control characters are not allowed.")
+        return value
+
+
+class DetailsField(serializers.Field):
+    """`details`: a list of short strings, or one string with one item per line."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            lines = data.splitlines()
+        elif isinstance(data, list) and all(isinstance(item, str) for item in data):
+            lines = data
+        else:
+            raise serializers.ValidationError("Must be a string or a list of strings.")
+        lines = [line.strip() for line in lines if line.strip()]
+        if len(lines) > MAX_DETAIL_LINES:
+            raise serializers.ValidationError(f"At most {MAX_DETAIL_LINES} lines.")
+        if any(len(line) > 500 for line in lines) or any(_CONTROL.search(line) for line in lines):
+            raise serializers.ValidationError("Each line must be at most 500 characters, without control characters.")
+        return lines
+
+    def to_representation(self, value):
+        return value
+
+
+class AsOfField(serializers.DateTimeField):
+    default_error_messages = {
+        "offset": "Must be ISO-8601 with a UTC offset (for example 2026-01-01T00:00:00Z).",
+        "future": "Must not be in the future.",
+    }
+
+    def to_internal_value(self, value):
+        if not isinstance(value, str):
+            self.fail("offset")
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+        except ValueError:
+            self.fail("offset")
+        if parsed.tzinfo is None or "T" not in value:
+            self.fail("offset")
+        if parsed > timezone.now():
+            self.fail("future")
+        return parsed
+
+
+class RememberBody(StrictSerializer):
+    namespace = PlainText(min_length=1, max_length=64, trim_whitespace=False)
+    text = PlainText(min_length=1, max_length=1000, trim_whitespace=False)
+    key = PlainText(max_length=120, required=False, allow_null=True, min_length=1, trim_whitespace=False)
+    collectionId = IdField(required=False, allow_null=True)
+    citations = serializers.ListField(child=IdField(), required=False, max_length=20)
+    source = serializers.ChoiceField(choices=[s.value for s in AGENT_API_SOURCES], required=False, default="agent")
+    kind = PlainText(max_length=64, required=False, allow_blank=True)
+    details = DetailsField(required=False)
+
+    def validate(self, attrs):
+        source = attrs.get("source", "agent")
+        namespace = attrs["namespace"]
+        if source != "agent":
+            if namespace != ASSISTANT_NAMESPACE or not attrs.get("key"):
+                raise serializers.ValidationError(
+                    {"namespace": [f"A memory with source {source!r} belongs in namespace {ASSISTANT_NAMESPACE!r} with a key (its topic)."]}
+                )
+        elif namespace == ASSISTANT_NAMESPACE:
+            raise serializers.ValidationError({"namespace": [f"{ASSISTANT_NAMESPACE!r} is reserved for assistant memories (source user_request or assistant_initiated)."]})
+        if len(set(attrs.get("citations", []))) != len(attrs.get("citations", [])):
+            raise serializers.ValidationError({"citations": ["Each passage may be cited once."]})
+        return attrs
+
+
+class RecallBody(StrictSerializer):
+    query = PlainText(min_length=1, max_length=1000, trim_whitespace=False)
+    namespace = PlainText(min_length=1, max_length=64, required=False, trim_whitespace=False)
+    collectionId = IdField(required=False, allow_null=True)
+    asOf = AsOfField(required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=50, required=False, default=10)
+
+
+class ListBody(StrictSerializer):
+    namespace = PlainText(min_length=1, max_length=64, required=False, trim_whitespace=False)
+    key = PlainText(min_length=1, max_length=120, required=False, trim_whitespace=False)
+    collectionId = IdField(required=False, allow_null=True)
+    asOf = AsOfField(required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=100, required=False, default=20)
+    cursor = serializers.CharField(max_length=200, required=False)
+
+
+class ForgetBody(StrictSerializer):
+    memoryId = IdField(required=False)
+    namespace = PlainText(min_length=1, max_length=64, required=False, trim_whitespace=False)
+    key = PlainText(min_length=1, max_length=120, required=False, trim_whitespace=False)
+
+    def validate(self, attrs):
+        by_id = "memoryId" in attrs
+        by_key = "namespace" in attrs or "key" in attrs
+        if by_id == by_key or (by_key and not ("namespace" in attrs and "key" in attrs)):
+            raise serializers.ValidationError({"non_field_errors": ["Give either memoryId, or namespace and key."]})
+        return attrs
+
+
+BODIES: dict[str, type[StrictSerializer]] = {
+    "remember": RememberBody,
+    "recall": RecallBody,
+    "list": ListBody,
+    "forget": ForgetBody,
+}

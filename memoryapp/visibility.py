@@ -1,0 +1,124 @@
+"""What a read path may return: live versions (not expired, not pending erasure) that pass the
+live source re-check of SPEC §4.2. Used by list, recall, the member API, pages and MCP alike."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from governance.knowledge import readable_collections_q
+from governance.models import AskHistorySettings, Collection, Member, Passage
+from memoryapp.models import Citation, MemoryState, MemoryVersion
+
+
+def retention_cutoff(settings: AskHistorySettings, now: datetime | None = None) -> datetime:
+    return (now or timezone.now()) - timedelta(days=settings.agent_memory_retention_days)
+
+
+def expires_at(version: MemoryVersion, settings: AskHistorySettings) -> datetime:
+    return version.retention_anchor + timedelta(days=settings.agent_memory_retention_days)
+
+
+def live_versions(member: Member, settings: AskHistorySettings, now: datetime | None = None) -> QuerySet[MemoryVersion]:
+    """The member's versions that have not expired (whether or not a sweep ran) and are not
+    waiting for a cascade's erase. Expired memories are gone for every read and every asOf."""
+    return MemoryVersion.objects.filter(
+        member=member,
+        workspace_id=member.workspace_id,
+        unreachable_at__isnull=True,
+        state=MemoryState.ACTIVE,
+        retention_anchor__gt=retention_cutoff(settings, now),
+    )
+
+
+def current_or_as_of(queryset: QuerySet[MemoryVersion], as_of: datetime | None) -> QuerySet[MemoryVersion]:
+    if as_of is None:
+        return queryset.filter(valid_to__isnull=True)
+    return queryset.filter(Q(valid_from__lte=as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
+
+
+CURRENT = "current"
+CHANGED = "changed"
+
+
+@dataclass
+class CheckedCitation:
+    citation: Citation
+    state: str
+
+
+@dataclass
+class Recheck:
+    visible: list[MemoryVersion]
+    hidden: int
+    citations: dict[int, list[CheckedCitation]] = field(default_factory=dict)
+    passage_ids: dict[int, list[int]] = field(default_factory=dict)
+
+    def source_state(self, memory_id: int) -> str | None:
+        checked = self.citations.get(memory_id)
+        if not checked:
+            return None
+        return CHANGED if any(c.state == CHANGED for c in checked) else CURRENT
+
+
+def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None = None) -> Recheck:
+    """Hide memories whose sources are gone or unreadable; mark changed ones. At most three
+    queries whatever the number of memories and citations."""
+    if not versions:
+        return Recheck(visible=[], hidden=0)
+    now = now or timezone.now()
+    by_memory: dict[int, list[Citation]] = defaultdict(list)
+    for citation in Citation.objects.filter(memory_id__in=[v.pk for v in versions]).order_by("memory_id", "position"):
+        by_memory[citation.memory_id].append(citation)
+    passage_ids = {c.passage_id for cs in by_memory.values() for c in cs}
+    passages = {}
+    if passage_ids:
+        passages = {
+            p.pk: p
+            for p in Passage.objects.filter(pk__in=passage_ids)
+            .select_related("document")
+            .only("id", "sha256", "version_id", "document_id", "document__workspace_id", "document__collection_id", "document__current_version_id", "document__expires_at")
+        }
+    collection_ids = {v.collection_id for v in versions if v.collection_id} | {p.document.collection_id for p in passages.values()}
+    readable: set[int] = set()
+    if collection_ids:
+        readable = set(
+            Collection.objects.filter(Q(pk__in=collection_ids, workspace_id=member.workspace_id) & readable_collections_q(member)).values_list("pk", flat=True).distinct()
+        )
+    visible: list[MemoryVersion] = []
+    checked_by_memory: dict[int, list[CheckedCitation]] = {}
+    hidden = 0
+    for version in versions:
+        if version.collection_id and version.collection_id not in readable:
+            hidden += 1
+            continue
+        checked: list[CheckedCitation] = []
+        ok = True
+        for citation in by_memory.get(version.pk, []):
+            passage = passages.get(citation.passage_id)
+            document = passage.document if passage else None
+            if (
+                document is None
+                or document.workspace_id != member.workspace_id
+                or (document.expires_at is not None and document.expires_at <= now)
+                or document.collection_id not in readable
+            ):
+                ok = False
+                break
+            changed = document.current_version_id != citation.document_version_id or passage.sha256 != citation.sha256
+            checked.append(CheckedCitation(citation, CHANGED if changed else CURRENT))
+        if not ok:
+            hidden += 1
+            continue
+        visible.append(version)
+        checked_by_memory[version.pk] = checked
+    return Recheck(
+        visible=visible,
+        hidden=hidden,
+        citations=checked_by_memory,
+        passage_ids={mid: [c.citation.passage_id for c in cs] for mid, cs in checked_by_memory.items()},
+    )

@@ -1,0 +1,69 @@
+"""Cascades (SPEC §8): deleting what memories depend on makes them unreachable in the same
+transaction, and erases them with receipts in a task started on commit. The cascade sweep
+(lifecycle) re-runs `erase_unreachable` for anything a lost task left behind."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from memoryapp.models import Citation, MemoryVersion
+from retention.erasure import erase_memories
+
+CHUNK = 2000
+
+
+def mark_unreachable(queryset: QuerySet[MemoryVersion], reason: str) -> int:
+    return queryset.filter(unreachable_at__isnull=True).update(unreachable_at=timezone.now(), unreachable_reason=reason)
+
+
+def dependents_of_documents(workspace_id: int, document_ids) -> QuerySet[MemoryVersion]:
+    cited = Citation.objects.filter(document_id__in=document_ids).values("memory_id")
+    return MemoryVersion.objects.filter(workspace_id=workspace_id, pk__in=cited)
+
+
+def dependents_of_collection(workspace_id: int, collection_id: int, document_ids) -> QuerySet[MemoryVersion]:
+    cited = Citation.objects.filter(document_id__in=document_ids).values("memory_id")
+    return MemoryVersion.objects.filter(Q(workspace_id=workspace_id) & (Q(collection_id=collection_id) | Q(pk__in=cited)))
+
+
+def schedule_erase(workspace_id: int) -> None:
+    """Start the erase once the cause is committed; if the broker is down the sweep catches it."""
+    from retention import tasks
+
+    def enqueue() -> None:
+        try:
+            tasks.erase_unreachable_task.delay(workspace_id)
+        except Exception:  # broker unreachable: the periodic cascade sweep will erase them
+            import logging
+
+            logging.getLogger(__name__).warning("cascade erase for workspace %s not queued; the sweep will run it", workspace_id)
+
+    transaction.on_commit(enqueue)
+
+
+def erase_unreachable(workspace_id: int | None = None, *, actor_label: str = "system: cascade") -> int:
+    """Erase every memory marked unreachable, one receipt per (workspace, member, reason) chunk."""
+    erased = 0
+    base = MemoryVersion.objects.filter(unreachable_at__isnull=False)
+    if workspace_id is not None:
+        base = base.filter(workspace_id=workspace_id)
+    groups = base.values_list("workspace_id", "member_id", "unreachable_reason").distinct()
+    for ws_id, member_id, reason in list(groups):
+        while True:
+            ids = list(base.filter(workspace_id=ws_id, member_id=member_id, unreachable_reason=reason).order_by("pk").values_list("pk", flat=True)[:CHUNK])
+            if not ids:
+                break
+            receipt = erase_memories(
+                ids,
+                operation=reason or "cascade_document",
+                workspace_id=ws_id,
+                member_id=member_id,
+                actor_label=actor_label,
+                filters={"cause": reason},
+            )
+            erased += receipt.versions_erased if receipt else 0
+            if len(ids) < CHUNK:
+                break
+    return erased

@@ -1,0 +1,98 @@
+"""Fixtures: one workspace with an owner, an editor (the member), a viewer and an outsider in
+another workspace; clients for the workspace API and the agent API."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from governance import actions
+from governance.models import Member, Workspace
+from memoryapp.celery import app as celery_app
+
+celery_app.conf.task_always_eager = True
+celery_app.conf.task_eager_propagates = True
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    from memoryapp.ratelimit import RedisRateLimiter, get_limiter
+
+    limiter = get_limiter()
+    if isinstance(limiter, RedisRateLimiter):
+        limiter._client.flushdb()
+    yield
+
+
+@dataclass
+class World:
+    workspace: Workspace
+    owner: Member
+    editor: Member
+    viewer: Member
+    other_workspace: Workspace
+    outsider: Member  # owner of the other workspace
+
+
+@pytest.fixture
+def world(db) -> World:
+    workspace, owner = actions.create_workspace("Acme", owner_email="owner@acme.test", password="pw-owner-123")
+    editor = actions.add_member(workspace, "editor@acme.test", role="editor", password="pw-editor-123")
+    viewer = actions.add_member(workspace, "viewer@acme.test", role="viewer", password="pw-viewer-123")
+    other, outsider = actions.create_workspace("Globex", owner_email="outsider@globex.test", password="pw-out-123")
+    actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=owner.user)
+    actions.update_settings(other, {"agentMemoriesEnabled": True}, actor=outsider.user)
+    for member in (owner, editor, viewer, outsider):
+        member.refresh_from_db()
+    return World(workspace, owner, editor, viewer, other, outsider)
+
+
+def client_for(member_or_user) -> APIClient:
+    user = getattr(member_or_user, "user", member_or_user)
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+class AgentClient:
+    def __init__(self, token: str):
+        self.token = token
+        self.client = APIClient()
+
+    def call(self, operation: str, body=None, *, raw: bytes | None = None, content_type: str = "application/json"):
+        data = raw if raw is not None else json.dumps(body if body is not None else {})
+        return self.client.generic("POST", f"/api/agent/v1/memories/{operation}", data, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {self.token}")
+
+    def remember(self, **body):
+        return self.call("remember", body)
+
+    def recall(self, **body):
+        return self.call("recall", body)
+
+    def list(self, **body):
+        return self.call("list", body)
+
+    def forget(self, **body):
+        return self.call("forget", body)
+
+
+def make_agent(member: Member, scopes=("memory:read", "memory:write"), **kwargs) -> AgentClient:
+    _, token = actions.create_credential(member, name="test agent", scopes=list(scopes), **kwargs)
+    return AgentClient(token)
+
+
+@pytest.fixture
+def agent(world) -> AgentClient:
+    return make_agent(world.editor)
+
+
+def error_code(response) -> str:
+    return response.json()["error"]["code"]
+
+
+def on_postgres() -> bool:
+    return settings.IS_POSTGRES
