@@ -305,3 +305,55 @@ def delete_context_set(context_set: ContextSet, *, actor) -> None:
     context_set.active = False
     context_set.save(update_fields=["deleted_at", "active"])
     audit("context_set.deleted", workspace=context_set.workspace, actor=actor, target=f"context set #{context_set.pk}")
+
+
+# --- platform-level switches (platform admins) ---------------------------------------------------
+@transaction.atomic
+def set_ai_memory_available(workspace: Workspace, available: bool, *, actor, reason: str = "") -> Workspace:
+    workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
+    if workspace.ai_memory_available != available:
+        audit("workspace.ai_memory_available", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"aiMemoryAvailable": [workspace.ai_memory_available, available]}, reason=reason)
+        workspace.ai_memory_available = available
+        workspace.save(update_fields=["ai_memory_available"])
+    return workspace
+
+
+@transaction.atomic
+def set_retains_history(workspace: Workspace, retains: bool, *, actor, reason: str = "") -> Workspace:
+    """Turning history off erases every memory of the workspace: unreachable now, erased with
+    receipts on commit (and by the cascade sweep if the broker is down)."""
+    from memoryapp.models import MemoryVersion
+
+    workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
+    if workspace.retains_history != retains:
+        audit("workspace.retains_history", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"retainsHistory": [workspace.retains_history, retains]}, reason=reason)
+        workspace.retains_history = retains
+        workspace.save(update_fields=["retains_history"])
+        if not retains:
+            cascades.mark_unreachable(MemoryVersion.objects.filter(workspace=workspace), Operation.NON_RETAINING)
+            cascades.schedule_erase(workspace.pk)
+    return workspace
+
+
+def delete_workspace(workspace: Workspace, *, actor, reason: str = "") -> int:
+    """Erase every memory with receipts (kept: they hold no content), then delete the workspace."""
+    from memoryapp.models import MemoryVersion
+
+    with transaction.atomic():
+        cascades.mark_unreachable(MemoryVersion.objects.filter(workspace=workspace), Operation.WORKSPACE_DELETION)
+        audit("workspace.deleted", workspace=None, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": workspace.name}, reason=reason)
+    erased = cascades.erase_unreachable(workspace.pk, actor_label=actor_label(actor))
+    workspace.delete()
+    return erased
+
+
+def erase_member_memories(member: Member, *, actor, reason: str = "") -> int:
+    """A platform admin erases every memory of one member (with a receipt)."""
+    from memoryapp.models import MemoryVersion
+    from retention.erasure import erase_memories
+
+    with transaction.atomic():
+        ids = list(MemoryVersion.objects.filter(member=member).values_list("pk", flat=True))
+        receipt = erase_memories(ids, operation=Operation.ADMIN_ERASE, workspace_id=member.workspace_id, member_id=member.pk, actor=actor, actor_label=actor_label(actor), filters={"member": member.pk, "reason": reason})
+        audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": receipt.versions_erased if receipt else 0}, reason=reason)
+    return receipt.versions_erased if receipt else 0

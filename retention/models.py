@@ -52,3 +52,46 @@ class DeletionReceipt(models.Model):
     @property
     def versions_erased(self) -> int:
         return int(self.manifest.get("artifacts", {}).get("memory_version", 0))
+
+
+class UsageCategory(models.TextChoices):
+    AI_MEMORY = "ai_memory", "AI memory"
+    REPLY = "reply", "Assistant reply"
+
+
+class UsageStatus(models.TextChoices):
+    PENDING = "pending", "Pending settlement"
+    SETTLED = "settled", "Settled into the ledger"
+
+
+class UsageRecord(models.Model):
+    """One charged unit of work (a consolidation, or a reported reply), charged to one member.
+
+    Lines are derived: "AI memory (input)" = input tokens/cost, "AI memory (output)" = output.
+    """
+
+    workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="usage_records")
+    member = models.ForeignKey("governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records")
+    role = models.CharField(max_length=10, help_text="The member's role when charged (role quotas).")
+    category = models.CharField(max_length=16, choices=UsageCategory.choices, db_index=True)
+    model_name = models.CharField(max_length=120)
+    conversation_id = models.CharField(max_length=120, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    memory_tokens = models.PositiveIntegerField(default=0, help_text="AI-memory tokens already counted in input_tokens.")
+    input_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    output_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    status = models.CharField(max_length=8, choices=UsageStatus.choices, default=UsageStatus.PENDING, db_index=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "member", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"usage #{self.pk} ({self.category})"
+
+    @property
+    def total_cost(self):
+        return self.input_cost + self.output_cost
