@@ -184,7 +184,7 @@ class Credential(models.Model):
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="credentials")
     name = models.CharField(max_length=120)
     scopes = models.JSONField(default=list)
-    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.PROTECT, related_name="credentials")
+    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.RESTRICT, related_name="credentials")
     prefix = models.CharField(max_length=16, unique=True)
     token_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
