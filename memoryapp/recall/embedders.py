@@ -314,10 +314,9 @@ class MiniLMEmbedder:
         x = _layer_norm(x, self.emb_ln_g, self.emb_ln_b, self.eps).reshape(B * T, H)
 
         padded = bool((mask == 0).any())
-        if padded:
-            # additive mask over keys; exp() of it underflows to exactly 0
-            add_mask = ((1.0 - mask) * np.float32(-1e30)).reshape(B, 1, 1, T)
+        key_mask = mask.reshape(B, 1, 1, T)
         scale = np.float32(1.0 / math.sqrt(hd))
+        floor = np.float32(-80.0)  # exp(-80) ~ 1.8e-35 is still a normal float32
 
         for L in self.layers:
             qkv = x @ L.w_qkv
@@ -329,9 +328,16 @@ class MiniLMEmbedder:
             q *= scale
             s = q @ k.transpose(0, 1, 3, 2)  # (B, nh, T, T)
             if padded:
-                s += add_mask
-            s -= s.max(axis=-1, keepdims=True)
+                # max over real keys only (padding is ignored completely)
+                s -= np.where(key_mask > 0, s, np.float32(-np.inf)).max(axis=-1, keepdims=True)
+            else:
+                s -= s.max(axis=-1, keepdims=True)
+            # Clamp before exp: weights below e^-80 are irrelevant next to the max's 1,
+            # and subnormal floats would make the following matmul many times slower.
+            np.maximum(s, floor, out=s)
             np.exp(s, out=s)
+            if padded:
+                s *= key_mask  # padding keys get exactly zero weight
             s /= s.sum(axis=-1, keepdims=True)
             ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B * T, H)
             a = ctx @ L.w_o

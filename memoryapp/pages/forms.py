@@ -1,0 +1,111 @@
+"""Page forms. They check shapes (lengths, snake_case, line counts) so a person gets a message in
+their language next to the field; the rules themselves stay in the actions, whose refusals the
+views show as form errors."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.validators import RegexValidator
+from django.utils.translation import gettext_lazy as _
+
+from governance.models import ContextSet
+from memoryapp.assistant import TOPIC
+from memoryapp.schemas import _CONTROL, MAX_DETAIL_LINES
+
+# The kinds offered on the AI memory page (seed 002: 事実 / 指示 / 好み). Memories written
+# elsewhere may carry another kind; the page shows it as is and keeps it on edit.
+KIND_CHOICES = [
+    ("fact", _("Fact")),
+    ("preference", _("Preference")),
+    ("instruction", _("Instruction")),
+]
+
+
+def no_control_characters(value: str) -> None:
+    if _CONTROL.search(value):
+        raise forms.ValidationError(_("Control characters are not allowed."))
+
+
+class DetailsField(forms.CharField):
+    """One item per line; blank lines are dropped."""
+
+    widget = forms.Textarea(attrs={"rows": 4})
+
+    def clean(self, value):
+        value = super().clean(value) or ""
+        lines = [line.strip() for line in value.splitlines() if line.strip()]
+        if len(lines) > MAX_DETAIL_LINES:
+            raise forms.ValidationError(_("At most %(count)d lines.") % {"count": MAX_DETAIL_LINES})
+        if any(len(line) > 500 for line in lines):
+            raise forms.ValidationError(_("Each line must be at most 500 characters."))
+        for line in lines:
+            no_control_characters(line)
+        return lines
+
+
+class KindField(forms.ChoiceField):
+    def __init__(self, *args, current: str | None = None, **kwargs):
+        choices = list(KIND_CHOICES)
+        if current and current not in dict(choices):
+            choices.append((current, current))
+        super().__init__(*args, choices=choices, label=_("Type"), **kwargs)
+
+
+class AssistantMemoryForm(forms.Form):
+    kind = KindField()
+    topic = forms.CharField(
+        label=_("Topic"),
+        max_length=120,
+        help_text=_("English snake_case, for example communication_style."),
+        validators=[RegexValidator(TOPIC, _("Use English snake_case, for example preferred_language."))],
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "placeholder": "communication_style"}),
+    )
+    summary = forms.CharField(label=_("Summary"), max_length=1000, validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
+    details = DetailsField(label=_("Details"), required=False, help_text=_("One item per line."))
+
+
+class AssistantMemoryEditForm(forms.Form):
+    summary = forms.CharField(label=_("Summary"), max_length=1000, validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
+    details = DetailsField(label=_("Details"), required=False, help_text=_("One item per line."))
+
+    def __init__(self, *args, current_kind: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields = {"kind": KindField(current=current_kind), **self.fields}
+
+
+class CredentialForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=120, validators=[no_control_characters], widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    scopes = forms.MultipleChoiceField(
+        label=_("Scopes"),
+        required=False,
+        choices=[("memory:read", "memory:read"), ("memory:write", "memory:write")],
+        widget=forms.CheckboxSelectMultiple,
+    )
+    context_set = forms.ModelChoiceField(label=_("Context set"), queryset=ContextSet.objects.none(), required=False, empty_label=_("Not bound (all memories)"))
+    expires_on = forms.DateField(label=_("Expires on"), required=False, help_text=_("Optional; the credential stops working at the end of that day (UTC)."), widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["context_set"].queryset = ContextSet.objects.filter(workspace=workspace, deleted_at__isnull=True).order_by("name", "id")
+
+    def clean_scopes(self):
+        scopes = self.cleaned_data["scopes"]
+        if not scopes:
+            raise forms.ValidationError(_("Choose at least one scope."))
+        return scopes
+
+
+class AskHistorySettingsForm(forms.Form):
+    agent_memories_enabled = forms.BooleanField(label=_("Let agents keep memories"), required=False)
+    agent_memory_retention_days = forms.IntegerField(
+        label=_("Retention (days)"),
+        min_value=1,
+        max_value=365,
+        help_text=_("Between 1 and 365. A change applies to existing memories at once: memories older than the new period expire immediately."),
+    )
+    expired_grace_days = forms.IntegerField(
+        label=_("Expired grace (days)"),
+        min_value=0,
+        max_value=90,
+        help_text=_("Between 0 and 90. Expired AI memories stay available for reactivation this long, then are erased (0 = at expiry)."),
+    )
