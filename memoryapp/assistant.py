@@ -77,10 +77,10 @@ def list_assistant_memories(member: Member) -> dict[str, Any]:
     }
 
 
-def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str], source: str = Source.MANUAL) -> tuple[MemoryVersion, int]:
+def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None, source: str = Source.MANUAL) -> tuple[MemoryVersion, int]:
     gates.check_memory_enabled(member.workspace, member, agent=False)
     check_topic(topic)
-    content = gates.mask_content(summary, details)
+    content = gates.mask_content(summary, details or [])
     return store_version(
         workspace=member.workspace, member=member, credential=None, namespace=ASSISTANT_NAMESPACE, key=topic,
         content=content, kind=kind, source=source, collection_id=None, passages=[],
@@ -110,10 +110,21 @@ def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, s
 
 @transaction.atomic
 def reactivate_assistant_memory(member: Member, memory_id: int) -> MemoryVersion:
-    """An expired memory becomes active again; its retention restarts now."""
+    """An expired memory becomes active again; its retention restarts now. Only while its grace
+    period lasts: past it the memory is erased (or about to be) and answers 404 like any memory
+    that is gone. The conditional UPDATE and the grace purge's SKIP LOCKED claim exclude each
+    other, so a memory is never both reactivated and erased. An active memory is left as it is."""
     gates.check_memory_enabled(member.workspace, member, agent=False)
     version = _own_current(member, memory_id)
+    settings = member.workspace.ask_history
     now = timezone.now()
-    MemoryVersion.objects.filter(pk=version.pk).update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
+    if version.state == MemoryState.ACTIVE and version.retention_anchor > retention_cutoff(settings, now):
+        return version
+    grace_cutoff = now - timedelta(days=settings.agent_memory_retention_days + settings.expired_grace_days)
+    reactivated = MemoryVersion.objects.filter(pk=version.pk, unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff).update(
+        state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now
+    )
+    if not reactivated:
+        raise memory_not_found()
     version.refresh_from_db()
     return version
