@@ -87,6 +87,22 @@ def test_tokenize_is_deterministic():
     assert tokenize(text) == tokenize(text) == tokenize(str(text))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_tokenize_and_hashing_accept_any_text(text):
+    toks = tokenize(text)
+    assert toks == tokenize(text)
+    assert all(t and not any(c.isspace() for c in t) for t in toks)
+    v = get_embedder("hashing").embed([text])[0]
+    assert v.shape == (256,) and np.isfinite(v).all()
+    assert np.linalg.norm(v) == pytest.approx(1.0 if toks else 0.0, abs=1e-5)
+
+
+def test_minilm_accepts_lone_surrogates():
+    v = get_embedder("minilm").embed(["abc\ud800def"])
+    assert np.linalg.norm(v[0]) == pytest.approx(1.0, abs=1e-5)
+
+
 # ---------------------------------------------------------------------------------------
 # BM25 == rank_bm25.BM25Okapi
 # ---------------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ class HashingEmbedder:
     GRAM_WEIGHT = 0.5
 
     def __init__(self, dim: int = 256):
-        if dim <= 0 or dim & (dim - 1):
-            raise ValueError("dim must be a power of two")
+        if dim < 2 or dim & (dim - 1):
+            raise ValueError("dim must be a power of two >= 2")
         self.dim = dim
         self.id = f"hashing-v1-{dim}"
         self._shift = 32 - dim.bit_length() + 1  # top log2(dim) bits select the bucket
@@ -178,17 +178,18 @@ _ERF_BETA = tuple(
 )
 
 
-def erf_f32(x: np.ndarray) -> np.ndarray:
-    """Vectorised erf for float32 arrays (accurate to ~5e-7 absolute)."""
-    x = np.clip(x, np.float32(-4.0), np.float32(4.0))
-    x2 = x * x
-    p = _ERF_ALPHA[0] * x2
+def _erf_inplace(t: np.ndarray, x2: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """erf(t) into ``p``; ``t`` is clobbered, ``x2`` is scratch (all same-shape float32)."""
+    np.clip(t, np.float32(-4.0), np.float32(4.0), out=t)
+    np.multiply(t, t, out=x2)
+    np.multiply(x2, _ERF_ALPHA[0], out=p)
     p += _ERF_ALPHA[1]
     for c in _ERF_ALPHA[2:]:
         p *= x2
         p += c
-    p *= x
-    q = _ERF_BETA[0] * x2
+    p *= t
+    q = t  # t is no longer needed: reuse it for the denominator
+    np.multiply(x2, _ERF_BETA[0], out=q)
     q += _ERF_BETA[1]
     for c in _ERF_BETA[2:]:
         q *= x2
@@ -197,13 +198,41 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
     return p
 
 
+def erf_f32(x: np.ndarray) -> np.ndarray:
+    """Vectorised erf for float32 arrays (max abs error ~5e-7 vs math.erf)."""
+    t = np.array(x, dtype=np.float32)  # copy
+    return _erf_inplace(t, np.empty_like(t), np.empty_like(t))
+
+
+_GELU_BLOCK = 64 * 1536  # elements per block: the ~30 passes of erf stay in L2 cache
+
+
+def gelu_inplace_f32(h: np.ndarray) -> np.ndarray:
+    """Exact (erf) GELU, x * 0.5 * (1 + erf(x / sqrt(2))), computed in place on ``h``."""
+    if h.dtype != np.float32 or not h.flags.c_contiguous:
+        raise ValueError("gelu_inplace_f32 needs a C-contiguous float32 array")
+    flat = h.reshape(-1)  # a view, since h is C-contiguous
+    n = flat.size
+    size = min(n, _GELU_BLOCK)
+    t_buf = np.empty(size, dtype=np.float32)
+    x2_buf = np.empty(size, dtype=np.float32)
+    p_buf = np.empty(size, dtype=np.float32)
+    inv_sqrt2 = np.float32(1.0 / math.sqrt(2.0))
+    for start in range(0, n, size):
+        hb = flat[start : start + size]
+        m = hb.size
+        t, x2, p = t_buf[:m], x2_buf[:m], p_buf[:m]
+        np.multiply(hb, inv_sqrt2, out=t)
+        _erf_inplace(t, x2, p)
+        p += np.float32(1.0)
+        p *= np.float32(0.5)
+        hb *= p
+    return h
+
+
 def gelu_f32(x: np.ndarray) -> np.ndarray:
-    """Exact (erf) GELU: x * 0.5 * (1 + erf(x / sqrt(2)))."""
-    e = erf_f32(x * np.float32(1.0 / math.sqrt(2.0)))
-    e += np.float32(1.0)
-    e *= np.float32(0.5)
-    e *= x
-    return e
+    """Exact (erf) GELU of a float32 array (returns a new array)."""
+    return gelu_inplace_f32(np.array(x, dtype=np.float32, order="C"))
 
 
 def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
@@ -294,7 +323,15 @@ class MiniLMEmbedder:
     # -- tokenisation ---------------------------------------------------------------
     def _encode(self, texts: list[str]) -> list[list[int]]:
         # encode() per text (not encode_batch): no rayon thread pool, fork-safe.
-        return [self._tokenizer.encode(t).ids for t in texts]
+        out = []
+        for t in texts:
+            try:
+                out.append(self._tokenizer.encode(t).ids)
+            except (TypeError, UnicodeError):
+                # lone surrogates (e.g. from a JSON "\\ud800" escape) are not valid UTF-8
+                t = t.encode("utf-8", "replace").decode("utf-8")
+                out.append(self._tokenizer.encode(t).ids)
+        return out
 
     # -- forward pass ---------------------------------------------------------------
     def _forward(self, ids: list[list[int]]) -> np.ndarray:
@@ -346,7 +383,7 @@ class MiniLMEmbedder:
             x = _layer_norm(a, L.ln1_g, L.ln1_b, self.eps)
             h = x @ L.w_i
             h += L.b_i
-            h = gelu_f32(h)
+            gelu_inplace_f32(h)
             o = h @ L.w_out
             o += L.b_out
             o += x
