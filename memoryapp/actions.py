@@ -67,12 +67,14 @@ def remember(admission: gates.Admission) -> Remembered:
     return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.settings), slot=slot)
 
 
-def embed_text(text: str) -> tuple[str, int, bytes]:
+def index_entry(version: MemoryVersion) -> MemoryEmbedding:
+    """The version's embedding and recall terms, computed from its masked text."""
     from memoryapp.recall.embedders import get_embedder, to_bytes
+    from memoryapp.recall.tokenize import tokenize
 
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
-    vector = embedder.embed([text])[0]
-    return embedder.id, embedder.dim, to_bytes(vector)
+    vector = embedder.embed([version.text])[0]
+    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(tokenize(version.text)))
 
 
 def store_version(
@@ -91,7 +93,7 @@ def store_version(
     """Store a new version (closing the current one of the same key). Row 12 — the cap — is
     counted under the member's row lock, which also serialises same-key supersession, so
     concurrent writers leave one current version and a gap-free chain."""
-    embedder_id, dim, vector = embed_text(content.text)  # CPU work before any lock is taken
+    entry = index_entry(MemoryVersion(text=content.text))  # CPU work before any lock is taken
     with transaction.atomic():
         Member.objects.select_for_update().filter(pk=member.pk).exists()
         stored = MemoryVersion.objects.filter(member=member).count()
@@ -126,7 +128,8 @@ def store_version(
             Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256)
             for i, p in enumerate(passages)
         )
-        MemoryEmbedding.objects.create(memory=version, embedder_id=embedder_id, dim=dim, vector=vector)
+        entry.memory = version
+        entry.save(force_insert=True)
     return version, superseded
 
 

@@ -119,10 +119,14 @@ class Citation(models.Model):
 
 
 class MemoryEmbedding(models.Model):
+    """The version's search index entry: its embedding and its BM25 terms, both derived from
+    the masked text at remember time and erased with the version."""
+
     memory = models.OneToOneField(MemoryVersion, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
     embedder_id = models.CharField(max_length=40, db_index=True)
     dim = models.PositiveSmallIntegerField()
     vector = models.BinaryField()
+    terms = models.TextField(default="", help_text="Space-separated recall tokens of the masked text.")
 
     def __str__(self) -> str:
         return f"embedding of #{self.memory_id} ({self.embedder_id})"

@@ -34,6 +34,11 @@ def recall_candidates(admission: gates.Admission) -> list[MemoryVersion]:
     return list(filtered_versions(admission).select_related("embedding")[:CANDIDATES])
 
 
+def stored_terms(version: MemoryVersion) -> list[str]:
+    embedding = getattr(version, "embedding", None)
+    return embedding.terms.split() if embedding is not None and embedding.terms else tokenize(version.text)
+
+
 def lexical_ranking(query: str, candidates: list[MemoryVersion]) -> list[int]:
     """Okapi BM25 (k1 1.5, b 0.75, statistics over the candidates), exactly as rank_bm25 scores it.
 
@@ -43,7 +48,7 @@ def lexical_ranking(query: str, candidates: list[MemoryVersion]) -> list[int]:
     memories sharing no term are not in this ranking."""
     query_tokens = tokenize(query)
     query_terms = set(query_tokens)
-    docs = [tokenize(v.text) for v in candidates]
+    docs = [stored_terms(v) for v in candidates]
     scores = bm25_scores(query_tokens, docs, k1=1.5, b=0.75)
     matched = np.fromiter((len(query_terms.intersection(doc)) for doc in docs), dtype=np.int64, count=len(docs))
     order = np.lexsort((np.arange(len(docs)), -matched, -scores))

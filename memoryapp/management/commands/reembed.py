@@ -1,0 +1,52 @@
+"""Re-embed stored memory versions with the configured embedder (MEMORY_EMBEDDER).
+
+Batched and resumable: it only touches versions whose stored vector was made by another
+embedder (or that have none), so an interrupted run continues where it stopped."""
+
+import sys
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.db.models import Q
+
+from memoryapp.models import MemoryEmbedding, MemoryVersion
+from memoryapp.recall.embedders import get_embedder, to_bytes
+from memoryapp.recall.tokenize import tokenize
+
+
+class Command(BaseCommand):
+    help = "Re-embed memories whose vectors were made by another embedder."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument("--embedder", default=None, help="defaults to MEMORY_EMBEDDER")
+
+    def handle(self, *args, **opts):
+        embedder = get_embedder(opts["embedder"] or settings.MEMORY_EMBEDDER)
+        stale = MemoryVersion.objects.filter(Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id))
+        total = stale.count()
+        done, started, last_pk = 0, time.monotonic(), 0
+        while True:
+            batch = list(stale.filter(pk__gt=last_pk).order_by("pk").only("pk", "text")[: opts["batch_size"]])
+            if not batch:
+                break
+            vectors = embedder.embed([v.text for v in batch])
+            with transaction.atomic():
+                existing = set(MemoryEmbedding.objects.filter(memory_id__in=[v.pk for v in batch]).values_list("memory_id", flat=True))
+                for version, vector in zip(batch, vectors):
+                    values = {"embedder_id": embedder.id, "dim": embedder.dim, "vector": to_bytes(vector), "terms": " ".join(tokenize(version.text))}
+                    if version.pk in existing:
+                        MemoryEmbedding.objects.filter(memory_id=version.pk).update(**values)
+                    elif MemoryVersion.objects.filter(pk=version.pk).exists():  # erased meanwhile: nothing to index
+                        MemoryEmbedding.objects.create(memory_id=version.pk, **values)
+            done += len(batch)
+            last_pk = batch[-1].pk
+            rate = done / max(time.monotonic() - started, 1e-6)
+            width = 30
+            filled = int(width * done / max(total, 1))
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} versions, {rate:.0f}/s")
+            sys.stderr.flush()
+        sys.stderr.write("\n")
+        self.stdout.write(f"Re-embedded {done} memory versions with {embedder.id}.")
