@@ -63,8 +63,20 @@ def remember(admission: gates.Admission) -> Remembered:
         if isinstance(exc, ApiError) and exc.status == 409:
             exc.headers.update(slot.headers())
         raise
-    checked = recheck([version], ctx.member)
+    checked = fresh_check(version, admission.passages)
     return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.settings), slot=slot)
+
+
+def fresh_check(version: MemoryVersion, passages: list[Passage]):
+    """A version just written cites passages checked readable in this request: all current,
+    so its answer needs no re-check queries."""
+    from memoryapp.visibility import CURRENT, CheckedCitation, Recheck
+
+    citations = [
+        CheckedCitation(Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256), CURRENT)
+        for i, p in enumerate(passages)
+    ]
+    return Recheck(visible=[version], hidden=0, citations={version.pk: citations}, passage_ids={version.pk: [p.pk for p in passages]})
 
 
 def index_entry(version: MemoryVersion) -> MemoryEmbedding:

@@ -1,0 +1,55 @@
+"""Shared setup for the benchmark scripts: a dedicated PostgreSQL database (dropped and
+re-created), Redis for rate limits, Django configured, migrations applied."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def setup(db_name: str, *, redis_db: int = 9) -> None:
+    import psycopg
+
+    base = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{db_name}"')
+    os.environ["DATABASE_URL"] = f"{base}/{db_name}"
+    os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")
+    os.environ.setdefault("VAR_DIR", f"/tmp/bench_var_{db_name}")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "memoryapp.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    import redis
+
+    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+
+
+def timed(fn, repeat: int, warmup: int = 5) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def summary(label: str, samples: list[float]) -> str:
+    return f"{label:<48} p50 {pct(samples, 50):7.2f} ms   p95 {pct(samples, 95):7.2f} ms   mean {statistics.fmean(samples):7.2f} ms   n={len(samples)}"

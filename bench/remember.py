@@ -1,0 +1,58 @@
+"""Remember and list latency, in-process, on PostgreSQL + Redis.
+
+    .venv/bin/python bench/remember.py [--n 300]
+
+Prints remember p50/p95 with 0 and 20 citations, and list p50/p95 for a member holding
+5,000 versions. Target: remember p95 <= 15 ms in-process on a 2-core machine."""
+
+from __future__ import annotations
+
+import argparse
+
+from _setup import setup, summary, timed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=300)
+    args = parser.parse_args()
+    setup("bench_remember")
+
+    from governance import actions
+    from memoryapp import gates
+    from memoryapp.actions import index_entry, list_memories, remember
+    from memoryapp.models import MemoryEmbedding, MemoryVersion
+    from memoryapp.ratelimit import get_limiter
+
+    workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
+    actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
+    member = actions.add_member(workspace, "bench@x.test", role="editor")
+    collection = actions.create_collection(workspace, name="c")
+    text = "\n\n".join(f"Paragraph {i} about the Osaka warehouse and its weekday shipping." for i in range(20))
+    passages = [str(p.pk) for p in actions.create_document(collection, title="d", text=text).current_version.passages.all()]
+    credential, token = actions.create_credential(member, name="bench", scopes=["memory:read", "memory:write"])
+    limiter = get_limiter()
+    counter = iter(range(10**9))
+
+    def do_remember(citations: list[str]):
+        i = next(counter)
+        if i % 100 == 0:
+            limiter.reset(credential.pk)  # measure the write path, not the 120/h refusal
+        body = {"namespace": "bench", "key": f"k{i % 50}", "text": f"Note {i}: prefers aisle seats; contact ada{i}@example.com", "citations": citations}
+        remember(gates.admit(token, "remember", body))
+
+    print(f"PostgreSQL + {type(limiter).__name__}, embedder {__import__('django.conf').conf.settings.MEMORY_EMBEDDER}")
+    print(summary("remember, 0 citations", timed(lambda: do_remember([]), args.n)))
+    print(summary("remember, 20 citations", timed(lambda: do_remember(passages), args.n)))
+
+    # A member with 5,000 stored versions (bulk-inserted, same shape as the write path).
+    MemoryVersion.objects.filter(member=member).delete()
+    versions = [MemoryVersion(workspace=workspace, member=member, namespace="bench", text=f"Memory {i} about shipping and seats", text_sha256="0" * 64, text_length=30) for i in range(5000)]
+    MemoryVersion.objects.bulk_create(versions, batch_size=1000)
+    MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member)], batch_size=1000)
+    print(summary("list (limit 20) at 5,000 versions", timed(lambda: list_memories(gates.admit(token, "list", {})), args.n)))
+    print(summary("list (limit 100) at 5,000 versions", timed(lambda: list_memories(gates.admit(token, "list", {"limit": 100})), args.n)))
+
+
+if __name__ == "__main__":
+    main()
