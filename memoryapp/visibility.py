@@ -26,9 +26,10 @@ def expires_at(version: MemoryVersion, settings: AskHistorySettings) -> datetime
 def live_versions(member: Member, settings: AskHistorySettings, now: datetime | None = None) -> QuerySet[MemoryVersion]:
     """The member's versions that have not expired (whether or not a sweep ran) and are not
     waiting for a cascade's erase. Expired memories are gone for every read and every asOf."""
+    # A member belongs to one workspace, so filtering by member alone is complete, and it lets
+    # PostgreSQL walk the ordered (member, -created_at, -id) index instead of AND-ing bitmaps.
     return MemoryVersion.objects.filter(
         member=member,
-        workspace_id=member.workspace_id,
         unreachable_at__isnull=True,
         state=MemoryState.ACTIVE,
         retention_anchor__gt=retention_cutoff(settings, now),

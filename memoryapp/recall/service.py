@@ -1,12 +1,14 @@
 """Recall (SPEC §4.4): the newest 300 candidates, the live re-check, three rankings and RRF.
 
-Query count is constant: candidates with their embeddings (1), the re-check (≤3), the
-workspace's entities (1) and, when the query names an entity, the cited passages' entities (1).
+Query count is constant: candidates (1), their index entries (1), the re-check (≤3), the
+workspace's entities (1), the cited passages' entities when the query names one (1), and the
+full rows of the results (1).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,9 +18,9 @@ from governance.knowledge import EntityMatcher
 from governance.models import Entity
 from memoryapp import gates
 from memoryapp.actions import filtered_versions
-from memoryapp.models import MemoryVersion
+from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.bm25 import bm25_scores
-from memoryapp.recall.embedders import embed_query_within, from_bytes, get_embedder
+from memoryapp.recall.embedders import embed_query_within, get_embedder
 from memoryapp.recall.fusion import rank_by_scores, rrf
 from memoryapp.recall.tokenize import tokenize
 from memoryapp.representation import memory_json
@@ -28,18 +30,32 @@ CANDIDATES = 300
 RRF_K = 60
 
 
-def recall_candidates(admission: gates.Admission) -> list[MemoryVersion]:
-    """The newest 300 current (or current-at-asOf) memories matching filters and scope, with
-    their embeddings, in one indexed query."""
-    return list(filtered_versions(admission).select_related("embedding")[:CANDIDATES])
+@dataclass(slots=True)
+class Candidate:
+    """What ranking needs of a memory version; full rows are loaded only for the results."""
+
+    pk: int
+    collection_id: int | None
+    embedder_id: str | None = None
+    dim: int = 0
+    vector: bytes | None = None
+    terms: list[str] | None = None
 
 
-def stored_terms(version: MemoryVersion) -> list[str]:
-    embedding = getattr(version, "embedding", None)
-    return embedding.terms.split() if embedding is not None and embedding.terms else tokenize(version.text)
+def recall_candidates(admission: gates.Admission) -> list[Candidate]:
+    """The newest 300 current (or current-at-asOf) memories matching filters and scope, then
+    their index entries: two indexed queries returning plain tuples. (Joining first made
+    PostgreSQL join every version of the member before sorting: 158 ms at 5,000 versions.)"""
+    candidates = [Candidate(pk, collection_id) for pk, collection_id in filtered_versions(admission).values_list("pk", "collection_id")[:CANDIDATES]]
+    by_pk = {c.pk: c for c in candidates}
+    entries = MemoryEmbedding.objects.filter(memory_id__in=list(by_pk)).values_list("memory_id", "embedder_id", "dim", "vector", "terms")
+    for memory_id, embedder_id, dim, vector, terms in entries:
+        candidate = by_pk[memory_id]
+        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim, vector, terms.split()
+    return candidates
 
 
-def lexical_ranking(query: str, candidates: list[MemoryVersion]) -> list[int]:
+def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
     """Okapi BM25 (k1 1.5, b 0.75, statistics over the candidates), exactly as rank_bm25 scores it.
 
     Okapi's idf is log((N - n + 0.5) / (n + 0.5)): a term found in half of a small candidate set
@@ -48,33 +64,29 @@ def lexical_ranking(query: str, candidates: list[MemoryVersion]) -> list[int]:
     memories sharing no term are not in this ranking."""
     query_tokens = tokenize(query)
     query_terms = set(query_tokens)
-    docs = [stored_terms(v) for v in candidates]
+    docs = [c.terms or [] for c in candidates]
     scores = bm25_scores(query_tokens, docs, k1=1.5, b=0.75)
     matched = np.fromiter((len(query_terms.intersection(doc)) for doc in docs), dtype=np.int64, count=len(docs))
     order = np.lexsort((np.arange(len(docs)), -matched, -scores))
     return [int(i) for i in order if matched[i] > 0]
 
 
-def semantic_ranking(query: str, candidates: list[MemoryVersion]) -> tuple[list[int] | None, str | None]:
+def semantic_ranking(query: str, candidates: list[Candidate]) -> tuple[list[int] | None, str | None]:
     """Cosine ranking, or None (and a degraded flag) if the query embedding misses its budget."""
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
     query_vector = embed_query_within(embedder, query, settings.SEMANTIC_BUDGET_SECONDS)
     if query_vector is None:
         return None, "semantic"
-    rows, vectors = [], []
-    for index, version in enumerate(candidates):
-        embedding = getattr(version, "embedding", None)
-        # A vector from another embedder is not comparable: left out until `reembed` runs.
-        if embedding is not None and embedding.embedder_id == embedder.id and embedding.dim == query_vector.shape[0]:
-            rows.append(index)
-            vectors.append(from_bytes(bytes(embedding.vector), embedding.dim))
+    # A vector from another embedder is not comparable: left out until `reembed` runs.
+    rows = [i for i, c in enumerate(candidates) if c.vector is not None and c.embedder_id == embedder.id and c.dim == query_vector.shape[0]]
     if not rows:
         return [], None
-    similarities = np.stack(vectors) @ query_vector
+    matrix = np.frombuffer(b"".join(candidates[i].vector for i in rows), dtype="<f4").reshape(len(rows), query_vector.shape[0])
+    similarities = matrix @ query_vector
     return [rows[i] for i in rank_by_scores(similarities, positive_only=True)], None
 
 
-def entity_ranking(query: str, candidates: list[MemoryVersion], checked: Recheck, workspace_id: int) -> list[int]:
+def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int) -> list[int]:
     """More entities shared between the query and a memory's cited passages ranks higher."""
     query_entities = EntityMatcher.for_workspace(workspace_id).find(query)
     if not query_entities:
@@ -109,10 +121,11 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
         if semantic is not None:
             rankings["semantic"] = semantic
         rankings["entity"] = entity_ranking(query, candidates, checked, ctx.workspace.pk)
-    fused = rrf(rankings, k=RRF_K)
+    fused = list(rrf(rankings, k=RRF_K).items())[: data["limit"]]
+    rows = MemoryVersion.objects.in_bulk([candidates[index].pk for index, _ in fused])
     results = []
-    for index, (score, ranks) in list(fused.items())[: data["limit"]]:
-        memory = memory_json(candidates[index], checked, ctx.settings)
+    for index, (score, ranks) in fused:
+        memory = memory_json(rows[candidates[index].pk], checked, ctx.settings)
         memory["score"] = score
         memory["ranks"] = {name: ranks.get(name) for name in ("bm25", "semantic", "entity")}
         results.append(memory)

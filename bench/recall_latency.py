@@ -1,0 +1,156 @@
+"""Recall latency on PostgreSQL + Redis.
+
+    .venv/bin/python bench/recall_latency.py [--others 1000000] [--n 200] [--http]
+
+One member holds 5,000 versions among --others rows of other members and workspaces. Prints
+recall p50/p95 in-process (and over HTTP with --http, through a gunicorn worker), a baseline —
+a bare fetch of the same 300 candidate rows — and the ratio, plus p50 at 100, 1,000 and 5,000
+versions per member. Targets: p95 <= 30 ms in-process, ratio <= 3, p50(5000)/p50(100) <= 1.5."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+
+from _setup import ROOT, pct, setup, summary, timed
+
+WORDS = "shipping warehouse invoice vim emacs python rust meeting lunch aisle window seat japanese english french deadline budget report dashboard release review design database cache queue osaka tokyo berlin coffee tea morning evening weekly monthly".split()
+QUERIES = ["which editor does the user prefer", "shipping deadline from osaka", "preferred seat on flights", "language for reports", "weekly review meeting time", "coffee or tea in the morning", "release budget dashboard", "大阪倉庫の出荷"]
+
+
+def sentence(rng: random.Random, i: int) -> str:
+    return f"Note {i}: the member " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 24))) + "."
+
+
+def populate_member(member, workspace, count: int, rng: random.Random) -> None:
+    from memoryapp.actions import index_entry
+    from memoryapp.models import MemoryEmbedding, MemoryVersion
+
+    versions = [MemoryVersion(workspace=workspace, member=member, namespace=rng.choice(["prefs", "work", "travel"]), text=sentence(rng, i), text_sha256="0" * 64, text_length=0) for i in range(count)]
+    MemoryVersion.objects.bulk_create(versions, batch_size=1000)
+    MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member).only("id", "text")], batch_size=1000)
+
+
+def populate_others(total: int) -> None:
+    """`total` rows spread over 1,000 members in 20 workspaces, generated inside PostgreSQL."""
+    from django.db import connection
+
+    from governance import actions
+    from memoryapp.actions import index_entry
+    from memoryapp.models import MemoryVersion
+
+    members = []
+    for w in range(20):
+        workspace, owner = actions.create_workspace(f"Other {w}", owner_email=f"o{w}@other.test")
+        members.append(owner.pk)
+        for m in range(49):
+            members.append(actions.add_member(workspace, f"m{w}-{m}@other.test", role="editor").pk)
+    per_member = max(1, total // len(members))
+    sample = index_entry(MemoryVersion(text="memory about shipping and seats"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_sha256, text_length,
+                masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state, unreachable_reason)
+            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g %% 5), 'memory ' || g || ' about ' || (g %% 97) || ' shipping seats',
+                md5(g::text) || md5(g::text), 40, '[]', '', '', 1, now() - make_interval(secs => g), now() - make_interval(secs => g),
+                now() - make_interval(secs => g), 'active', ''
+            FROM governance_member m CROSS JOIN generate_series(1, %s) g WHERE m.id = ANY(%s)
+            """,
+            [per_member, members],
+        )
+        cursor.execute(
+            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms) SELECT id, %s, %s, %s, 'memory about shipping seats' FROM memoryapp_memoryversion WHERE member_id = ANY(%s)",
+            [sample.embedder_id, sample.dim, sample.vector, members],
+        )
+        cursor.execute("ANALYZE")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--others", type=int, default=1_000_000)
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--http", action="store_true")
+    args = parser.parse_args()
+    setup("bench_recall")
+    from django.conf import settings
+    from django.db import connection
+
+    from governance import actions
+    from memoryapp import gates
+    from memoryapp.actions import filtered_versions
+    from memoryapp.models import MemoryVersion
+    from memoryapp.recall.service import recall
+
+    rng = random.Random(7)
+    started = time.perf_counter()
+    populate_others(args.others)
+    workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
+    actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
+    tokens = {}
+    for size in (100, 1000, 5000):
+        member = actions.add_member(workspace, f"m{size}@x.test", role="editor")
+        populate_member(member, workspace, size, rng)
+        tokens[size] = actions.create_credential(member, name="bench", scopes=["memory:read"])[1]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    total = MemoryVersion.objects.count()
+    print(f"{total:,} memory versions stored ({time.perf_counter() - started:.0f} s to build); embedder {settings.MEMORY_EMBEDDER}; PostgreSQL")
+
+    queries = iter(QUERIES * 10_000)
+
+    def do_recall(size=5000):
+        return recall(gates.admit(tokens[size], "recall", {"query": next(queries)}))
+
+    admission = gates.admit(tokens[5000], "recall", {"query": "x"})
+
+    def baseline():
+        return list(filtered_versions(admission).select_related("embedding")[:300])
+
+    base = timed(baseline, args.n)
+    inproc = timed(do_recall, args.n)
+    print(summary("baseline: bare fetch of the 300 candidates", base))
+    print(summary("recall in-process (5,000 versions)", inproc))
+    print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
+    p50s = {}
+    for size in (100, 1000, 5000):
+        samples = timed(lambda: do_recall(size), args.n)
+        p50s[size] = pct(samples, 50)
+        print(summary(f"recall in-process ({size:,} versions)", samples))
+    print(f"{'p50(5,000) / p50(100)':<48} {p50s[5000] / p50s[100]:.2f}")
+    if args.http:
+        http_bench(tokens[5000], args.n)
+
+
+def http_bench(token: str, n: int) -> None:
+    import logging
+
+    import httpx
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    port = 8765
+    env = dict(os.environ)
+    server = subprocess.Popen([str(ROOT / ".venv/bin/gunicorn"), "memoryapp.wsgi:application", "-w", "1", "-b", f"127.0.0.1:{port}", "--log-level", "warning"], cwd=ROOT, env=env)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=10) as client:
+            for _ in range(100):
+                try:
+                    client.post("/api/agent/v1/memories/recall", json={"query": "warm up"})
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            queries = iter(QUERIES * 10_000)
+            samples = timed(lambda: client.post("/api/agent/v1/memories/recall", json={"query": next(queries)}).raise_for_status(), n)
+            print(summary("recall over HTTP (gunicorn, 1 worker)", samples))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
