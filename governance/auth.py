@@ -82,3 +82,14 @@ def bearer_token(authorization_header: str | None) -> str | None:
     if scheme.lower() != "bearer" or not value.strip():
         return None
     return value.strip()
+
+
+class AgentBearerAuthentication(authentication.BaseAuthentication):
+    """Declares the agent API's bearer scheme (OpenAPI, WWW-Authenticate). The credential itself
+    is judged by the SPEC §2 gate (`memoryapp.gates.admit`), in order, not here."""
+
+    def authenticate(self, request):
+        return None
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="agent-memory"'

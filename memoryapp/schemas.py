@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE
@@ -25,6 +26,7 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({"type": "string", "pattern": "^[0-9]{1,18}$", "description": "An id (digits)."})
 class IdField(serializers.Field):
     """Ids are strings of digits in JSON; integers are accepted too."""
 
@@ -55,6 +57,7 @@ class PlainText(serializers.CharField):
         return value
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 20}]})
 class DetailsField(serializers.Field):
     """`details`: a list of short strings, or one string with one item per line."""
 

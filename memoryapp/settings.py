@@ -137,7 +137,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# visibility_timeout is a Redis transport option; the SQLAlchemy transport refuses unknown options.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600} if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else {}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
 # Every periodic entry expires so that missed runs do not pile up behind a stopped worker.
@@ -149,6 +150,7 @@ CELERY_BEAT_SCHEDULE = {
     "daily-rollup": {"task": "retention.tasks.daily_rollup", "schedule": crontab(minute=10, hour="*"), "options": {"expires": 1800}},
     "quota-reset": {"task": "retention.tasks.quota_reset", "schedule": crontab(minute=0, hour="*"), "options": {"expires": 1800}},
     "reconcile-credits": {"task": "retention.tasks.reconcile_credits", "schedule": crontab(minute=30, hour="*/6"), "options": {"expires": 3600}},
+    "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
@@ -181,7 +183,7 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SESSION_COOKIE_SECURE)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS >= 31536000)
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Bodies over 64 KiB answer 413 (SPEC §2); Django's own limit is kept in step.
@@ -198,7 +200,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memoryapp.api.schema.ProductAutoSchema",
     "EXCEPTION_HANDLER": "memoryapp.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

@@ -3,13 +3,17 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.api import views as g
+from memoryapp.api import conversations
 from memoryapp.api import views as m
+from memoryapp import health
 
 agent_api = [
     path("memories/remember", m.RememberView.as_view(), name="agent-remember"),
     path("memories/recall", m.RecallView.as_view(), name="agent-recall"),
     path("memories/list", m.ListView.as_view(), name="agent-list"),
     path("memories/forget", m.ForgetView.as_view(), name="agent-forget"),
+    path("conversations/turns", conversations.TurnsView.as_view(), name="agent-conversation-turns"),
+    path("usage/replies", conversations.ReplyUsageView.as_view(), name="agent-reply-usage"),
 ]
 
 workspace_api = [
@@ -37,6 +41,8 @@ workspace_api = [
 ]
 
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

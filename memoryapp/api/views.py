@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance.api.base import WorkspaceAPIView, _int_id
-from governance.auth import bearer_token
+from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates
 from memoryapp.errors import ApiError, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE
@@ -40,7 +40,7 @@ def read_body(request) -> Any:
 
 
 class AgentOperationView(APIView):
-    authentication_classes: list = []
+    authentication_classes = [AgentBearerAuthentication]
     permission_classes = [AllowAny]
     operation = ""
 
