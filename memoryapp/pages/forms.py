@@ -5,6 +5,7 @@ views show as form errors."""
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth.forms import AuthenticationForm, UsernameField
 from django.core.validators import RegexValidator
 from django.utils.translation import gettext_lazy as _
 
@@ -109,3 +110,12 @@ class AskHistorySettingsForm(forms.Form):
         max_value=90,
         help_text=_("Between 0 and 90. Expired AI memories stay available for reactivation this long, then are erased (0 = at expiry)."),
     )
+
+
+class LoginForm(AuthenticationForm):
+    """Members log in with their email address (usernames are the lower-cased email)."""
+
+    username = UsernameField(label=_("Email"), widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "username"}))
+
+    def clean_username(self) -> str:
+        return (self.cleaned_data.get("username") or "").strip().lower()
