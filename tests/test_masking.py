@@ -43,6 +43,7 @@ CONTEXTS = [
     "「{}」",
     "אפשר ליצור איתי קשר: {} מחר.",
     "הפרטים שלי {} תודה",
+    "שלחו ל-{} בבקשה",  # Hebrew prefix letter + hyphen glued to the value
 ]
 
 contexts = st.sampled_from(CONTEXTS)
@@ -191,6 +192,18 @@ def test_several_values_in_one_text(values):
     result = mask(text)
     for value in values:
         assert value not in result.text, (text, result)
+
+
+@SETTINGS
+@given(st.lists(phone_numbers(), min_size=3, max_size=12), st.sampled_from([" ", ", ", " / ", "\n", "  "]))
+def test_phone_lists_are_masked(phones, sep):
+    # long runs of numbers are scanned in pieces; nothing may slip through the cuts
+    text = "Numbers: " + sep.join(phones) + " end"
+    result = mask(text)
+    for phone in phones:
+        assert phone not in result.text, (text, result)
+    assert result.kinds == ("PHONE",), (text, result)
+    assert not any(ch.isdigit() for ch in result.text), (text, result)
 
 
 @pytest.mark.parametrize(
@@ -411,6 +424,57 @@ def test_ordinary_text_is_unchanged(text):
     assert result.text == text, result
     assert result.kinds == ()
     assert not contains_personal_data(text)
+
+
+years = st.integers(1900, 2099)
+months = st.integers(1, 12)
+days = st.integers(1, 28)
+dates = st.one_of(
+    st.builds(lambda y, m, d: f"{y}-{m:02d}-{d:02d}", years, months, days),
+    st.builds(lambda y, m, d: f"{y}/{m}/{d}", years, months, days),
+    st.builds(lambda y, m, d: f"{d:02d}.{m:02d}.{y}", years, months, days),
+    st.builds(lambda y, m, d: f"{m}/{d}/{y}", years, months, days),
+    st.builds(lambda y, m, d: f"{y}年{m}月{d}日", years, months, days),
+)
+times = st.builds(lambda h, m: f"{h:02d}:{m:02d}", st.integers(0, 23), st.integers(0, 59))
+ordinary_tokens = st.one_of(
+    dates,
+    times,
+    st.builds(lambda d, t: f"{d} {t}", dates, times),
+    st.builds(lambda a, b: f"{a} - {b}", dates, dates),
+    st.builds(lambda a, b: f"{a}-{b}", times, times),
+    st.builds(lambda n, c: f"${n:,}.{c:02d}", st.integers(0, 10**9), st.integers(0, 99)),
+    st.builds(lambda n: f"¥{n:,}", st.integers(0, 10**10)),
+    st.builds(lambda n: f"{n:,} ₪", st.integers(0, 10**9)),
+    st.builds(lambda a, b, c: f"v{a}.{b}.{c}", st.integers(0, 30), st.integers(0, 99), st.integers(0, 999)),
+    st.builds(lambda n: f"{n}%", st.integers(0, 1000)),
+    st.builds(str, st.integers(0, 99999)),
+    st.builds(lambda y, n: f"INV-{y}-{n:04d}", years, st.integers(0, 9999)),
+)
+
+
+@SETTINGS
+@given(
+    st.lists(ordinary_tokens, min_size=1, max_size=4),
+    st.sampled_from(["{}", "On {} we met.", "会議は{}です。", "הפגישה {} נדחתה"]),
+)
+def test_generated_ordinary_text_is_unchanged(tokens, context):
+    text = context.format(", ".join(tokens))
+    assert mask(text) == MaskResult(text=text, kinds=())
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("email=dana@example.com", "email=[EMAIL]"),
+        ("<bob@example.org>", "<[EMAIL]>"),
+        ("'carol@example.net'", "'[EMAIL]'"),
+        ("שלחו ל-dana@example.com", "שלחו ל-[EMAIL]"),
+        ("メールはtaro.yamada@example.co.jpです。", "メールは[EMAIL]です。"),
+    ],
+)
+def test_email_boundaries(text, expected):
+    assert mask(text).text == expected
 
 
 # --------------------------------------------------------------------------

@@ -26,7 +26,6 @@ import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -74,7 +73,6 @@ def _stable_hash(s: str) -> int:
     return (zlib.crc32(s.encode("utf-8")) * _GOLDEN) & 0xFFFFFFFF
 
 
-@lru_cache(maxsize=8192)
 def _token_features(tok: str) -> tuple[int, tuple[int, ...]]:
     """(hash of the token itself, hashes of its sub-token features).
 
