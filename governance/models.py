@@ -242,3 +242,19 @@ class PersonalToken(models.Model):
 
     def __str__(self) -> str:
         return f"personal token {self.prefix}…"
+
+
+class Agent(models.Model):
+    """An assistant configuration (seed 002). Consolidation of its conversations into assistant
+    memories needs its "vector memory" switch on; it is off until an admin turns it on."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=120)
+    vector_memory = models.BooleanField(default=False, help_text='"Vector memory": conversations with this agent may be consolidated into AI memories.')
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (agent #{self.pk})"

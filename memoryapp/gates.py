@@ -81,7 +81,10 @@ def admit_with(ctx: AgentContext, operation: str, body: Any) -> Admission:
 
 
 # --- rows 1–5 ----------------------------------------------------------------------------------
-def admit_agent(token: str | None, operation: str) -> AgentContext:
+def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> AgentContext:
+    """Rows 1–5. switches=False stops after row 4: conversation turns and reply usage judge the
+    platform flag and the member's switch themselves (as skip reasons, SPEC §9), and are not
+    governed by the owner's "Let agents keep memories" switch (credential-written memories)."""
     now = timezone.now()
     credential = find_credential(token)
     if credential is None:
@@ -95,21 +98,29 @@ def admit_agent(token: str | None, operation: str) -> AgentContext:
     if not scope_allowed_for_role(scope, member.role):
         raise ApiError(403, "INSUFFICIENT_ROLE", f"The member's current role does not allow {scope}.", {"requiredScope": scope, "role": member.role})
     workspace = credential.workspace
-    check_memory_enabled(workspace, member, agent=True)
+    if switches:
+        check_memory_enabled(workspace, member, agent=True)
+    else:
+        check_retaining(workspace)
     touch_credential(credential)
     return AgentContext(credential=credential, member=member, workspace=workspace, settings=workspace.ask_history, context_set=credential.context_set)
 
 
 def check_memory_enabled(workspace: Workspace, member: Member | None, *, agent: bool) -> None:
     """Rows 4–5, shared with the member's own AI-memory API (which skips the agents' owner switch)."""
-    if not workspace.retains_history:
-        raise ApiError(403, "NON_RETAINING_WORKSPACE", "This workspace keeps no history, so it keeps no memories.")
+    check_retaining(workspace)
     if not workspace.ai_memory_available:
         raise disabled("organization", "AI memory is not enabled for your organization.")
     if agent and not workspace.ask_history.agent_memories_enabled:
         raise disabled("workspace", "The workspace owner has not enabled agent memories.")
     if agent and member is not None and not member.remember_me:
         raise disabled("member", "The member has turned off 'Let the assistant remember me'.")
+
+
+def check_retaining(workspace: Workspace) -> None:
+    """Row 4."""
+    if not workspace.retains_history:
+        raise ApiError(403, "NON_RETAINING_WORKSPACE", "This workspace keeps no history, so it keeps no memories.")
 
 
 def disabled(reason: str, message: str) -> ApiError:

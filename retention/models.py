@@ -95,3 +95,182 @@ class UsageRecord(models.Model):
     @property
     def total_cost(self):
         return self.input_cost + self.output_cost
+
+
+# --- credits (SPEC §9) -------------------------------------------------------------------------
+# Invariant, checked by the reconciliation job:
+#   CreditAccount.balance == Σ LedgerEntry.amount − Σ cost of PENDING UsageRecords
+# A charge deducts the balance and writes a pending usage record in one transaction; settlement
+# turns each pending record into exactly one ledger entry (unique per record).
+
+CREDIT_PLACES = 6
+CREDIT_DIGITS = 16
+
+
+class ModelPrice(models.Model):
+    """Price of a model in credits per 1,000 tokens (the system model's, and agents' reply models)."""
+
+    model_name = models.CharField(max_length=120, unique=True)
+    input_per_1k = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
+    output_per_1k = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["model_name"]
+        constraints = [models.CheckConstraint(condition=models.Q(input_per_1k__gte=0, output_per_1k__gte=0), name="price_not_negative")]
+
+    def __str__(self) -> str:
+        return f"{self.model_name}: {self.input_per_1k} in / {self.output_per_1k} out per 1k tokens"
+
+
+class CreditAccount(models.Model):
+    """A workspace's credit balance. Written only by `retention.credits` (grant, charge)."""
+
+    workspace = models.OneToOneField("governance.Workspace", on_delete=models.CASCADE, related_name="credit_account")
+    balance = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, default=0)
+    # The last difference the reconciliation found (balance − expected); null when they agree.
+    discrepancy = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, null=True, blank=True)
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"credits of workspace #{self.workspace_id}: {self.balance}"
+
+
+class QuotaPeriod(models.TextChoices):
+    DAY = "day", "Daily"
+    WEEK = "week", "Weekly"
+    MONTH = "month", "Monthly"
+
+
+class MemberQuota(models.Model):
+    """How many credits one member may use per period. No row = no member limit."""
+
+    member = models.OneToOneField("governance.Member", on_delete=models.CASCADE, related_name="credit_quota")
+    limit = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
+    used = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, default=0)
+    period = models.CharField(max_length=8, choices=QuotaPeriod.choices, default=QuotaPeriod.MONTH)
+    period_start = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=models.Q(limit__gte=0), name="member_quota_limit_not_negative")]
+
+    def __str__(self) -> str:
+        return f"quota of member #{self.member_id}: {self.used}/{self.limit} per {self.period}"
+
+
+class RoleQuota(models.Model):
+    """How many credits the members of one role may use together per period. No row = no limit."""
+
+    workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="role_quotas")
+    role = models.CharField(max_length=10)
+    limit = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
+    used = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, default=0)
+    period = models.CharField(max_length=8, choices=QuotaPeriod.choices, default=QuotaPeriod.MONTH)
+    period_start = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["workspace_id", "role"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "role"], name="one_quota_per_role"),
+            models.CheckConstraint(condition=models.Q(limit__gte=0), name="role_quota_limit_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"quota of role {self.role} in workspace #{self.workspace_id}: {self.used}/{self.limit} per {self.period}"
+
+
+class LedgerKind(models.TextChoices):
+    GRANT = "grant", "Credits granted"
+    USAGE = "usage", "Usage settled"
+
+
+class LedgerEntry(models.Model):
+    """Append-only. Grants are positive, settled usage negative; one entry per usage record."""
+
+    workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="ledger_entries")
+    kind = models.CharField(max_length=8, choices=LedgerKind.choices, db_index=True)
+    amount = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
+    usage_record = models.OneToOneField(UsageRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger_entry")
+    member_ref = models.BigIntegerField(null=True, blank=True)
+    actor_label = models.CharField(max_length=200, blank=True)
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "ledger entries"
+        indexes = [models.Index(fields=["workspace", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"ledger #{self.pk} {self.kind} {self.amount}"
+
+
+class UsageRollup(models.Model):
+    """Daily totals per workspace, member, role and category; recomputed whole, so idempotent."""
+
+    workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="usage_rollups")
+    day = models.DateField()
+    member_ref = models.BigIntegerField(default=0, help_text="0 when the member row is gone.")
+    role = models.CharField(max_length=10)
+    category = models.CharField(max_length=16, choices=UsageCategory.choices)
+    records = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    memory_tokens = models.PositiveBigIntegerField(default=0)
+    input_cost = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, default=0)
+    output_cost = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, default=0)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-day", "workspace_id", "member_ref", "role", "category"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "day", "member_ref", "role", "category"], name="one_rollup_per_day_member_role_category")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.category} member #{self.member_ref}"
+
+
+# --- consolidation (SPEC §9) -------------------------------------------------------------------
+class ConsolidationStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    SKIPPED = "skipped", "Skipped"
+    FAILED = "failed", "Failed"
+
+
+class Consolidation(models.Model):
+    """One submitted conversation turn and what became of it.
+
+    `messages` is the consolidation input: only messages in which the masker found no personal
+    data are ever stored here (a turn with any such message is skipped and stores none), and it is
+    emptied as soon as the task finishes, whatever the outcome.
+    """
+
+    workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="consolidations")
+    member = models.ForeignKey("governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations", help_text="The partner being remembered; empty when anonymous.")
+    agent = models.ForeignKey("governance.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations")
+    credential_ref = models.BigIntegerField(null=True, blank=True)
+    conversation_id = models.CharField(max_length=120)
+    anonymous = models.BooleanField(default=False)
+    status = models.CharField(max_length=8, choices=ConsolidationStatus.choices, default=ConsolidationStatus.QUEUED, db_index=True)
+    reason = models.CharField(max_length=32, blank=True, help_text="Why it was skipped or failed (a code, never content).")
+    messages = models.JSONField(default=list, blank=True)
+    message_count = models.PositiveSmallIntegerField(default=0)
+    model_name = models.CharField(max_length=120, blank=True)
+    memories_found = models.PositiveSmallIntegerField(default=0)
+    memories_stored = models.PositiveSmallIntegerField(default=0)
+    memory_ids = models.JSONField(default=list, blank=True)
+    usage_record = models.OneToOneField(UsageRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidation")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    input_purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "member", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"consolidation #{self.pk} ({self.status}{': ' + self.reason if self.reason else ''})"

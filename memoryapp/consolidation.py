@@ -1,0 +1,285 @@
+"""Conversation turns consolidated into assistant memories by the system model (SPEC §9, seed 002).
+
+A turn is judged twice: when it is submitted (the answer says "queued" or "skipped" and why) and
+again by the task (state may have changed while it waited). Skip reasons, in the order checked:
+
+| reason           | when                                                                   |
+|------------------|------------------------------------------------------------------------|
+| `organization`   | the platform's AI-memory flag is off for the workspace                 |
+| `anonymous`      | the conversation partner is an anonymous visitor                       |
+| `member_left`    | the partner is no longer a member (task only)                          |
+| `member`         | the partner turned "Let the assistant remember me" off                 |
+| `vector_memory`  | the agent's "vector memory" switch is off (or the agent was deleted)   |
+| `non_retaining`  | the workspace became non-retaining while the turn waited (task only)   |
+| `personal_data`  | a message contains personal data; the turn is stored without content   |
+| `credits`        | the workspace's credits cannot cover it                                |
+| `member_quota`   | the partner's own quota is used up                                     |
+| `role_quota`     | the quota of the partner's role is used up                             |
+
+A model failure ends as `failed` with reason `model_error`; a refused store as `store_error`; a
+turn still waiting after `STALE_AFTER` (a stopped worker) as `expired`.
+Skipped and failed consolidations charge nothing. A consolidation that succeeds is charged,
+even when it finds nothing, and its memories are stored in the same transaction as the charge.
+
+The owner's "Let agents keep memories" switch is not a reason: it governs memories written by
+agent credentials (the agent namespaces), while consolidation writes assistant memories, which
+seed 002 governs by the platform flag, the member's switch and the agent's vector memory.
+
+Message content lives only in `Consolidation.messages` (clean messages only) until the task
+ends; the task payload is the consolidation id.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.models import Agent, Member, Workspace
+from memoryapp import masking
+from memoryapp.errors import ApiError
+from memoryapp.models import Source
+from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model
+from retention import credits
+from retention.models import Consolidation, ConsolidationStatus, UsageCategory
+
+log = logging.getLogger(__name__)
+
+REASON_MESSAGES = {
+    "organization": "AI memory is not enabled for your organization.",
+    "non_retaining": "This workspace keeps no history, so it keeps no memories.",
+    "anonymous": "Conversations with anonymous visitors are not remembered.",
+    "member_left": "The conversation partner is no longer a member of the workspace.",
+    "member": "The member has turned off 'Let the assistant remember me'.",
+    "vector_memory": "This agent's vector memory is off.",
+    "personal_data": "A message contains sensitive personal data, so the turn is not sent for consolidation.",
+    credits.REASON_CREDITS: "The workspace does not have enough credits.",
+    credits.REASON_MEMBER_QUOTA: "The member's credit quota for this period is used up.",
+    credits.REASON_ROLE_QUOTA: "The credit quota of the member's role for this period is used up.",
+    "model_error": "The system model failed; nothing was charged.",
+    "expired": "The consolidation did not run in time; its input was discarded and nothing was charged.",
+    "store_error": "The memories could not be stored; nothing was charged.",
+}
+
+
+# --- agents (assistant configurations) --------------------------------------------------------------
+def create_agent(workspace: Workspace, *, name: str, vector_memory: bool, actor) -> Agent:
+    from governance.actions import audit
+
+    with transaction.atomic():
+        agent = Agent.objects.create(workspace=workspace, name=name, vector_memory=vector_memory)
+        audit("agent.created", workspace=workspace, actor=actor, target=f"agent #{agent.pk}", changes={"name": name, "vectorMemory": vector_memory})
+    return agent
+
+
+def update_agent(agent: Agent, *, actor, name: str | None = None, vector_memory: bool | None = None) -> Agent:
+    from governance.actions import audit
+
+    changes: dict[str, list[Any]] = {}
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=agent.pk)
+        if name is not None and name != agent.name:
+            changes["name"] = [agent.name, name]
+            agent.name = name
+        if vector_memory is not None and vector_memory != agent.vector_memory:
+            changes["vectorMemory"] = [agent.vector_memory, vector_memory]
+            agent.vector_memory = vector_memory
+        if changes:
+            agent.save(update_fields=["name", "vector_memory"])
+            audit("agent.updated", workspace=agent.workspace, actor=actor, target=f"agent #{agent.pk}", changes=changes)
+    return agent
+
+
+def agent_json(agent: Agent) -> dict[str, Any]:
+    return {"id": str(agent.pk), "name": agent.name, "vectorMemory": agent.vector_memory, "createdAt": agent.created_at.isoformat().replace("+00:00", "Z")}
+
+
+# --- submission ---------------------------------------------------------------------------------------
+def skip_reason(workspace: Workspace, member: Member | None, agent: Agent | None, *, anonymous: bool) -> str | None:
+    """The first switch that says "do not consolidate", or None. Credits are checked separately."""
+    if not workspace.ai_memory_available:
+        return "organization"
+    if anonymous or member is None:
+        return "anonymous"
+    if not member.is_active:
+        return "member_left"
+    if not member.remember_me:
+        return "member"
+    if agent is None or not agent.vector_memory:
+        return "vector_memory"
+    return None
+
+
+@dataclass
+class Submitted:
+    consolidation: Consolidation
+    personal_data: list[dict[str, Any]]  # which messages held which kinds: never the content
+
+    def json(self) -> dict[str, Any]:
+        c = self.consolidation
+        data: dict[str, Any] = {"id": str(c.pk), "status": c.status, "reason": c.reason or None}
+        if c.reason:
+            data["message"] = REASON_MESSAGES.get(c.reason, "")
+        if c.reason == "personal_data":
+            data["personalData"] = self.personal_data
+        return {"consolidation": data}
+
+
+def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credential_id: int | None, conversation_id: str, anonymous: bool, messages: list[dict[str, str]]) -> Submitted:
+    """Record the turn and queue its consolidation, or record why it is skipped.
+
+    A turn whose messages contain personal data is skipped and stored without any content, so
+    such a message never reaches the model, the task queue or the database."""
+    partner = None if anonymous else member
+    reason = skip_reason(workspace, partner, agent, anonymous=anonymous)
+    report: list[dict[str, Any]] = []
+    if reason is None:
+        for index, message in enumerate(messages):
+            kinds = masking.detect_kinds(message["content"])
+            if kinds:
+                report.append({"index": index, "role": message["role"], "kinds": list(kinds)})
+        if report:
+            reason = "personal_data"
+    if reason is None:
+        reason = credits.precheck(workspace, partner)
+    now = timezone.now()
+    with transaction.atomic():
+        consolidation = Consolidation.objects.create(
+            workspace=workspace,
+            member=partner,
+            agent=agent,
+            credential_ref=credential_id,
+            conversation_id=conversation_id,
+            anonymous=anonymous,
+            status=ConsolidationStatus.SKIPPED if reason else ConsolidationStatus.QUEUED,
+            reason=reason or "",
+            messages=[] if reason else [{"role": m["role"], "content": m["content"]} for m in messages],
+            message_count=len(messages),
+            finished_at=now if reason else None,
+            input_purged_at=now if reason else None,
+            created_at=now,
+        )
+        if reason is None:
+            from retention.tasks import consolidate_turn
+
+            consolidation_id = consolidation.pk
+            transaction.on_commit(lambda: consolidate_turn.delay(consolidation_id))
+    return Submitted(consolidation, report)
+
+
+# --- the task -----------------------------------------------------------------------------------------
+class _StoreRefused(Exception):
+    pass
+
+
+def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None) -> dict[str, Any]:
+    """Consolidate one queued turn. Claimed by a conditional UPDATE, so a redelivered task is a
+    no-op; whatever happens, the stored input is emptied when it ends."""
+    claimed = Consolidation.objects.filter(pk=consolidation_id, status=ConsolidationStatus.QUEUED).update(status=ConsolidationStatus.RUNNING)
+    if not claimed:
+        return {"status": "not_queued"}
+    consolidation = Consolidation.objects.select_related("workspace", "member", "member__workspace", "member__workspace__ask_history", "agent").get(pk=consolidation_id)
+    workspace = consolidation.workspace
+    member = consolidation.member
+    reason = skip_reason(workspace, member, consolidation.agent, anonymous=consolidation.anonymous)
+    if reason is None and not workspace.retains_history:
+        reason = "non_retaining"
+    if reason is None:
+        # Defence in depth: the submission stored clean messages only.
+        if any(masking.contains_personal_data(m.get("content", "")) for m in consolidation.messages):
+            reason = "personal_data"
+    if reason is None:
+        reason = credits.precheck(workspace, member)
+    if reason is not None:
+        return _finish(consolidation, ConsolidationStatus.SKIPPED, reason)
+
+    try:
+        model = model or get_system_model()
+        extraction = model.extract(consolidation.messages)
+    except SystemModelError as exc:
+        log.warning("consolidation #%s: system model failed: %s", consolidation_id, exc)
+        return _finish(consolidation, ConsolidationStatus.FAILED, "model_error", model_name=getattr(model, "name", ""))
+    except Exception as exc:  # a bug in a backend must not charge, nor leave the turn running
+        log.error("consolidation #%s: system model raised %s", consolidation_id, type(exc).__name__)
+        return _finish(consolidation, ConsolidationStatus.FAILED, "model_error", model_name=getattr(model, "name", ""))
+
+    price = credits.system_model_price(extraction.model_name)
+    input_cost, output_cost = credits.cost_of(price, extraction.input_tokens, extraction.output_tokens)
+    try:
+        with transaction.atomic():
+            record = credits.charge(
+                workspace=workspace, member=member, category=UsageCategory.AI_MEMORY, model_name=extraction.model_name,
+                conversation_id=consolidation.conversation_id, input_tokens=extraction.input_tokens, output_tokens=extraction.output_tokens,
+                input_cost=input_cost, output_cost=output_cost,
+            )
+            stored_ids, dropped = _store(member, extraction)
+    except credits.CreditRefused as exc:
+        return _finish(consolidation, ConsolidationStatus.SKIPPED, exc.reason, model_name=extraction.model_name)
+    except _StoreRefused as exc:
+        log.warning("consolidation #%s: store refused (%s)", consolidation_id, exc)
+        return _finish(consolidation, ConsolidationStatus.FAILED, "store_error", model_name=extraction.model_name)
+    return _finish(
+        consolidation, ConsolidationStatus.DONE, "", model_name=extraction.model_name, usage_record=record,
+        found=len(extraction.memories), stored_ids=stored_ids, dropped=dropped,
+    )
+
+
+# Refusals that drop one extracted memory; any other refusal fails the whole consolidation.
+_DROPPABLE = {"VALIDATION_ERROR", "AGENT_MEMORY_EMPTY", "AGENT_MEMORY_PERSONAL_DATA"}
+
+
+def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
+    from memoryapp.assistant import add_assistant_memory
+
+    stored: list[int] = []
+    dropped = 0
+    for memory in extraction.memories:
+        try:
+            with transaction.atomic():  # a dropped memory rolls back alone
+                version, _ = add_assistant_memory(member, kind=memory.kind, topic=memory.topic, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
+        except ApiError as exc:
+            if exc.code in _DROPPABLE:
+                dropped += 1
+                continue
+            raise _StoreRefused(exc.code) from None
+        stored.append(version.pk)
+    return stored, dropped
+
+
+def _finish(consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record=None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0) -> dict[str, Any]:
+    now = timezone.now()
+    Consolidation.objects.filter(pk=consolidation.pk).update(
+        status=status, reason=reason, model_name=model_name, usage_record=usage_record, memories_found=found,
+        memories_stored=len(stored_ids or []), memory_ids=stored_ids or [], messages=[], finished_at=now, input_purged_at=now,
+    )
+    return {"status": status, "reason": reason or None, "found": found, "stored": len(stored_ids or []), "dropped": dropped}
+
+
+#: A turn not consolidated within this time (a stopped worker, a lost message) is given up, so
+#: its stored input never outlives it: the lifecycle bound of "consolidation input".
+STALE_AFTER = timedelta(hours=6)
+
+
+def sweep_stale_consolidations(now=None) -> dict[str, int]:
+    """Beat job: give up on consolidations still queued or running after STALE_AFTER, purging
+    their input (claimed by a conditional UPDATE; nothing is charged)."""
+    now = now or timezone.now()
+    expired = Consolidation.objects.filter(
+        status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER
+    ).update(status=ConsolidationStatus.FAILED, reason="expired", messages=[], finished_at=now, input_purged_at=now)
+    return {"expired": expired}
+
+
+def consolidation_json(consolidation: Consolidation) -> dict[str, Any]:
+    return {
+        "id": str(consolidation.pk),
+        "status": consolidation.status,
+        "reason": consolidation.reason or None,
+        "memoriesFound": consolidation.memories_found,
+        "memoriesStored": consolidation.memories_stored,
+        "usageRecordId": str(consolidation.usage_record_id) if consolidation.usage_record_id else None,
+    }

@@ -1,0 +1,188 @@
+"""Credits, quotas and the usage history (SPEC §9) on the workspace API.
+
+- `GET /api/w/:wsId/credits` (`credits:manage`, the owner): balance, prices, quotas, recent ledger.
+- `PUT, DELETE /api/w/:wsId/credits/member-quotas/:memberId` `{limit, period}` (`credits:manage`).
+- `PUT, DELETE /api/w/:wsId/credits/role-quotas/:role` `{limit, period}` (`credits:manage`).
+- `GET /api/w/:wsId/usage` — the owner (`usage:read_all`) sees every member's usage, anyone else
+  only their own. Filters: `member`, `role`, `category`, `period` (`YYYY-MM` or `YYYY-MM-DD`),
+  `since`/`until` (ISO-8601); `limit` (1–200, default 50) and `offset`.
+Amounts are strings of decimals (credits), never floats.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+import django_filters
+from django.db.models import Count, DecimalField, F, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from governance.api.base import WorkspaceAPIView
+from governance.models import Member
+from governance.permissions import ROLE_CHOICES
+from memoryapp.errors import not_found, validation_error
+from memoryapp.schemas import StrictSerializer
+from retention import credits
+from retention.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
+
+ROLES = [value for value, _ in ROLE_CHOICES]
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+class QuotaBody(StrictSerializer):
+    limit = serializers.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, min_value=0, coerce_to_string=True)
+    period = serializers.ChoiceField(choices=QuotaPeriod.values, required=False, default=QuotaPeriod.MONTH)
+
+
+class CreditsView(WorkspaceAPIView):
+    permissions = {"GET": "credits:manage"}
+
+    def get(self, request, ws_id):
+        account = CreditAccount.objects.filter(workspace=self.workspace).first()
+        member_quotas = MemberQuota.objects.filter(member__workspace=self.workspace).order_by("member_id")
+        role_quotas = RoleQuota.objects.filter(workspace=self.workspace).order_by("role")
+        ledger = self.scoped(LedgerEntry.objects.all()).order_by("-created_at", "-id")[:20]
+        return Response(
+            {
+                "balance": str(account.balance if account else credits.ZERO),
+                "prices": [{"model": p.model_name, "inputPer1k": str(p.input_per_1k), "outputPer1k": str(p.output_per_1k)} for p in ModelPrice.objects.all()],
+                "memberQuotas": [{"memberId": str(q.member_id), **credits.quota_json(q)} for q in member_quotas],
+                "roleQuotas": [{"role": q.role, **credits.quota_json(q)} for q in role_quotas],
+                "ledger": [
+                    {"id": str(e.pk), "kind": e.kind, "amount": str(e.amount), "usageRecordId": str(e.usage_record_id) if e.usage_record_id else None, "createdAt": _iso(e.created_at), "note": e.note}
+                    for e in ledger
+                ],
+            }
+        )
+
+
+class MemberQuotaView(WorkspaceAPIView):
+    permissions = {"PUT": "credits:manage", "DELETE": "credits:manage"}
+
+    def _member(self, member_id: str) -> Member:
+        return self.get_scoped(Member.objects.filter(left_at__isnull=True), member_id, "member")
+
+    @extend_schema(request=QuotaBody, responses={200: OpenApiTypes.OBJECT})
+    def put(self, request, ws_id, member_id):
+        member = self._member(member_id)
+        data = self.body(request, QuotaBody)
+        quota = credits.set_member_quota(member, limit=data["limit"], period=data["period"], actor=request.user)
+        return Response({"memberId": str(member.pk), **credits.quota_json(quota)})
+
+    def delete(self, request, ws_id, member_id):
+        if not credits.delete_member_quota(self._member(member_id), actor=request.user):
+            raise not_found("quota")
+        return Response(status=204)
+
+
+class RoleQuotaView(WorkspaceAPIView):
+    permissions = {"PUT": "credits:manage", "DELETE": "credits:manage"}
+
+    @staticmethod
+    def _role(role: str) -> str:
+        if role not in ROLES:
+            raise not_found("role")
+        return role
+
+    @extend_schema(request=QuotaBody, responses={200: OpenApiTypes.OBJECT})
+    def put(self, request, ws_id, role):
+        role = self._role(role)
+        data = self.body(request, QuotaBody)
+        quota = credits.set_role_quota(self.workspace, role, limit=data["limit"], period=data["period"], actor=request.user)
+        return Response({"role": role, **credits.quota_json(quota)})
+
+    def delete(self, request, ws_id, role):
+        if not credits.delete_role_quota(self.workspace, self._role(role), actor=request.user):
+            raise not_found("quota")
+        return Response(status=204)
+
+
+# --- usage history ---------------------------------------------------------------------------------
+class UsageFilter(django_filters.FilterSet):
+    member = django_filters.NumberFilter(field_name="member_id")
+    role = django_filters.ChoiceFilter(choices=ROLE_CHOICES)
+    category = django_filters.ChoiceFilter(choices=UsageCategory.choices)
+    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    period = django_filters.CharFilter(method="filter_period")
+
+    class Meta:
+        model = UsageRecord
+        fields = ["member", "role", "category", "since", "until", "period"]
+
+    def filter_period(self, queryset, name, value):
+        start, end = parse_period(value)
+        return queryset.filter(created_at__gte=start, created_at__lt=end)
+
+
+def parse_period(value: str) -> tuple[datetime, datetime]:
+    """`YYYY-MM` → that month; `YYYY-MM-DD` → that day (UTC)."""
+    try:
+        if len(value) == 7:
+            start = datetime.strptime(value, "%Y-%m").replace(tzinfo=UTC)
+            return start, credits.period_end(QuotaPeriod.MONTH, start)
+        if len(value) == 10:
+            start = datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+            return start, start + timedelta(days=1)
+    except ValueError:
+        pass
+    raise validation_error({"period": ["Use YYYY-MM or YYYY-MM-DD."]})
+
+
+def _money() -> DecimalField:
+    return DecimalField(max_digits=CREDIT_DIGITS + 4, decimal_places=CREDIT_PLACES)
+
+
+class UsageView(WorkspaceAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter(n, str, required=False) for n in ("member", "role", "category", "period", "since", "until", "limit", "offset")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request, ws_id):
+        base = self.scoped(UsageRecord.objects.all()) if self.member.has_perm("usage:read_all") else self.owned(UsageRecord.objects.all())
+        filterset = UsageFilter(request.query_params, queryset=base)
+        if not filterset.is_valid():
+            raise validation_error({k: [str(e) for e in v] for k, v in filterset.errors.items()})
+        queryset = filterset.qs.order_by("-created_at", "-id")
+        limit, offset = _int_param(request, "limit", 50, 1, 200), _int_param(request, "offset", 0, 0, 10**9)
+        page = list(queryset[offset : offset + limit + 1])
+        zero = Value(credits.ZERO, output_field=_money())
+        totals = queryset.order_by().aggregate(
+            records=Count("id"),
+            inputTokens=Coalesce(Sum("input_tokens"), 0),
+            outputTokens=Coalesce(Sum("output_tokens"), 0),
+            memoryTokens=Coalesce(Sum("memory_tokens"), 0),
+            inputCost=Coalesce(Sum("input_cost", output_field=_money()), zero),
+            outputCost=Coalesce(Sum("output_cost", output_field=_money()), zero),
+        )
+        series = (
+            queryset.order_by()
+            .annotate(day=TruncDate("created_at", tzinfo=UTC))
+            .values("day", "category")
+            .annotate(cost=Coalesce(Sum(F("input_cost") + F("output_cost"), output_field=_money()), zero))
+            .order_by("day", "category")
+        )
+        return Response(
+            {
+                "records": [credits.usage_json(r) for r in page[:limit]],
+                "nextOffset": offset + limit if len(page) > limit else None,
+                "totals": {**{k: v for k, v in totals.items() if not k.endswith("Cost")}, "inputCost": str(totals["inputCost"]), "outputCost": str(totals["outputCost"]), "total": str(totals["inputCost"] + totals["outputCost"])},
+                "series": [{"day": row["day"].isoformat(), "category": row["category"], "cost": str(row["cost"])} for row in series],
+            }
+        )
+
+
+def _int_param(request, name: str, default: int, minimum: int, maximum: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not minimum <= int(raw) <= maximum:
+        raise validation_error({name: [f"Must be an integer between {minimum} and {maximum}."]})
+    return int(raw)
+
