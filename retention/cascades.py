@@ -9,9 +9,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memoryapp.models import Citation, MemoryVersion
-from retention.erasure import erase_memories
-
-CHUNK = 2000
+from retention.erasure import CHUNK, erase_in_chunks
+from retention.models import Operation
 
 
 def mark_unreachable(queryset: QuerySet[MemoryVersion], reason: str) -> int:
@@ -33,6 +32,8 @@ def schedule_erase(workspace_id: int) -> None:
     from retention import tasks
 
     def enqueue() -> None:
+        if not MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=False).exists():
+            return  # the cause had no dependents: no task to run
         try:
             tasks.erase_unreachable_task.delay(workspace_id)
         except Exception:  # broker unreachable: the periodic cascade sweep will erase them
@@ -43,27 +44,23 @@ def schedule_erase(workspace_id: int) -> None:
     transaction.on_commit(enqueue)
 
 
-def erase_unreachable(workspace_id: int | None = None, *, actor_label: str = "system: cascade") -> int:
-    """Erase every memory marked unreachable, one receipt per (workspace, member, reason) chunk."""
-    erased = 0
+def erase_unreachable(workspace_id: int | None = None, *, actor_label: str = "system: cascade", chunk: int = CHUNK) -> int:
+    """Erase every memory marked unreachable, one receipt per (workspace, member, cause) chunk.
+    Safe to run twice at once: chunks are claimed with SKIP LOCKED (see `erase_in_chunks`)."""
     base = MemoryVersion.objects.filter(unreachable_at__isnull=False)
     if workspace_id is not None:
         base = base.filter(workspace_id=workspace_id)
-    groups = base.values_list("workspace_id", "member_id", "unreachable_reason").distinct()
-    for ws_id, member_id, reason in list(groups):
-        while True:
-            ids = list(base.filter(workspace_id=ws_id, member_id=member_id, unreachable_reason=reason).order_by("pk").values_list("pk", flat=True)[:CHUNK])
-            if not ids:
-                break
-            receipt = erase_memories(
-                ids,
-                operation=reason or "cascade_document",
-                workspace_id=ws_id,
-                member_id=member_id,
-                actor_label=actor_label,
-                filters={"cause": reason},
-            )
-            erased += receipt.versions_erased if receipt else 0
-            if len(ids) < CHUNK:
-                break
+    groups = list(base.order_by().values_list("workspace_id", "member_id", "unreachable_reason").distinct())
+    erased = 0
+    for ws_id, member_id, reason in groups:
+        tally = erase_in_chunks(
+            base.filter(workspace_id=ws_id, member_id=member_id, unreachable_reason=reason),
+            operation=reason or Operation.CASCADE_DOCUMENT,
+            workspace_id=ws_id,
+            member_id=member_id,
+            actor_label=actor_label,
+            filters={"cause": reason or Operation.CASCADE_DOCUMENT},
+            chunk=chunk,
+        )
+        erased += tally.versions
     return erased

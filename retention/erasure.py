@@ -9,12 +9,13 @@ grace purge, cascades and admin actions all call it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Min
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
@@ -43,7 +44,23 @@ def residual_window(purged_at: datetime) -> dict[str, Any]:
     }
 
 
+# On PostgreSQL the ids travel as one array parameter (`= ANY(%s)`): thousands of IN-list
+# placeholders cost more to build and parse than the deletes themselves.
+def _tables() -> tuple[str, str, str]:
+    return MemoryVersion._meta.db_table, Citation._meta.db_table, MemoryEmbedding._meta.db_table
+
+
 def count_remaining(ids: Sequence[int]) -> dict[str, int]:
+    if connection.vendor == "postgresql":
+        versions, citations, embeddings = _tables()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT (SELECT count(*) FROM {versions} WHERE id = ANY(%s)), (SELECT count(*) FROM {citations} WHERE memory_id = ANY(%s)),"
+                f" (SELECT count(*) FROM {embeddings} WHERE memory_id = ANY(%s))",
+                [list(ids)] * 3,
+            )
+            version_count, citation_count, embedding_count = cursor.fetchone()
+        return {"memory_version": version_count, "citation": citation_count, "memory_embedding": embedding_count}
     remaining = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
     for chunk in _chunks(list(ids)):
         remaining["memory_version"] += MemoryVersion.objects.filter(pk__in=chunk).count()
@@ -59,6 +76,34 @@ def verify(ids: Sequence[int]) -> dict[str, Any]:
     return {"checkedAt": timezone.now().isoformat(), "remaining": remaining, "clean": not any(remaining.values())}
 
 
+def _lock(ids: list[int]) -> list[tuple[int, datetime | None]]:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT id, unreachable_at FROM {_tables()[0]} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
+            return cursor.fetchall()
+    rows: list[tuple[int, datetime | None]] = []
+    for chunk in _chunks(ids):
+        rows.extend(MemoryVersion.objects.select_for_update().filter(pk__in=chunk).order_by().values_list("pk", "unreachable_at"))
+    return rows
+
+
+def _delete(present: list[int]) -> dict[str, int]:
+    """Dependents first, then the versions (their foreign keys are checked at commit)."""
+    counts = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+    if connection.vendor == "postgresql":
+        versions, citations, embeddings = _tables()
+        with connection.cursor() as cursor:
+            for key, table, column in (("citation", citations, "memory_id"), ("memory_embedding", embeddings, "memory_id"), ("memory_version", versions, "id")):
+                cursor.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", [present])
+                counts[key] = cursor.rowcount
+        return counts
+    for chunk in _chunks(present):
+        counts["citation"] += Citation.objects.filter(memory_id__in=chunk)._raw_delete(connection.alias)
+        counts["memory_embedding"] += MemoryEmbedding.objects.filter(memory_id__in=chunk)._raw_delete(connection.alias)
+        counts["memory_version"] += MemoryVersion.objects.filter(pk__in=chunk)._raw_delete(connection.alias)
+    return counts
+
+
 def erase_memories(
     version_ids: Sequence[int],
     *,
@@ -70,9 +115,12 @@ def erase_memories(
     filters: dict[str, Any] | None = None,
     requested_at: datetime | None = None,
     dedupe_key: str | None = None,
+    unreachable_at: datetime | None = None,
 ) -> DeletionReceipt | None:
-    """Erase these memory versions with a receipt. Returns None when `dedupe_key` was already
-    used (another worker erased the same work) — the caller then has nothing to do."""
+    """Erase these memory versions with a receipt. Returns None when none of them is left, or
+    `dedupe_key` was already used (another worker erased the same work) — the caller then has
+    nothing to do. `unreachable_at` states when read paths stopped returning them if the rows
+    do not say so themselves (expiry is computed, so an expired row carries no mark)."""
     requested_at = requested_at or timezone.now()
     ids = sorted(set(int(i) for i in version_ids))
     try:
@@ -81,20 +129,13 @@ def erase_memories(
                 return None
             # Lock and re-read: a concurrent eraser may have taken some of these already.
             present: list[int] = []
-            unreachable_at = None
-            for chunk in _chunks(ids):
-                rows = MemoryVersion.objects.select_for_update().filter(pk__in=chunk)
-                present.extend(rows.values_list("pk", flat=True))
-                earliest = rows.aggregate(at=Min("unreachable_at"))["at"]
-                if earliest and (unreachable_at is None or earliest < unreachable_at):
-                    unreachable_at = earliest
+            for pk, marked_at in _lock(ids):
+                present.append(pk)
+                if marked_at is not None and (unreachable_at is None or marked_at < unreachable_at):
+                    unreachable_at = marked_at
             if not present:
                 return None  # someone else erased them first: no empty or double receipt
-            counts = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
-            for chunk in _chunks(present):
-                counts["citation"] += Citation.objects.filter(memory_id__in=chunk)._raw_delete(connection.alias)
-                counts["memory_embedding"] += MemoryEmbedding.objects.filter(memory_id__in=chunk)._raw_delete(connection.alias)
-                counts["memory_version"] += MemoryVersion.objects.filter(pk__in=chunk)._raw_delete(connection.alias)
+            counts = _delete(present)
             purged_at = timezone.now()
             return DeletionReceipt.objects.create(
                 operation=operation,
@@ -115,3 +156,70 @@ def erase_memories(
         if dedupe_key and DeletionReceipt.objects.filter(dedupe_key=dedupe_key).exists():
             return None
         raise
+
+
+# --- chunked erasure for periodic jobs --------------------------------------------------------
+CHUNK = 5000
+
+
+@dataclass
+class Tally:
+    versions: int = 0
+    receipts: int = 0
+    chunks: int = 0
+
+    def add(self, other: "Tally") -> "Tally":
+        self.versions += other.versions
+        self.receipts += other.receipts
+        self.chunks += other.chunks
+        return self
+
+
+def erase_in_chunks(
+    queryset: QuerySet[MemoryVersion],
+    *,
+    operation: str,
+    workspace_id: int,
+    member_id: int | None,
+    actor_label: str,
+    filters: dict[str, Any],
+    chunk: int = CHUNK,
+    expired_after_days: int | None = None,
+    order_by: tuple[str, ...] = ("pk",),
+) -> Tally:
+    """Erase what `queryset` selects (one workspace, one member), one transaction and one receipt
+    per chunk, until a chunk comes back short.
+
+    Each chunk is claimed with `SELECT … FOR UPDATE SKIP LOCKED`, and the queryset's conditions
+    are re-evaluated under the lock, so two runs at once take disjoint chunks and a row changed
+    meanwhile (a reactivated memory, say) is left alone. SQLite ignores the clause: its writers
+    are serialised by the IMMEDIATE transactions. An interrupted run loses only the chunk in
+    flight (rolled back), which the next run claims again: nothing is erased twice or missed.
+    With `expired_after_days`, the receipt's unreachable time is the earliest computed expiry."""
+    tally = Tally()
+    requested_at = timezone.now()
+    while True:
+        with transaction.atomic():
+            rows = list(
+                queryset.select_for_update(skip_locked=True, of=("self",)).order_by(*order_by).values_list("pk", "retention_anchor")[:chunk]
+            )
+            if rows:
+                unreachable_at = None
+                if expired_after_days is not None:
+                    unreachable_at = min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)
+                receipt = erase_memories(
+                    [pk for pk, _ in rows],
+                    operation=operation,
+                    workspace_id=workspace_id,
+                    member_id=member_id,
+                    actor_label=actor_label,
+                    filters=filters,
+                    requested_at=requested_at,
+                    unreachable_at=unreachable_at,
+                )
+                if receipt is not None:
+                    tally.versions += receipt.versions_erased
+                    tally.receipts += 1
+                tally.chunks += 1
+        if len(rows) < chunk:
+            return tally

@@ -1,0 +1,135 @@
+"""Deletion receipts and the lifecycle matrix (SPEC §5, §8). Owners see every receipt of the
+workspace with counts only; a member sees the receipts of their own memories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from governance.api.base import WorkspaceAPIView, _int_id
+from governance.models import AuditEvent
+from memoryapp.errors import validation_error
+from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryState, MemoryVersion
+from memoryapp.representation import iso
+from memoryapp.visibility import retention_cutoff
+from retention.matrix import artifact_classes
+from retention.models import DeletionReceipt, Operation, UsageRecord
+
+MANAGE = "ask_history:manage"
+
+
+def receipt_json(receipt: DeletionReceipt, *, with_ids: bool) -> dict[str, Any]:
+    data = {
+        "id": str(receipt.pk),
+        "operation": receipt.operation,
+        "operationLabel": Operation(receipt.operation).label if receipt.operation in Operation.values else receipt.operation,
+        "actor": receipt.actor_label,
+        "memberId": str(receipt.member_ref) if receipt.member_ref is not None else None,
+        "manifest": receipt.manifest,
+        "requestedAt": iso(receipt.requested_at),
+        "unreachableAt": iso(receipt.unreachable_at),
+        "purgedAt": iso(receipt.purged_at),
+        "residual": receipt.residual,
+        "verification": receipt.verification,
+    }
+    if with_ids:
+        data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
+    return data
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return 20
+    if not raw.isdigit() or not 1 <= int(raw) <= 100:
+        raise validation_error({"limit": ["Must be between 1 and 100."]})
+    return int(raw)
+
+
+class DeletionReceiptsView(WorkspaceAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("operation", str, required=False),
+            OpenApiParameter("limit", int, required=False),
+            OpenApiParameter("cursor", str, required=False, description="nextCursor of the previous page"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Deletion receipts: every receipt of the workspace (owner, counts only) or your own",
+    )
+    def get(self, request, ws_id):
+        receipts = DeletionReceipt.objects.filter(workspace_ref=self.workspace.pk).order_by("-id")
+        owner = self.member.has_perm(MANAGE)
+        if not owner:
+            receipts = receipts.filter(member_ref=self.member.pk)
+        params = request.query_params
+        if params.get("operation"):
+            if params["operation"] not in Operation.values:
+                raise validation_error({"operation": [f"One of {', '.join(Operation.values)}."]})
+            receipts = receipts.filter(operation=params["operation"])
+        if params.get("cursor"):
+            receipts = receipts.filter(pk__lt=_int_id(params["cursor"]))
+        limit = _limit(params.get("limit"))
+        page = list(receipts[: limit + 1])
+        more = len(page) > limit
+        page = page[:limit]
+        return Response(
+            {
+                "receipts": [receipt_json(r, with_ids=r.member_ref == self.member.pk) for r in page],
+                "nextCursor": str(page[-1].pk) if more else None,
+            }
+        )
+
+
+class LifecycleView(WorkspaceAPIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Lifecycle matrix of every stored artifact class, with current counts")
+    def get(self, request, ws_id):
+        from django.conf import settings as django_settings
+
+        ask = self.workspace.ask_history
+        owner = self.member.has_perm(MANAGE)
+        return Response(
+            {
+                "scope": "workspace" if owner else "member",
+                "settings": {
+                    "agentMemoryRetentionDays": ask.agent_memory_retention_days,
+                    "expiredGraceDays": ask.expired_grace_days,
+                    "backupRetentionDays": django_settings.BACKUP_RETENTION_DAYS,
+                    "retentionAppliesToExistingMemories": True,
+                },
+                "artifacts": [a.as_json() for a in artifact_classes()],
+                "counts": self.counts(owner),
+            }
+        )
+
+    def counts(self, owner: bool) -> dict[str, int]:
+        """How many of each class exist now: the workspace's (owner) or the member's own."""
+        versions = MemoryVersion.objects.filter(workspace=self.workspace)
+        receipts = DeletionReceipt.objects.filter(workspace_ref=self.workspace.pk)
+        usage = UsageRecord.objects.filter(workspace=self.workspace)
+        if not owner:
+            versions = versions.filter(member=self.member)
+            receipts = receipts.filter(member_ref=self.member.pk)
+            usage = usage.filter(member=self.member)
+        cutoff = retention_cutoff(self.workspace.ask_history)
+        summary = versions.aggregate(
+            total=Count("pk"),
+            pending_erasure=Count("pk", filter=Q(unreachable_at__isnull=False)),
+            expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | Q(retention_anchor__lte=cutoff))),
+            assistant=Count("pk", filter=Q(namespace=ASSISTANT_NAMESPACE)),
+        )
+        counts = {
+            "memoryVersions": summary["total"],
+            "assistantMemoryVersions": summary["assistant"],
+            "expiredAwaitingPurge": summary["expired"],
+            "pendingCascadeErasure": summary["pending_erasure"],
+            "citations": Citation.objects.filter(memory__in=versions).count(),
+            "embeddings": MemoryEmbedding.objects.filter(memory__in=versions).count(),
+            "receipts": receipts.count(),
+            "usageRecords": usage.count(),
+        }
+        if owner:
+            counts["auditEvents"] = AuditEvent.objects.filter(workspace_ref=self.workspace.pk).count()
+        return counts

@@ -1,0 +1,22 @@
+"""The periodic jobs, by name: the one registry that Celery beat (through `retention.tasks`) and
+`manage.py run_periodic_jobs` both run. A job takes no arguments and returns a JSON-able summary
+(counts, never content). Other modules append their jobs here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memoryapp import consolidation
+from retention import credits, lifecycle
+
+JOBS: dict[str, Callable[[], dict]] = {
+    "expiry_sweep": lifecycle.expiry_sweep,
+    "cascade_sweep": lifecycle.cascade_sweep,
+    "grace_purge": lifecycle.grace_purge,
+    # credit accounting (SPEC §9), see retention/credits.py
+    "settle_usage": credits.settle_usage,
+    "daily_rollup": credits.daily_rollup,
+    "quota_reset": credits.quota_reset,
+    "reconcile_credits": credits.reconcile_credits,
+    "consolidation_sweep": consolidation.sweep_stale_consolidations,
+}

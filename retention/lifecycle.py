@@ -1,0 +1,157 @@
+"""Retention and the periodic jobs of SPEC §8: expiry sweep, cascade sweep, grace purge.
+
+Expiry is computed on read (`memoryapp.visibility.live_versions`), so nothing here decides what
+a reader sees; these jobs only make the stores catch up with it:
+
+- agent memories past `agentMemoryRetentionDays` are erased (receipt "expiry");
+- assistant memories past it move to `expired` (kept for reactivation), and back to `active`
+  if a longer retention un-expires them; `expiredGraceDays` after their expiry they are erased
+  (receipt "grace_purge");
+- memories depending on something deleted are marked unreachable and erased (receipts per cause).
+
+Every job is chunked (one transaction per chunk), idempotent, and safe with two workers running it
+at once: erasure goes through `retention.erasure.erase_in_chunks` (claims with SKIP LOCKED), and
+state changes are conditional UPDATEs that re-check their condition.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, QuerySet
+from django.utils import timezone
+
+from governance.models import AskHistorySettings, Collection, Passage
+from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit
+from retention import cascades
+from retention.erasure import CHUNK, Tally, erase_in_chunks
+from retention.models import Operation
+
+SYSTEM_ACTOR = "system: retention"
+RATE_LIMIT_WINDOW = timedelta(hours=1)
+
+
+def _workspace_settings() -> list[tuple[int, int, int]]:
+    return list(AskHistorySettings.objects.order_by("workspace_id").values_list("workspace_id", "agent_memory_retention_days", "expired_grace_days"))
+
+
+def _members_with(queryset: QuerySet[MemoryVersion]) -> list[int]:
+    return list(queryset.order_by().values_list("member_id", flat=True).distinct())
+
+
+def _update_in_chunks(queryset: QuerySet[MemoryVersion], chunk: int, **changes: Any) -> int:
+    """A conditional UPDATE in bounded chunks: the ids are picked, then updated only where the
+    condition still holds, so a concurrent run or a concurrent reactivation is never overridden."""
+    changed = 0
+    while True:
+        with transaction.atomic():
+            ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:chunk])
+            if ids:
+                changed += queryset.filter(pk__in=ids).update(**changes)
+        if len(ids) < chunk:
+            return changed
+
+
+# --- expiry -----------------------------------------------------------------------------------
+def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
+    """Erase expired agent memories; move expired assistant memories to `expired` (and back, when
+    a longer retention has un-expired them)."""
+    now = now or timezone.now()
+    erased, expired, restored = Tally(), 0, 0
+    for workspace_id, days, _grace in _workspace_settings():
+        cutoff = now - timedelta(days=days)
+        in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=True)
+        agent_expired = in_workspace.filter(retention_anchor__lte=cutoff).exclude(namespace=ASSISTANT_NAMESPACE)
+        for member_id in _members_with(agent_expired):
+            erased.add(
+                erase_in_chunks(
+                    agent_expired.filter(member_id=member_id),
+                    operation=Operation.EXPIRY,
+                    workspace_id=workspace_id,
+                    member_id=member_id,
+                    actor_label=SYSTEM_ACTOR,
+                    filters={"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": cutoff.isoformat(), "namespaces": "every namespace except assistant"},
+                    chunk=chunk,
+                    expired_after_days=days,
+                    order_by=("retention_anchor", "pk"),
+                )
+            )
+        assistant = in_workspace.filter(namespace=ASSISTANT_NAMESPACE)
+        expired += _update_in_chunks(
+            assistant.filter(state=MemoryState.ACTIVE, retention_anchor__lte=cutoff),
+            chunk,
+            state=MemoryState.EXPIRED,
+            expired_at=F("retention_anchor") + timedelta(days=days),
+        )
+        # Retention is retroactive both ways: a longer setting brings back what it un-expires.
+        restored += _update_in_chunks(assistant.filter(state=MemoryState.EXPIRED, retention_anchor__gt=cutoff), chunk, state=MemoryState.ACTIVE, expired_at=None)
+    return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored}
+
+
+def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
+    """Erase assistant memories whose grace period has ended: computed expiry + `expiredGraceDays`
+    is past, whether or not the expiry sweep has marked them yet (0 days = at expiry)."""
+    now = now or timezone.now()
+    erased = Tally()
+    for workspace_id, days, grace in _workspace_settings():
+        cutoff = now - timedelta(days=days + grace)
+        due = MemoryVersion.objects.filter(workspace_id=workspace_id, namespace=ASSISTANT_NAMESPACE, unreachable_at__isnull=True, retention_anchor__lte=cutoff)
+        for member_id in _members_with(due):
+            erased.add(
+                erase_in_chunks(
+                    due.filter(member_id=member_id),
+                    operation=Operation.GRACE_PURGE,
+                    workspace_id=workspace_id,
+                    member_id=member_id,
+                    actor_label=SYSTEM_ACTOR,
+                    filters={"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
+                    chunk=chunk,
+                    expired_after_days=days,
+                    order_by=("retention_anchor", "pk"),
+                )
+            )
+    return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts}
+
+
+# --- cascades ---------------------------------------------------------------------------------
+def orphan_queries() -> dict[str, QuerySet[MemoryVersion]]:
+    """Memories whose cause is gone but that were never marked: the cause's transaction raced a
+    remember, or the deletion bypassed the actions. Keyed by the cause they are erased under."""
+    pending = MemoryVersion.objects.filter(unreachable_at__isnull=True)
+    missing_passage = Citation.objects.filter(~Exists(Passage.objects.filter(pk=OuterRef("passage_id"))))
+    return {
+        Operation.CASCADE_DOCUMENT: pending.filter(pk__in=missing_passage.values("memory_id")),
+        Operation.CASCADE_COLLECTION: pending.filter(collection_id__isnull=False).filter(~Exists(Collection.objects.filter(pk=OuterRef("collection_id")))),
+        Operation.MEMBER_REMOVAL: pending.filter(member__left_at__isnull=False),
+        Operation.NON_RETAINING: pending.filter(workspace__retains_history=False),
+    }
+
+
+def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, Any]:
+    """Mark what a lost on-commit task or a racing write left behind, erase every unreachable
+    memory, and drop rate-limit counters older than their one-hour window."""
+    now = now or timezone.now()
+    marked: dict[str, int] = {}
+    for reason, queryset in orphan_queries().items():
+        count = 0
+        while True:
+            with transaction.atomic():
+                ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:chunk])
+                if ids:
+                    count += MemoryVersion.objects.filter(pk__in=ids, unreachable_at__isnull=True).update(unreachable_at=now, unreachable_reason=reason)
+            if len(ids) < chunk:
+                break
+        marked[str(reason)] = count
+    erased = cascades.erase_unreachable(actor_label="system: cascade sweep", chunk=chunk)
+    old_hits = RememberHit.objects.filter(at__lt=now - RATE_LIMIT_WINDOW)
+    counters = 0
+    while True:
+        with transaction.atomic():
+            ids = list(old_hits.order_by("pk").values_list("pk", flat=True)[:chunk])
+            if ids:
+                counters += RememberHit.objects.filter(pk__in=ids)._raw_delete(RememberHit.objects.db)
+        if len(ids) < chunk:
+            break
+    return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters}

@@ -1,0 +1,300 @@
+"""Forgetting check (SPEC §8): plant a synthetic canary memory, show it on every surface, forget it,
+show every surface empty, record a receipt; exit 1 if anything remains, 2 if the check cannot run.
+
+    python manage.py verify_forgetting --workspace ID [--member ID] [--json]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import string
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.cache import cache
+from django.core.management.base import BaseCommand, CommandError
+from django.test import Client
+from django.urls import Resolver404, resolve
+from django.utils import timezone
+
+from governance import actions as governance
+from governance.models import AuditEvent, Credential, Member, Workspace
+from governance.permissions import scope_allowed_for_role
+from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
+from memoryapp.representation import iso
+from retention.erasure import erase_memories, residual_window, verify
+from retention.models import DeletionReceipt, Operation
+
+NAMESPACE = "forgetting-check"
+ACTOR = "system: forgetting check (manage.py verify_forgetting)"
+PARAPHRASE = "When should the quarterly sales summary reach this person each week?"
+
+
+class CheckCannotRun(Exception):
+    pass
+
+
+def new_marker() -> str:
+    # Letters only: digit runs or token shapes would be masked and the marker would vanish.
+    return "zqcanary" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
+
+
+class ForgettingCheck:
+    def __init__(self, workspace: Workspace, member: Member):
+        self.workspace = workspace
+        self.member = member
+        self.marker = new_marker()
+        self.text = f"Forgetting check canary {self.marker}: the member wants the quarterly sales report delivered on Tuesday mornings."
+        self.client = Client(raise_request_exception=False)
+        self.member_client = Client(raise_request_exception=False)
+        self.member_client.force_login(member.user)
+        self.token = ""
+        self.credential: Credential | None = None
+        self.collection = None
+        self.canary_id: int | None = None
+        self.as_of: datetime | None = None
+        self.vector: np.ndarray | None = None
+
+    # --- the agent API, in process -------------------------------------------------------------
+    def agent(self, operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        response = self.client.post(f"/api/agent/v1/memories/{operation}", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {self.token}")
+        try:
+            data = response.json()
+        except ValueError:
+            data = {}
+        return response.status_code, data
+
+    def hits(self, memories: list[dict[str, Any]]) -> int:
+        return sum(1 for m in memories if m.get("id") == str(self.canary_id) or self.marker in (m.get("text") or ""))
+
+    # --- setup and teardown --------------------------------------------------------------------
+    def plant(self) -> None:
+        if not scope_allowed_for_role("memory:write", self.member.role):
+            raise CheckCannotRun(f"member #{self.member.pk} cannot write memories (role {self.member.role}); pass --member")
+        self.collection = governance.create_collection(self.workspace, name="Forgetting check (temporary)", restricted=True, readers=[self.member])
+        document = governance.create_document(self.collection, title="Forgetting check source", text="Quarterly sales reports are delivered on Tuesday mornings.")
+        passage = document.passages.first()
+        self.credential, self.token = governance.create_credential(self.member, name="forgetting check (temporary)", scopes=["memory:read", "memory:write"])
+        status, data = self.agent("remember", {"namespace": NAMESPACE, "text": self.text, "citations": [str(passage.pk)]})
+        if status != 201:
+            raise CheckCannotRun(f"the canary could not be planted: {status} {data.get('error', {}).get('code', '')}")
+        self.canary_id = int(data["memory"]["id"])
+        self.as_of = timezone.now()
+        embedding = MemoryEmbedding.objects.filter(memory_id=self.canary_id).first()
+        if embedding is not None:
+            self.vector = np.frombuffer(bytes(embedding.vector), dtype="<f4").astype(np.float32)
+
+    def cleanup(self) -> None:
+        leftovers = list(MemoryVersion.objects.filter(pk=self.canary_id).values_list("pk", flat=True)) if self.canary_id else []
+        if leftovers:  # the forget failed: do not leave a synthetic memory behind
+            erase_memories(leftovers, operation=Operation.FORGETTING_CHECK, workspace_id=self.workspace.pk, member_id=self.member.pk, actor_label=ACTOR, filters={"canaryCleanup": True})
+        if self.credential is not None:
+            governance.revoke_credential(self.credential, actor=None, reason="forgetting check finished")
+        if self.collection is not None:
+            governance.delete_collection(self.collection, actor=None)
+
+    # --- surfaces: each returns how many traces of the canary it shows ------------------------
+    def surfaces(self) -> dict[str, Callable[[], int]]:
+        def agent_count(operation: str, body: dict[str, Any]) -> Callable[[], int]:
+            def run() -> int:
+                status, data = self.agent(operation, body)
+                if status != 200:
+                    raise RuntimeError(f"{operation} answered {status} {data.get('error', {}).get('code', '')}")
+                return self.hits(data.get("memories", []))
+
+            return run
+
+        found: dict[str, Callable[[], int]] = {
+            "agentList": agent_count("list", {"limit": 100}),
+            "agentListNamespace": agent_count("list", {"namespace": NAMESPACE, "limit": 100}),
+            "agentListAsOf": agent_count("list", {"namespace": NAMESPACE, "asOf": iso(self.as_of), "limit": 100}),
+            "recallExactWords": agent_count("recall", {"query": self.marker, "limit": 50}),
+            "recallParaphrase": agent_count("recall", {"query": PARAPHRASE, "namespace": NAMESPACE, "limit": 50}),
+            "recallParaphraseAllNamespaces": agent_count("recall", {"query": PARAPHRASE, "limit": 50}),
+            "memberApi": self.member_api,
+            "tableMemoryVersionById": lambda: MemoryVersion.objects.filter(pk=self.canary_id).count(),
+            "tableMemoryVersionByText": lambda: MemoryVersion.objects.filter(text__contains=self.marker).count(),
+            "tableCitation": lambda: Citation.objects.filter(memory_id=self.canary_id).count(),
+            "tableMemoryEmbedding": lambda: MemoryEmbedding.objects.filter(memory_id=self.canary_id).count(),
+            "recallTermsByText": lambda: MemoryEmbedding.objects.filter(terms__contains=self.marker).count(),
+            "embeddingSimilarity": self.similar_embeddings,
+        }
+        if self.page_url():
+            found["memberPage"] = self.member_page
+        return found
+
+    def member_api(self) -> int:
+        response = self.member_client.get(f"/api/w/{self.workspace.pk}/ask-history/agent-memories", {"namespace": NAMESPACE, "limit": 100})
+        if response.status_code != 200:
+            raise RuntimeError(f"member API answered {response.status_code}")
+        return self.hits(response.json().get("memories", []))
+
+    def page_url(self) -> str | None:
+        url = f"/w/{self.workspace.pk}/what-bundata-remembers/"
+        try:
+            resolve(url)
+        except Resolver404:
+            return None
+        return url
+
+    def member_page(self) -> int:
+        response = self.member_client.get(self.page_url())
+        if response.status_code != 200:
+            raise RuntimeError(f"member page answered {response.status_code}")
+        return response.content.decode("utf-8", "replace").count(self.marker)
+
+    def similar_embeddings(self) -> int:
+        """Stored vectors of this member that are the canary's (cosine ≥ 0.999), whatever row holds them."""
+        if self.vector is None:
+            return 0
+        matches = 0
+        for vector, dim in MemoryEmbedding.objects.filter(memory__member=self.member).values_list("vector", "dim").iterator(chunk_size=1000):
+            if dim != self.vector.shape[0]:
+                continue
+            other = np.frombuffer(bytes(vector), dtype="<f4").astype(np.float32)
+            denominator = float(np.linalg.norm(other) * np.linalg.norm(self.vector)) or 1.0
+            if float(other @ self.vector) / denominator >= 0.999:
+                matches += 1
+        return matches
+
+    def cache_hits(self) -> int:
+        """Values in the shared cache (Redis in production, this process's memory embedded) that
+        contain the marker. The application caches no memory content, so this must stay 0."""
+        needle = self.marker.encode()
+        client = getattr(getattr(cache, "_cache", None), "get_client", None)
+        if client is not None:  # django's RedisCache
+            redis = client(write=False)
+            hits = 0
+            for key in redis.scan_iter(count=1000):
+                if needle in key:
+                    hits += 1
+                    continue
+                if redis.type(key) == b"string" and needle in (redis.get(key) or b""):
+                    hits += 1
+            return hits
+        store = getattr(cache, "_cache", {})
+        return sum(1 for key, value in list(store.items()) if needle in str(key).encode() or needle in (value if isinstance(value, bytes) else b""))
+
+    def never_surfaces(self) -> dict[str, Callable[[], int]]:
+        """Stores that must never hold memory content: empty before the forget as after it."""
+        return {
+            "cache": self.cache_hits,
+            "receiptsAndAuditEvents": lambda: (
+                DeletionReceipt.objects.filter(manifest__icontains=self.marker).count()
+                + DeletionReceipt.objects.filter(verification__icontains=self.marker).count()
+                + AuditEvent.objects.filter(changes__icontains=self.marker).count()
+            ),
+        }
+
+    def observe(self, probes: dict[str, Callable[[], int]]) -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        for name, probe in probes.items():
+            try:
+                results[name] = probe()
+            except Exception as exc:  # a surface that cannot answer is a failed check, not a crash
+                results[name] = f"error: {exc}"
+        return results
+
+    # --- the check -----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        started = timezone.now()
+        self.plant()
+        try:
+            before, never_before = self.observe(self.surfaces()), self.observe(self.never_surfaces())
+            status, forgotten = self.agent("forget", {"memoryId": str(self.canary_id)})
+            forget_receipt = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 else None
+            after, never_after = self.observe(self.surfaces()), self.observe(self.never_surfaces())
+        finally:
+            self.cleanup()
+        surfaces = {name: {"before": before[name], "after": after.get(name)} for name in before}
+        never = {name: {"before": never_before[name], "after": never_after.get(name)} for name in never_before}
+        reachable_before = all(isinstance(s["before"], int) and s["before"] > 0 for s in surfaces.values())
+        empty_after = all(s["after"] == 0 for s in surfaces.values())
+        never_held = all(s["before"] == 0 and s["after"] == 0 for s in never.values())
+        remaining = verify([self.canary_id])
+        clean = status == 200 and reachable_before and empty_after and never_held and remaining["clean"]
+        now = timezone.now()
+        receipt = DeletionReceipt.objects.create(
+            operation=Operation.FORGETTING_CHECK,
+            workspace_ref=self.workspace.pk,
+            member_ref=self.member.pk,
+            actor_label=ACTOR,
+            manifest={
+                "artifacts": forget_receipt.manifest.get("artifacts", {}) if forget_receipt else {},
+                "filters": {"canary": True, "namespace": NAMESPACE, "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None},
+            },
+            memory_version_ids=[self.canary_id],
+            requested_at=started,
+            unreachable_at=forget_receipt.unreachable_at if forget_receipt else now,
+            purged_at=forget_receipt.purged_at if forget_receipt else now,
+            residual=residual_window(forget_receipt.purged_at if forget_receipt else now),
+            verification={
+                **remaining,
+                "markerSha256": hashlib.sha256(self.marker.encode()).hexdigest(),
+                "forgetStatus": status,
+                "surfaces": surfaces,
+                "neverHoldContent": never,
+                "reachableBefore": reachable_before,
+                "emptyAfter": empty_after,
+                "clean": clean,
+            },
+        )
+        return {
+            "workspaceId": str(self.workspace.pk),
+            "memberId": str(self.member.pk),
+            "canaryId": str(self.canary_id),
+            "marker": self.marker,
+            "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None,
+            "receiptId": str(receipt.pk),
+            "surfaces": surfaces,
+            "neverHoldContent": never,
+            "reachableBefore": reachable_before,
+            "emptyAfter": empty_after,
+            "stores": remaining["remaining"],
+            "clean": clean,
+        }
+
+
+class Command(BaseCommand):
+    help = "Plant a canary memory, show it on every surface, forget it, show every surface empty, record a receipt."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--workspace", required=True, type=int)
+        parser.add_argument("--member", type=int, help="The member to plant the canary for (default: the first active owner).")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, workspace: int, member: int | None = None, json: bool = False, **options):
+        target = Workspace.objects.filter(pk=workspace).first()
+        if target is None:
+            raise CommandError(f"No workspace #{workspace}.", returncode=2)
+        members = Member.objects.select_related("user", "workspace").filter(workspace=target, left_at__isnull=True)
+        chosen = members.filter(pk=member).first() if member else members.filter(role="owner").order_by("pk").first()
+        if chosen is None:
+            raise CommandError("No such active member in this workspace.", returncode=2)
+        try:
+            report = ForgettingCheck(target, chosen).run()
+        except CheckCannotRun as exc:
+            raise CommandError(f"The forgetting check cannot run: {exc}", returncode=2) from None
+        if json:
+            self.stdout.write(_dumps(report))
+        else:
+            self.stdout.write(f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, member {report['memberId']}")
+            width = max(len(name) for name in [*report["surfaces"], *report["neverHoldContent"]])
+            for name, seen in report["surfaces"].items():
+                self.stdout.write(f"  {name:<{width}}  before: {seen['before']!s:>6}  after: {seen['after']!s:>6}")
+            self.stdout.write("Stores that must never hold memory content:")
+            for name, seen in report["neverHoldContent"].items():
+                self.stdout.write(f"  {name:<{width}}  before: {seen['before']!s:>6}  after: {seen['after']!s:>6}")
+            self.stdout.write(f"Receipt {report['receiptId']} (forget receipt {report['forgetReceiptId']}): {'CLEAN' if report['clean'] else 'SOMETHING REMAINS'}")
+        if not report["clean"]:
+            sys.exit(1)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)

@@ -1,0 +1,304 @@
+"""The lifecycle matrix (SPEC §8): every artifact class the application stores, in one definition.
+
+The endpoint (`GET /api/w/:wsId/ask-history/lifecycle`) and `docs/lifecycle.md` are both rendered
+from `artifact_classes()`. Schedules, windows and chunk sizes are read from the code that applies
+them (the beat schedule, the rate-limit window, the erasure chunk), and tests check that every
+model of the project is either listed here or explicitly not memory-derived, and that every
+function named as a delete method exists. Regenerate the docs table with
+`python -m retention.matrix` (it rewrites the block between the markers in docs/lifecycle.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class ArtifactClass:
+    key: str
+    name: str
+    store: str
+    models: tuple[str, ...]  # "app_label.ModelName" of every model holding this class
+    derived_from: str
+    scope: str
+    retention: str
+    delete_method: str
+    deleted_by: tuple[str, ...]  # dotted paths of the functions that delete it
+    unreachable: str
+    purged: str
+    residual: str
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["models"] = list(self.models)
+        data["deletedBy"] = list(data.pop("deleted_by"))
+        data["derivedFrom"] = data.pop("derived_from")
+        data["deleteMethod"] = data.pop("delete_method")
+        return data
+
+
+#: Models of the project that hold nothing derived from a memory, with the reason.
+NOT_MEMORY_DERIVED: dict[str, str] = {
+    "governance.Workspace": "Tenant; deleting it erases its memories first (cascade, receipts).",
+    "governance.AskHistorySettings": "The retention settings themselves.",
+    "governance.Member": "Membership; its removal erases its memories (cascade).",
+    "governance.Collection": "Knowledge that memories cite; its deletion erases dependent memories.",
+    "governance.Document": "Knowledge that memories cite; its deletion erases dependent memories.",
+    "governance.DocumentVersion": "Knowledge that memories cite.",
+    "governance.Passage": "Knowledge that memories cite (the passage text is workspace content, not memory content).",
+    "governance.Entity": "Knowledge: entities resolved from passages, never from memories.",
+    "governance.ContextSet": "Scoping configuration.",
+    "governance.Credential": "Agent credential (hash only); memories keep its id, not the reverse.",
+    "governance.PersonalToken": "Member's API token (hash only).",
+    "governance.Agent": "Assistant configuration (vector-memory switch).",
+    "retention.ModelPrice": "Price list.",
+    "retention.CreditAccount": "Workspace credit balance.",
+    "retention.MemberQuota": "Credit quota configuration and counter.",
+    "retention.RoleQuota": "Credit quota configuration and counter.",
+}
+
+
+def _every(entry: str) -> str:
+    schedule = settings.CELERY_BEAT_SCHEDULE[entry]["schedule"]
+    if isinstance(schedule, timedelta):
+        minutes = int(schedule.total_seconds() // 60)
+        return f"every {minutes} min (beat `{entry}`)"
+    return f"on the `{entry}` beat schedule"
+
+
+def _backups() -> str:
+    return "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
+
+
+def artifact_classes() -> list[ArtifactClass]:
+    from retention.erasure import CHUNK
+    from retention.lifecycle import RATE_LIMIT_WINDOW
+
+    window_minutes = int(RATE_LIMIT_WINDOW.total_seconds() // 60)
+    erase = "retention.erasure.erase_memories"
+    same_as_memory_unreachable = "With its memory version (same rules)."
+    same_as_memory_purged = "In the same transaction as its memory version (same DELETE batch)."
+    return [
+        ArtifactClass(
+            key="memory_version",
+            name="Memory version",
+            store="Database table memoryapp_memoryversion",
+            models=("memoryapp.MemoryVersion",),
+            derived_from="Agent remember (REST, MCP), the member's AI-memory page and API, consolidation; masked text only, the unmasked original is never stored.",
+            scope="One workspace and one member (the credential's member); a chain of versions per (member, namespace, key).",
+            retention=(
+                "agentMemoryRetentionDays (1-365, default 90) after creation; assistant memories after their last create, edit or reactivation. "
+                "Computed on every read, so a settings change applies at once, both ways. Assistant memories then stay 'expired' "
+                "(member only, reactivatable) for expiredGraceDays (0-90, default 30)."
+            ),
+            delete_method=f"{erase}: rows deleted in the transaction that writes the deletion receipt; periodic jobs claim chunks of {CHUNK} with SELECT ... FOR UPDATE SKIP LOCKED.",
+            deleted_by=(erase, "retention.lifecycle.expiry_sweep", "retention.lifecycle.grace_purge", "retention.cascades.erase_unreachable", "memoryapp.actions.forget"),
+            unreachable=(
+                "Forget and deletes: at once. Expiry: at the computed expiry instant, before any sweep. "
+                "Cascades (document, collection, membership, workspace, non-retaining): in the cause's transaction (unreachable_at)."
+            ),
+            purged=(
+                f"Forget and deletes: at once. Agent memories at expiry: expiry sweep, {_every('expiry-sweep')}. "
+                f"Assistant memories: grace purge, {_every('grace-purge')}, once expiredGraceDays have passed. "
+                f"Cascades: a task started on commit; the cascade sweep, {_every('cascade-sweep')}, catches any it missed."
+            ),
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="citation",
+            name="Citation",
+            store="Database table memoryapp_citation",
+            models=("memoryapp.Citation",),
+            derived_from="The passages a memory cites: passage, document and document-version ids and the SHA-256 of the passage text; never the text.",
+            scope="Its memory version.",
+            retention="That of its memory version.",
+            delete_method=f"{erase}, with its memory version.",
+            deleted_by=(erase,),
+            unreachable=same_as_memory_unreachable,
+            purged=same_as_memory_purged,
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="embedding",
+            name="Embedding and recall terms",
+            store="Database table memoryapp_memoryembedding (the version's search index entry)",
+            models=("memoryapp.MemoryEmbedding",),
+            derived_from="The masked memory text: its vector by the configured embedder (MEMORY_EMBEDDER, id stored with it) and its BM25 recall tokens.",
+            scope="Its memory version.",
+            retention="That of its memory version.",
+            delete_method=f"{erase}, with its memory version.",
+            deleted_by=(erase,),
+            unreachable=same_as_memory_unreachable,
+            purged=same_as_memory_purged,
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="receipt",
+            name="Deletion receipt",
+            store="Database table retention_deletionreceipt",
+            models=("retention.DeletionReceipt",),
+            derived_from="An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual window, verification. No memory content.",
+            scope="Workspace (plain id, kept after the workspace is deleted); member when every erased memory was theirs.",
+            retention="Kept: it is the proof of deletion.",
+            delete_method="Not deleted by the application (read-only in the admin).",
+            deleted_by=(),
+            unreachable="Never: readable by the workspace owner (counts) and the member (own).",
+            purged="Never by the application.",
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="usage_record",
+            name="Usage record",
+            store="Database tables retention_usagerecord, retention_ledgerentry, retention_usagerollup",
+            models=("retention.UsageRecord", "retention.LedgerEntry", "retention.UsageRollup"),
+            derived_from="Token counts and costs of consolidations and replies (including how many input tokens were AI memory). No memory content.",
+            scope="Workspace and the member charged.",
+            retention="Kept for accounting; the member link is cleared when the member row goes; deleted with the workspace.",
+            delete_method="Database CASCADE when the workspace is deleted.",
+            deleted_by=("governance.actions.delete_workspace",),
+            unreachable="Never while the workspace exists (usage history).",
+            purged="When the workspace is deleted.",
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="rate_limit_counter",
+            name="Rate-limit counter",
+            store="Redis sorted set ratelimit:remember:<credential id> (production) or table memoryapp_rememberhit (embedded)",
+            models=("memoryapp.RememberHit",),
+            derived_from="Admitted remembers: credential id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
+            scope="One credential.",
+            retention=f"Rolling {window_minutes}-minute window.",
+            delete_method=f"Redis: entries trimmed on every remember and the key expires one window after the last; database: rows older than the window deleted by the cascade sweep ({_every('cascade-sweep')}).",
+            deleted_by=("retention.lifecycle.cascade_sweep",),
+            unreachable=f"{window_minutes} minutes after the remember (it stops counting).",
+            purged=f"Redis: on the next remember or key expiry; database: by the next cascade sweep, {_every('cascade-sweep')}.",
+            residual="Redis persistence snapshots, if enabled on the server, as configured there; database backups: BACKUP_RETENTION_DAYS.",
+        ),
+        ArtifactClass(
+            key="consolidation_input",
+            name="Consolidation input",
+            store="Database table retention_consolidation (messages), Celery task payload (ids only)",
+            models=("retention.Consolidation",),
+            derived_from="A submitted conversation turn; only messages in which the masker found no personal data are stored (a turn with any is skipped and stores none).",
+            scope="Workspace and the member being remembered.",
+            retention="Messages are emptied as soon as the consolidation task finishes, whatever the outcome; the row keeps status, counts and the ids of the memories written.",
+            delete_method="Consolidation task clears `messages` (input_purged_at); the row is deleted with the workspace.",
+            deleted_by=("governance.actions.delete_workspace",),
+            unreachable="When the task finishes.",
+            purged="Messages: when the task finishes. Row: with the workspace.",
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="audit_event",
+            name="Audit event",
+            store="Database table governance_auditevent",
+            models=("governance.AuditEvent",),
+            derived_from="Governance changes: who, what, old -> new (settings, credentials, roles, bulk deletions with counts, admin content views). Never memory content.",
+            scope="Workspace (plain id kept after the workspace is deleted).",
+            retention="Kept (audit trail).",
+            delete_method="Not deleted by the application (read-only in the admin).",
+            deleted_by=(),
+            unreachable="Never.",
+            purged="Never by the application.",
+            residual=_backups(),
+        ),
+        ArtifactClass(
+            key="task_message",
+            name="Task message",
+            store="Celery broker (Redis in production, SQLite file embedded)",
+            models=(),
+            derived_from="Ids of workspaces or consolidations to process. Never memory text.",
+            scope="One task.",
+            retention="Until a worker acknowledges it; periodic entries expire if not run in time.",
+            delete_method="Acknowledged by the worker.",
+            deleted_by=(),
+            unreachable="Not applicable (no content).",
+            purged="When acknowledged.",
+            residual="Broker persistence as configured on the broker server.",
+        ),
+        ArtifactClass(
+            key="process_cache",
+            name="In-process caches",
+            store="None: no process keeps memory text, tokens or unmasked input between requests",
+            models=(),
+            derived_from="Nothing. The masker and the embedder keep no caches of text (by design: an erase could not reach them); only the embedder's model weights and compiled patterns are cached.",
+            scope="One process.",
+            retention="Not applicable: a request's text lives only while that request is handled.",
+            delete_method="Not applicable.",
+            deleted_by=(),
+            unreachable="Not applicable.",
+            purged="When the request ends.",
+            residual="None.",
+        ),
+        ArtifactClass(
+            key="backups",
+            name="Backups",
+            store="Outside the application: database backups, as configured by the operator",
+            models=(),
+            derived_from="Snapshots of every table above.",
+            scope="The whole database.",
+            retention="BACKUP_RETENTION_DAYS (stated in every deletion receipt's residual window).",
+            delete_method="Backup rotation by the operator.",
+            deleted_by=(),
+            unreachable="Not readable through the application.",
+            purged="When the backup rotates out.",
+            residual=_backups(),
+        ),
+    ]
+
+
+COLUMNS = (
+    ("name", "Artifact"),
+    ("store", "Store"),
+    ("derived_from", "Derived from"),
+    ("scope", "Scope"),
+    ("retention", "TTL / retention rule"),
+    ("delete_method", "Delete method"),
+    ("unreachable", "When unreachable"),
+    ("purged", "When purged"),
+    ("residual", "Residual window"),
+)
+
+START_MARKER = "<!-- lifecycle-matrix:start (generated by `python -m retention.matrix`; do not edit) -->"
+END_MARKER = "<!-- lifecycle-matrix:end -->"
+DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "lifecycle.md"
+
+
+def render_markdown() -> str:
+    lines = []
+    for artifact in artifact_classes():
+        lines.append(f"### {artifact.name}\n")
+        for field, label in COLUMNS[1:]:
+            lines.append(f"- **{label}:** {getattr(artifact, field)}")
+        if artifact.models:
+            lines.append(f"- **Models:** {', '.join(f'`{m}`' for m in artifact.models)}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def docs_block(text: str) -> str:
+    start = text.index(START_MARKER) + len(START_MARKER)
+    return text[start : text.index(END_MARKER)].strip("\n") + "\n"
+
+
+def write_docs(path: Path = DOC_PATH) -> None:
+    text = path.read_text()
+    start = text.index(START_MARKER) + len(START_MARKER)
+    end = text.index(END_MARKER)
+    path.write_text(text[:start] + "\n" + render_markdown() + "\n" + text[end:])
+
+
+if __name__ == "__main__":
+    import os
+
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+    django.setup()
+    write_docs()
+    print(f"rewrote the matrix in {DOC_PATH}")

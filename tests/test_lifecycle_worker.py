@@ -1,0 +1,111 @@
+"""Integration: a real Celery worker and beat process against Redis erase a cascade — once from
+the task started on commit, once from the beat-driven cascade sweep (a task the broker never got)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from governance import actions as governance
+from memoryapp.celery import app as celery_app
+from memoryapp.models import MemoryVersion
+from retention import cascades
+from retention.models import DeletionReceipt, Operation
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.redis,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs a real Redis (REDIS_URL)"),
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+CELERY = str(Path(sys.executable).with_name("celery"))
+FAST_BEAT = '''
+from datetime import timedelta
+from memoryapp.celery import app
+app.conf.beat_schedule = {"cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(seconds=2), "options": {"expires": 10}}}
+'''
+
+
+def test_database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+test_database_url.__test__ = False  # a helper, not a test
+
+
+def wait_until(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.3)
+    return False
+
+
+@pytest.fixture
+def worker_and_beat(tmp_path):
+    (tmp_path / "fastbeat.py").write_text(FAST_BEAT)
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "VAR_DIR": str(tmp_path),
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+        "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
+    }
+    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}
+    processes = [
+        subprocess.Popen([CELERY, "-A", "memoryapp", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT),
+        subprocess.Popen([CELERY, "-A", "fastbeat", "beat", "-s", str(tmp_path / "schedule"), "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["beat"], stderr=subprocess.STDOUT),
+    ]
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = False  # send to the real broker
+    try:
+        yield tmp_path
+    finally:
+        celery_app.conf.task_always_eager = eager
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+        for log in logs.values():
+            log.close()
+
+
+def test_a_real_worker_and_beat_erase_cascades(world, agent, worker_and_beat):
+    assert settings.CELERY_BROKER_URL.startswith("redis")
+    collection = governance.create_collection(world.workspace, name="Handbook")
+    document = governance.create_document(collection, title="Deploys", text="Deploys happen on Tuesdays.")
+    response = agent.remember(namespace="ops", text="Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)])
+    assert response.status_code == 201
+    cited = int(response.json()["memory"]["id"])
+
+    governance.delete_document(document, actor=world.owner.user)  # commits; on_commit sends the task
+    erased = wait_until(lambda: not MemoryVersion.objects.filter(pk=cited).exists())
+    assert erased, (worker_and_beat / "worker.log").read_text()[-3000:]
+    assert DeletionReceipt.objects.filter(operation=Operation.CASCADE_DOCUMENT, memory_version_ids=[cited]).exists()
+
+    response = agent.remember(namespace="ops", text="A note whose erase task was lost.")
+    lost = int(response.json()["memory"]["id"])
+    cascades.mark_unreachable(MemoryVersion.objects.filter(pk=lost), Operation.MEMBER_REMOVAL)  # marked, never enqueued
+    erased = wait_until(lambda: not MemoryVersion.objects.filter(pk=lost).exists())
+    assert erased, (worker_and_beat / "beat.log").read_text()[-3000:]
+    assert "retention.tasks.cascade_sweep" in (worker_and_beat / "beat.log").read_text()
+    assert DeletionReceipt.objects.filter(operation=Operation.MEMBER_REMOVAL, actor_label="system: cascade sweep").exists()
