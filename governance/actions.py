@@ -68,11 +68,11 @@ def ensure_user(email: str, password: str | None = None):
 
 
 @transaction.atomic
-def create_workspace(name: str, *, owner_email: str, password: str | None = None, retains_history: bool = True, ai_memory_available: bool = True) -> tuple[Workspace, Member]:
+def create_workspace(name: str, *, owner_email: str, password: str | None = None, retains_history: bool = True, ai_memory_available: bool = True, actor=None) -> tuple[Workspace, Member]:
     workspace = Workspace.objects.create(name=name, retains_history=retains_history, ai_memory_available=ai_memory_available)
     AskHistorySettings.objects.create(workspace=workspace)
     owner = Member.objects.create(workspace=workspace, user=ensure_user(owner_email, password), role=Role.OWNER.label)
-    audit("workspace.created", workspace=workspace, target=f"workspace #{workspace.pk}", changes={"name": name})
+    audit("workspace.created", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": name})
     return workspace, owner
 
 

@@ -1,0 +1,446 @@
+"""Governance in the admin console (SPEC §10): workspaces, members, credentials, settings,
+knowledge and the audit log.
+
+Everything is read-only except two paths: a platform admin with `add_workspace` may create a
+workspace (through `actions.create_workspace`, so its settings row, owner and audit event exist)
+and rename it. Platform flags, history retention, credential revocation and member erasure are
+governed actions (reason page, the same action function the API uses, an audit event).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.db.models.signals import post_migrate
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from governance import actions
+from governance.admin_base import GovernedAdmin, RefuseUnknownActionsMixin, Summary, governed_action
+from governance.admin_filters import ActiveMemberFilter, CredentialStatusFilter, WorkspaceRefFilter
+from governance.admin_roles import ERASE_MEMBER_MEMORIES, REVOKE_CREDENTIAL, SET_PLATFORM_FLAGS, sync_after_migrate
+from governance.models import (
+    Agent,
+    AskHistorySettings,
+    AuditEvent,
+    Collection,
+    ContextSet,
+    Credential,
+    Document,
+    DocumentVersion,
+    Entity,
+    Member,
+    Passage,
+    PersonalToken,
+    Workspace,
+)
+
+User = get_user_model()
+
+post_migrate.connect(sync_after_migrate, dispatch_uid="governance.sync_staff_groups")
+
+
+# Users and groups keep Django's admins, with the console's rule that a refused action is a 403.
+for _model, _base in ((User, UserAdmin), (Group, GroupAdmin)):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+    admin.site.register(_model, type(_base.__name__, (RefuseUnknownActionsMixin, _base), {}))
+
+admin.site.site_header = "Governed agent memory — governance console"
+admin.site.site_title = "Governance console"
+admin.site.index_title = "Dashboard"
+
+
+def count_of(queryset: QuerySet, field: str = "workspace") -> Subquery:
+    """A correlated COUNT(*) subquery: one figure per row without a join fan-out."""
+    counted = queryset.filter(**{field: OuterRef("pk")}).order_by().values(field).annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def changelist_link(model_label: str, text, **params) -> str:
+    from urllib.parse import urlencode
+
+    url = reverse(f"admin:{model_label.replace('.', '_')}_changelist")
+    return format_html('<a href="{}?{}">{}</a>', url, urlencode(params), text)
+
+
+def _active_credentials() -> QuerySet[Credential]:
+    now = timezone.now()
+    return Credential.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), revoked_at__isnull=True)
+
+
+# --- workspaces ------------------------------------------------------------------------------
+class WorkspaceCreationForm(forms.ModelForm):
+    owner_email = forms.EmailField(help_text="The first owner; an account is created if none exists.")
+
+    class Meta:
+        model = Workspace
+        fields = ("name", "owner_email", "ai_memory_available", "retains_history")
+
+
+def _memory_counts(queryset: QuerySet[Workspace]) -> list[Summary]:
+    from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
+
+    lines = []
+    for workspace in queryset.annotate(
+        versions=count_of(MemoryVersion.objects.all()),
+        citations=count_of(Citation.objects.all(), "memory__workspace"),
+        embeddings=count_of(MemoryEmbedding.objects.all(), "memory__workspace"),
+    )[:200]:
+        lines.append(Summary(f"{workspace}: memory versions / citations / embeddings to erase", f"{workspace.versions} / {workspace.citations} / {workspace.embeddings}"))
+    return lines
+
+
+def _set_flag(flag: bool):
+    def perform(modeladmin, request, workspace: Workspace, reason: str) -> None:
+        actions.set_ai_memory_available(workspace, flag, actor=request.user, reason=reason)
+
+    perform.__name__ = "enable_ai_memory" if flag else "disable_ai_memory"
+    return perform
+
+
+def make_non_retaining(modeladmin, request, workspace: Workspace, reason: str) -> None:
+    actions.set_retains_history(workspace, False, actor=request.user, reason=reason)
+
+
+def resume_retaining(modeladmin, request, workspace: Workspace, reason: str) -> None:
+    actions.set_retains_history(workspace, True, actor=request.user, reason=reason)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(GovernedAdmin):
+    list_display = ("id", "name", "ai_memory_available", "retains_history", "agent_memories", "retention_days", "members_link", "credentials_link", "memories_link", "created_at")
+    list_display_links = ("id", "name")
+    list_select_related = ("ask_history",)
+    list_filter = ("ai_memory_available", "retains_history", "ask_history__agent_memories_enabled", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("#id", "name")
+    ordering = ("id",)
+    readonly_fields = ("ai_memory_available", "retains_history", "created_at", "settings_summary")
+    actions = [
+        governed_action(description="Switch the platform AI-memory flag ON", permission=SET_PLATFORM_FLAGS, perform=_set_flag(True), done="Platform flag switched on for {count} workspace(s)."),
+        governed_action(description="Switch the platform AI-memory flag OFF", permission=SET_PLATFORM_FLAGS, perform=_set_flag(False), done="Platform flag switched off for {count} workspace(s)."),
+        governed_action(
+            description="Make non-retaining (erases every memory, with receipts)",
+            permission=SET_PLATFORM_FLAGS,
+            perform=make_non_retaining,
+            summary=_memory_counts,
+            warning="Every memory of these workspaces becomes unreachable now and is erased with a deletion receipt; this cannot be undone.",
+            done="{count} workspace(s) made non-retaining; their memories are being erased (see Deletion receipts).",
+        ),
+        governed_action(description="Resume keeping history", permission=SET_PLATFORM_FLAGS, perform=resume_retaining, done="{count} workspace(s) keep history again."),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            active_members=count_of(Member.objects.filter(left_at__isnull=True)),
+            active_credentials=count_of(_active_credentials()),
+        )
+
+    def has_add_permission(self, request, *args) -> bool:
+        return request.user.has_perm("governance.add_workspace")
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm("governance.change_workspace")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = WorkspaceCreationForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["name", "owner_email", "ai_memory_available", "retains_history"]
+        return ["name", "ai_memory_available", "retains_history", "created_at", "settings_summary"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj: Workspace, form, change: bool) -> None:
+        if not change:
+            workspace, _owner = actions.create_workspace(
+                obj.name,
+                owner_email=form.cleaned_data["owner_email"],
+                ai_memory_available=obj.ai_memory_available,
+                retains_history=obj.retains_history,
+                actor=request.user,
+            )
+            obj.pk, obj.created_at = workspace.pk, workspace.created_at
+            obj._state.adding, obj._state.db = False, workspace._state.db
+            return
+        with transaction.atomic():
+            old = Workspace.objects.select_for_update().get(pk=obj.pk)
+            if old.name != obj.name:
+                Workspace.objects.filter(pk=obj.pk).update(name=obj.name)
+                actions.audit("workspace.renamed", workspace=old, actor=request.user, target=f"workspace #{obj.pk}", changes={"name": [old.name, obj.name]})
+
+    @admin.display(description="agent memories", boolean=True, ordering="ask_history__agent_memories_enabled")
+    def agent_memories(self, obj: Workspace) -> bool | None:
+        settings = getattr(obj, "ask_history", None)
+        return settings.agent_memories_enabled if settings else None
+
+    @admin.display(description="retention days", ordering="ask_history__agent_memory_retention_days")
+    def retention_days(self, obj: Workspace):
+        settings = getattr(obj, "ask_history", None)
+        return settings.agent_memory_retention_days if settings else "—"
+
+    @admin.display(description="active members", ordering="active_members")
+    def members_link(self, obj: Workspace) -> str:
+        return changelist_link("governance.member", obj.active_members, workspace__id__exact=obj.pk, active="yes")
+
+    @admin.display(description="active credentials", ordering="active_credentials")
+    def credentials_link(self, obj: Workspace) -> str:
+        return changelist_link("governance.credential", obj.active_credentials, workspace__id__exact=obj.pk, status="active")
+
+    @admin.display(description="memories")
+    def memories_link(self, obj: Workspace) -> str:
+        return changelist_link("memoryapp.memoryversion", "versions", workspace__id__exact=obj.pk)
+
+    @admin.display(description="ask-history settings")
+    def settings_summary(self, obj: Workspace) -> str:
+        settings = AskHistorySettings.objects.filter(workspace=obj).first()
+        if settings is None:
+            return "—"
+        return format_html(
+            "Agent memories {} · retention {} days · expired grace {} days",
+            "on" if settings.agent_memories_enabled else "off",
+            settings.agent_memory_retention_days,
+            settings.expired_grace_days,
+        )
+
+
+@admin.register(AskHistorySettings)
+class AskHistorySettingsAdmin(GovernedAdmin):
+    list_display = ("workspace", "agent_memories_enabled", "agent_memory_retention_days", "expired_grace_days", "updated_at")
+    list_select_related = ("workspace",)
+    list_filter = ("agent_memories_enabled",)
+    search_fields = ("#workspace__id", "workspace__name")
+    ordering = ("workspace_id",)
+
+
+# --- members ---------------------------------------------------------------------------------
+def _member_memory_counts(queryset: QuerySet[Member]) -> list[Summary]:
+    from memoryapp.models import MemoryVersion
+
+    return [
+        Summary(f"{member.user.email or member.user.username} — {member}: memory versions to erase", member.versions)
+        for member in queryset.select_related("user").annotate(versions=count_of(MemoryVersion.objects.all(), "member"))[:200]
+    ]
+
+
+def erase_member_memories(modeladmin, request, member: Member, reason: str) -> None:
+    actions.erase_member_memories(member, actor=request.user, reason=reason)
+
+
+@admin.register(Member)
+class MemberAdmin(GovernedAdmin):
+    list_display = ("id", "email", "workspace", "role", "remember_me", "is_active", "joined_at", "left_at", "memories_link")
+    list_select_related = ("user", "workspace")
+    list_filter = ("workspace", "role", ActiveMemberFilter, "remember_me")
+    search_fields = ("#id", "user__email", "user__username")
+    ordering = ("-id",)
+    actions = [
+        governed_action(
+            description="Erase all memories of the member (with a receipt)",
+            permission=ERASE_MEMBER_MEMORIES,
+            perform=erase_member_memories,
+            summary=_member_memory_counts,
+            warning="Every memory version of these members is erased now, with a deletion receipt; this cannot be undone.",
+            done="Memories of {count} member(s) erased (see Deletion receipts).",
+        )
+    ]
+
+    @admin.display(description="user", ordering="user__email")
+    def email(self, obj: Member) -> str:
+        return obj.user.email or obj.user.username
+
+    @admin.display(description="active", boolean=True)
+    def is_active(self, obj: Member) -> bool:
+        return obj.left_at is None
+
+    @admin.display(description="memories")
+    def memories_link(self, obj: Member) -> str:
+        return changelist_link("memoryapp.memoryversion", "versions", member__id__exact=obj.pk)
+
+
+# --- credentials -----------------------------------------------------------------------------
+def revoke_credential(modeladmin, request, credential: Credential, reason: str) -> None:
+    actions.revoke_credential(credential, actor=request.user, reason=reason)
+
+
+@admin.register(Credential)
+class CredentialAdmin(GovernedAdmin):
+    list_display = ("id", "name", "prefix_display", "workspace", "member_email", "scopes", "status", "created_at", "last_used_at", "expires_at", "revoked_at")
+    list_select_related = ("workspace", "member__user", "context_set")
+    list_filter = ("workspace", CredentialStatusFilter, ("created_at", admin.DateFieldListFilter))
+    search_fields = ("#id", "name", "^prefix", "member__user__email")
+    ordering = ("-id",)
+    exclude = ("token_hash",)
+    readonly_fields = ("workspace", "member", "name", "scopes", "context_set", "prefix_display", "created_at", "last_used_at", "expires_at", "revoked_at")
+    fields = readonly_fields
+    csv_columns = (
+        ("id", "pk"),
+        ("workspace_id", "workspace_id"),
+        ("member_id", "member_id"),
+        ("name", "name"),
+        ("prefix", "prefix"),
+        ("scopes", lambda c: " ".join(c.scopes)),
+        ("context_set_id", "context_set_id"),
+        ("created_at", "created_at"),
+        ("last_used_at", "last_used_at"),
+        ("expires_at", "expires_at"),
+        ("revoked_at", "revoked_at"),
+    )
+    actions = [
+        governed_action(
+            description="Revoke the selected credentials",
+            permission=REVOKE_CREDENTIAL,
+            perform=revoke_credential,
+            done="{count} credential(s) revoked.",
+        )
+    ]
+
+    @admin.display(description="token", ordering="prefix")
+    def prefix_display(self, obj: Credential) -> str:
+        return f"{obj.prefix}…"
+
+    @admin.display(description="member", ordering="member__user__email")
+    def member_email(self, obj: Credential) -> str:
+        return obj.member.user.email or obj.member.user.username
+
+    @admin.display(description="status")
+    def status(self, obj: Credential) -> str:
+        if obj.revoked_at:
+            return "revoked"
+        if obj.is_expired():
+            return "expired"
+        return "active"
+
+
+@admin.register(PersonalToken)
+class PersonalTokenAdmin(GovernedAdmin):
+    list_display = ("id", "user", "prefix_display", "created_at", "last_used_at", "revoked_at")
+    list_select_related = ("user",)
+    search_fields = ("^prefix", "user__email")
+    ordering = ("-id",)
+    fields = readonly_fields = ("user", "prefix_display", "created_at", "last_used_at", "revoked_at")
+
+    @admin.display(description="token", ordering="prefix")
+    def prefix_display(self, obj: PersonalToken) -> str:
+        return f"{obj.prefix}…"
+
+
+# --- audit log -------------------------------------------------------------------------------
+@admin.register(AuditEvent)
+class AuditEventAdmin(GovernedAdmin):
+    list_display = ("created_at", "action", "workspace_display", "actor_label", "target", "changes_display", "reason")
+    list_filter = (WorkspaceRefFilter, "actor_label", "action", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("#id", "action", "target", "actor_label", "reason")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at", "-id")
+    fields = readonly_fields = ("created_at", "action", "workspace_ref", "workspace", "actor", "actor_label", "target", "changes_display", "reason")
+    csv_columns = (
+        ("id", "pk"),
+        ("created_at", "created_at"),
+        ("workspace_id", "workspace_ref"),
+        ("actor_id", "actor_id"),
+        ("actor", "actor_label"),
+        ("action", "action"),
+        ("target", "target"),
+        ("changes", lambda e: json.dumps(e.changes, sort_keys=True, ensure_ascii=False)),
+        ("reason", "reason"),
+    )
+
+    @admin.display(description="workspace", ordering="workspace_ref")
+    def workspace_display(self, obj: AuditEvent) -> str:
+        return f"#{obj.workspace_ref}" if obj.workspace_ref else "—"
+
+    @admin.display(description="changes")
+    def changes_display(self, obj: AuditEvent) -> str:
+        return json.dumps(obj.changes, sort_keys=True, ensure_ascii=False) if obj.changes else ""
+
+
+# --- knowledge (not memory: passage text may be shown) ---------------------------------------
+@admin.register(Collection)
+class CollectionAdmin(GovernedAdmin):
+    list_display = ("id", "name", "workspace", "restricted", "readers_count", "created_at")
+    list_select_related = ("workspace",)
+    list_filter = ("workspace", "restricted")
+    search_fields = ("#id", "name")
+    ordering = ("-id",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(readers_count=Count("readers"))
+
+    @admin.display(description="readers", ordering="readers_count")
+    def readers_count(self, obj: Collection) -> int:
+        return obj.readers_count
+
+
+@admin.register(Document)
+class DocumentAdmin(GovernedAdmin):
+    list_display = ("id", "title", "workspace", "collection", "current_version_number", "expires_at", "created_at")
+    list_select_related = ("workspace", "collection", "current_version")
+    list_filter = ("workspace",)
+    search_fields = ("#id", "title")
+    ordering = ("-id",)
+
+    @admin.display(description="current version")
+    def current_version_number(self, obj: Document):
+        return obj.current_version.number if obj.current_version else "—"
+
+
+@admin.register(DocumentVersion)
+class DocumentVersionAdmin(GovernedAdmin):
+    list_display = ("id", "document", "number", "created_at")
+    list_select_related = ("document",)
+    search_fields = ("#id", "#document__id")
+    ordering = ("-id",)
+
+
+@admin.register(Passage)
+class PassageAdmin(GovernedAdmin):
+    list_display = ("id", "document", "version", "position", "excerpt", "sha256")
+    list_select_related = ("document", "version")
+    search_fields = ("#id", "#document__id", "text")
+    ordering = ("-id",)
+
+    @admin.display(description="text")
+    def excerpt(self, obj: Passage) -> str:
+        return obj.text if len(obj.text) <= 120 else obj.text[:119] + "…"
+
+
+@admin.register(Entity)
+class EntityAdmin(GovernedAdmin):
+    list_display = ("id", "name", "aliases", "workspace", "created_at")
+    list_select_related = ("workspace",)
+    list_filter = ("workspace",)
+    search_fields = ("#id", "name")
+    ordering = ("-id",)
+    exclude = ("passages",)
+
+
+@admin.register(ContextSet)
+class ContextSetAdmin(GovernedAdmin):
+    list_display = ("id", "name", "workspace", "active", "deleted_at", "created_at")
+    list_select_related = ("workspace",)
+    list_filter = ("workspace", "active")
+    search_fields = ("#id", "name")
+    ordering = ("-id",)
+
+
+@admin.register(Agent)
+class AgentAdmin(GovernedAdmin):
+    list_display = ("id", "name", "workspace", "vector_memory", "created_at")
+    list_select_related = ("workspace",)
+    list_filter = ("workspace", "vector_memory")
+    search_fields = ("#id", "name")
+    ordering = ("-id",)

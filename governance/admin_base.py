@@ -1,0 +1,320 @@
+"""Shared pieces of the admin console: read-only audit admins, governed actions with a reason
+page, CSV export of the filtered list, and a paginator that never counts a huge table exactly.
+
+Rules they enforce for every admin that uses them:
+
+- a POST to a change list that does not name an action this user may run answers 403 (Django
+  would only show "No action selected"), so "permissions are checked, not assumed";
+- no lookup may reach memory content (`text`, `details`) through the query string, a filter or a
+  search field — not even to count matches;
+- a governed action asks for a reason on an intermediate page and calls the same action function
+  the API uses, which writes the audit event.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied
+from django.core.paginator import Paginator
+from django.db import connection
+from django.db.models import Model, Q, QuerySet
+from django.http import HttpRequest, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.functional import cached_property
+from django.utils.text import smart_split, unescape_string_literal
+
+# Memory content (and the conversation messages consolidation reads): never shown, exported,
+# searched or filtered on by the admin.
+CONTENT_FIELDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("memoryapp.memoryversion", "text"),
+        ("memoryapp.memoryversion", "details"),
+        ("retention.consolidation", "messages"),
+    }
+)
+
+
+def is_content_field(model: type[Model], field_name: str) -> bool:
+    return (model._meta.label_lower, field_name) in CONTENT_FIELDS
+
+
+def lookup_reaches_content(model: type[Model], lookup: str) -> bool:
+    """True when any step of `lookup` (e.g. `memory__text__icontains`) is a content field."""
+    current = model
+    for part in lookup.split("__"):
+        if is_content_field(current, part):
+            return True
+        try:
+            field = current._meta.get_field(part)
+        except FieldDoesNotExist:
+            return False  # a transform or lookup name: the path ended
+        if not field.is_relation or field.related_model is None:
+            return False
+        current = field.related_model
+    return False
+
+
+# --- pagination ------------------------------------------------------------------------------
+class LargeTablePaginator(Paginator):
+    """Counts at most `CAP` rows of a filtered list; on PostgreSQL an unfiltered list uses the
+    planner's estimate. Page links stay usable and the count query is bounded whatever the table
+    size (1,000,000 memory versions and more). `is_estimate` tells the template to say "about"."""
+
+    CAP = 10_000
+
+    is_estimate = False
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if not isinstance(queryset, QuerySet):
+            return len(queryset)
+        if connection.vendor == "postgresql" and not queryset.query.where:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [queryset.model._meta.db_table])
+                row = cursor.fetchone()
+            estimate = int(row[0]) if row and row[0] is not None else -1
+            if estimate > self.CAP:
+                self.is_estimate = True
+                return estimate
+        capped = queryset.order_by()[: self.CAP + 1].count()
+        if capped > self.CAP:
+            self.is_estimate = True
+            return self.CAP
+        return capped
+
+
+# --- reasons and governed actions --------------------------------------------------------------
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        label="Reason",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        max_length=2000,
+        help_text="Recorded in the audit event.",
+    )
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"].strip()
+        if not reason:
+            raise forms.ValidationError("A reason is required.")
+        return reason
+
+
+@dataclass
+class Summary:
+    """A line of the confirmation page, e.g. ("Memory versions to erase", 1234)."""
+
+    label: str
+    value: Any
+
+
+def governed_action(
+    *,
+    description: str,
+    permission: str,
+    perform: Callable[[Any, HttpRequest, Any, str], Any],
+    summary: Callable[[QuerySet], Iterable[Summary]] | None = None,
+    warning: str = "",
+    done: str = "{count} done.",
+):
+    """Build an admin action that shows a reason form (and `summary` counts) first, then calls
+    `perform(modeladmin, request, obj, reason)` for each selected row. `permission` is checked by
+    `GovernedAdmin.get_actions` and again here."""
+
+    def action(modeladmin, request: HttpRequest, queryset: QuerySet):
+        if not request.user.has_perm(permission):
+            raise PermissionDenied
+        form = ReasonForm(request.POST if request.POST.get("confirm") == "yes" else None)
+        if form.is_bound and form.is_valid():
+            count = 0
+            for obj in queryset:
+                perform(modeladmin, request, obj, form.cleaned_data["reason"])
+                count += 1
+            modeladmin.message_user(request, done.format(count=count), messages.SUCCESS)
+            return None
+        objects = list(queryset[:200])
+        opts = modeladmin.model._meta
+        context = {
+            **modeladmin.admin_site.each_context(request),
+            "title": description,
+            "subtitle": None,
+            "opts": opts,
+            "app_label": opts.app_label,
+            "action_name": action.__name__,
+            "action_description": description,
+            "objects": objects,
+            "more": max(queryset.count() - len(objects), 0) if len(objects) == 200 else 0,
+            "selected_ids": [str(pk) for pk in queryset.values_list("pk", flat=True)],
+            "summary": list(summary(queryset)) if summary else [],
+            "warning": warning,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "changelist_url": reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"),
+        }
+        return TemplateResponse(request, "admin/governed_action.html", context)
+
+    action.__name__ = perform.__name__
+    action.required_permission = permission  # type: ignore[attr-defined]
+    return admin.action(description=description)(action)
+
+
+# --- CSV export ------------------------------------------------------------------------------
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_safe(value: Any) -> str:
+    if value is None:
+        return ""
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    # Spreadsheets execute cells that start with these characters.
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + text
+    return text
+
+
+# --- the base admin --------------------------------------------------------------------------
+def refuse_unknown_actions(model_admin: admin.ModelAdmin, request: HttpRequest) -> None:
+    """A POST to a change list must name actions this user may run, else 403 (Django itself
+    would redirect with "No action selected", hiding that permission was refused)."""
+    if request.method == "POST":
+        posted = [name for name in request.POST.getlist("action") if name]
+        allowed = model_admin.get_actions(request)
+        if not posted or any(name not in allowed for name in posted):
+            raise PermissionDenied
+
+
+class RefuseUnknownActionsMixin:
+    """For Django's own admins (users, groups) in the console."""
+
+    def changelist_view(self, request, extra_context=None):
+        refuse_unknown_actions(self, request)
+        return super().changelist_view(request, extra_context)
+
+
+class GovernedAdmin(admin.ModelAdmin):
+    """Read-only by default. Subclasses opt in to a change/add path explicitly; governed actions
+    are filtered by their `required_permission`. `csv_columns` adds an "Export CSV" link that
+    exports the filtered list."""
+
+    change_list_template = "admin/governed_change_list.html"
+    paginator = LargeTablePaginator
+    show_full_result_count = False
+    list_per_page = 50
+    csv_columns: tuple[tuple[str, str | Callable[[Any], Any]], ...] = ()
+    numbers_search_ids_only = False
+
+    # -- permissions
+    def has_add_permission(self, request, *args) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        return {name: entry for name, entry in actions.items() if request.user.has_perm(getattr(entry[0], "required_permission", "-"))}
+
+    def changelist_view(self, request, extra_context=None):
+        refuse_unknown_actions(self, request)
+        extra_context = dict(extra_context or {})
+        if self.csv_columns:
+            query = request.GET.copy()
+            query.pop("p", None)
+            opts = self.model._meta
+            extra_context["export_csv_url"] = reverse(f"admin:{opts.app_label}_{opts.model_name}_export_csv") + (f"?{query.urlencode()}" if query else "")
+        return super().changelist_view(request, extra_context)
+
+    # -- search: "#field" is an exact integer match (index-friendly; a non-number skips it),
+    # "=field" exact, "^field" prefix, a bare name "contains". Terms are ANDed, fields ORed.
+    def get_search_results(self, request, queryset, search_term):
+        fields = self.get_search_fields(request)
+        if not search_term or not fields:
+            return queryset, False
+        for bit in smart_split(search_term):
+            if bit.startswith(('"', "'")) and bit[0] == bit[-1]:
+                bit = unescape_string_literal(bit)
+            term = Q()
+            for name in fields:
+                if self.numbers_search_ids_only and bit.isdigit() and not name.startswith("#"):
+                    continue  # keeps a number search on the indexes of a huge table
+                if name.startswith("#"):
+                    if bit.isdigit() and len(bit) < 19:
+                        term |= Q(**{name[1:]: int(bit)})
+                elif name.startswith("="):
+                    term |= Q(**{f"{name[1:]}__iexact": bit})
+                elif name.startswith("^"):
+                    term |= Q(**{f"{name[1:]}__istartswith": bit})
+                else:
+                    term |= Q(**{f"{name}__icontains": bit})
+            queryset = queryset.filter(term) if term else queryset.none()
+        return queryset, False
+
+    # -- content stays closed
+    def lookup_allowed(self, lookup, value, request=None) -> bool:
+        if lookup_reaches_content(self.model, lookup):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_search_fields(self, request):
+        fields = super().get_search_fields(request)
+        for name in fields:
+            if lookup_reaches_content(self.model, name.lstrip("^=@#")):
+                raise ValueError(f"{type(self).__name__}: search_fields may not reach memory content ({name})")
+        return fields
+
+    # -- CSV export
+    def get_urls(self):
+        urls = super().get_urls()
+        if not self.csv_columns:
+            return urls
+        opts = self.model._meta
+        return [
+            path("export.csv", self.admin_site.admin_view(self.export_csv_view), name=f"{opts.app_label}_{opts.model_name}_export_csv"),
+            *urls,
+        ]
+
+    def export_csv_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        changelist = self.get_changelist_instance(request)
+        queryset = changelist.get_queryset(request)
+        columns = self.csv_columns
+        for header, accessor in columns:
+            if isinstance(accessor, str) and lookup_reaches_content(self.model, accessor.replace(".", "__")):
+                raise ValueError(f"CSV column {header} reaches memory content")
+
+        def rows() -> Iterator[list[str]]:
+            yield [header for header, _ in columns]
+            for obj in queryset.iterator(chunk_size=2000):
+                yield [_csv_safe(self._csv_value(obj, accessor)) for _, accessor in columns]
+
+        writer = csv.writer(_Echo())
+        response = StreamingHttpResponse((writer.writerow(row) for row in rows()), content_type="text/csv; charset=utf-8")
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response["Content-Disposition"] = f'attachment; filename="{self.model._meta.model_name}-{stamp}.csv"'
+        return response
+
+    @staticmethod
+    def _csv_value(obj: Any, accessor: str | Callable[[Any], Any]) -> Any:
+        if callable(accessor):
+            return accessor(obj)
+        value = obj
+        for part in accessor.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return None
+        return value
