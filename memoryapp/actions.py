@@ -285,12 +285,25 @@ def delete_all_own_agent_memories(member: Member) -> dict[str, Any]:
 
 
 def delete_all_agent_memories(workspace: Workspace, *, actor) -> dict[str, Any]:
-    """The owner erases every agent memory of the workspace, reading ids only, never content."""
+    """The owner erases every agent memory of the workspace, reading ids only, never content.
+
+    One receipt per member (so each member finds it among their own receipts), all in one
+    transaction; the answer carries the totals and the receipt ids."""
+    from collections import defaultdict
+
     from governance.actions import actor_label, audit
 
-    ids = list(MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", flat=True))
+    by_member: dict[int, list[int]] = defaultdict(list)
+    for pk, member_id in MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", "member_id"):
+        by_member[member_id].append(pk)
+    totals = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+    receipt_ids: list[str] = []
     with transaction.atomic():
-        receipt = erase_memories(ids, operation=Operation.OWNER_BULK_DELETE, workspace_id=workspace.pk, actor=actor, actor_label=actor_label(actor), filters={"scope": "every agent memory in the workspace"})
-        counts = receipt.manifest["artifacts"] if receipt else {"memory_version": 0, "citation": 0, "memory_embedding": 0}
-        audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": counts, "receiptId": receipt.pk if receipt else None})
-    return {"deleted": counts, "receiptId": str(receipt.pk) if receipt else None}
+        for member_id, ids in sorted(by_member.items()):
+            receipt = erase_memories(ids, operation=Operation.OWNER_BULK_DELETE, workspace_id=workspace.pk, member_id=member_id, actor=actor, actor_label=actor_label(actor), filters={"scope": "every agent memory in the workspace"})
+            if receipt is not None:
+                receipt_ids.append(str(receipt.pk))
+                for artifact, count in receipt.manifest["artifacts"].items():
+                    totals[artifact] = totals.get(artifact, 0) + count
+        audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": totals, "members": len(by_member), "receiptIds": receipt_ids})
+    return {"deleted": totals, "members": len(by_member), "receiptId": receipt_ids[0] if receipt_ids else None, "receiptIds": receipt_ids}

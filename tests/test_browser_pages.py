@@ -186,7 +186,7 @@ def test_owner_deletes_all_agent_memories(world, open_session):
     session.shot("ask_history_receipts_en")
     assert not MemoryVersion.objects.filter(workspace=world.workspace).exclude(namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(namespace=ASSISTANT_NAMESPACE, key="kept_topic").exists()
-    assert DeletionReceipt.objects.filter(workspace_ref=world.workspace.pk, operation="owner_bulk_delete").count() == 1
+    assert DeletionReceipt.objects.filter(workspace_ref=world.workspace.pk, operation="owner_bulk_delete").count() == 2  # one per member (editor, owner)
 
 
 def test_agent_memories_page_and_usage_page(world, open_session):

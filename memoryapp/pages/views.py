@@ -544,7 +544,7 @@ def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse
         result = actions.delete_all_agent_memories(member.workspace, actor=request.user)
         versions = int(result["deleted"].get("memory_version", 0))
         if versions:
-            messages.success(request, ngettext("Deleted every agent memory in the workspace (%(n)d version erased). A deletion receipt was recorded.", "Deleted every agent memory in the workspace (%(n)d versions erased). A deletion receipt was recorded.", versions) % {"n": versions})
+            messages.success(request, ngettext("Deleted every agent memory in the workspace (%(n)d version erased). Deletion receipts were recorded, one per member.", "Deleted every agent memory in the workspace (%(n)d versions erased). Deletion receipts were recorded, one per member.", versions) % {"n": versions})
         else:
             messages.info(request, _("There were no agent memories to delete."))
         return redirect("pages:ask-history", member.workspace_id)
