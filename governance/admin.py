@@ -13,6 +13,7 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
@@ -25,6 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from governance import actions
+from governance.login_throttle import ThrottledLoginMixin
 from governance.admin_base import GovernedAdmin, RefuseUnknownActionsMixin, Summary, governed_action
 from governance.admin_filters import ActiveMemberFilter, CredentialStatusFilter, WorkspaceRefFilter
 from governance.admin_roles import ERASE_MEMBER_MEMORIES, REVOKE_CREDENTIAL, SET_PLATFORM_FLAGS, sync_after_migrate
@@ -55,6 +57,11 @@ for _model, _base in ((User, UserAdmin), (Group, GroupAdmin)):
         admin.site.unregister(_model)
     admin.site.register(_model, type(_base.__name__, (RefuseUnknownActionsMixin, _base), {}))
 
+class ThrottledAdminLoginForm(ThrottledLoginMixin, AdminAuthenticationForm):
+    pass
+
+
+admin.site.login_form = ThrottledAdminLoginForm
 admin.site.site_header = "Governed agent memory — governance console"
 admin.site.site_title = "Governance console"
 admin.site.index_title = "Dashboard"

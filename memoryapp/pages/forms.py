@@ -9,6 +9,7 @@ from django.contrib.auth.forms import AuthenticationForm, UsernameField
 from django.core.validators import RegexValidator
 from django.utils.translation import gettext_lazy as _
 
+from governance.login_throttle import ThrottledLoginMixin
 from governance.models import ContextSet
 from memoryapp.assistant import TOPIC
 from memoryapp.schemas import _CONTROL, MAX_DETAIL_LINES
@@ -112,7 +113,7 @@ class AskHistorySettingsForm(forms.Form):
     )
 
 
-class LoginForm(AuthenticationForm):
+class LoginForm(ThrottledLoginMixin, AuthenticationForm):
     """Members log in with their email address (usernames are the lower-cased email)."""
 
     username = UsernameField(label=_("Email"), widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "username"}))
