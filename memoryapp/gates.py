@@ -103,7 +103,8 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
     else:
         check_retaining(workspace)
     touch_credential(credential)
-    return AgentContext(credential=credential, member=member, workspace=workspace, settings=workspace.ask_history, context_set=credential.context_set)
+    context_set = credential.context_set if credential.context_set_id else None  # loaded only when bound
+    return AgentContext(credential=credential, member=member, workspace=workspace, settings=workspace.ask_history, context_set=context_set)
 
 
 def check_memory_enabled(workspace: Workspace, member: Member | None, *, agent: bool) -> None:
