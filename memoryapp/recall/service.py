@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 
 from governance.knowledge import EntityMatcher
 from governance.models import Entity
@@ -48,11 +49,31 @@ def recall_candidates(admission: gates.Admission) -> list[Candidate]:
     PostgreSQL join every version of the member before sorting: 158 ms at 5,000 versions.)"""
     candidates = [Candidate(pk, collection_id) for pk, collection_id in filtered_versions(admission).values_list("pk", "collection_id")[:CANDIDATES]]
     by_pk = {c.pk: c for c in candidates}
-    entries = MemoryEmbedding.objects.filter(memory_id__in=list(by_pk)).values_list("memory_id", "embedder_id", "dim", "vector", "terms")
-    for memory_id, embedder_id, dim, vector, terms in entries:
+    for memory_id, embedder_id, dim, vector, terms in index_entries(list(by_pk)):
         candidate = by_pk[memory_id]
-        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim, vector, terms.split()
+        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim, bytes(vector), terms.split()
     return candidates
+
+
+def index_entries(memory_ids: list[int]):
+    """(memory_id, embedder_id, dim, vector, terms) rows. On PostgreSQL they are fetched in
+    binary: decoding 300 vectors from bytea's hex text took 7.2 ms, binary takes 1.8 ms. (That
+    cursor is psycopg's own on Django's connection and transaction, so Django's query log does
+    not list it.)"""
+    if not memory_ids:
+        return []
+    if connection.vendor == "postgresql":
+        import psycopg
+
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(
+                f"SELECT memory_id, embedder_id, dim, vector, terms FROM {MemoryEmbedding._meta.db_table} WHERE memory_id = ANY(%s)",
+                [memory_ids],
+                binary=True,
+            )
+            return cursor.fetchall()
+    return list(MemoryEmbedding.objects.filter(memory_id__in=memory_ids).values_list("memory_id", "embedder_id", "dim", "vector", "terms"))
 
 
 def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
