@@ -17,6 +17,7 @@ from governance.actions import audit
 from governance.admin_base import GovernedAdmin, governed_action
 from governance.admin_filters import WorkspaceRefFilter
 from governance.admin_roles import REVERIFY_RECEIPT
+from governance.content import content_fields
 from governance.models import AuditEvent, Workspace
 from retention.erasure import verify
 from retention.models import (
@@ -302,4 +303,4 @@ class ConsolidationAdmin(GovernedAdmin):
     )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("messages")
+        return super().get_queryset(request).defer(*content_fields(Consolidation))
