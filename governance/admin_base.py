@@ -17,6 +17,7 @@ Rules they enforce for every admin that uses them:
 from __future__ import annotations
 
 import csv
+from contextlib import nullcontext
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ from django.core import checks
 from django.contrib.admin.exceptions import DisallowedModelAdminLookup
 from django.core.exceptions import FieldError, PermissionDenied, SuspiciousOperation, ValidationError
 from django.core.paginator import Paginator
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, Q, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
@@ -282,8 +283,11 @@ class ContentGuardMixin:
 
     def get_changelist_instance(self, request):
         try:
-            changelist = super().get_changelist_instance(request)
-            len(changelist.result_list)  # run the page's query here (cached for the template)
+            # Inside a transaction, a savepoint keeps a refused query from aborting it (PostgreSQL).
+            # Not otherwise: on SQLite every transaction takes the write lock up front.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                changelist = super().get_changelist_instance(request)
+                len(changelist.result_list)  # run the page's query here (cached for the template)
         except (IncorrectLookupParameters, SuspiciousOperation):
             raise
         except (DatabaseError, FieldError, ValidationError, ValueError, TypeError) as exc:
