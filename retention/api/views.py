@@ -103,6 +103,7 @@ class LifecycleView(WorkspaceAPIView):
                     "agentMemoryRetentionDays": ask.agent_memory_retention_days,
                     "expiredGraceDays": ask.expired_grace_days,
                     "backupRetentionDays": django_settings.BACKUP_RETENTION_DAYS,
+                    "walArchiveRetentionDays": django_settings.WAL_ARCHIVE_RETENTION_DAYS,
                     "retentionAppliesToExistingMemories": True,
                 },
                 "artifacts": [a.as_json() for a in artifact_classes()],
