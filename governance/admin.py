@@ -10,6 +10,7 @@ governed actions (reason page, the same action function the API uses, an audit e
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin
@@ -17,7 +18,6 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
-from django.db import transaction
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.db.models.signals import post_migrate
@@ -45,6 +45,8 @@ from governance.models import (
     PersonalToken,
     Workspace,
 )
+from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
+from retention import erasure
 
 User = get_user_model()
 
@@ -73,9 +75,7 @@ def count_of(queryset: QuerySet, field: str = "workspace") -> Subquery:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def changelist_link(model_label: str, text, **params) -> str:
-    from urllib.parse import urlencode
-
+def changelist_link(model_label: str, text: object, **params: object) -> str:
     url = reverse(f"admin:{model_label.replace('.', '_')}_changelist")
     return format_html('<a href="{}?{}">{}</a>', url, urlencode(params), text)
 
@@ -95,8 +95,6 @@ class WorkspaceCreationForm(forms.ModelForm):
 
 
 def _memory_counts(queryset: QuerySet[Workspace]) -> list[Summary]:
-    from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-
     lines = []
     for workspace in queryset.annotate(
         versions=count_of(MemoryVersion.objects.all()),
@@ -183,11 +181,7 @@ class WorkspaceAdmin(GovernedAdmin):
             obj.pk, obj.created_at = workspace.pk, workspace.created_at
             obj._state.adding, obj._state.db = False, workspace._state.db
             return
-        with transaction.atomic():
-            old = Workspace.objects.select_for_update().get(pk=obj.pk)
-            if old.name != obj.name:
-                Workspace.objects.filter(pk=obj.pk).update(name=obj.name)
-                actions.audit("workspace.renamed", workspace=old, actor=request.user, target=f"workspace #{obj.pk}", changes={"name": [old.name, obj.name]})
+        actions.rename_workspace(obj, obj.name, actor=request.user)
 
     @admin.display(description="agent memories", boolean=True, ordering="ask_history__agent_memories_enabled")
     def agent_memories(self, obj: Workspace) -> bool | None:
@@ -235,8 +229,6 @@ class AskHistorySettingsAdmin(GovernedAdmin):
 
 # --- members ---------------------------------------------------------------------------------
 def _member_memory_counts(queryset: QuerySet[Member]) -> list[Summary]:
-    from memoryapp.models import MemoryVersion
-
     return [
         Summary(f"{member.user.email or member.user.username} — {member}: memory versions to erase", member.versions)
         for member in queryset.select_related("user").annotate(versions=count_of(MemoryVersion.objects.all(), "member"))[:200]
@@ -244,7 +236,7 @@ def _member_memory_counts(queryset: QuerySet[Member]) -> list[Summary]:
 
 
 def erase_member_memories(modeladmin, request, member: Member, reason: str) -> None:
-    actions.erase_member_memories(member, actor=request.user, reason=reason)
+    erasure.erase_member_memories(member, actor=request.user, reason=reason)
 
 
 @admin.register(Member)

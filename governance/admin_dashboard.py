@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString
 from governance.admin_filters import last_days_query
 from governance.models import Credential, Member, Workspace
 from memoryapp.models import MemoryVersion
-from retention.models import DeletionReceipt, Operation, UsageRecord
+from retention.models import CreditAccount, DeletionReceipt, Operation, UsageRecord
 
 LIMIT = 50
 DAYS = 30
@@ -34,12 +34,7 @@ def _url(model_label: str, **params) -> str:
     return f"{url}?{urlencode(params)}" if params else url
 
 
-def _credit_account_model():
-    """Credits live in `retention.models` once SPEC §9 is in; the dashboard shows balances then."""
-    try:
-        from retention.models import CreditAccount
-    except ImportError:
-        return None
+def _credit_account_model() -> type[CreditAccount]:
     return CreditAccount
 
 
