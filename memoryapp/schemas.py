@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE
 from memoryapp.params import parse_id
-from memoryapp.timestamps import InvalidInstant, check_range, parse_instant
+from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_DETAIL_LINES = 20
@@ -82,6 +82,8 @@ class DetailsField(serializers.Field):
 class InstantField(serializers.DateTimeField):
     """Every instant in a request body (`expiresAt`, …): DRF's ISO-8601 forms (without an offset
     it is UTC), in the range every store and zone conversion can hold (`memoryapp.timestamps`)."""
+
+    default_error_messages = {"overflow": RANGE_MESSAGE}
 
     def to_internal_value(self, value: Any) -> datetime:
         parsed = super().to_internal_value(value)
