@@ -52,6 +52,27 @@ def _update_in_chunks(queryset: QuerySet[MemoryVersion], chunk: int, **changes: 
     return run_in_chunks(step, chunk=chunk)
 
 
+def _erase_expired(due: QuerySet[MemoryVersion], operation: str, workspace_id: int, days: int, chunk: int, filters: dict[str, Any]) -> Tally:
+    """Erase what `due` selects in one workspace, one member at a time (a receipt per member and
+    chunk), oldest first; the receipts' unreachable time is the computed expiry."""
+    erased = Tally()
+    for member_id in _members_with(due):
+        erased.add(
+            erase_in_chunks(
+                due.filter(member_id=member_id),
+                operation=operation,
+                workspace_id=workspace_id,
+                member_id=member_id,
+                actor_label=SYSTEM_ACTOR,
+                filters=filters,
+                chunk=chunk,
+                expired_after_days=days,
+                order_by=("retention_anchor", "pk"),
+            )
+        )
+    return erased
+
+
 # --- expiry -----------------------------------------------------------------------------------
 def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
     """Erase expired agent memories; move expired assistant memories to `expired` (and back, when
@@ -62,20 +83,10 @@ def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, i
         cutoff = now - timedelta(days=days)
         in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=True)
         agent_expired = in_workspace.filter(retention_anchor__lte=cutoff).exclude(namespace=ASSISTANT_NAMESPACE)
-        for member_id in _members_with(agent_expired):
-            erased.add(
-                erase_in_chunks(
-                    agent_expired.filter(member_id=member_id),
-                    operation=Operation.EXPIRY,
-                    workspace_id=workspace_id,
-                    member_id=member_id,
-                    actor_label=SYSTEM_ACTOR,
-                    filters={"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": cutoff.isoformat(), "namespaces": "every namespace except assistant"},
-                    chunk=chunk,
-                    expired_after_days=days,
-                    order_by=("retention_anchor", "pk"),
-                )
-            )
+        erased.add(_erase_expired(
+            agent_expired, Operation.EXPIRY, workspace_id, days, chunk,
+            {"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": cutoff.isoformat(), "namespaces": "every namespace except assistant"},
+        ))
         assistant = in_workspace.filter(namespace=ASSISTANT_NAMESPACE)
         expired += _update_in_chunks(
             assistant.filter(state=MemoryState.ACTIVE, retention_anchor__lte=cutoff),
@@ -96,20 +107,10 @@ def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, in
     for workspace_id, days, grace in _workspace_settings():
         cutoff = now - timedelta(days=days + grace)
         due = MemoryVersion.objects.filter(workspace_id=workspace_id, namespace=ASSISTANT_NAMESPACE, unreachable_at__isnull=True, retention_anchor__lte=cutoff)
-        for member_id in _members_with(due):
-            erased.add(
-                erase_in_chunks(
-                    due.filter(member_id=member_id),
-                    operation=Operation.GRACE_PURGE,
-                    workspace_id=workspace_id,
-                    member_id=member_id,
-                    actor_label=SYSTEM_ACTOR,
-                    filters={"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
-                    chunk=chunk,
-                    expired_after_days=days,
-                    order_by=("retention_anchor", "pk"),
-                )
-            )
+        erased.add(_erase_expired(
+            due, Operation.GRACE_PURGE, workspace_id, days, chunk,
+            {"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
+        ))
     return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts}
 
 
