@@ -185,13 +185,13 @@ class WorkspaceAdmin(GovernedAdmin):
 
     @admin.display(description="agent memories", boolean=True, ordering="ask_history__agent_memories_enabled")
     def agent_memories(self, obj: Workspace) -> bool | None:
-        settings = getattr(obj, "ask_history", None)
-        return settings.agent_memories_enabled if settings else None
+        ask_history = getattr(obj, "ask_history", None)
+        return ask_history.agent_memories_enabled if ask_history else None
 
     @admin.display(description="retention days", ordering="ask_history__agent_memory_retention_days")
     def retention_days(self, obj: Workspace):
-        settings = getattr(obj, "ask_history", None)
-        return settings.agent_memory_retention_days if settings else "—"
+        ask_history = getattr(obj, "ask_history", None)
+        return ask_history.agent_memory_retention_days if ask_history else "—"
 
     @admin.display(description="active members", ordering="active_members")
     def members_link(self, obj: Workspace) -> str:
@@ -207,14 +207,14 @@ class WorkspaceAdmin(GovernedAdmin):
 
     @admin.display(description="ask-history settings")
     def settings_summary(self, obj: Workspace) -> str:
-        settings = AskHistorySettings.objects.filter(workspace=obj).first()
-        if settings is None:
+        ask_history = AskHistorySettings.objects.filter(workspace=obj).first()
+        if ask_history is None:
             return "—"
         return format_html(
             "Agent memories {} · retention {} days · expired grace {} days",
-            "on" if settings.agent_memories_enabled else "off",
-            settings.agent_memory_retention_days,
-            settings.expired_grace_days,
+            "on" if ask_history.agent_memories_enabled else "off",
+            ask_history.agent_memory_retention_days,
+            ask_history.expired_grace_days,
         )
 
 

@@ -157,12 +157,12 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
     recent = last_days_query("purged_at", DAYS)
     result = []
     for workspace in workspaces:
-        settings = getattr(workspace, "ask_history", None)
+        ask_history = getattr(workspace, "ask_history", None)
         figures = WorkspaceFigures(
             workspace=workspace,
             change_url=reverse("admin:governance_workspace_change", args=[workspace.pk]),
-            agent_memories_enabled=settings.agent_memories_enabled if settings else None,
-            retention_days=settings.agent_memory_retention_days if settings else None,
+            agent_memories_enabled=ask_history.agent_memories_enabled if ask_history else None,
+            retention_days=ask_history.agent_memory_retention_days if ask_history else None,
             members=Figure(members.get(workspace.pk, 0), _url("governance.member", workspace__id__exact=workspace.pk, active="yes")),
             credentials=Figure(credentials.get(workspace.pk, 0), _url("governance.credential", workspace__id__exact=workspace.pk, status="active")),
             versions=Figure(versions.get(workspace.pk, 0), _url("memoryapp.memoryversion", workspace__id__exact=workspace.pk)),
