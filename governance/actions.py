@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from governance import signals, tokens
-from governance.audit import Actor, actor_label, audit
+from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
 from governance.knowledge import EntityMatcher, split_passages
 from governance.models import (
@@ -37,8 +37,6 @@ from governance.permissions import MEMORY_SCOPES, Role, scope_allowed_for_role
 from memoryapp.errors import ApiError, memory_disabled, validation_error
 
 User = get_user_model()
-
-__all__ = ["Actor", "actor_label", "audit"]  # re-exported: callers that audit through the actions module
 
 
 # --- users, workspaces, members --------------------------------------------------------------
