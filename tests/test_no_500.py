@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.test import Client
