@@ -16,12 +16,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from governance.audit import Actor, audit
+from governance.audit import actor_label as label_of  # `actor_label` is the receipts' parameter name here
+from governance.models import AuditEvent, Member, Workspace
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from retention.models import DeletionReceipt
+from retention.chunks import CHUNK, run_in_chunks
+from retention.models import DeletionReceipt, Operation
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +183,7 @@ def erase_memories(
     operation: str,
     workspace_id: int,
     actor_label: str,
-    actor=None,
+    actor: Actor = None,
     member_id: int | None = None,
     filters: dict[str, Any] | None = None,
     requested_at: datetime | None = None,
@@ -211,7 +216,7 @@ def erase_memories(
                 operation=operation,
                 workspace_ref=workspace_id,
                 member_ref=member_id,
-                actor=actor,
+                actor=actor if isinstance(actor, AbstractBaseUser) else None,
                 actor_label=actor_label,
                 manifest={"artifacts": counts, "filters": filters or {}, "requestedIds": len(ids)},
                 memory_version_ids=present,
@@ -229,9 +234,6 @@ def erase_memories(
 
 
 # --- chunked erasure for periodic jobs --------------------------------------------------------
-CHUNK = 5000
-
-
 @dataclass
 class Tally:
     versions: int = 0
@@ -268,28 +270,66 @@ def erase_in_chunks(
     With `expired_after_days`, the receipt's unreachable time is the earliest computed expiry."""
     tally = Tally()
     requested_at = timezone.now()
-    while True:
-        with transaction.atomic():
-            rows = list(
-                queryset.select_for_update(skip_locked=True, of=("self",)).order_by(*order_by).values_list("pk", "retention_anchor")[:chunk]
-            )
-            if rows:
-                unreachable_at = None
-                if expired_after_days is not None:
-                    unreachable_at = min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)
-                receipt = erase_memories(
-                    [pk for pk, _ in rows],
-                    operation=operation,
-                    workspace_id=workspace_id,
-                    member_id=member_id,
-                    actor_label=actor_label,
-                    filters=filters,
-                    requested_at=requested_at,
-                    unreachable_at=unreachable_at,
-                )
-                if receipt is not None:
-                    tally.versions += receipt.versions_erased
-                    tally.receipts += 1
-                tally.chunks += 1
-        if len(rows) < chunk:
-            return tally
+
+    def step() -> tuple[int, int]:
+        rows = list(queryset.select_for_update(skip_locked=True, of=("self",)).order_by(*order_by).values_list("pk", "retention_anchor")[:chunk])
+        if not rows:
+            return 0, 0
+        unreachable_at = None
+        if expired_after_days is not None:
+            unreachable_at = min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)
+        receipt = erase_memories(
+            [pk for pk, _ in rows],
+            operation=operation,
+            workspace_id=workspace_id,
+            member_id=member_id,
+            actor_label=actor_label,
+            filters=filters,
+            requested_at=requested_at,
+            unreachable_at=unreachable_at,
+        )
+        tally.chunks += 1
+        if receipt is None:
+            return len(rows), 0
+        tally.receipts += 1
+        tally.versions += receipt.versions_erased
+        return len(rows), receipt.versions_erased
+
+    run_in_chunks(step, chunk=chunk)
+    return tally
+
+
+# --- admin erasure ------------------------------------------------------------------------------
+def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
+    """A platform admin erases every memory of one member (with a receipt and an audit event)."""
+    with transaction.atomic():
+        ids = list(MemoryVersion.objects.filter(member=member).values_list("pk", flat=True))
+        receipt = erase_memories(
+            ids, operation=Operation.ADMIN_ERASE, workspace_id=member.workspace_id, member_id=member.pk,
+            actor=actor, actor_label=label_of(actor), filters={"member": member.pk, "reason": reason},
+        )
+        audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": receipt.versions_erased if receipt else 0}, reason=reason)
+    return receipt.versions_erased if receipt else 0
+
+
+@transaction.atomic
+def reverify_receipt(receipt: DeletionReceipt, *, actor: Actor, reason: str = "") -> dict[str, Any]:
+    """Re-query every store for the receipt's memory versions; keep the result and audit it. The
+    audit event keeps the workspace's id even when the workspace itself is gone."""
+    receipt = DeletionReceipt.objects.select_for_update().get(pk=receipt.pk)
+    previous = receipt.verification or {}
+    result = verify(receipt.memory_version_ids)
+    receipt.verification = result
+    receipt.save(update_fields=["verification"])
+    workspace = Workspace.objects.filter(pk=receipt.workspace_ref).first()
+    event = audit(
+        "receipt.reverified",
+        workspace=workspace,
+        actor=actor,
+        target=f"receipt #{receipt.pk}",
+        changes={"clean": [previous.get("clean"), result["clean"]], "remaining": result["remaining"]},
+        reason=reason,
+    )
+    if workspace is None:
+        AuditEvent.objects.filter(pk=event.pk).update(workspace_ref=receipt.workspace_ref)
+    return result

@@ -17,6 +17,8 @@ from typing import Any
 
 from django.conf import settings
 
+from retention.chunks import CHUNK
+
 
 @dataclass(frozen=True)
 class ArtifactClass:
@@ -81,7 +83,7 @@ def _backups() -> str:
 
 
 def artifact_classes() -> list[ArtifactClass]:
-    from retention.erasure import CHUNK
+    # Here, not at the top: `python -m retention.matrix` imports this module before Django is set up.
     from retention.lifecycle import RATE_LIMIT_WINDOW
 
     window_minutes = int(RATE_LIMIT_WINDOW.total_seconds() // 60)

@@ -29,7 +29,7 @@ from governance import actions as governance
 from governance.models import AuditEvent, Credential, Member, Workspace
 from governance.permissions import scope_allowed_for_role
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from memoryapp.representation import iso
+from memoryapp.timestamps import iso
 from retention.erasure import erase_memories, residual_window, verify
 from retention.models import DeletionReceipt, Operation
 
