@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from governance.admin_base import GovernedAdmin, governed_action
 from governance.admin_filters import WorkspaceRefFilter
 from governance.admin_roles import REVERIFY_RECEIPT
+from governance.content import content_fields
 from retention.erasure import reverify_receipt
 from retention.models import (
     Consolidation,
@@ -278,4 +279,4 @@ class ConsolidationAdmin(GovernedAdmin):
     )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("messages")
+        return super().get_queryset(request).defer(*content_fields(Consolidation))

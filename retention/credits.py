@@ -343,7 +343,9 @@ def memory_note(record: UsageRecord) -> str:
     return MEMORY_NOTE.format(n=record.memory_tokens) if record.memory_tokens else ""
 
 
-def usage_json(record: UsageRecord) -> dict[str, Any]:
+def usage_json(record: UsageRecord, *, own: bool = True) -> dict[str, Any]:
+    """`own=False` (an owner reading another member's record): the conversation id, which the
+    member's agent wrote, is left out; the figures stay."""
     return {
         "id": str(record.pk),
         "createdAt": iso(record.created_at),
@@ -352,7 +354,7 @@ def usage_json(record: UsageRecord) -> dict[str, Any]:
         "memberId": str(record.member_id) if record.member_id else None,
         "role": record.role,
         "model": record.model_name,
-        "conversationId": record.conversation_id or None,
+        "conversationId": (record.conversation_id or None) if own else None,
         "lines": usage_lines(record),
         "total": str(record.total_cost),
         "status": record.status,

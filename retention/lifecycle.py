@@ -26,7 +26,7 @@ from governance.models import AskHistorySettings, Collection, Passage
 from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit
 from retention import cascades
 from retention.chunks import CHUNK, run_in_chunks
-from retention.erasure import Tally, erase_in_chunks
+from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
 from retention.models import Operation
 
 SYSTEM_ACTOR = "system: retention"
@@ -96,7 +96,7 @@ def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, i
         )
         # Retention is retroactive both ways: a longer setting brings back what it un-expires.
         restored += _update_in_chunks(assistant.filter(state=MemoryState.EXPIRED, retention_anchor__gt=cutoff), chunk, state=MemoryState.ACTIVE, expired_at=None)
-    return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored}
+    return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
 
 
 def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
@@ -111,7 +111,7 @@ def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, in
             due, Operation.GRACE_PURGE, workspace_id, days, chunk,
             {"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
         ))
-    return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts}
+    return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
 
 
 # --- cascades ---------------------------------------------------------------------------------
@@ -141,4 +141,4 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
         return len(ids), RememberHit.objects.filter(pk__in=ids)._raw_delete(RememberHit.objects.db) if ids else 0
 
     counters = run_in_chunks(purge_counters, chunk=chunk)
-    return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters}
+    return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters, "vacuumed": erased > 0 and reclaim_erased_space()}

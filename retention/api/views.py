@@ -25,21 +25,27 @@ from retention.models import DeletionReceipt, Operation, UsageRecord
 MANAGE = "ask_history:manage"
 
 
-def receipt_json(receipt: DeletionReceipt, *, with_ids: bool) -> dict[str, Any]:
+def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
+    """A member sees their own receipts in full. Anyone else allowed to list a receipt (the
+    owner) sees counts only: the filters hold what the member wrote or chose (a namespace, a key
+    built from what was said, a memory id), so they are left out with the version ids."""
+    manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
+    if not own:
+        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds")}
     data = {
         "id": str(receipt.pk),
         "operation": receipt.operation,
         "operationLabel": Operation(receipt.operation).label if receipt.operation in Operation.values else receipt.operation,
         "actor": receipt.actor_label,
         "memberId": str(receipt.member_ref) if receipt.member_ref is not None else None,
-        "manifest": receipt.manifest,
+        "manifest": manifest,
         "requestedAt": iso(receipt.requested_at),
         "unreachableAt": iso(receipt.unreachable_at),
         "purgedAt": iso(receipt.purged_at),
         "residual": receipt.residual,
         "verification": receipt.verification,
     }
-    if with_ids:
+    if own:
         data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
     return data
 
@@ -73,7 +79,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         page = page[:limit]
         return Response(
             {
-                "receipts": [receipt_json(r, with_ids=r.member_ref == self.member.pk) for r in page],
+                "receipts": [receipt_json(r, own=r.member_ref == self.member.pk) for r in page],
                 "nextCursor": encode_cursor(page[-1].pk, scope=scope) if more else None,
             }
         )
@@ -91,6 +97,7 @@ class LifecycleView(WorkspaceAPIView):
                     "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
                     "expiredGraceDays": ask_history.expired_grace_days,
                     "backupRetentionDays": settings.BACKUP_RETENTION_DAYS,
+                    "walArchiveRetentionDays": settings.WAL_ARCHIVE_RETENTION_DAYS,
                     "retentionAppliesToExistingMemories": True,
                 },
                 "artifacts": [a.as_json() for a in artifact_classes()],
