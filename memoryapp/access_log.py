@@ -55,13 +55,14 @@ def record(*, credential: Credential, member: Member, operation: str, surface: s
 
 # --- erasing with the memories ---------------------------------------------------------------------
 _TABLE = AccessEntry._meta.db_table
+_PG_HIT = "(ref->>'id')::bigint = ANY(%s)"
 
 
-def _listing_sql(ids: Sequence[int], member_id: int | None, *, select: str, lock: bool = False) -> tuple[str, list[Any]]:
+def _listing_sql(ids: Sequence[int], member_id: int | None, *, select: str, select_params: Sequence[Any] = (), lock: bool = False) -> tuple[str, list[Any]]:
     """The entries that list any of `ids`. PostgreSQL answers from the GIN index on `memories`
     (`@>` containment, one probe per id); SQLite walks each entry's list with json_each (scoped
     to the member's entries when the caller knows the member)."""
-    params: list[Any] = []
+    params: list[Any] = list(select_params)
     where = []
     if member_id is not None:
         where.append("member_id = %s")
@@ -74,7 +75,7 @@ def _listing_sql(ids: Sequence[int], member_id: int | None, *, select: str, lock
         params.append(json.dumps([int(i) for i in ids]))
     sql = f"SELECT {select} FROM {_TABLE} WHERE {' AND '.join(where)}"
     if lock and connection.vendor == "postgresql":
-        sql += " ORDER BY id FOR UPDATE"  # two erases striking one entry must not lose each other's update
+        sql += " ORDER BY id FOR UPDATE"  # two erases striking one entry wait for each other: no lost update
     return sql, params
 
 
@@ -86,27 +87,49 @@ def _rows(sql: str, params: list[Any]) -> list[tuple]:
 
 def strike_references(version_ids: Sequence[int], *, member_id: int | None = None) -> dict[str, int]:
     """Erase the access log's traces of these memory versions, inside the erase's transaction.
-    Answers the manifest's counts: entries erased, references struck from entries kept."""
+    Answers the manifest's counts: entries erased, references struck from entries kept.
+
+    The listing entries are locked first; those listing nothing else are deleted, the others
+    rewritten without the erased references. On PostgreSQL the rewrite is one UPDATE computed in
+    the database (Django's bulk_update of ~90 JSON rows took 30-65 ms there, this 3-5 ms)."""
     counts = {ENTRY_ARTIFACT: 0, REFERENCE_ARTIFACT: 0}
     ids = sorted({int(i) for i in version_ids})
     if not ids:
         return counts
-    erased = set(ids)
     doomed: list[int] = []
-    kept: list[AccessEntry] = []
-    for pk, memories, already in _rows(*_listing_sql(ids, member_id, select="id, memories, erased", lock=True)):
+    kept: list[int] = []
+    if connection.vendor == "postgresql":
+        select = f"id, jsonb_array_length(memories), (SELECT count(*) FROM jsonb_array_elements(memories) AS ref WHERE {_PG_HIT})"
+        for pk, listed, struck in _rows(*_listing_sql(ids, member_id, select=select, select_params=[ids], lock=True)):
+            (doomed if struck >= listed else kept).append(pk)
+            counts[REFERENCE_ARTIFACT] += struck if struck < listed else 0
+        with connection.cursor() as cursor:
+            if doomed:
+                cursor.execute(f"DELETE FROM {_TABLE} WHERE id = ANY(%s)", [doomed])
+                counts[ENTRY_ARTIFACT] = cursor.rowcount
+            if kept:
+                cursor.execute(
+                    f"UPDATE {_TABLE} SET memories = coalesce((SELECT jsonb_agg(r.ref ORDER BY r.ord) FROM jsonb_array_elements(memories) WITH ORDINALITY AS r(ref, ord)"
+                    f" WHERE NOT ((r.ref->>'id')::bigint = ANY(%s))), '[]'::jsonb), erased = erased + (SELECT count(*) FROM jsonb_array_elements(memories) AS ref WHERE {_PG_HIT})"
+                    " WHERE id = ANY(%s)",
+                    [ids, ids, kept],
+                )
+        return counts
+    erased = set(ids)
+    rewrites: list[tuple[str, int, int]] = []
+    for pk, memories, already in _rows(*_listing_sql(ids, member_id, select="id, memories, erased")):
         refs = json.loads(memories) if isinstance(memories, str) else memories
         remaining = [ref for ref in refs if int(ref["id"]) not in erased]
         if remaining:
-            struck = len(refs) - len(remaining)
-            kept.append(AccessEntry(pk=pk, memories=remaining, erased=already + struck))
-            counts[REFERENCE_ARTIFACT] += struck
+            rewrites.append((json.dumps(remaining), already + len(refs) - len(remaining), pk))
+            counts[REFERENCE_ARTIFACT] += len(refs) - len(remaining)
         else:
             doomed.append(pk)
     for start in range(0, len(doomed), 900):
         counts[ENTRY_ARTIFACT] += AccessEntry.objects.filter(pk__in=doomed[start : start + 900])._raw_delete(connection.alias)
-    if kept:
-        AccessEntry.objects.bulk_update(kept, ["memories", "erased"], batch_size=500)
+    if rewrites:
+        with connection.cursor() as cursor:
+            cursor.executemany(f"UPDATE {_TABLE} SET memories = %s, erased = %s WHERE id = %s", rewrites)
     return counts
 
 

@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from governance import actions as g
 from memoryapp import assistant, mcp
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryVersion
+from memoryapp.models import AccessEntry, MemoryVersion
 from retention import lifecycle
 from retention.models import DeletionReceipt
-from tests.conftest import AgentClient, client_for, error_code, make_agent
+from tests.conftest import AgentClient, client_for, error_code, make_agent, on_postgres
 
 pytestmark = pytest.mark.django_db
 
@@ -376,3 +376,29 @@ def test_the_admin_shows_credential_ids_and_counts_never_the_name_or_a_lookup_on
         assert admin_client.get(f"/admin/memoryapp/accessentry/?{lookup}=secret").status_code == 400
     csv = b"".join(admin_client.get("/admin/memoryapp/accessentry/export.csv").streaming_content).decode()
     assert "secret-bot-name" not in csv and str(entry.credential_ref) in csv
+
+
+# --- concurrency ------------------------------------------------------------------------------------
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not on_postgres(), reason="row locks and real concurrency need PostgreSQL")
+def test_concurrent_forgets_of_memories_listed_in_the_same_entries_lose_no_strike(world):
+    from concurrent.futures import ThreadPoolExecutor
+
+    agent = make_agent(world.editor)
+    ids = [remember(agent, f"Note {i}", key=f"k{i}") for i in range(10)]
+    for _ in range(5):
+        agent.list()  # five entries, each listing all ten
+
+    def forget(memory_id: str) -> int:
+        try:
+            return agent.forget(memoryId=memory_id).status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(forget, ids[:8]))
+    assert statuses == [200] * 8
+    entries = list(AccessEntry.objects.all())
+    assert len(entries) == 5 and all(sorted(e.memory_ids) == sorted(int(i) for i in ids[8:]) and e.erased == 8 for e in entries)
+    receipts = DeletionReceipt.objects.filter(operation="forget")
+    assert sum(r.manifest["artifacts"]["access_log_reference"] for r in receipts) == 40
