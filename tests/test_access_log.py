@@ -341,6 +341,26 @@ def test_an_expired_or_pending_memory_is_not_opened_from_the_history(world, agen
     assert "Expired but not swept yet" not in page_of(world.editor)
 
 
+def test_a_credential_name_is_escaped_on_the_page(world):
+    _, token = g.create_credential(world.editor, name="<script>alert(1)</script>", scopes=["memory:read", "memory:write"])
+    agent = AgentClient(token)
+    remember(agent, "A note")
+    agent.list()
+    for language in ("en", "ja"):
+        html = page_of(world.editor, language)
+        assert "<script>alert(1)</script>" not in html and "<em>&lt;script&gt;alert(1)&lt;/script&gt;</em>" in html
+
+
+def test_the_lifecycle_endpoint_counts_access_entries(world, agent):
+    remember(agent, "A note")
+    agent.list()
+    lifecycle_url = f"/api/w/{world.workspace.pk}/ask-history/lifecycle"
+    assert client_for(world.owner).get(lifecycle_url).json()["counts"]["accessLogEntries"] == 1
+    assert client_for(world.editor).get(lifecycle_url).json()["counts"]["accessLogEntries"] == 1
+    assert client_for(world.viewer).get(lifecycle_url).json()["counts"]["accessLogEntries"] == 0
+    assert "access_log_entry" in {a["key"] for a in client_for(world.viewer).get(lifecycle_url).json()["artifacts"]}
+
+
 def test_nobody_else_sees_the_members_history_on_their_page(world, agent):
     remember(agent, "Editor private page note")
     agent.list()
