@@ -58,6 +58,8 @@ def _jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, Decimal):
         return str(value)
+    if isinstance(value, (bytes, memoryview)):
+        return bytes(value).hex()  # a binary receipt field (a signature, say), as hex
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
