@@ -133,6 +133,24 @@ def strike_references(version_ids: Sequence[int], *, member_id: int | None = Non
     return counts
 
 
+def strike_counts(version_ids: Sequence[int], *, member_id: int | None = None) -> dict[str, int]:
+    """What `strike_references` would count for these versions, writing nothing: for a preview
+    (dry run) of an erase, whose manifest carries the same artifact classes."""
+    counts = {ENTRY_ARTIFACT: 0, REFERENCE_ARTIFACT: 0}
+    ids = sorted({int(i) for i in version_ids})
+    if not ids:
+        return counts
+    erased = set(ids)
+    for memories, in _rows(*_listing_sql(ids, member_id, select="memories")):
+        refs = json.loads(memories) if isinstance(memories, str) else memories
+        struck = sum(1 for ref in refs if int(ref["id"]) in erased)
+        if struck >= len(refs):
+            counts[ENTRY_ARTIFACT] += 1
+        else:
+            counts[REFERENCE_ARTIFACT] += struck
+    return counts
+
+
 def count_listing(version_ids: Sequence[int], *, member_id: int | None = None) -> int:
     """How many entries still list any of these versions (a clean erase leaves 0)."""
     ids = sorted({int(i) for i in version_ids})

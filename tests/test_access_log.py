@@ -192,6 +192,22 @@ def test_forgetting_one_of_several_listed_memories_strikes_it_from_the_entry(wor
     assert AccessEntry.objects.count() == 0 and receipt.manifest["artifacts"]["access_log_entry"] == 1
 
 
+def test_a_preview_counts_exactly_what_the_erase_then_strikes(world, agent):
+    from memoryapp import access_log
+
+    ids = [int(remember(agent, f"Note {i}", key=f"k{i}")) for i in range(3)]
+    agent.list()  # all three
+    agent.list(limit=1)  # the newest only
+    preview = access_log.strike_counts(ids[1:], member_id=world.editor.pk)
+    assert AccessEntry.objects.count() == 2  # nothing written
+    receipt = DeletionReceipt.objects.get(pk=client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[2]}").json()["receiptId"])
+    struck = receipt.manifest["artifacts"]
+    receipt = DeletionReceipt.objects.get(pk=client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[1]}").json()["receiptId"])
+    assert preview == {"access_log_entry": 1, "access_log_reference": 2}
+    assert struck["access_log_entry"] + receipt.manifest["artifacts"]["access_log_entry"] == 1
+    assert struck["access_log_reference"] + receipt.manifest["artifacts"]["access_log_reference"] == 2
+
+
 def test_an_entry_listing_a_superseded_version_goes_when_the_key_is_forgotten(world, agent):
     remember(agent, "Old tea note", key="drink")
     agent.list()  # lists version 1
