@@ -82,11 +82,11 @@ def fresh_check(version: MemoryVersion, passages: list[Passage]):
 def index_entry(version: MemoryVersion) -> MemoryEmbedding:
     """The version's embedding and recall terms, computed from its masked text."""
     from memoryapp.recall.embedders import get_embedder, to_bytes
-    from memoryapp.recall.tokenize import tokenize
+    from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
     vector = embedder.embed([version.text])[0]
-    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(tokenize(version.text)))
+    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
 
 
 def store_version(

@@ -127,6 +127,7 @@ class MemoryEmbedding(models.Model):
     dim = models.PositiveSmallIntegerField()
     vector = models.BinaryField()
     terms = models.TextField(default="", help_text="Space-separated recall tokens of the masked text.")
+    terms_format = models.CharField(max_length=24, db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.")
 
     def __str__(self) -> str:
         return f"embedding of #{self.memory_id} ({self.embedder_id})"
