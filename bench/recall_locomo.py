@@ -321,6 +321,8 @@ def run(conversations: list[Conversation], tune: tuple[str, ...], args, override
     questions = [q for c in conversations for q in c.questions]
     splits = [("tune", lambda q: q.conversation in tune), ("other", lambda q: q.conversation not in tune), ("all", lambda q: True)]
     splits = [(label, pred) for label, pred in splits if any(pred(q) for q in questions)]
+    if len(splits) == 2:  # "all" is one of the two others
+        splits = splits[:1]
     present = sorted({q.conversation for q in questions})
 
     if args.sweep:

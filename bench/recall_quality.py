@@ -1,6 +1,7 @@
 """Benchmark: recall quality (SPEC §4.4) — recall@5 and MRR of each ranking and of the fusion.
 
     .venv/bin/python bench/recall_quality.py [--data bench/data/recall_eval.json] [--budget 30] [--verbose]
+        [--embedders e5,minilm,use,hashing] [--set MODULE.NAME=VALUE]
 
 Builds a throwaway SQLite database (VAR_DIR is a fresh temporary directory; DATABASE_URL,
 REDIS_URL and CELERY_BROKER_URL are ignored), loads the evaluation set of
@@ -12,10 +13,12 @@ query, runs the product's read path: ``service.recall_candidates`` (newest 300, 
 ``service.semantic_ranking`` (once per embedder), ``service.entity_ranking`` and
 ``fusion.rrf`` on those candidates.
 
-The index entry stores the configured embedder's vector only; for the other embedder the bench
-computes the entries with ``memoryapp.actions.index_entry`` under that setting and attaches them
-to the candidates (``service.Candidate``) in memory, so ``semantic_ranking`` sees exactly what it would see had the
-memories been remembered with that embedder. The semantic budget is raised (``--budget``) so
+The index entry stores the configured embedder's vector only; for every other embedder (each one
+whose package is installed, or ``--embedders``) the bench computes the entries with
+``memoryapp.actions.index_entry`` under that setting and attaches them to the candidates
+(``service.Candidate``) in memory, so ``semantic_ranking`` sees exactly what it would see had the
+memories been remembered with that embedder. ``--set`` overrides a named constant of
+``memoryapp.recall`` as in ``bench/recall_locomo.py``. The semantic budget is raised (``--budget``) so
 that a busy machine does not turn a quality measurement into a latency one; how often the
 default 800 ms budget would have been missed is reported separately.
 
