@@ -137,7 +137,7 @@ def test_sqlite_connections_overwrite_deleted_content_whatever_the_build_default
     from django.db import connection
 
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite only")  # expected skip on the PostgreSQL suite
+        pytest.skip("backend: SQLite only")
     # Set explicitly (not left to how the host's SQLite was compiled) ...
     assert "secure_delete=ON" in settings.DATABASES["default"]["OPTIONS"]["init_command"]
     # ... and in force on the connection the application uses.
@@ -158,7 +158,7 @@ def test_postgres_sweeps_vacuum_the_memory_tables_after_erasing(world):
     from tests.conftest import make_agent
 
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only")  # expected skip on the SQLite suite
+        pytest.skip("backend: PostgreSQL only")
     agent = make_agent(world.editor)
     assert agent.remember(namespace="old", text="an old note").status_code == 201
     MemoryVersion.objects.filter(member=world.editor).update(retention_anchor=timezone.now() - timedelta(days=400), created_at=timezone.now() - timedelta(days=400))
