@@ -20,6 +20,7 @@ from memoryapp.celery import app as celery_app
 from memoryapp.models import MemoryVersion
 from retention import cascades
 from retention.models import DeletionReceipt, Operation
+from tests.processes import stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -75,14 +76,7 @@ def worker_and_beat(tmp_path):
         yield tmp_path
     finally:
         celery_app.conf.task_always_eager = eager
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+        stop(processes)
         for log in logs.values():
             log.close()
 
