@@ -186,15 +186,36 @@ def _phone_candidate_ok(match) -> bool:
     return "".join(DIGIT_RE.findall(national)) == digits
 
 
+def _regions_for(snippet: str) -> tuple[str, ...]:
+    """The regions whose national numbers can start in this snippet: a number written without "+"
+    starts with the trunk prefix 0 in IL, JP and GB (IL toll-free numbers with 1), and never
+    with 0 in the NANP (except the 011 international call prefix). International numbers do not
+    depend on the region, so one region reads them."""
+    starts = {snippet[i] for i in range(len(snippet)) if "0" <= snippet[i] <= "9" and (i == 0 or not "0" <= snippet[i - 1] <= "9")}
+    regions = []
+    for region in PHONE_REGIONS:
+        if region == "US":
+            wanted = bool(starts - {"0"}) or "011" in snippet
+        elif region == "IL":
+            wanted = "0" in starts or "1" in starts
+        else:
+            wanted = "0" in starts
+        if wanted:
+            regions.append(region)
+    if not regions and "+" in snippet:
+        regions.append(PHONE_REGIONS[0])
+    return tuple(regions)
+
+
 def _phone_spans_in_snippet(snippet: str) -> tuple[tuple[int, int], ...]:
-    """Accepted phone spans in a short snippet (merged over PHONE_REGIONS).
+    """Accepted phone spans in a short snippet (merged over the regions that can apply).
 
     Regions are tried in order; once the accepted spans cover every digit of
     the snippet the remaining regions cannot add anything and are skipped.
     """
     found: set[tuple[int, int]] = set()
     digit_positions = [i for i, ch in enumerate(snippet) if "0" <= ch <= "9"]
-    for region in PHONE_REGIONS:
+    for region in _regions_for(snippet):
         for match in PhoneNumberMatcher(snippet, region, leniency=Leniency.POSSIBLE):
             if _phone_candidate_ok(match):
                 found.add(_trim_brackets(snippet, match.start, match.end))
@@ -407,16 +428,58 @@ def _raw_phone_valid(raw: str) -> bool:
     return False
 
 
+#: phonenumbers costs about 1 ms per 40-character snippet. A text can ask for this many snippet
+#: reads per pass; past it, the remaining windows are masked by shape (any run of 7 or more
+#: digits in phone-like groups becomes NUMBER), so masking time stays linear in the text with a
+#: small constant, and the result still depends on the input only.
+MATCHER_BUDGET = 48
+_FALLBACK_RUN_RE = re.compile(r"\+?\(?[0-9](?:[0-9]|[ .\-()](?=[0-9(]))*+\)?")
+
+
+def _covered_by_number_stages(work: str, ws: int, we: int) -> list[Span] | None:
+    """The spans the NUMBER stages would mask in a window, when they cover all its digits."""
+    from memoryapp.masking.numbers import _stage_digit_groups, _stage_long_number
+
+    window = work[ws:we]
+    spans = _stage_digit_groups(window) + _stage_long_number(window)
+    covered = [False] * len(window)
+    for s, e, _ in spans:
+        for i in range(s, e):
+            covered[i] = True
+    if all(covered[i] for i, ch in enumerate(window) if "0" <= ch <= "9"):
+        return [(ws + s, ws + e, k) for s, e, k in spans]
+    return None
+
+
+def _fallback_spans(work: str, ws: int, we: int) -> list[Span]:
+    out: list[Span] = []
+    for m in _FALLBACK_RUN_RE.finditer(work, ws, we):
+        if count_digits(m.group()) >= _PHONE_MIN_DIGITS and not DATE_LIKE_RE.fullmatch(m.group()):
+            out.append((m.start(), m.end(), "NUMBER"))
+    return out
+
+
 def _stage_phone(work: str) -> list[Span]:
     if count_digits(work) < _PHONE_MIN_DIGITS:
         return []
     out: list[Span] = []
     budget = [_SEGMENT_BUDGET]
+    snippets = 0
     for w in _PHONE_WINDOW_RE.finditer(work):
         if w.end() - w.start() < _PHONE_MIN_DIGITS:
             continue
         window = w.group()
         if count_digits(window) < _PHONE_MIN_DIGITS or DATE_LIKE_RE.fullmatch(window.strip(" \t")):
+            continue
+        if len(window) > _PHONE_PIECE:
+            # a long list of numbers that the NUMBER stages mask whole needs no phone reading
+            covered = _covered_by_number_stages(work, w.start(), w.end())
+            if covered is not None:
+                out.extend(covered)
+                continue
+        snippets += 1 + len(window) // _PHONE_PIECE
+        if snippets > MATCHER_BUDGET:
+            out.extend(_fallback_spans(work, w.start(), w.end()))
             continue
         spans = _window_phone_spans(work, w.start(), w.end())
         spans = [_drop_glued_token(work, s, e) for s, e in spans]
@@ -428,11 +491,11 @@ def _stage_phone(work: str) -> list[Span]:
             cc = _COUNTRY_CODE_BEFORE_RE.search(work, max(w.start(), s - 12), s)
             ext = _EXTENSION_RE.match(work, e)
             out.append((cc.start() if cc else s, ext.end() if ext else e, "PHONE"))
-    # overlapping phone spans are merged (never dropped, which would unmask)
+    # overlapping spans are merged (never dropped, which would unmask)
     merged: list[Span] = []
     for s, e, k in sorted(out):
         if merged and s < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], e), k)
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e), merged[-1][2])
         else:
             merged.append((s, e, k))
     return merged
