@@ -227,9 +227,17 @@ def _stage_digit_groups(work: str) -> list[Span]:
 
 
 _LONG_NUMBER_RE = re.compile(r"[0-9]{10,}")
+# an identifier that is mostly digits with a letter or two inside ("102012B03358934")
+_MOSTLY_DIGITS_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{10,40}+(?![A-Za-z0-9])")
 
 
 def _stage_long_number(work: str) -> list[Span]:
     if count_digits(work) < 10:
         return []
-    return [(m.start(), m.end(), "NUMBER") for m in _LONG_NUMBER_RE.finditer(work)]
+    out = [(m.start(), m.end(), "NUMBER") for m in _LONG_NUMBER_RE.finditer(work)]
+    for m in _MOSTLY_DIGITS_RE.finditer(work):
+        token = m.group()
+        digits = count_digits(token)
+        if digits >= 10 and digits * 10 >= len(token) * 7:
+            out.append((m.start(), m.end(), "NUMBER"))
+    return out

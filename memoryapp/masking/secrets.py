@@ -291,7 +291,7 @@ _HAS_DIGIT_RE = re.compile(r"[0-9]")
 _HAS_LETTER_RE = re.compile(r"[A-Za-z]")
 _HAS_SYMBOL_RE = re.compile(r"[^A-Za-z0-9\s]")
 _NOT_A_VALUE = frozenset({"", "none", "null", "nil", "true", "false", "undefined", "required", "optional", "n/a", "na", "tbd", "todo", "redacted", "hidden"})
-_TEMPLATE_RE = re.compile(r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|<[^<>]*>|\*+|x+|X+|\.\.\.|…)$")
+_TEMPLATE_RE = re.compile(r"^(?:\$\{?[A-Z_][A-Z0-9_]*\}?|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\{\{.*\}\}|<[^<>]*>|\*+|x+|X+|\.\.\.|…)$")
 
 
 def looks_like_token(value: str) -> bool:
@@ -378,6 +378,22 @@ def _stage_assignments(work: str) -> list[Span]:
     return out
 
 
+_XML_RE = re.compile(r"<(?P<label>[A-Za-z][A-Za-z0-9_.:\-]{0,63}+)>(?P<v>[^<\n]{1,300}+)</(?P=label)>")
+
+
+def _stage_xml(work: str) -> list[Span]:
+    """`<password>…</password>`, `<apiKey>…</apiKey>`."""
+    if "</" not in work:
+        return []
+    out: list[Span] = []
+    for m in _XML_RE.finditer(work):
+        cls = label_class(m.group("label").rpartition(":")[2])
+        value = m.group("v")
+        if (cls == "password" and looks_like_password(value, prose=False)) or (cls == "token" and looks_like_token(value)):
+            out.append((m.start("v"), m.end("v"), "SECRET"))
+    return out
+
+
 _CLI_RE = re.compile(r"(?<![A-Za-z0-9_])--?(?P<label>[A-Za-z][A-Za-z0-9_\-]{1,40}) ++(?=[^\s-])")
 
 
@@ -429,7 +445,7 @@ _PROSE_LABEL = (
     r"|wi-?fi\s+(?:key|password)|secret(?:\s+(?:key|code|word))?|security\s+code|verification\s+code"
     r"|one[-\s]time\s+(?:code|password)|otp|2fa\s+code|recovery\s+code|backup\s+code|cvv|cvc"
     r"|api[\s_-]?keys?|access[\s_-]?(?:keys?|tokens?)|auth[\s_-]?tokens?|refresh[\s_-]?tokens?|tokens?"
-    r"|private[\s_-]?keys?|client[\s_-]?secrets?|passwort|kennwort|mot\s+de\s+passe|contrase[ñn]a|senha)\b)"
+    r"|private[\s_-]?keys?|client[\s_-]?secrets?|keys?|passwort|kennwort|mot\s+de\s+passe|contrase[ñn]a|senha)\b)"
     r"|パスワード|ﾊﾟｽﾜｰﾄﾞ|暗証番号|合言葉|パスコード|パスフレーズ|認証コード|確認コード|セキュリティコード"
     r"|APIキー|アクセスキー|トークン|シークレット|秘密鍵|סיסמה|סיסמא|סיסמת|קוד\s+סודי|пароль)"
 )
@@ -439,7 +455,7 @@ _PROSE_RE = re.compile(
     + r"(?P<sep>[ \t]*+(?:[:=：][ \t]*+|(?i:is|was|are|were|will\s+be|would\s+be|is\s+now|has\s+been\s+changed\s+to|changed\s+to|set\s+to|reads?|equals)[ \t]++)"
     + r"|[ \t]*(?:は|が|を|：|:)[ \t]*|[ \t]+(?:שלי[ \t]+)?(?:היא|הוא)?[ \t]*|[ \t]++)"
 )
-_TOKEN_LABEL_RE = re.compile(r"(?i:token|api|access|auth|refresh|private|client|secret|キー|トークン|秘密鍵|シークレット)")
+_TOKEN_LABEL_RE = re.compile(r"(?i:token|api|access|auth|refresh|private|client|secret|\bkeys?\b|キー|トークン|秘密鍵|シークレット)")
 
 
 def _stage_prose(work: str) -> list[Span]:
@@ -548,16 +564,22 @@ _BLOB_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{32,1024}+(?![A-Z
 
 
 def _stage_high_entropy(work: str) -> list[Span]:
-    """A long random-looking token on its own: base64 alphabet, upper and lower case and digits,
-    entropy above detect-secrets' Base64 limit (4.5)."""
+    """A long random-looking token on its own: 32+ characters of the base64 alphabet in mixed
+    case, with entropy above detect-secrets' Base64 limit (4.5), or above 4.2 when it also holds
+    three digits or more; without digits it must hold "+" or "/" (base64 without digits)."""
     out: list[Span] = []
+    limit = _ENTROPY.entropy_limit
     for m in _BLOB_RE.finditer(work):
         blob = m.group()
-        if not (_HAS_DIGIT_RE.search(blob) and re.search(r"[a-z]", blob) and re.search(r"[A-Z]", blob)):
+        if not (re.search(r"[a-z]", blob) and re.search(r"[A-Z]", blob)):
             continue
         if "/" in blob and any(len(seg) >= 4 and seg.isalpha() and seg.islower() for seg in blob.split("/")):
             continue  # a path
-        if entropy(blob) > _ENTROPY.entropy_limit:
+        digits = sum(ch.isdigit() for ch in blob)
+        if digits == 0 and "+" not in blob and "/" not in blob:
+            continue  # an identifier in camel case
+        threshold = limit - 0.3 if digits >= 3 else limit
+        if entropy(blob) > threshold:
             out.append((m.start(), m.end(), "SECRET"))
     return out
 
@@ -567,6 +589,7 @@ STAGES: tuple[Callable[[str], list[Span]], ...] = (
     _stage_token_shapes,
     _stage_url_credentials,
     _stage_assignments,
+    _stage_xml,
     _stage_cli_flags,
     _stage_prose,
     _stage_passport,
