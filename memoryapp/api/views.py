@@ -19,7 +19,7 @@ from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates
 from memoryapp.errors import ApiError, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE
-from memoryapp.schemas import DetailsField, ForgetBody, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
+from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
 from memoryapp.visibility import current_or_as_of, live_versions
 
 
@@ -141,14 +141,14 @@ class PreferenceBody(StrictSerializer):
 
 
 class AssistantMemoryBody(StrictSerializer):
-    kind = PlainText(min_length=1, max_length=64)
+    kind = KindField()
     topic = PlainText(min_length=1, max_length=120)
     summary = PlainText(min_length=1, max_length=1000, trim_whitespace=False)
     details = DetailsField(required=False)
 
 
 class AssistantMemoryPatchBody(StrictSerializer):
-    kind = PlainText(min_length=1, max_length=64, required=False)
+    kind = KindField(required=False)
     summary = PlainText(min_length=1, max_length=1000, required=False, trim_whitespace=False)
     details = DetailsField(required=False)
 

@@ -424,11 +424,13 @@ def _stage_url_credentials(work: str) -> list[Span]:
         return []
     out: list[Span] = []
     n = len(work)
+    j = 0  # end of the current run of non-space characters (shared by the URLs inside it)
     for m in _URL_CREDENTIALS_RE.finditer(work):
         start = m.end()
-        j = start
-        while j < n and work[j] not in " \t\r\n\"'<>":
-            j += 1
+        if j < start:
+            j = start
+            while j < n and work[j] not in " \t\r\n\"'<>":
+                j += 1
         at = work.rfind("@", start, j)
         if at <= start:
             continue
