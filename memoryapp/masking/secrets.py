@@ -71,7 +71,20 @@ _DETECT_SECRETS_PLUGINS = (
     MailchimpDetector, NpmDetector, OpenAIDetector, PypiTokenDetector, SendGridDetector, SlackDetector,
     SoftlayerDetector, SquareOAuthDetector, StripeDetector, TelegramBotTokenDetector, TwilioKeyDetector,
 )
-_SHAPES: tuple[re.Pattern, ...] = tuple(rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist) + (
+# Patterns of detect-secrets that backtrack quadratically on adversarial text (found by
+# bench/masking.py) are left out; a linear pattern below covers each: JWT (an unbounded run
+# before the first "."), OpenAI's legacy shape (an unbounded prefix before "T3BlbkFJ"), npm's
+# `//.+/:_authToken=` and AWS's secret-after-a-label (the assignment reader covers that form).
+_SUPERLINEAR = {
+    JwtTokenDetector.denylist[0].pattern,
+    OpenAIDetector.denylist[0].pattern,
+    NpmDetector.denylist[0].pattern,
+    AWSKeyDetector.denylist[1].pattern,
+}
+_SHAPES: tuple[re.Pattern, ...] = tuple(
+    rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist if rx.pattern not in _SUPERLINEAR
+) + (
+    re.compile(r"(?<![A-Za-z0-9])_authToken[ \t]*+=[ \t]*+(?!\[[A-Z_]+\])(\S++)"),  # .npmrc
     # shapes detect-secrets does not list (or lists narrower)
     re.compile(r"(?<![A-Za-z0-9_])sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{16,}"),  # OpenAI / Anthropic
     re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"),  # Stripe (test, publishable)
@@ -88,39 +101,44 @@ _SHAPES: tuple[re.Pattern, ...] = tuple(rx for plugin in _DETECT_SECRETS_PLUGINS
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=~")
 
 
-def _widen(work: str, s: int, e: int) -> tuple[int, int]:
+def _widen(work: str, s: int, e: int, *, left: bool = True) -> tuple[int, int]:
     while s < e and work[s] not in _TOKEN_CHARS:
         s += 1
     while e > s and work[e - 1] not in _TOKEN_CHARS:
         e -= 1
     n = len(work)
-    while s > 0 and work[s - 1] in _TOKEN_CHARS:
+    while left and s > 0 and work[s - 1] in _TOKEN_CHARS:
         s -= 1
     while e < n and (work[e] in _TOKEN_CHARS or (work[e] == "." and e + 1 < n and work[e + 1] in _TOKEN_CHARS)):
         e += 1
-    while s < e and work[s] in "-=~":  # "ל-ghp_…", "key=ghp_…": a joiner, not the token
+    while left and s < e and work[s] in "-=~":  # "ל-ghp_…", "key=ghp_…": a joiner, not the token
         s += 1
     return s, e
 
 
-def _hit_span(m: re.Match) -> tuple[int, int]:
-    """A pattern with a capture group that ends the match (a label, then the secret) marks the
-    secret by the group; otherwise (GitHub's group is the prefix) the whole match is the token."""
+def _hit_span(m: re.Match) -> tuple[int, int, bool]:
+    """(start, end, is_value). A pattern with a capture group that ends the match (a label, then
+    the secret) marks the secret by the group; otherwise (GitHub's group is the prefix) the whole
+    match is the token."""
     if m.re.groups:
         for g in range(1, m.re.groups + 1):
             if m.group(g) and m.end() - m.end(g) <= 1 and m.start(g) > m.start():
-                return m.start(g), m.end(g)
-    return m.start(), m.end()
+                return m.start(g), m.end(g), True
+    return m.start(), m.end(), False
 
 
 def _stage_token_shapes(work: str) -> list[Span]:
     out: list[Span] = []
     for rx in _SHAPES:
+        reached = -1  # hits inside a token already widened are that token again (keeps this linear)
         for m in rx.finditer(work):
-            s, e = _hit_span(m)
-            s, e = _widen(work, s, e)
+            s, e, is_value = _hit_span(m)
+            if s < reached:
+                continue
+            s, e = _widen(work, s, e, left=not is_value)
             if e > s:
                 out.append((s, e, "SECRET"))
+                reached = e
     return out
 
 
@@ -365,10 +383,10 @@ def _stage_assignments(work: str) -> list[Span]:
             continue
         value = work[span[0] : span[1]]
         if value.lower() in ("bearer", "basic", "token", "digest"):  # "Authorization: Bearer …"
-            rest = re.match(r"[ \t]+", work[span[1] :])
+            rest = _SPACES_RE.match(work, span[1])
             if rest is None:
                 continue
-            span = read_value(work, span[1] + rest.end(), words=False)
+            span = read_value(work, rest.end(), words=False)
             if span is None:
                 continue
             value = work[span[0] : span[1]]
@@ -394,6 +412,7 @@ def _stage_xml(work: str) -> list[Span]:
     return out
 
 
+_SPACES_RE = re.compile(r"[ \t]+")
 _CLI_RE = re.compile(r"(?<![A-Za-z0-9_])--?(?P<label>[A-Za-z][A-Za-z0-9_\-]{1,40}) ++(?=[^\s-])")
 
 
@@ -425,13 +444,15 @@ def _stage_url_credentials(work: str) -> list[Span]:
     out: list[Span] = []
     n = len(work)
     j = 0  # end of the current run of non-space characters (shared by the URLs inside it)
+    last_at = -1  # its last "@"
     for m in _URL_CREDENTIALS_RE.finditer(work):
         start = m.end()
         if j < start:
             j = start
             while j < n and work[j] not in " \t\r\n\"'<>":
                 j += 1
-        at = work.rfind("@", start, j)
+            last_at = work.rfind("@", start, j)
+        at = last_at
         if at <= start:
             continue
         slash = work.find("/", start, at)
@@ -517,6 +538,7 @@ def _is_cjk_label(label: str) -> bool:
     return any(ord(ch) > 0x3000 for ch in label)
 
 
+_WORD_RE = re.compile(r"[^\s,.;!?()\[\]{}\"']+")
 _FUNCTION_WORDS = frozenset(
     "and but or so for to from at in on by with which that because then if when since until please "
     "don't dont do not is was are were it this the a an und et y enough too now again here there "
@@ -536,7 +558,7 @@ def _prose_phrase_end(work: str, s: int, e: int) -> int:
         k = pos
         while k < n and work[k] in " \t":
             k += 1
-        m = re.match(r"[^\s,.;!?()\[\]{}\"']+", work[k:])
+        m = _WORD_RE.match(work, k)
         if m is None:
             break
         word = m.group()
