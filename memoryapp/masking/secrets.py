@@ -84,18 +84,18 @@ _SUPERLINEAR = {
 _SHAPES: tuple[re.Pattern, ...] = tuple(
     rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist if rx.pattern not in _SUPERLINEAR
 ) + (
-    re.compile(r"(?<![A-Za-z0-9])_authToken[ \t]*+=[ \t]*+(?!\[[A-Z_]+\])(\S++)"),  # .npmrc
+    re.compile(r"_authToken(?<![A-Za-z0-9]_authToken)[ \t]*+=[ \t]*+(?!\[[A-Z_]+\])(\S++)"),  # .npmrc
     # shapes detect-secrets does not list (or lists narrower)
-    re.compile(r"(?<![A-Za-z0-9_])sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{16,}"),  # OpenAI / Anthropic
+    re.compile(r"sk-(?<![A-Za-z0-9_]sk-)(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{16,}"),  # OpenAI / Anthropic
     re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"),  # Stripe (test, publishable)
-    re.compile(r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub, any length
-    re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}"),  # GitHub fine-grained
-    re.compile(r"(?<![A-Za-z0-9_])xox[abeoprs]-[A-Za-z0-9-]{10,}"),  # Slack, any shape
-    re.compile(r"(?<![A-Za-z0-9_])AIza[0-9A-Za-z_-]{35}"),  # Google API key
+    re.compile(r"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{20,}"),  # GitHub, any length
+    re.compile(r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,}"),  # GitHub fine-grained
+    re.compile(r"xox(?<![A-Za-z0-9_]xox)[abeoprs]-[A-Za-z0-9-]{10,}"),  # Slack, any shape
+    re.compile(r"AIza(?<![A-Za-z0-9_]AIza)[0-9A-Za-z_-]{35}"),  # Google API key
     re.compile(r"(?<![A-Za-z0-9_])(?:hf|npm|pypi|glpat|shpat|shpss|dop_v1|doo_v1)[_-][A-Za-z0-9_-]{20,}"),
     re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}(?![0-9A-Za-z])"),  # AWS ids
-    re.compile(r"(?<![A-Za-z0-9_])SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),  # SendGrid, any length
-    re.compile(r"(?<![A-Za-z0-9_])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?"),  # JWT / JWS
+    re.compile(r"SG\.(?<![A-Za-z0-9_]SG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),  # SendGrid, any length
+    re.compile(r"eyJ(?<![A-Za-z0-9_]eyJ)[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?"),  # JWT / JWS
 )
 # Characters a token is made of: a hit is widened over them ("." only inside a token).
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=~")
@@ -127,9 +127,45 @@ def _hit_span(m: re.Match) -> tuple[int, int, bool]:
     return m.start(), m.end(), False
 
 
+# Most shapes need a literal that plain text rarely holds: a pattern runs only when one of its
+# triggers is in the text (case-insensitive triggers for case-insensitive patterns). A pattern
+# without an entry (a shape a newer detect-secrets adds) always runs.
+_LABEL_WORDS = ("key", "pwd", "pw", "pass", "token", "secret")
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    ArtifactoryDetector.denylist[0].pattern: ("AKC",),
+    ArtifactoryDetector.denylist[1].pattern: ("AP",),
+    AWSKeyDetector.denylist[0].pattern: ("A3T", "ABIA", "ACCA", "AKIA", "ASIA"),
+    AzureStorageKeyDetector.denylist[0].pattern: ("AccountKey=",),
+    **{rx.pattern: _LABEL_WORDS for rx in CloudantDetector.denylist[:2]},
+    **{rx.pattern: ("cloudant.com",) for rx in CloudantDetector.denylist[2:]},
+    GitHubTokenDetector.denylist[0].pattern: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    IbmCloudIamDetector.denylist[0].pattern: _LABEL_WORDS,
+    IbmCosHmacDetector.denylist[0].pattern: ("secret",),
+    MailchimpDetector.denylist[0].pattern: ("-us",),
+    **{rx.pattern: ("pypi-",) for rx in PypiTokenDetector.denylist},
+    SendGridDetector.denylist[0].pattern: ("SG.",),
+    SlackDetector.denylist[0].pattern: ("xox",),
+    SlackDetector.denylist[1].pattern: ("hooks.slack.com",),
+    SoftlayerDetector.denylist[0].pattern: _LABEL_WORDS,
+    SoftlayerDetector.denylist[1].pattern: ("softlayer.com",),
+    SquareOAuthDetector.denylist[0].pattern: ("sq0csp-",),
+    StripeDetector.denylist[0].pattern: ("k_live_",),
+    TelegramBotTokenDetector.denylist[0].pattern: (":",),
+    TwilioKeyDetector.denylist[0].pattern: ("AC",),
+    TwilioKeyDetector.denylist[1].pattern: ("SK",),
+    **{rx.pattern: ("gl", "GR1348941") for rx in GitLabTokenDetector.denylist},
+}
+_SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = tuple(
+    (rx, _TRIGGERS.get(rx.pattern), bool(rx.flags & re.IGNORECASE)) for rx in _SHAPES
+)
+
+
 def _stage_token_shapes(work: str) -> list[Span]:
     out: list[Span] = []
-    for rx in _SHAPES:
+    low = work.lower()
+    for rx, triggers, ignore_case in _SHAPE_TRIGGERS:
+        if triggers is not None and not any(t in (low if ignore_case else work) for t in triggers):
+            continue
         reached = -1  # hits inside a token already widened are that token again (keeps this linear)
         for m in rx.finditer(work):
             s, e, is_value = _hit_span(m)
@@ -220,21 +256,17 @@ def entropy(value: str) -> float:
     return _ENTROPY.calculate_shannon_entropy(value)
 
 
+_QUOTED_BODY_RE = {
+    opener: re.compile(r"(?:[^" + re.escape(closer) + r"\\\n]|\\[^\n])*+")
+    for opener, closer in _CLOSERS.items()
+}
+
+
 def _quoted_end(work: str, i: int, quote: str) -> int:
     """Index of the closing quote for a value opened at work[i] (backslash escapes honoured);
-    the end of the line if it never closes."""
-    closer = _CLOSERS[quote]
-    j = i + 1
+    the end of the line if it never closes (at most _VALUE_MAX characters on)."""
     limit = min(len(work), i + 1 + _VALUE_MAX)
-    while j < limit:
-        ch = work[j]
-        if ch == "\\" and j + 1 < limit:
-            j += 2
-            continue
-        if ch == closer or ch == "\n":
-            return j
-        j += 1
-    return limit
+    return _QUOTED_BODY_RE[quote].match(work, i + 1, limit).end()
 
 
 def _trim_bare(work: str, s: int, e: int) -> int:
