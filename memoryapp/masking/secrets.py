@@ -622,19 +622,21 @@ _BLOB_RE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{32,1024}+(?![A-Z
 def _stage_high_entropy(work: str) -> list[Span]:
     """A long random-looking token on its own: 32+ characters of the base64 alphabet in mixed
     case, with entropy above detect-secrets' Base64 limit (4.5), or above 4.2 when it also holds
-    three digits or more; without digits it must hold "+" or "/" (base64 without digits)."""
+    three digits or more or base64's "+" or "/"; without digits it must hold "+" or "/". A path
+    (two or more lower-case words between slashes) is not a token."""
     out: list[Span] = []
     limit = _ENTROPY.entropy_limit
     for m in _BLOB_RE.finditer(work):
         blob = m.group()
         if not (re.search(r"[a-z]", blob) and re.search(r"[A-Z]", blob)):
             continue
-        if "/" in blob and any(len(seg) >= 4 and seg.isalpha() and seg.islower() for seg in blob.split("/")):
+        if "/" in blob and sum(len(seg) >= 3 and seg.replace("-", "").replace("_", "").isalpha() and seg.islower() for seg in blob.split("/")) >= 2:
             continue  # a path
         digits = sum(ch.isdigit() for ch in blob)
-        if digits == 0 and "+" not in blob and "/" not in blob:
+        base64_marks = "+" in blob or "/" in blob
+        if digits == 0 and not base64_marks:
             continue  # an identifier in camel case
-        threshold = limit - 0.3 if digits >= 3 else limit
+        threshold = limit - 0.3 if digits >= 3 or base64_marks else limit
         if entropy(blob) > threshold:
             out.append((m.start(), m.end(), "SECRET"))
     return out
