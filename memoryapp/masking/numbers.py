@@ -8,7 +8,7 @@
                     underscores. Card-*shaped* groups that fail Luhn become ``NUMBER``.
 - ``IL_ID``         Israeli ID numbers, 9 digits (``NNNNNNNN-C``, ``NNN NNN NNN``) with a valid
                     check digit (``stdnum.il.idnr``).
-- ``NUMBER``        US social security numbers (``NNN-NN-NNNN``), any run of 10 or more digits,
+- ``NUMBER``        US social security numbers (``NNN-NN-NNNN``, ``NNN NN NNNN``), any run of 10 or more digits,
                     and digit groups joined by spaces, dashes or dots (or invisible characters,
                     underscores, middle dots, which the working copy turned into "-") that add
                     up to 10 or more digits — except dates, IPv4 addresses, version numbers,
@@ -145,13 +145,13 @@ def _stage_bank_keyword(work: str) -> list[Span]:
 
 
 # -- US social security numbers -----------------------------------------------------------------
-_SSN_RE = re.compile(r"[0-9](?<![0-9\-][0-9])[0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9]|-[0-9])")
+_SSN_RE = re.compile(r"[0-9](?<![0-9\-][0-9])(?<![0-9] [0-9])[0-9]{2}(?P<s>[ \-])[0-9]{2}(?P=s)[0-9]{4}(?![0-9]|[ \-][0-9])")
 
 
 def _stage_ssn(work: str) -> list[Span]:
     out: list[Span] = []
     for m in _SSN_RE.finditer(work):
-        area, group, serial = m.group().split("-")
+        area, group, serial = re.split(r"[ \-]", m.group())
         if area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000":
             out.append((m.start(), m.end(), "NUMBER"))
     return out
