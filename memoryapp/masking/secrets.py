@@ -223,20 +223,43 @@ _SEGMENT_SPLIT_RE = re.compile(r"[_.\-\s]+")
 
 
 def label_class(label: str) -> str | None:
-    """"password", "token" or None for an identifier or a short phrase used as a label."""
+    """The kind of label an identifier or a short phrase is: "password" (any value is a secret),
+    "token" (secret, token, api key…: a value that is not a plain count or word), "key" (a bare
+    "key", "auth", "session"…: a value that looks like a credential), or None."""
     if len(label) > 64:
         return None
     flat = re.sub(r"[_.\-\s]", "", label.lower())
-    if any(w in flat for w in _PASSWORD_WORDS):
-        return "password"
     segments = [s.lower() for s in _SEGMENT_SPLIT_RE.split(_CAMEL_RE.sub("_", label)) if s]
-    if any(s in _PASSWORD_SEGMENTS for s in segments):
+    if any(s in _COUNT_SEGMENTS for s in segments) or "tokeniz" in flat:
+        return None  # max_tokens, token_limit, session_timeout, tokenizer: settings, not secrets
+    if any(w in flat for w in _PASSWORD_WORDS) or any(s in _PASSWORD_SEGMENTS for s in segments):
         return "password"
-    if any(w in flat for w in _TOKEN_WORDS):
+    if any(w in flat for w in _TOKEN_WORDS) or any(s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
         return "token"
-    if any(s in _TOKEN_SEGMENTS or s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
-        return "token"
+    if any(s in _TOKEN_SEGMENTS for s in segments):
+        return "key"
     return None
+
+
+_COUNT_SEGMENTS = frozenset(
+    {"max", "min", "limit", "limits", "count", "num", "number", "length", "len", "size", "ttl", "timeout", "expiry",
+     "expires", "lifetime", "budget", "used", "remaining", "tokens", "per", "rate", "window", "type", "name", "id"}
+)
+
+
+def value_is_secret(cls: str, value: str) -> bool:
+    """Whether the value after a label of this class is a secret (see label_class)."""
+    if cls == "password":
+        return looks_like_password(value, prose=False)
+    if cls == "token":
+        if _TEMPLATE_RE.match(value) or value.lower() in _NOT_A_VALUE:
+            return False
+        if value.isdigit():
+            return len(value) >= 6
+        has_digit = _HAS_DIGIT_RE.search(value) is not None
+        mixed = value != value.lower() and value != value.upper()
+        return len(value) >= 8 or (len(value) >= 4 and (has_digit or mixed or _HAS_SYMBOL_RE.search(value) is not None))
+    return looks_like_token(value)
 
 
 _KEY_PREFIXES = frozenset({"api", "access", "secret", "private", "account", "auth", "client", "master", "signing", "encryption", "ssh", "gpg", "pgp", "license", "app", "consumer", "session"})
@@ -422,7 +445,7 @@ def _stage_assignments(work: str) -> list[Span]:
             if span is None:
                 continue
             value = work[span[0] : span[1]]
-        ok = looks_like_password(value, prose=False) if cls == "password" else looks_like_token(value)
+        ok = value_is_secret(cls, value)
         if ok:
             out.append((span[0], span[1], "SECRET"))
     return out
@@ -439,7 +462,7 @@ def _stage_xml(work: str) -> list[Span]:
     for m in _XML_RE.finditer(work):
         cls = label_class(m.group("label").rpartition(":")[2])
         value = m.group("v")
-        if (cls == "password" and looks_like_password(value, prose=False)) or (cls == "token" and looks_like_token(value)):
+        if value_is_secret(cls, value):
             out.append((m.start("v"), m.end("v"), "SECRET"))
     return out
 
