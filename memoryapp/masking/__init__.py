@@ -61,18 +61,18 @@ class MaskResult:
 
 _STAGES: tuple[Callable[[str], list[Span]], ...] = (
     *secrets.STAGES,
-    contact._stage_email,
+    contact.stage_email,
     *secrets.LATE_STAGES,
-    numbers._stage_iban,
-    numbers._stage_cards,
-    numbers._stage_il_id,
-    numbers._stage_bank_shape,
-    numbers._stage_bank_keyword,
-    contact._stage_phone,
-    contact._stage_phone_word,
-    numbers._stage_ssn,
-    numbers._stage_digit_groups,
-    numbers._stage_long_number,
+    numbers.stage_iban,
+    numbers.stage_cards,
+    numbers.stage_il_id,
+    numbers.stage_bank_shape,
+    numbers.stage_bank_keyword,
+    contact.stage_phone,
+    contact.stage_phone_word,
+    numbers.stage_ssn,
+    numbers.stage_digit_groups,
+    numbers.stage_long_number,
 )
 
 

@@ -32,6 +32,7 @@ from memoryapp.masking.common import (
     count_digits,
     is_date,
 )
+from memoryapp.masking.numbers import stage_digit_groups, stage_long_number
 
 #: Default regions used to interpret phone numbers written without "+".
 PHONE_REGIONS: tuple[str, ...] = ("IL", "JP", "US", "GB")
@@ -83,7 +84,7 @@ def _email_start(work: str, start: int, at: int) -> int:
     return start
 
 
-def _stage_email(work: str) -> list[Span]:
+def stage_email(work: str) -> list[Span]:
     if "@" not in work and "at" not in work.lower():
         return []
     out: list[Span] = []
@@ -438,10 +439,8 @@ _FALLBACK_RUN_RE = re.compile(r"\+?\(?[0-9](?:[0-9]|[ .\-()](?=[0-9(]))*+\)?")
 
 def _covered_by_number_stages(work: str, ws: int, we: int) -> list[Span] | None:
     """The spans the NUMBER stages would mask in a window, when they cover all its digits."""
-    from memoryapp.masking.numbers import _stage_digit_groups, _stage_long_number
-
     window = work[ws:we]
-    spans = _stage_digit_groups(window) + _stage_long_number(window)
+    spans = stage_digit_groups(window) + stage_long_number(window)
     covered = [False] * len(window)
     for s, e, _ in spans:
         for i in range(s, e):
@@ -459,7 +458,7 @@ def _fallback_spans(work: str, ws: int, we: int) -> list[Span]:
     return out
 
 
-def _stage_phone(work: str) -> list[Span]:
+def stage_phone(work: str) -> list[Span]:
     if count_digits(work) < _PHONE_MIN_DIGITS:
         return []
     out: list[Span] = []
@@ -510,7 +509,7 @@ _PHONE_WORD_RE = re.compile(
 )
 
 
-def _stage_phone_word(work: str) -> list[Span]:
+def stage_phone_word(work: str) -> list[Span]:
     if count_digits(work) < 6:
         return []
     out: list[Span] = []

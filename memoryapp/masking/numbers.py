@@ -39,7 +39,7 @@ _IBAN_RE = re.compile(
 )
 
 
-def _stage_iban(work: str) -> list[Span]:
+def stage_iban(work: str) -> list[Span]:
     if count_digits(work) < 8:
         return []
     out: list[Span] = []
@@ -70,7 +70,7 @@ _CARD_GROUPED_RE = re.compile(
 )
 
 
-def _stage_cards(work: str) -> list[Span]:
+def stage_cards(work: str) -> list[Span]:
     if count_digits(work) < 12:
         return []
     out: list[Span] = []
@@ -97,7 +97,7 @@ _IL_ID_GROUPED_RE = re.compile(
 )
 
 
-def _stage_il_id(work: str) -> list[Span]:
+def stage_il_id(work: str) -> list[Span]:
     if count_digits(work) < 8:
         return []
     out: list[Span] = []
@@ -124,13 +124,13 @@ _BANK_KEYWORD_RE = re.compile(
 )
 
 
-def _stage_bank_shape(work: str) -> list[Span]:
+def stage_bank_shape(work: str) -> list[Span]:
     if count_digits(work) < 10:
         return []
     return [(m.start(), m.end(), "BANK_ACCOUNT") for m in _BANK_SHAPE_RE.finditer(work)]
 
 
-def _stage_bank_keyword(work: str) -> list[Span]:
+def stage_bank_keyword(work: str) -> list[Span]:
     if count_digits(work) < 5:
         return []
     low = work.lower()
@@ -148,7 +148,7 @@ def _stage_bank_keyword(work: str) -> list[Span]:
 _SSN_RE = re.compile(r"[0-9](?<![0-9\-][0-9])(?<![0-9] [0-9])[0-9]{2}(?P<s>[ \-])[0-9]{2}(?P=s)[0-9]{4}(?![0-9]|[ \-][0-9])")
 
 
-def _stage_ssn(work: str) -> list[Span]:
+def stage_ssn(work: str) -> list[Span]:
     out: list[Span] = []
     for m in _SSN_RE.finditer(work):
         area, group, serial = re.split(r"[ \-]", m.group())
@@ -194,7 +194,7 @@ def _group_run_kind(work: str, s: int, e: int) -> str | None:
     return "PHONE" if run[0] in "+(" or compact.startswith("0") else "NUMBER"
 
 
-def _stage_digit_groups(work: str) -> list[Span]:
+def stage_digit_groups(work: str) -> list[Span]:
     if count_digits(work) < 10:
         return []
     out: list[Span] = []
@@ -231,7 +231,7 @@ _LONG_NUMBER_RE = re.compile(r"[0-9]{10,}")
 _MOSTLY_DIGITS_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{10,40}+(?![A-Za-z0-9])")
 
 
-def _stage_long_number(work: str) -> list[Span]:
+def stage_long_number(work: str) -> list[Span]:
     if count_digits(work) < 10:
         return []
     out = [(m.start(), m.end(), "NUMBER") for m in _LONG_NUMBER_RE.finditer(work)]
