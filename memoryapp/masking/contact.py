@@ -388,6 +388,8 @@ def _drop_glued_token(work: str, s: int, e: int) -> tuple[int, int]:
     (when that token starts like a national number, "0…") or without its first
     token, drop that token; the segmentation step then sees it together with
     the rest of its own number."""
+    if " " not in work[s:e] and "\t" not in work[s:e]:
+        return s, e  # nothing glued: every case below cuts at a space
     first = _TOKEN_RE.match(work, s, e)
     tail_start = first.end() if first is not None else e
     while tail_start < e and work[tail_start] in " \t":
