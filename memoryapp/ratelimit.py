@@ -22,7 +22,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from governance.models import Credential
 from memoryapp.errors import ApiError
+from memoryapp.models import RememberHit
 
 WINDOW_SECONDS = 3600
 
@@ -107,9 +109,6 @@ class RedisRateLimiter:
 
 class DatabaseRateLimiter:
     def acquire(self, credential_id: int, limit: int, bucket: str = "remember") -> Slot:
-        from governance.models import Credential
-        from memoryapp.models import RememberHit
-
         now = timezone.now()
         window_start = now - timedelta(seconds=WINDOW_SECONDS)
         with transaction.atomic():
@@ -127,14 +126,10 @@ class DatabaseRateLimiter:
         return Slot(allowed, limit, max(0, limit - len(hits)), max(0, reset), handle, credential_id, bucket)
 
     def refund(self, slot: Slot) -> None:
-        from memoryapp.models import RememberHit
-
         if slot.handle:
             RememberHit.objects.filter(pk=int(slot.handle)).delete()
 
     def reset(self, credential_id: int, bucket: str = "remember") -> None:
-        from memoryapp.models import RememberHit
-
         RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).delete()
 
 

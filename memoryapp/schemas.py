@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -11,6 +12,8 @@ from rest_framework import serializers
 
 from memoryapp import masking
 from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE, MEMORY_KINDS
+from memoryapp.params import parse_id
+from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_DETAIL_LINES = 20
@@ -33,14 +36,11 @@ class IdField(serializers.Field):
 
     default_error_messages = {"invalid": "Must be an id (a string of digits)."}
 
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
+    def to_internal_value(self, data: Any) -> int:
+        parsed = parse_id(data)
+        if parsed is None:
             self.fail("invalid")
-        if isinstance(data, int) and 0 < data < 2**63:
-            return data
-        if isinstance(data, str) and data.isascii() and data.isdigit() and 0 < len(data) <= 18:
-            return int(data)
-        self.fail("invalid")
+        return parsed
 
     def to_representation(self, value):
         return str(value)
@@ -102,21 +102,30 @@ class KindField(serializers.ChoiceField):
         super().__init__(choices=list(MEMORY_KINDS), **kwargs)
 
 
-class AsOfField(serializers.DateTimeField):
-    default_error_messages = {
-        "offset": "Must be ISO-8601 with a UTC offset (for example 2026-01-01T00:00:00Z).",
-        "future": "Must not be in the future.",
-    }
+class InstantField(serializers.DateTimeField):
+    """Every instant in a request body (`expiresAt`, …): DRF's ISO-8601 forms (without an offset
+    it is UTC), in the range every store and zone conversion can hold (`memoryapp.timestamps`)."""
 
-    def to_internal_value(self, value):
-        if not isinstance(value, str):
-            self.fail("offset")
+    default_error_messages = {"overflow": RANGE_MESSAGE}
+
+    def to_internal_value(self, value: Any) -> datetime:
+        parsed = super().to_internal_value(value)
         try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
-        except ValueError:
-            self.fail("offset")
-        if parsed.tzinfo is None or "T" not in value:
-            self.fail("offset")
+            return check_range(parsed)
+        except InvalidInstant as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class AsOfField(InstantField):
+    """`asOf` (SPEC §3): an offset is required, and the instant must not be in the future."""
+
+    default_error_messages = {"future": "Must not be in the future."}
+
+    def to_internal_value(self, value: Any) -> datetime:
+        try:
+            parsed = parse_instant(value)
+        except InvalidInstant as exc:
+            raise serializers.ValidationError(str(exc)) from None
         if parsed > timezone.now():
             self.fail("future")
         return parsed

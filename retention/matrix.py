@@ -17,6 +17,8 @@ from typing import Any
 
 from django.conf import settings
 
+from retention.chunks import CHUNK
+
 
 @dataclass(frozen=True)
 class ArtifactClass:
@@ -72,11 +74,16 @@ def _every(entry: str) -> str:
 
 
 def _backups() -> str:
-    return "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
+    return (
+        "SQLite: none in the database (erased rows are overwritten, secure_delete, and the WAL is checkpointed and truncated when the erase commits). "
+        "PostgreSQL: dead tuples until VACUUM (run after every sweep that erases, autovacuum otherwise), reclaimed page space until new rows overwrite it, "
+        "WAL segments until the server recycles them, archived WAL for WAL_ARCHIVE_RETENTION_DAYS (0 = no archiving). "
+        "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
+    )
 
 
 def artifact_classes() -> list[ArtifactClass]:
-    from retention.erasure import CHUNK
+    # Here, not at the top: `python -m retention.matrix` imports this module before Django is set up.
     from retention.lifecycle import RATE_LIMIT_WINDOW
 
     window_minutes = int(RATE_LIMIT_WINDOW.total_seconds() // 60)

@@ -24,17 +24,15 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions as drf
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance.api.base import WorkspaceAPIView
-from governance.auth import bearer_token
 from governance.models import Agent
 from memoryapp import gates
-from memoryapp.api.views import BodyError, read_body
+from memoryapp.api.views import agent_request
 from memoryapp.consolidation import agent_json, create_agent, submit_turn, update_agent
 from memoryapp.errors import ApiError, validation_error
 from memoryapp.masking import MAX_MASKED_CHARS
@@ -78,13 +76,7 @@ class ReplyUsageBody(StrictSerializer):
 
 
 def _admit(request, operation: str, serializer_class) -> tuple[gates.AgentContext, dict[str, Any]]:
-    token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
-    body = read_body(request)
-    ctx = gates.admit_agent(token, operation, switches=False)  # rows 1–4 before the body is judged
-    if isinstance(body, BodyError):
-        if isinstance(body.exc, drf.UnsupportedMediaType):
-            raise ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
-        raise validation_error({"non_field_errors": ["The body is not valid JSON."]})
+    ctx, body = agent_request(request, operation, switches=False)  # rows 1–4 before the body is judged
     if not isinstance(body, dict):
         raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
     serializer = serializer_class(data=body)
