@@ -16,6 +16,8 @@ from django.utils import timezone
 from governance.models import Credential, Member, Workspace
 
 ASSISTANT_NAMESPACE = "assistant"
+#: The closed vocabulary of `kind` (SPEC §4.1; the AI memory page offers the same three).
+MEMORY_KINDS = ("preference", "fact", "instruction")
 
 
 class Source(models.TextChoices):
@@ -148,10 +150,12 @@ class MemoryEmbedding(models.Model):
 
 
 class RememberHit(models.Model):
-    """Embedded-mode rate-limit counter: one row per admitted remember, kept one hour."""
+    """Embedded-mode rate-limit counter: one row per admitted remember (or, in bucket "turn", per
+    admitted conversation turn), kept one hour."""
 
     credential_id = models.BigIntegerField()
+    bucket = models.CharField(max_length=16, default="remember")
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["credential_id", "at"])]
+        indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]
