@@ -1,5 +1,10 @@
 """Governance writes: workspaces, members, settings, credentials, knowledge. One transaction per
-action; the audit event is written inside it; cascades are started on commit."""
+action; the audit event is written inside it. Each action validates its own input and refuses
+with the one error type (`ApiError`); views only translate HTTP.
+
+Governance does not know what other apps keep about its objects: removing a member, deleting
+knowledge or a workspace, or stopping history sends a `governance.signals` signal, and the apps
+that keep dependent data react to it (retention erases the memories, SPEC §8)."""
 
 from __future__ import annotations
 
@@ -7,15 +12,16 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from governance import tokens
+from governance import signals, tokens
+from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
 from governance.knowledge import EntityMatcher, split_passages
 from governance.models import (
     AskHistorySettings,
-    AuditEvent,
     Collection,
     ContextSet,
     Credential,
@@ -28,34 +34,13 @@ from governance.models import (
     Workspace,
 )
 from governance.permissions import MEMORY_SCOPES, Role, scope_allowed_for_role
-from memoryapp.errors import ApiError, validation_error
-from retention import cascades
-from retention.models import Operation
+from memoryapp.errors import ApiError, memory_disabled, validation_error
 
 User = get_user_model()
 
 
-def actor_label(user) -> str:
-    if user is None:
-        return "system"
-    return getattr(user, "email", "") or getattr(user, "username", "") or f"user #{user.pk}"
-
-
-def audit(action: str, *, workspace: Workspace | None, actor=None, target: str = "", changes: dict | None = None, reason: str = "") -> AuditEvent:
-    return AuditEvent.objects.create(
-        workspace=workspace,
-        workspace_ref=workspace.pk if workspace else None,
-        actor=actor if getattr(actor, "pk", None) else None,
-        actor_label=actor_label(actor),
-        action=action,
-        target=target,
-        changes=changes or {},
-        reason=reason,
-    )
-
-
 # --- users, workspaces, members --------------------------------------------------------------
-def ensure_user(email: str, password: str | None = None):
+def ensure_user(email: str, password: str | None = None) -> AbstractBaseUser:
     email = email.strip().lower()
     user, created = User.objects.get_or_create(username=email, defaults={"email": email})
     if password:
@@ -68,7 +53,7 @@ def ensure_user(email: str, password: str | None = None):
 
 
 @transaction.atomic
-def create_workspace(name: str, *, owner_email: str, password: str | None = None, retains_history: bool = True, ai_memory_available: bool = True, actor=None) -> tuple[Workspace, Member]:
+def create_workspace(name: str, *, owner_email: str, password: str | None = None, retains_history: bool = True, ai_memory_available: bool = True, actor: Actor = None) -> tuple[Workspace, Member]:
     workspace = Workspace.objects.create(name=name, retains_history=retains_history, ai_memory_available=ai_memory_available)
     AskHistorySettings.objects.create(workspace=workspace)
     owner = Member.objects.create(workspace=workspace, user=ensure_user(owner_email, password), role=Role.OWNER.label)
@@ -77,7 +62,7 @@ def create_workspace(name: str, *, owner_email: str, password: str | None = None
 
 
 @transaction.atomic
-def add_member(workspace: Workspace, email: str, *, role: str, password: str | None = None, actor=None) -> Member:
+def add_member(workspace: Workspace, email: str, *, role: str, password: str | None = None, actor: Actor = None) -> Member:
     Role.parse(role)
     user = ensure_user(email, password)
     member, created = Member.objects.get_or_create(workspace=workspace, user=user, defaults={"role": role})
@@ -98,7 +83,7 @@ def _owners_left(workspace: Workspace, excluding: Member) -> int:
 
 
 @transaction.atomic
-def change_role(member: Member, role: str, *, actor) -> Member:
+def change_role(member: Member, role: str, *, actor: Actor) -> Member:
     try:
         Role.parse(role)
     except KeyError:
@@ -114,23 +99,24 @@ def change_role(member: Member, role: str, *, actor) -> Member:
 
 
 @transaction.atomic
-def remove_member(member: Member, *, actor) -> None:
-    """The membership ends: its credentials stop at once (the gate checks membership) and its
-    memories become unreachable now and are erased with a receipt on commit."""
+def remove_member(member: Member, *, actor: Actor) -> None:
+    """The membership ends: its credentials stop at once (the gate checks membership), and what
+    other apps keep about the member goes with it (`signals.member_removed`)."""
     member = Member.objects.select_for_update().get(pk=member.pk)
     if member.role == Role.OWNER.label and _owners_left(member.workspace, member) == 0:
         raise ApiError(409, "LAST_OWNER", "A workspace keeps at least one owner.")
     member.left_at = timezone.now()
     member.save(update_fields=["left_at"])
-    from memoryapp.models import MemoryVersion
-
-    cascades.mark_unreachable(MemoryVersion.objects.filter(member=member), Operation.MEMBER_REMOVAL)
+    signals.member_removed.send(sender=Member, member=member)
     audit("member.removed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"role": member.role})
-    cascades.schedule_erase(member.workspace_id)
 
 
 @transaction.atomic
 def set_remember_me(member: Member, enabled: bool) -> Member:
+    """The member's "Let the assistant remember me" switch; it cannot be switched while the
+    platform has AI memory off for the organization (the page shows it disabled)."""
+    if not member.workspace.ai_memory_available:
+        raise memory_disabled("organization", "AI memory is not enabled for your organization.")
     Member.objects.filter(pk=member.pk).update(remember_me=enabled)
     member.remember_me = enabled
     audit("member.remember_me", workspace=member.workspace, actor=member.user, target=f"member #{member.pk}", changes={"rememberMe": enabled})
@@ -145,34 +131,44 @@ SETTINGS_FIELDS = {
 }
 
 
-def settings_json(settings: AskHistorySettings) -> dict[str, Any]:
+def settings_json(ask_history: AskHistorySettings) -> dict[str, Any]:
     return {
-        "agentMemoriesEnabled": settings.agent_memories_enabled,
-        "agentMemoryRetentionDays": settings.agent_memory_retention_days,
-        "expiredGraceDays": settings.expired_grace_days,
+        "agentMemoriesEnabled": ask_history.agent_memories_enabled,
+        "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
+        "expiredGraceDays": ask_history.expired_grace_days,
         "retentionAppliesToExistingMemories": True,
     }
 
 
 @transaction.atomic
-def update_settings(workspace: Workspace, changes: dict[str, Any], *, actor) -> AskHistorySettings:
-    settings = AskHistorySettings.objects.select_for_update().get(workspace=workspace)
+def update_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Actor) -> AskHistorySettings:
+    ask_history = AskHistorySettings.objects.select_for_update().get(workspace=workspace)
     diff = {}
     for api_name, value in changes.items():
         field = SETTINGS_FIELDS[api_name]
-        old = getattr(settings, field)
+        old = getattr(ask_history, field)
         if old != value:
-            setattr(settings, field, value)
+            setattr(ask_history, field, value)
             diff[api_name] = [old, value]
     if diff:
-        settings.save()
+        ask_history.save()
         audit("settings.changed", workspace=workspace, actor=actor, target="ask-history settings", changes=diff)
-    return settings
+    return ask_history
 
 
 # --- credentials -------------------------------------------------------------------------------
 @transaction.atomic
-def create_credential(member: Member, *, name: str, scopes: list[str], context_set: ContextSet | None = None, expires_at: datetime | None = None) -> tuple[Credential, str]:
+def create_credential(
+    member: Member, *, name: str, scopes: list[str], context_set: ContextSet | None = None, context_set_id: int | None = None, expires_at: datetime | None = None
+) -> tuple[Credential, str]:
+    """A credential of `member` for agents; the token is returned once and stored as a hash. The
+    bound context set (given, or named by `context_set_id`) must be a live set of the workspace."""
+    if context_set_id is not None:
+        context_set = ContextSet.objects.filter(pk=context_set_id).first()
+    if (context_set_id is not None or context_set is not None) and (
+        context_set is None or context_set.workspace_id != member.workspace_id or context_set.deleted_at is not None
+    ):
+        raise validation_error({"contextSetId": ["No such context set."]})
     unknown = [s for s in scopes if s not in MEMORY_SCOPES]
     if unknown:
         raise validation_error({"scopes": [f"Unknown scope {s!r}." for s in unknown]})
@@ -197,7 +193,7 @@ def create_credential(member: Member, *, name: str, scopes: list[str], context_s
 
 
 @transaction.atomic
-def revoke_credential(credential: Credential, *, actor, reason: str = "") -> Credential:
+def revoke_credential(credential: Credential, *, actor: Actor, reason: str = "") -> Credential:
     credential = Credential.objects.select_for_update().get(pk=credential.pk)
     if credential.revoked_at is None:
         credential.revoked_at = timezone.now()
@@ -206,7 +202,7 @@ def revoke_credential(credential: Credential, *, actor, reason: str = "") -> Cre
     return credential
 
 
-def issue_personal_token(user) -> str:
+def issue_personal_token(user: AbstractBaseUser) -> str:
     issued = tokens.issue(PERSONAL_TOKEN_KIND)
     PersonalToken.objects.create(user=user, prefix=issued.prefix, token_hash=issued.token_hash)
     return issued.token
@@ -214,7 +210,13 @@ def issue_personal_token(user) -> str:
 
 # --- knowledge ---------------------------------------------------------------------------------
 @transaction.atomic
-def create_collection(workspace: Workspace, *, name: str, restricted: bool = False, readers: list[Member] | None = None) -> Collection:
+def create_collection(workspace: Workspace, *, name: str, restricted: bool = False, readers: list[Member] | None = None, creator: Member | None = None) -> Collection:
+    """Whoever restricts a collection keeps reading it: the creating member is always a reader."""
+    readers = list(readers or [])
+    if any(reader.workspace_id != workspace.pk or not reader.is_active for reader in readers):
+        raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
+    if restricted and creator is not None and creator not in readers:
+        readers.append(creator)
     collection = Collection.objects.create(workspace=workspace, name=name, restricted=restricted)
     if readers:
         collection.readers.set(readers)
@@ -222,12 +224,11 @@ def create_collection(workspace: Workspace, *, name: str, restricted: bool = Fal
 
 
 @transaction.atomic
-def delete_collection(collection: Collection, *, actor) -> None:
+def delete_collection(collection: Collection, *, actor: Actor) -> None:
     document_ids = list(collection.documents.values_list("pk", flat=True))
-    cascades.mark_unreachable(cascades.dependents_of_collection(collection.workspace_id, collection.pk, document_ids), Operation.CASCADE_COLLECTION)
+    signals.documents_deleting.send(sender=Collection, workspace_id=collection.workspace_id, document_ids=document_ids, collection_id=collection.pk)
     audit("collection.deleted", workspace=collection.workspace, actor=actor, target=f"collection #{collection.pk}", changes={"documents": len(document_ids)})
     collection.delete()
-    cascades.schedule_erase(collection.workspace_id)
 
 
 def _link_entities(workspace_id: int, passages: list[Passage]) -> None:
@@ -264,11 +265,10 @@ def add_document_version(document: Document, *, text: str) -> DocumentVersion:
 
 
 @transaction.atomic
-def delete_document(document: Document, *, actor) -> None:
-    cascades.mark_unreachable(cascades.dependents_of_documents(document.workspace_id, [document.pk]), Operation.CASCADE_DOCUMENT)
+def delete_document(document: Document, *, actor: Actor) -> None:
+    signals.documents_deleting.send(sender=Document, workspace_id=document.workspace_id, document_ids=[document.pk], collection_id=None)
     audit("document.deleted", workspace=document.workspace, actor=actor, target=f"document #{document.pk}")
     document.delete()
-    cascades.schedule_erase(document.workspace_id)
 
 
 @transaction.atomic
@@ -292,7 +292,7 @@ def create_context_set(workspace: Workspace, *, name: str, collections: list[Col
 
 
 @transaction.atomic
-def set_context_set_active(context_set: ContextSet, active: bool, *, actor) -> ContextSet:
+def set_context_set_active(context_set: ContextSet, active: bool, *, actor: Actor) -> ContextSet:
     context_set.active = active
     context_set.save(update_fields=["active"])
     audit("context_set.changed", workspace=context_set.workspace, actor=actor, target=f"context set #{context_set.pk}", changes={"active": active})
@@ -300,7 +300,7 @@ def set_context_set_active(context_set: ContextSet, active: bool, *, actor) -> C
 
 
 @transaction.atomic
-def delete_context_set(context_set: ContextSet, *, actor) -> None:
+def delete_context_set(context_set: ContextSet, *, actor: Actor) -> None:
     context_set.deleted_at = timezone.now()
     context_set.active = False
     context_set.save(update_fields=["deleted_at", "active"])
@@ -309,7 +309,17 @@ def delete_context_set(context_set: ContextSet, *, actor) -> None:
 
 # --- platform-level switches (platform admins) ---------------------------------------------------
 @transaction.atomic
-def set_ai_memory_available(workspace: Workspace, available: bool, *, actor, reason: str = "") -> Workspace:
+def rename_workspace(workspace: Workspace, name: str, *, actor: Actor) -> Workspace:
+    workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
+    if workspace.name != name:
+        audit("workspace.renamed", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": [workspace.name, name]})
+        workspace.name = name
+        workspace.save(update_fields=["name"])
+    return workspace
+
+
+@transaction.atomic
+def set_ai_memory_available(workspace: Workspace, available: bool, *, actor: Actor, reason: str = "") -> Workspace:
     workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
     if workspace.ai_memory_available != available:
         audit("workspace.ai_memory_available", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"aiMemoryAvailable": [workspace.ai_memory_available, available]}, reason=reason)
@@ -319,41 +329,25 @@ def set_ai_memory_available(workspace: Workspace, available: bool, *, actor, rea
 
 
 @transaction.atomic
-def set_retains_history(workspace: Workspace, retains: bool, *, actor, reason: str = "") -> Workspace:
-    """Turning history off erases every memory of the workspace: unreachable now, erased with
-    receipts on commit (and by the cascade sweep if the broker is down)."""
-    from memoryapp.models import MemoryVersion
-
+def set_retains_history(workspace: Workspace, retains: bool, *, actor: Actor, reason: str = "") -> Workspace:
+    """Turning history off erases every memory of the workspace (`signals.history_stopped`:
+    unreachable now, erased with receipts on commit, or by the cascade sweep if the broker is down)."""
     workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
     if workspace.retains_history != retains:
         audit("workspace.retains_history", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"retainsHistory": [workspace.retains_history, retains]}, reason=reason)
         workspace.retains_history = retains
         workspace.save(update_fields=["retains_history"])
         if not retains:
-            cascades.mark_unreachable(MemoryVersion.objects.filter(workspace=workspace), Operation.NON_RETAINING)
-            cascades.schedule_erase(workspace.pk)
+            signals.history_stopped.send(sender=Workspace, workspace=workspace)
     return workspace
 
 
-def delete_workspace(workspace: Workspace, *, actor, reason: str = "") -> int:
-    """Erase every memory with receipts (kept: they hold no content), then delete the workspace."""
-    from memoryapp.models import MemoryVersion
-
+def delete_workspace(workspace: Workspace, *, actor: Actor, reason: str = "") -> int:
+    """Every app first erases what it keeps about the workspace (`signals.workspace_deleting`:
+    memories with receipts, which are kept, since they hold no content), then the workspace goes.
+    Answers how many memory versions were erased."""
+    erased = sum(count for _, count in signals.workspace_deleting.send(sender=Workspace, workspace=workspace, actor=actor) if isinstance(count, int))
     with transaction.atomic():
-        cascades.mark_unreachable(MemoryVersion.objects.filter(workspace=workspace), Operation.WORKSPACE_DELETION)
         audit("workspace.deleted", workspace=None, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": workspace.name}, reason=reason)
-    erased = cascades.erase_unreachable(workspace.pk, actor_label=actor_label(actor))
-    workspace.delete()
+        workspace.delete()
     return erased
-
-
-def erase_member_memories(member: Member, *, actor, reason: str = "") -> int:
-    """A platform admin erases every memory of one member (with a receipt)."""
-    from memoryapp.models import MemoryVersion
-    from retention.erasure import erase_memories
-
-    with transaction.atomic():
-        ids = list(MemoryVersion.objects.filter(member=member).values_list("pk", flat=True))
-        receipt = erase_memories(ids, operation=Operation.ADMIN_ERASE, workspace_id=member.workspace_id, member_id=member.pk, actor=actor, actor_label=actor_label(actor), filters={"member": member.pk, "reason": reason})
-        audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": receipt.versions_erased if receipt else 0}, reason=reason)
-    return receipt.versions_erased if receipt else 0

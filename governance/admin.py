@@ -10,6 +10,7 @@ governed actions (reason page, the same action function the API uses, an audit e
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin
@@ -17,7 +18,6 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
-from django.db import transaction
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.db.models.signals import post_migrate
@@ -45,6 +45,8 @@ from governance.models import (
     PersonalToken,
     Workspace,
 )
+from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
+from retention import erasure
 
 User = get_user_model()
 
@@ -73,9 +75,7 @@ def count_of(queryset: QuerySet, field: str = "workspace") -> Subquery:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def changelist_link(model_label: str, text, **params) -> str:
-    from urllib.parse import urlencode
-
+def changelist_link(model_label: str, text: object, **params: object) -> str:
     url = reverse(f"admin:{model_label.replace('.', '_')}_changelist")
     return format_html('<a href="{}?{}">{}</a>', url, urlencode(params), text)
 
@@ -95,8 +95,6 @@ class WorkspaceCreationForm(forms.ModelForm):
 
 
 def _memory_counts(queryset: QuerySet[Workspace]) -> list[Summary]:
-    from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-
     lines = []
     for workspace in queryset.annotate(
         versions=count_of(MemoryVersion.objects.all()),
@@ -183,21 +181,17 @@ class WorkspaceAdmin(GovernedAdmin):
             obj.pk, obj.created_at = workspace.pk, workspace.created_at
             obj._state.adding, obj._state.db = False, workspace._state.db
             return
-        with transaction.atomic():
-            old = Workspace.objects.select_for_update().get(pk=obj.pk)
-            if old.name != obj.name:
-                Workspace.objects.filter(pk=obj.pk).update(name=obj.name)
-                actions.audit("workspace.renamed", workspace=old, actor=request.user, target=f"workspace #{obj.pk}", changes={"name": [old.name, obj.name]})
+        actions.rename_workspace(obj, obj.name, actor=request.user)
 
     @admin.display(description="agent memories", boolean=True, ordering="ask_history__agent_memories_enabled")
     def agent_memories(self, obj: Workspace) -> bool | None:
-        settings = getattr(obj, "ask_history", None)
-        return settings.agent_memories_enabled if settings else None
+        ask_history = getattr(obj, "ask_history", None)
+        return ask_history.agent_memories_enabled if ask_history else None
 
     @admin.display(description="retention days", ordering="ask_history__agent_memory_retention_days")
     def retention_days(self, obj: Workspace):
-        settings = getattr(obj, "ask_history", None)
-        return settings.agent_memory_retention_days if settings else "—"
+        ask_history = getattr(obj, "ask_history", None)
+        return ask_history.agent_memory_retention_days if ask_history else "—"
 
     @admin.display(description="active members", ordering="active_members")
     def members_link(self, obj: Workspace) -> str:
@@ -213,14 +207,14 @@ class WorkspaceAdmin(GovernedAdmin):
 
     @admin.display(description="ask-history settings")
     def settings_summary(self, obj: Workspace) -> str:
-        settings = AskHistorySettings.objects.filter(workspace=obj).first()
-        if settings is None:
+        ask_history = AskHistorySettings.objects.filter(workspace=obj).first()
+        if ask_history is None:
             return "—"
         return format_html(
             "Agent memories {} · retention {} days · expired grace {} days",
-            "on" if settings.agent_memories_enabled else "off",
-            settings.agent_memory_retention_days,
-            settings.expired_grace_days,
+            "on" if ask_history.agent_memories_enabled else "off",
+            ask_history.agent_memory_retention_days,
+            ask_history.expired_grace_days,
         )
 
 
@@ -235,8 +229,6 @@ class AskHistorySettingsAdmin(GovernedAdmin):
 
 # --- members ---------------------------------------------------------------------------------
 def _member_memory_counts(queryset: QuerySet[Member]) -> list[Summary]:
-    from memoryapp.models import MemoryVersion
-
     return [
         Summary(f"{member.user.email or member.user.username} — {member}: memory versions to erase", member.versions)
         for member in queryset.select_related("user").annotate(versions=count_of(MemoryVersion.objects.all(), "member"))[:200]
@@ -244,7 +236,7 @@ def _member_memory_counts(queryset: QuerySet[Member]) -> list[Summary]:
 
 
 def erase_member_memories(modeladmin, request, member: Member, reason: str) -> None:
-    actions.erase_member_memories(member, actor=request.user, reason=reason)
+    erasure.erase_member_memories(member, actor=request.user, reason=reason)
 
 
 @admin.register(Member)

@@ -5,8 +5,11 @@ Rules they enforce for every admin that uses them:
 
 - a POST to a change list that does not name an action this user may run answers 403 (Django
   would only show "No action selected"), so "permissions are checked, not assumed";
-- no lookup may reach memory content (`text`, `details`) through the query string, a filter or a
-  search field — not even to count matches;
+- no query-string lookup, search, filter or ordering may reach a content-derived field (declared
+  on the models, `governance/content.py`), through any relation and whatever the lookup type: the
+  request answers 400, so a changelist's row count can never confirm a guess about content; a
+  configuration that would (a search field, a filter, a sortable column) fails `manage.py check`;
+- a lookup the database cannot run (a JSON `contains` on SQLite, an invalid regex) answers 400;
 - a governed action asks for a reason on an intermediate page and calls the same action function
   the API uses, which writes the audit event.
 """
@@ -14,6 +17,7 @@ Rules they enforce for every admin that uses them:
 from __future__ import annotations
 
 import csv
+from contextlib import nullcontext
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +25,14 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.core.exceptions import FieldDoesNotExist, PermissionDenied
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.core import checks
+from django.contrib.admin.exceptions import DisallowedModelAdminLookup
+from django.core.exceptions import FieldError, PermissionDenied, SuspiciousOperation, ValidationError
 from django.core.paginator import Paginator
-from django.db import connection
-from django.db.models import Model, Q, QuerySet
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Expression, F, Q, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -32,36 +40,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.text import smart_split, unescape_string_literal
 
-# Memory content (and the conversation messages consolidation reads): never shown, exported,
-# searched or filtered on by the admin.
-CONTENT_FIELDS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("memoryapp.memoryversion", "text"),
-        ("memoryapp.memoryversion", "details"),
-        ("retention.consolidation", "messages"),
-    }
-)
-
-
-def is_content_field(model: type[Model], field_name: str) -> bool:
-    return (model._meta.label_lower, field_name) in CONTENT_FIELDS
-
-
-def lookup_reaches_content(model: type[Model], lookup: str) -> bool:
-    """True when any step of `lookup` (e.g. `memory__text__icontains`) is a content field."""
-    current = model
-    for part in lookup.split("__"):
-        if is_content_field(current, part):
-            return True
-        try:
-            field = current._meta.get_field(part)
-        except FieldDoesNotExist:
-            return False  # a transform or lookup name: the path ended
-        if not field.is_relation or field.related_model is None:
-            return False
-        current = field.related_model
-    return False
-
+from governance.content import lookup_reaches_content, path_shows_content
 
 # --- pagination ------------------------------------------------------------------------------
 class LargeTablePaginator(Paginator):
@@ -183,6 +162,142 @@ def _csv_safe(value: Any) -> str:
     return text
 
 
+# --- content stays closed ----------------------------------------------------------------------
+class ContentLookupRefused(DisallowedModelAdminLookup):
+    """A lookup, search or ordering that reaches a content-derived field: 400."""
+
+
+class UnrunnableLookup(SuspiciousOperation):
+    """A lookup the database refused to run (a JSON `contains` on SQLite, a bad regex): 400."""
+
+
+def _ordering_names(ordering: Iterable[Any]) -> Iterator[str]:
+    """Field paths an ordering sorts on: strings (`-text`, `?`) and the F() references inside
+    expressions (`F("text").desc()`, `Lower("text")`)."""
+    for item in ordering:
+        if isinstance(item, str):
+            if item != "?":
+                yield item.lstrip("-+")
+        elif isinstance(item, F):
+            yield item.name
+        elif isinstance(item, Expression) or hasattr(item, "get_source_expressions"):
+            yield from _ordering_names(item.get_source_expressions())
+
+
+def _display_names(admin_obj: admin.ModelAdmin, names: Iterable[Any]) -> Iterator[str]:
+    for name in names:
+        if isinstance(name, (list, tuple)):
+            yield from _display_names(admin_obj, name)
+        elif isinstance(name, str):
+            yield name
+
+
+def content_config_errors(admin_obj: admin.ModelAdmin) -> list[checks.CheckMessage]:
+    """`manage.py check` refuses an admin configured to search, filter, order on or show
+    content: the runtime guard would answer 400 anyway, but a column or filter that can only
+    fail is a configuration error."""
+    model = admin_obj.model
+    errors: list[checks.CheckMessage] = []
+
+    def error(message: str, code: int) -> None:
+        errors.append(checks.Error(f"{type(admin_obj).__name__}: {message}", obj=type(admin_obj), id=f"governance.A{code:03d}"))
+
+    for name in admin_obj.search_fields or ():
+        if lookup_reaches_content(model, name.lstrip("^=@#")):
+            error(f"search field {name!r} reaches memory content.", 1)
+    for item in admin_obj.list_filter or ():
+        name = item[0] if isinstance(item, (list, tuple)) else item
+        if isinstance(name, str) and lookup_reaches_content(model, name):
+            error(f"list filter {name!r} reaches memory content.", 2)
+    for name in _ordering_names(admin_obj.ordering or ()):
+        if lookup_reaches_content(model, name):
+            error(f"ordering {name!r} reaches memory content.", 3)
+    if admin_obj.date_hierarchy and lookup_reaches_content(model, admin_obj.date_hierarchy):
+        error(f"date_hierarchy {admin_obj.date_hierarchy!r} reaches memory content.", 4)
+    shown = list(_display_names(admin_obj, admin_obj.list_display or ()))
+    shown += list(_display_names(admin_obj, admin_obj.fields or ()))
+    shown += list(_display_names(admin_obj, admin_obj.readonly_fields or ()))
+    shown += [accessor.replace(".", "__") for _, accessor in getattr(admin_obj, "csv_columns", ()) if isinstance(accessor, str)]
+    for name in dict.fromkeys(shown):
+        if path_shows_content(model, name):
+            error(f"{name!r} would show memory content.", 5)
+    for name in admin_obj.list_display or ():
+        order_field = _column_ordering(admin_obj, name)
+        # A model-field column (`text_length`) simply stops being sortable (get_sortable_by); a
+        # callable that names a content field as its ordering is a mistake worth refusing.
+        if callable(name) or (isinstance(name, str) and hasattr(admin_obj, name)):
+            if order_field and lookup_reaches_content(model, order_field):
+                error(f"column {name!r} sorts on memory content ({order_field}).", 6)
+    return errors
+
+
+def _column_ordering(admin_obj: admin.ModelAdmin, name: Any) -> str | None:
+    """The field a list_display column sorts on (its own name, or a callable's ordering)."""
+    if callable(name):
+        attr = name
+    elif isinstance(name, str) and hasattr(admin_obj, name):
+        attr = getattr(admin_obj, name)
+    else:
+        return name if isinstance(name, str) else None
+    order = getattr(attr, "admin_order_field", None)
+    if isinstance(order, str):
+        return order.lstrip("-")
+    if order is not None:
+        return next(iter(_ordering_names([order])), None)
+    return None
+
+
+class GuardedChangeList(ChangeList):
+    def get_ordering(self, request, queryset):
+        ordering = super().get_ordering(request, queryset)
+        for name in _ordering_names(ordering):
+            if lookup_reaches_content(self.model, name):
+                raise ContentLookupRefused(f"Ordering on {name} is refused: it reaches memory content.")
+        return ordering
+
+
+class ContentGuardMixin:
+    """Deny by default: no query-string lookup, search or ordering may reach a content-derived
+    field, whatever the lookup type and through any relation (400), and a lookup the database
+    cannot run answers 400 instead of failing while the page renders."""
+
+    def lookup_allowed(self, lookup, value, request=None) -> bool:
+        if lookup_reaches_content(self.model, lookup):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    def get_sortable_by(self, request):
+        sortable = super().get_sortable_by(request)
+        return [name for name in sortable if not (isinstance(name, str) and (order := _column_ordering(self, name)) and lookup_reaches_content(self.model, order))]
+
+    def get_changelist(self, request, **kwargs):
+        base = super().get_changelist(request, **kwargs)
+        return base if issubclass(base, GuardedChangeList) else type("Guarded" + base.__name__, (GuardedChangeList, base), {})
+
+    def get_search_results(self, request, queryset, search_term):
+        if search_term:
+            for name in self.get_search_fields(request):
+                if lookup_reaches_content(self.model, name.lstrip("^=@#")):
+                    raise ContentLookupRefused(f"Search on {name} is refused: it reaches memory content.")
+        return super().get_search_results(request, queryset, search_term)
+
+    def get_changelist_instance(self, request):
+        try:
+            # Inside a transaction, a savepoint keeps a refused query from aborting it (PostgreSQL).
+            # Not otherwise: on SQLite every transaction takes the write lock up front.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                changelist = super().get_changelist_instance(request)
+                len(changelist.result_list)  # run the page's query here (cached for the template)
+        except (IncorrectLookupParameters, SuspiciousOperation):
+            raise
+        except (DatabaseError, FieldError, ValidationError, ValueError, TypeError) as exc:
+            raise UnrunnableLookup(f"The lookup cannot be run: {type(exc).__name__}") from None
+        return changelist
+
+    def check(self, **kwargs):
+        return [*super().check(**kwargs), *content_config_errors(self)]
+
+
 # --- the base admin --------------------------------------------------------------------------
 def refuse_unknown_actions(model_admin: admin.ModelAdmin, request: HttpRequest) -> None:
     """A POST to a change list must name actions this user may run, else 403 (Django itself
@@ -194,7 +309,7 @@ def refuse_unknown_actions(model_admin: admin.ModelAdmin, request: HttpRequest) 
             raise PermissionDenied
 
 
-class RefuseUnknownActionsMixin:
+class RefuseUnknownActionsMixin(ContentGuardMixin):
     """For Django's own admins (users, groups) in the console."""
 
     def changelist_view(self, request, extra_context=None):
@@ -202,7 +317,7 @@ class RefuseUnknownActionsMixin:
         return super().changelist_view(request, extra_context)
 
 
-class GovernedAdmin(admin.ModelAdmin):
+class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
     """Read-only by default. Subclasses opt in to a change/add path explicitly; governed actions
     are filtered by their `required_permission`. `csv_columns` adds an "Export CSV" link that
     exports the filtered list."""
@@ -263,19 +378,6 @@ class GovernedAdmin(admin.ModelAdmin):
             queryset = queryset.filter(term) if term else queryset.none()
         return queryset, False
 
-    # -- content stays closed
-    def lookup_allowed(self, lookup, value, request=None) -> bool:
-        if lookup_reaches_content(self.model, lookup):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    def get_search_fields(self, request):
-        fields = super().get_search_fields(request)
-        for name in fields:
-            if lookup_reaches_content(self.model, name.lstrip("^=@#")):
-                raise ValueError(f"{type(self).__name__}: search_fields may not reach memory content ({name})")
-        return fields
-
     # -- CSV export
     def get_urls(self):
         urls = super().get_urls()
@@ -293,9 +395,8 @@ class GovernedAdmin(admin.ModelAdmin):
         changelist = self.get_changelist_instance(request)
         queryset = changelist.get_queryset(request)
         columns = self.csv_columns
-        for header, accessor in columns:
-            if isinstance(accessor, str) and lookup_reaches_content(self.model, accessor.replace(".", "__")):
-                raise ValueError(f"CSV column {header} reaches memory content")
+        if any(isinstance(accessor, str) and path_shows_content(self.model, accessor.replace(".", "__")) for _, accessor in columns):
+            raise PermissionDenied  # also a check error (governance.A005): never exported
 
         def rows() -> Iterator[list[str]]:
             yield [header for header, _ in columns]

@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString
 from governance.admin_filters import last_days_query
 from governance.models import Credential, Member, Workspace
 from memoryapp.models import MemoryVersion
-from retention.models import DeletionReceipt, Operation, UsageRecord
+from retention.models import CreditAccount, DeletionReceipt, Operation, UsageRecord
 
 LIMIT = 50
 DAYS = 30
@@ -34,12 +34,7 @@ def _url(model_label: str, **params) -> str:
     return f"{url}?{urlencode(params)}" if params else url
 
 
-def _credit_account_model():
-    """Credits live in `retention.models` once SPEC §9 is in; the dashboard shows balances then."""
-    try:
-        from retention.models import CreditAccount
-    except ImportError:
-        return None
+def _credit_account_model() -> type[CreditAccount]:
     return CreditAccount
 
 
@@ -162,12 +157,12 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
     recent = last_days_query("purged_at", DAYS)
     result = []
     for workspace in workspaces:
-        settings = getattr(workspace, "ask_history", None)
+        ask_history = getattr(workspace, "ask_history", None)
         figures = WorkspaceFigures(
             workspace=workspace,
             change_url=reverse("admin:governance_workspace_change", args=[workspace.pk]),
-            agent_memories_enabled=settings.agent_memories_enabled if settings else None,
-            retention_days=settings.agent_memory_retention_days if settings else None,
+            agent_memories_enabled=ask_history.agent_memories_enabled if ask_history else None,
+            retention_days=ask_history.agent_memory_retention_days if ask_history else None,
             members=Figure(members.get(workspace.pk, 0), _url("governance.member", workspace__id__exact=workspace.pk, active="yes")),
             credentials=Figure(credentials.get(workspace.pk, 0), _url("governance.credential", workspace__id__exact=workspace.pk, status="active")),
             versions=Figure(versions.get(workspace.pk, 0), _url("memoryapp.memoryversion", workspace__id__exact=workspace.pk)),

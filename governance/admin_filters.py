@@ -8,6 +8,9 @@ from django.contrib import admin
 from django.db.models import Q
 from django.utils import timezone
 
+from governance.models import Workspace
+from memoryapp.models import ASSISTANT_NAMESPACE
+
 
 class WorkspaceRefFilter(admin.SimpleListFilter):
     """Receipts and audit events keep a plain `workspace_ref` (they outlive their workspace).
@@ -19,8 +22,6 @@ class WorkspaceRefFilter(admin.SimpleListFilter):
     max_choices = 200
 
     def lookups(self, request, model_admin):
-        from governance.models import Workspace
-
         return [(str(pk), f"{name} (#{pk})") for pk, name in Workspace.objects.order_by("name", "pk").values_list("pk", "name")[: self.max_choices]]
 
     def queryset(self, request, queryset):
@@ -75,8 +76,6 @@ class MemorySurfaceFilter(admin.SimpleListFilter):
         return [("agent", "Agent memories"), ("assistant", "Assistant memories")]
 
     def queryset(self, request, queryset):
-        from memoryapp.models import ASSISTANT_NAMESPACE
-
         if self.value() == "agent":
             return queryset.exclude(namespace=ASSISTANT_NAMESPACE)
         if self.value() == "assistant":

@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from governance import tokens
-from governance.models import Credential, PersonalToken
+from governance.models import Credential, Member, PersonalToken
 
 PERSONAL_TOKEN_KIND = "gpt"
 CREDENTIAL_TOKEN_KIND = "gam"
@@ -41,6 +41,18 @@ class PersonalTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+def active_membership(user: object, workspace_id: int) -> Member | None:
+    """The caller's active membership of the workspace, with what every page and workspace API
+    handler reads, or None: a workspace you do not belong to looks like one that does not exist."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return (
+        Member.objects.select_related("workspace", "workspace__ask_history", "user")
+        .filter(workspace_id=workspace_id, user=user, left_at__isnull=True)
+        .first()
+    )
 
 
 def find_credential(raw_token: str | None) -> Credential | None:

@@ -5,24 +5,28 @@ REST views, MCP tools, pages, admin actions and Celery tasks call them; none re-
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import Credential, Member, Passage, Workspace
+from governance.audit import Actor, actor_label, audit
+from governance.models import AskHistorySettings, Credential, Member, Passage, Workspace
 from memoryapp import gates
+from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import ApiError, memory_not_found, validation_error
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryVersion, Source
+from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, get_limiter
-from memoryapp.representation import iso, memory_json
-from memoryapp.visibility import current_or_as_of, live_versions, recheck
+from memoryapp.recall.embedders import get_embedder, to_bytes
+from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
+from memoryapp.representation import memory_json
+from memoryapp.timestamps import iso, parse_instant
+from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, live_versions, member_versions, recheck
 from retention.erasure import erase_memories
 from retention.models import Operation
 
@@ -64,14 +68,12 @@ def remember(admission: gates.Admission) -> Remembered:
             exc.headers.update(slot.headers())
         raise
     checked = fresh_check(version, admission.passages)
-    return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.settings), slot=slot)
+    return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.ask_history), slot=slot)
 
 
-def fresh_check(version: MemoryVersion, passages: list[Passage]):
+def fresh_check(version: MemoryVersion, passages: list[Passage]) -> Recheck:
     """A version just written cites passages checked readable in this request: all current,
     so its answer needs no re-check queries."""
-    from memoryapp.visibility import CURRENT, CheckedCitation, Recheck
-
     citations = [
         CheckedCitation(Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256), CURRENT)
         for i, p in enumerate(passages)
@@ -81,9 +83,6 @@ def fresh_check(version: MemoryVersion, passages: list[Passage]):
 
 def index_entry(version: MemoryVersion) -> MemoryEmbedding:
     """The version's embedding and recall terms, computed from its masked text."""
-    from memoryapp.recall.embedders import get_embedder, to_bytes
-    from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
-
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
     vector = embedder.embed([version.text])[0]
     return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
@@ -105,6 +104,8 @@ def store_version(
     """Store a new version (closing the current one of the same key). Row 12 — the cap — is
     counted under the member's row lock, which also serialises same-key supersession, so
     concurrent writers leave one current version and a gap-free chain."""
+    if kind and kind not in MEMORY_KINDS:  # every writer, whatever its interface (SPEC §4.1)
+        raise validation_error({"kind": [f"Must be one of {', '.join(MEMORY_KINDS)}."]})
     entry = index_entry(MemoryVersion(text=content.text))  # CPU work before any lock is taken
     with transaction.atomic():
         Member.objects.select_for_update().filter(pk=member.pk).exists()
@@ -146,51 +147,41 @@ def store_version(
 
 
 # --- list --------------------------------------------------------------------------------------
-def encode_cursor(version: MemoryVersion) -> str:
-    raw = json.dumps([iso(version.created_at), version.pk]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def _cursor_scope(member: Member) -> str:
+    return f"memories:{member.pk}"  # a cursor pages only the list of the member it was issued for
 
 
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, pk = json.loads(raw)
-        parsed = datetime.fromisoformat(created.replace("Z", "+00:00"))
-        if parsed.tzinfo is None or not isinstance(pk, int):
-            raise ValueError
-        return parsed, pk
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, json.JSONDecodeError):
-        raise validation_error({"cursor": ["Not a cursor this API returned."]}) from None
+def encode_position(version: MemoryVersion, member: Member) -> str:
+    return encode_cursor([iso(version.created_at), version.pk], scope=_cursor_scope(member))
 
 
-def filtered_versions(admission: gates.Admission):
+def decode_position(cursor: str, member: Member) -> tuple[datetime, int]:
+    created, pk = decode_cursor(cursor, scope=_cursor_scope(member))
+    return parse_instant(created), int(pk)
+
+
+def filtered_versions(admission: gates.Admission) -> QuerySet[MemoryVersion]:
     """The member's live versions matching the read filters and the credential's context set."""
     ctx, data = admission.ctx, admission.data
-    queryset = current_or_as_of(live_versions(ctx.member, ctx.settings), data.get("asOf"))
-    if data.get("namespace"):
-        queryset = queryset.filter(namespace=data["namespace"])
-    if data.get("key"):
-        queryset = queryset.filter(key=data["key"])
-    if data.get("collectionId") is not None:
-        queryset = queryset.filter(collection_id=data["collectionId"])
+    queryset = member_versions(
+        ctx.member, ctx.ask_history, as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId")
+    )
     if admission.scope is not None:
         queryset = queryset.filter(gates.in_scope_q(admission.scope))
-    return queryset.order_by("-created_at", "-id")
+    return queryset
 
 
 def list_memories(admission: gates.Admission) -> dict[str, Any]:
     data = admission.data
-    return paginate(filtered_versions(admission), admission.ctx.member, admission.ctx.settings, limit=data["limit"], cursor=data.get("cursor"))
+    return paginate(filtered_versions(admission), admission.ctx.member, admission.ctx.ask_history, limit=data["limit"], cursor=data.get("cursor"))
 
 
-def paginate(queryset, member: Member, settings, *, limit: int, cursor: str | None) -> dict[str, Any]:
+def paginate(queryset: QuerySet[MemoryVersion], member: Member, ask_history: AskHistorySettings, *, limit: int, cursor: str | None) -> dict[str, Any]:
     """Newest first. Hidden memories are skipped and counted; a page is refilled past them in
     growing batches, so the page stays full without one query per memory."""
-    from django.db.models import Q
-
     queryset = queryset.order_by("-created_at", "-id")
     if cursor:
-        created, pk = decode_cursor(cursor)
+        created, pk = decode_position(cursor, member)
         queryset = queryset.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
     scanned: list[tuple[MemoryVersion, bool]] = []
     merged = None
@@ -218,11 +209,11 @@ def paginate(queryset, member: Member, settings, *, limit: int, cursor: str | No
     if len(visible) > limit:
         cut = next(i for i, (v, _) in enumerate(scanned) if v.pk == page[-1].pk)
         hidden = sum(1 for _, ok in scanned[: cut + 1] if not ok)
-        next_cursor = encode_cursor(page[-1])
+        next_cursor = encode_position(page[-1], member)
     else:
         hidden = sum(1 for _, ok in scanned if not ok)
         next_cursor = None
-    return {"memories": [memory_json(v, merged, settings) for v in page], "hidden": hidden, "nextCursor": next_cursor}
+    return {"memories": [memory_json(v, merged, ask_history) for v in page], "hidden": hidden, "nextCursor": next_cursor}
 
 
 # --- forget ------------------------------------------------------------------------------------
@@ -234,7 +225,7 @@ def chain_ids(version: MemoryVersion) -> list[int]:
 
 def forget(admission: gates.Admission) -> dict[str, Any]:
     ctx, data = admission.ctx, admission.data
-    live = live_versions(ctx.member, ctx.settings)
+    live = live_versions(ctx.member, ctx.ask_history)
     if "memoryId" in data:
         version = live.filter(pk=data["memoryId"]).first()
         if version is None:
@@ -252,7 +243,7 @@ def forget(admission: gates.Admission) -> dict[str, Any]:
         operation=Operation.FORGET,
         workspace_id=ctx.workspace.pk,
         member_id=ctx.member.pk,
-        actor_label=f"credential {ctx.credential.prefix} of member #{ctx.member.pk}",
+        actor_label=actor_label(ctx.credential),
         filters=filters,
     )
     if receipt is None:  # a concurrent forget erased it first
@@ -284,15 +275,11 @@ def delete_all_own_agent_memories(member: Member) -> dict[str, Any]:
     return {"deleted": receipt.versions_erased if receipt else 0, "receiptId": str(receipt.pk) if receipt else None}
 
 
-def delete_all_agent_memories(workspace: Workspace, *, actor) -> dict[str, Any]:
+def delete_all_agent_memories(workspace: Workspace, *, actor: Actor) -> dict[str, Any]:
     """The owner erases every agent memory of the workspace, reading ids only, never content.
 
     One receipt per member (so each member finds it among their own receipts), all in one
     transaction; the answer carries the totals and the receipt ids."""
-    from collections import defaultdict
-
-    from governance.actions import actor_label, audit
-
     by_member: dict[int, list[int]] = defaultdict(list)
     for pk, member_id in MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", "member_id"):
         by_member[member_id].append(pk)

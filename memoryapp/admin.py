@@ -21,10 +21,11 @@ from django.utils.html import format_html, format_html_join
 
 from governance.actions import audit
 from governance.admin_base import GovernedAdmin, ReasonForm
+from governance.content import content_fields
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, RememberHit
 
-CONTENT_COLUMNS = ("text", "details")
+CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
 
 
 def may_view_content(user) -> bool:
@@ -66,7 +67,6 @@ class MemoryVersionAdmin(GovernedAdmin):
         "namespace",
         "key",
         "version",
-        "kind",
         "text_length",
         "text_sha256",
         "masked_kinds",
@@ -93,7 +93,6 @@ class MemoryVersionAdmin(GovernedAdmin):
         ("namespace", "namespace"),
         ("key", "key"),
         ("version", "version"),
-        ("kind", "kind"),
         ("text_length", "text_length"),
         ("text_sha256", "text_sha256"),
         ("masked_kinds", lambda v: " ".join(v.masked_kinds or [])),
@@ -219,7 +218,7 @@ class MemoryEmbeddingAdmin(GovernedAdmin):
     fields = readonly_fields = ("memory_id", "embedder_id", "dim")
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("vector")
+        return super().get_queryset(request).defer(*content_fields(MemoryEmbedding))
 
 
 @admin.register(RememberHit)

@@ -4,18 +4,20 @@ reserved namespace `assistant` with their topic as key, so a topic is updated, n
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.models import Member
-from memoryapp import gates
+from memoryapp import gates, masking
 from memoryapp.actions import store_version
 from memoryapp.errors import memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
-from memoryapp.representation import iso
+from memoryapp.representation import NOT_EVIDENCE, detail_lines
+from memoryapp.timestamps import iso
 from memoryapp.visibility import expires_at, retention_cutoff
 
 TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -24,26 +26,23 @@ TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 def check_topic(topic: str) -> None:
     if not TOPIC.match(topic) or len(topic) > 120:
         raise validation_error({"topic": ["Use English snake_case, for example preferred_language."]})
-    if gates.masking.contains_personal_data(topic):
+    if masking.contains_personal_data(topic):
         gates.refuse_personal_data_in_names({"key": topic})
 
 
 def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> dict[str, Any]:
-    settings = member.workspace.ask_history
     data = {
         "id": str(version.pk),
-        "type": "memory",
-        "evidence": False,
-        "trust": "untrusted",
+        **NOT_EVIDENCE,
         "kind": version.kind or None,
         "topic": version.key,
         "summary": version.text,
-        "details": version.details.split("\n") if version.details else [],
+        "details": detail_lines(version),
         "source": version.source,
         "version": version.version,
         "createdAt": iso(version.created_at),
         "updatedAt": iso(version.retention_anchor),
-        "expiresAt": iso(expires_at(version, settings)),
+        "expiresAt": iso(expires_at(version, member.workspace.ask_history)),
         "masked": list(version.masked_kinds),
         "state": "expired" if expired else "active",
     }
@@ -52,20 +51,19 @@ def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> 
     return data
 
 
-def grace_end(version: MemoryVersion, member: Member):
-    settings = member.workspace.ask_history
-    start = version.expired_at or expires_at(version, settings)
-    return start + timedelta(days=settings.expired_grace_days)
+def grace_end(version: MemoryVersion, member: Member) -> datetime:
+    ask_history = member.workspace.ask_history
+    start = version.expired_at or expires_at(version, ask_history)
+    return start + timedelta(days=ask_history.expired_grace_days)
 
 
-def _current(member: Member):
+def _current(member: Member) -> QuerySet[MemoryVersion]:
     return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True, unreachable_at__isnull=True)
 
 
 def list_assistant_memories(member: Member) -> dict[str, Any]:
-    settings = member.workspace.ask_history
     now = timezone.now()
-    cutoff = retention_cutoff(settings, now)
+    cutoff = retention_cutoff(member.workspace.ask_history, now)
     versions = list(_current(member).order_by("-retention_anchor", "-id")[:500])
     active = [v for v in versions if v.state == MemoryState.ACTIVE and v.retention_anchor > cutoff]
     expired = [v for v in versions if not (v.state == MemoryState.ACTIVE and v.retention_anchor > cutoff) and grace_end(v, member) > now]
@@ -102,7 +100,7 @@ def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, s
         kind=current.kind if kind is None else kind,
         topic=current.key,
         summary=current.text if summary is None else summary,
-        details=(current.details.split("\n") if current.details else []) if details is None else details,
+        details=detail_lines(current) if details is None else details,
         source=current.source,
     )
     return version
@@ -116,11 +114,11 @@ def reactivate_assistant_memory(member: Member, memory_id: int) -> MemoryVersion
     other, so a memory is never both reactivated and erased. An active memory is left as it is."""
     gates.check_memory_enabled(member.workspace, member, agent=False)
     version = _own_current(member, memory_id)
-    settings = member.workspace.ask_history
+    ask_history = member.workspace.ask_history
     now = timezone.now()
-    if version.state == MemoryState.ACTIVE and version.retention_anchor > retention_cutoff(settings, now):
+    if version.state == MemoryState.ACTIVE and version.retention_anchor > retention_cutoff(ask_history, now):
         return version
-    grace_cutoff = now - timedelta(days=settings.agent_memory_retention_days + settings.expired_grace_days)
+    grace_cutoff = now - timedelta(days=ask_history.agent_memory_retention_days + ask_history.expired_grace_days)
     reactivated = MemoryVersion.objects.filter(pk=version.pk, unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff).update(
         state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now
     )

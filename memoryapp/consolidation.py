@@ -33,21 +33,28 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from governance.audit import Actor, audit
 from governance.models import Agent, Member, Workspace
 from memoryapp import masking
+from memoryapp.assistant import add_assistant_memory
 from memoryapp.errors import ApiError
 from memoryapp.models import Source
+from memoryapp.task_queue import queue_on_commit
+from memoryapp.timestamps import iso
 from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model
 from retention import credits
-from retention.models import Consolidation, ConsolidationStatus, UsageCategory
+from retention.models import Consolidation, ConsolidationStatus, UsageCategory, UsageRecord
 
 log = logging.getLogger(__name__)
+
+#: `memoryapp.tasks.consolidate_turn`, queued by name with the consolidation id as its only payload.
+CONSOLIDATE_TASK = "memoryapp.tasks.consolidate_turn"
 
 REASON_MESSAGES = {
     "organization": "AI memory is not enabled for your organization.",
@@ -67,18 +74,14 @@ REASON_MESSAGES = {
 
 
 # --- agents (assistant configurations) --------------------------------------------------------------
-def create_agent(workspace: Workspace, *, name: str, vector_memory: bool, actor) -> Agent:
-    from governance.actions import audit
-
+def create_agent(workspace: Workspace, *, name: str, vector_memory: bool, actor: Actor) -> Agent:
     with transaction.atomic():
         agent = Agent.objects.create(workspace=workspace, name=name, vector_memory=vector_memory)
         audit("agent.created", workspace=workspace, actor=actor, target=f"agent #{agent.pk}", changes={"name": name, "vectorMemory": vector_memory})
     return agent
 
 
-def update_agent(agent: Agent, *, actor, name: str | None = None, vector_memory: bool | None = None) -> Agent:
-    from governance.actions import audit
-
+def update_agent(agent: Agent, *, actor: Actor, name: str | None = None, vector_memory: bool | None = None) -> Agent:
     changes: dict[str, list[Any]] = {}
     with transaction.atomic():
         agent = Agent.objects.select_for_update().get(pk=agent.pk)
@@ -95,7 +98,7 @@ def update_agent(agent: Agent, *, actor, name: str | None = None, vector_memory:
 
 
 def agent_json(agent: Agent) -> dict[str, Any]:
-    return {"id": str(agent.pk), "name": agent.name, "vectorMemory": agent.vector_memory, "createdAt": agent.created_at.isoformat().replace("+00:00", "Z")}
+    return {"id": str(agent.pk), "name": agent.name, "vectorMemory": agent.vector_memory, "createdAt": iso(agent.created_at)}
 
 
 # --- submission ---------------------------------------------------------------------------------------
@@ -164,10 +167,7 @@ def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credentia
             created_at=now,
         )
         if reason is None:
-            from retention.tasks import consolidate_turn
-
-            consolidation_id = consolidation.pk
-            transaction.on_commit(lambda: consolidate_turn.delay(consolidation_id))
+            queue_on_commit(CONSOLIDATE_TASK, consolidation.pk)
     return Submitted(consolidation, report)
 
 
@@ -233,8 +233,6 @@ _DROPPABLE = {"VALIDATION_ERROR", "AGENT_MEMORY_EMPTY", "AGENT_MEMORY_PERSONAL_D
 
 
 def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
-    from memoryapp.assistant import add_assistant_memory
-
     stored: list[int] = []
     dropped = 0
     for memory in extraction.memories:
@@ -250,7 +248,7 @@ def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
     return stored, dropped
 
 
-def _finish(consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record=None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0) -> dict[str, Any]:
+def _finish(consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record: UsageRecord | None = None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0) -> dict[str, Any]:
     now = timezone.now()
     Consolidation.objects.filter(pk=consolidation.pk).update(
         status=status, reason=reason, model_name=model_name, usage_record=usage_record, memories_found=found,
@@ -264,7 +262,7 @@ def _finish(consolidation: Consolidation, status: str, reason: str, *, model_nam
 STALE_AFTER = timedelta(hours=6)
 
 
-def sweep_stale_consolidations(now=None) -> dict[str, int]:
+def sweep_stale_consolidations(now: datetime | None = None) -> dict[str, int]:
     """Beat job: give up on consolidations still queued or running after STALE_AFTER, purging
     their input (claimed by a conditional UPDATE; nothing is charged)."""
     now = now or timezone.now()

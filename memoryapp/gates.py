@@ -11,15 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from governance.auth import find_credential, touch_credential
 from governance.knowledge import readable_collections_q, readable_documents
-from governance.models import AskHistorySettings, Collection, ContextSet, Credential, Member, Passage, Workspace
+from governance.models import AskHistorySettings, Collection, ContextSet, Credential, Document, Member, Passage, Workspace
 from governance.permissions import scope_allowed_for_role
 from memoryapp import masking
-from memoryapp.errors import ApiError, unauthenticated, validation_error
+from memoryapp.errors import ApiError, memory_disabled, plain_details, unauthenticated, validation_error
+from memoryapp.jsontext import unpaired_surrogates
+from memoryapp.models import Citation, MemoryVersion
 from memoryapp.schemas import BODIES
 
 OPERATION_SCOPES = {"remember": "memory:write", "forget": "memory:write", "recall": "memory:read", "list": "memory:read"}
@@ -30,7 +32,7 @@ class AgentContext:
     credential: Credential
     member: Member
     workspace: Workspace
-    settings: AskHistorySettings
+    ask_history: AskHistorySettings
     context_set: ContextSet | None
 
     @property
@@ -104,18 +106,18 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
         check_retaining(workspace)
     touch_credential(credential)
     context_set = credential.context_set if credential.context_set_id else None  # loaded only when bound
-    return AgentContext(credential=credential, member=member, workspace=workspace, settings=workspace.ask_history, context_set=context_set)
+    return AgentContext(credential=credential, member=member, workspace=workspace, ask_history=workspace.ask_history, context_set=context_set)
 
 
 def check_memory_enabled(workspace: Workspace, member: Member | None, *, agent: bool) -> None:
     """Rows 4–5, shared with the member's own AI-memory API (which skips the agents' owner switch)."""
     check_retaining(workspace)
     if not workspace.ai_memory_available:
-        raise disabled("organization", "AI memory is not enabled for your organization.")
+        raise memory_disabled("organization", "AI memory is not enabled for your organization.")
     if agent and not workspace.ask_history.agent_memories_enabled:
-        raise disabled("workspace", "The workspace owner has not enabled agent memories.")
+        raise memory_disabled("workspace", "The workspace owner has not enabled agent memories.")
     if agent and member is not None and not member.remember_me:
-        raise disabled("member", "The member has turned off 'Let the assistant remember me'.")
+        raise memory_disabled("member", "The member has turned off 'Let the assistant remember me'.")
 
 
 def check_retaining(workspace: Workspace) -> None:
@@ -124,26 +126,17 @@ def check_retaining(workspace: Workspace) -> None:
         raise ApiError(403, "NON_RETAINING_WORKSPACE", "This workspace keeps no history, so it keeps no memories.")
 
 
-def disabled(reason: str, message: str) -> ApiError:
-    return ApiError(403, "AGENT_MEMORY_DISABLED", message, {"reason": reason})
-
-
 # --- row 6 -----------------------------------------------------------------------------------
 def validate_body(operation: str, body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
+    not_text = unpaired_surrogates(body)  # REST bodies were refused at parsing; MCP arguments are judged here
+    if not_text:
+        raise validation_error(not_text)
     serializer = BODIES[operation](data=body)
     if not serializer.is_valid():
-        raise validation_error(_plain(serializer.errors))
+        raise validation_error(plain_details(serializer.errors))
     return dict(serializer.validated_data)
-
-
-def _plain(errors: Any) -> Any:
-    if isinstance(errors, dict):
-        return {str(k): _plain(v) for k, v in errors.items()}
-    if isinstance(errors, list):
-        return [_plain(v) for v in errors]
-    return str(errors)
 
 
 # --- row 7 -----------------------------------------------------------------------------------
@@ -172,10 +165,6 @@ def context_set_scope(ctx: AgentContext) -> tuple[frozenset[int], frozenset[int]
 def in_scope_q(scope: tuple[frozenset[int], frozenset[int]], prefix: str = "") -> Q:
     """Memories inside a context set: collection in the set or cited, and every citation's
     document in the set (listed, or in a listed collection)."""
-    from django.db.models import Exists, OuterRef
-
-    from memoryapp.models import Citation
-
     collections, documents = scope
     set_documents = Q(document_id__in=documents) | Q(document_id__in=_documents_in_collections(collections))
     outside = Citation.objects.filter(memory_id=OuterRef(f"{prefix}pk")).exclude(set_documents)
@@ -183,9 +172,7 @@ def in_scope_q(scope: tuple[frozenset[int], frozenset[int]], prefix: str = "") -
     return ~Exists(outside) & (Q(**{f"{prefix}collection_id__in": collections}) | (Q(**{f"{prefix}collection_id__isnull": True}) & Exists(any_citation)))
 
 
-def _documents_in_collections(collections: frozenset[int]):
-    from governance.models import Document
-
+def _documents_in_collections(collections: frozenset[int]) -> QuerySet[Document]:
     return Document.objects.filter(collection_id__in=collections).values("id")
 
 
@@ -198,6 +185,11 @@ def check_remember_in_scope(admission: Admission) -> None:
         raise scope_refused("A memory with neither a collection nor citations is outside the credential's context set.")
     if collection_id is not None and collection_id not in collections:
         raise scope_refused("The collection is outside this credential's context set.")
+    # Only a passage the member can read can be shown to lie inside the set: a citation that is
+    # missing or unreadable is outside it (row 8 before row 9), and both answer alike, so a
+    # bound credential learns nothing about passages it cannot read.
+    if len(admission.passages) != len(set(admission.data.get("citations", []))):
+        raise scope_refused("A cited passage is outside this credential's context set.")
     for passage in admission.passages:
         if passage.document_id not in documents and passage.document.collection_id not in collections:
             raise scope_refused("A cited document is outside this credential's context set.")
@@ -207,8 +199,6 @@ def check_memory_in_scope(admission: Admission, memory_ids: list[int]) -> None:
     """forget: a memory outside the bound set is refused."""
     if admission.scope is None:
         return
-    from memoryapp.models import MemoryVersion
-
     inside = MemoryVersion.objects.filter(pk__in=memory_ids).filter(in_scope_q(admission.scope)).count()
     if inside != len(memory_ids):
         raise scope_refused("This memory is outside the credential's context set.")

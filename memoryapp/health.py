@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -36,9 +37,7 @@ def _redis() -> dict:
 
 
 def _broker() -> dict:
-    from memoryapp.celery import app
-
-    with app.connection_for_write() as conn:
+    with current_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=2)
     return {"transport": conn.transport_cls if isinstance(conn.transport_cls, str) else type(conn.transport).__name__}
 

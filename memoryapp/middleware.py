@@ -7,9 +7,11 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from memoryapp.errors import error_body
+
 
 def error_response(status: int, code: str, message: str, details: dict | None = None) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "details": details or {}}}, status=status)
+    return JsonResponse(error_body(code, message, details), status=status)
 
 
 class BodySizeLimitMiddleware:

@@ -16,6 +16,8 @@ from django.utils import timezone
 from governance.models import Credential, Member, Workspace
 
 ASSISTANT_NAMESPACE = "assistant"
+#: The closed vocabulary of `kind` (SPEC §4.1; the AI memory page offers the same three).
+MEMORY_KINDS = ("preference", "fact", "instruction")
 
 
 class Source(models.TextChoices):
@@ -35,6 +37,17 @@ class MemoryState(models.TextChoices):
 
 
 class MemoryVersion(models.Model):
+    # What the admin may touch (governance/content.py): content is never shown or queried,
+    # digests are shown but never queried, metadata is both.
+    content_fields = frozenset({"text", "details", "kind"})
+    content_digests = frozenset({"text_sha256", "text_length", "masked_kinds"})
+    metadata_fields = frozenset(
+        {
+            "id", "workspace", "member", "credential", "source", "namespace", "key", "collection_id", "version", "valid_from",
+            "valid_to", "created_at", "retention_anchor", "state", "expired_at", "unreachable_at", "unreachable_reason",
+        }
+    )
+
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memory_versions")
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="memory_versions")
     credential = models.ForeignKey(Credential, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_versions")
@@ -122,6 +135,10 @@ class MemoryEmbedding(models.Model):
     """The version's search index entry: its embedding and its BM25 terms, both derived from
     the masked text at remember time and erased with the version."""
 
+    content_fields = frozenset({"vector", "terms"})
+    content_digests: frozenset[str] = frozenset()
+    metadata_fields = frozenset({"memory", "embedder_id", "dim", "terms_format"})
+
     memory = models.OneToOneField(MemoryVersion, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
     embedder_id = models.CharField(max_length=40, db_index=True)
     dim = models.PositiveSmallIntegerField()
@@ -134,10 +151,12 @@ class MemoryEmbedding(models.Model):
 
 
 class RememberHit(models.Model):
-    """Embedded-mode rate-limit counter: one row per admitted remember, kept one hour."""
+    """Embedded-mode rate-limit counter: one row per admitted remember (or, in bucket "turn", per
+    admitted conversation turn), kept one hour."""
 
     credential_id = models.BigIntegerField()
+    bucket = models.CharField(max_length=16, default="remember")
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["credential_id", "at"])]
+        indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]

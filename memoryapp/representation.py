@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from governance.models import AskHistorySettings
 from memoryapp.models import MemoryVersion
+from memoryapp.timestamps import iso
 from memoryapp.visibility import Recheck, expires_at
 
-
-def iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.isoformat().replace("+00:00", "Z")
+#: SPEC §4.6: every memory, whichever surface shows it, says it is an untrusted note, not evidence.
+NOT_EVIDENCE: dict[str, Any] = {"type": "memory", "evidence": False, "trust": "untrusted"}
 
 
-def memory_json(version: MemoryVersion, checked: Recheck, settings: AskHistorySettings) -> dict[str, Any]:
+def detail_lines(version: MemoryVersion) -> list[str]:
+    return version.details.split("\n") if version.details else []
+
+
+def memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHistorySettings) -> dict[str, Any]:
     return {
         "id": str(version.pk),
-        "type": "memory",
-        "evidence": False,
-        "trust": "untrusted",
+        **NOT_EVIDENCE,
         "namespace": version.namespace,
         "key": version.key,
         "text": version.text,
         "kind": version.kind or None,
-        "details": version.details.split("\n") if version.details else [],
+        "details": detail_lines(version),
         "source": version.source,
         "collectionId": str(version.collection_id) if version.collection_id else None,
         "citations": [
@@ -38,6 +37,6 @@ def memory_json(version: MemoryVersion, checked: Recheck, settings: AskHistorySe
         "validFrom": iso(version.valid_from),
         "validTo": iso(version.valid_to),
         "createdAt": iso(version.created_at),
-        "expiresAt": iso(expires_at(version, settings)),
+        "expiresAt": iso(expires_at(version, ask_history)),
         "masked": list(version.masked_kinds),
     }

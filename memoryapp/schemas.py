@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE
+from memoryapp import masking
+from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE, MEMORY_KINDS
+from memoryapp.params import parse_id
+from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_DETAIL_LINES = 20
@@ -32,14 +36,11 @@ class IdField(serializers.Field):
 
     default_error_messages = {"invalid": "Must be an id (a string of digits)."}
 
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
+    def to_internal_value(self, data: Any) -> int:
+        parsed = parse_id(data)
+        if parsed is None:
             self.fail("invalid")
-        if isinstance(data, int) and 0 < data < 2**63:
-            return data
-        if isinstance(data, str) and data.isascii() and data.isdigit() and 0 < len(data) <= 18:
-            return int(data)
-        self.fail("invalid")
+        return parsed
 
     def to_representation(self, value):
         return str(value)
@@ -54,6 +55,18 @@ class PlainText(serializers.CharField):
         value = super().to_internal_value(data)
         if _CONTROL.search(value):
             raise serializers.ValidationError("Control characters are not allowed.")
+        return value
+
+
+class ScreenedText(PlainText):
+    """Free text that is stored or logged as sent (conversation ids, names): it is never masked,
+    so it is refused when the masking detector finds personal data in it (SPEC §4.1). The refusal
+    never repeats the value."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if masking.contains_personal_data(value):
+            raise serializers.ValidationError("Must not contain personal data: it is stored as sent.")
         return value
 
 
@@ -79,21 +92,40 @@ class DetailsField(serializers.Field):
         return value
 
 
-class AsOfField(serializers.DateTimeField):
-    default_error_messages = {
-        "offset": "Must be ISO-8601 with a UTC offset (for example 2026-01-01T00:00:00Z).",
-        "future": "Must not be in the future.",
-    }
+class KindField(serializers.ChoiceField):
+    """`kind`: one of MEMORY_KINDS. The refusal never repeats the value (it may be personal data,
+    and error details are logged and shown)."""
 
-    def to_internal_value(self, value):
-        if not isinstance(value, str):
-            self.fail("offset")
+    def __init__(self, **kwargs):
+        kinds = ", ".join(MEMORY_KINDS)
+        kwargs.setdefault("error_messages", {"invalid_choice": f"Must be one of {kinds}.", "invalid": f"Must be one of {kinds}."})
+        super().__init__(choices=list(MEMORY_KINDS), **kwargs)
+
+
+class InstantField(serializers.DateTimeField):
+    """Every instant in a request body (`expiresAt`, …): DRF's ISO-8601 forms (without an offset
+    it is UTC), in the range every store and zone conversion can hold (`memoryapp.timestamps`)."""
+
+    default_error_messages = {"overflow": RANGE_MESSAGE}
+
+    def to_internal_value(self, value: Any) -> datetime:
+        parsed = super().to_internal_value(value)
         try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
-        except ValueError:
-            self.fail("offset")
-        if parsed.tzinfo is None or "T" not in value:
-            self.fail("offset")
+            return check_range(parsed)
+        except InvalidInstant as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class AsOfField(InstantField):
+    """`asOf` (SPEC §3): an offset is required, and the instant must not be in the future."""
+
+    default_error_messages = {"future": "Must not be in the future."}
+
+    def to_internal_value(self, value: Any) -> datetime:
+        try:
+            parsed = parse_instant(value)
+        except InvalidInstant as exc:
+            raise serializers.ValidationError(str(exc)) from None
         if parsed > timezone.now():
             self.fail("future")
         return parsed
@@ -106,7 +138,7 @@ class RememberBody(StrictSerializer):
     collectionId = IdField(required=False, allow_null=True)
     citations = serializers.ListField(child=IdField(), required=False, max_length=20)
     source = serializers.ChoiceField(choices=[s.value for s in AGENT_API_SOURCES], required=False, default="agent")
-    kind = PlainText(max_length=64, required=False, allow_blank=True)
+    kind = KindField(required=False, allow_null=True)
     details = DetailsField(required=False)
 
     def validate(self, attrs):

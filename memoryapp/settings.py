@@ -105,7 +105,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
+        # secure_delete: erased rows are overwritten with zeros, whatever the host's SQLite was
+        # compiled with (retention.erasure also checkpoints the WAL after every erase).
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000; PRAGMA secure_delete=ON;",
     }
     _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test_memory.sqlite3")
 elif _db["ENGINE"] == "django.db.backends.postgresql":
@@ -216,8 +218,13 @@ SPECTACULAR_SETTINGS = {
 MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # README "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
+# PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL
+# segments are kept. They hold the erased rows' bytes as long as they exist; 0 = no archiving.
+WAL_ARCHIVE_RETENTION_DAYS = env_int("WAL_ARCHIVE_RETENTION_DAYS", 0, minimum=0)
 ADMIN_MAY_VIEW_MEMORY_CONTENT = env_bool("ADMIN_MAY_VIEW_MEMORY_CONTENT", False)
 AGENT_REMEMBERS_PER_HOUR = 120
+# Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
+AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"])
 SYSTEM_MODEL = env_choice("SYSTEM_MODEL", "offline", ("offline", "openai"))

@@ -1,11 +1,16 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.api import views as g
+from memoryapp import error_pages, health
 from memoryapp.api import conversations
 from memoryapp.api import views as m
-from memoryapp import health
+from memoryapp.params import IdConverter
+
+# Every id in a path is `<id:…>`: a malformed or out-of-range id matches no route (404), never
+# reaches a query.
+register_converter(IdConverter, "id")
 
 agent_api = [
     path("memories/remember", m.RememberView.as_view(), name="agent-remember"),
@@ -20,24 +25,27 @@ workspace_api = [
     path("ask-history/settings", g.SettingsView.as_view()),
     path("ask-history/settings/agent-memories", m.BulkDeleteAgentMemoriesView.as_view()),
     path("ask-history/agent-memories", m.AgentMemoriesView.as_view()),
-    path("ask-history/agent-memories/<str:memory_id>", m.AgentMemoryView.as_view()),
+    path("ask-history/agent-memories/<id:memory_id>", m.AgentMemoryView.as_view()),
     path("agent-credentials", g.CredentialsView.as_view()),
-    path("agent-credentials/<str:credential_id>", g.CredentialView.as_view()),
+    path("agent-credentials/<id:credential_id>", g.CredentialView.as_view()),
     path("ai-memory/preference", m.PreferenceView.as_view()),
     path("ai-memory/memories", m.AssistantMemoriesView.as_view()),
-    path("ai-memory/memories/<str:memory_id>", m.AssistantMemoryView.as_view()),
-    path("ai-memory/memories/<str:memory_id>/reactivate", m.AssistantMemoryReactivateView.as_view()),
+    path("ai-memory/memories/<id:memory_id>", m.AssistantMemoryView.as_view()),
+    path("ai-memory/memories/<id:memory_id>/reactivate", m.AssistantMemoryReactivateView.as_view()),
     path("members", g.MembersView.as_view()),
-    path("members/<str:member_id>", g.MemberView.as_view()),
+    path("members/<id:member_id>", g.MemberView.as_view()),
     path("collections", g.CollectionsView.as_view()),
-    path("collections/<str:collection_id>", g.CollectionView.as_view()),
+    path("collections/<id:collection_id>", g.CollectionView.as_view()),
     path("documents", g.DocumentsView.as_view()),
-    path("documents/<str:document_id>", g.DocumentView.as_view()),
-    path("documents/<str:document_id>/versions", g.DocumentVersionsView.as_view()),
-    path("passages/<str:passage_id>", g.PassageView.as_view()),
+    path("documents/<id:document_id>", g.DocumentView.as_view()),
+    path("documents/<id:document_id>/versions", g.DocumentVersionsView.as_view()),
+    path("passages/<id:passage_id>", g.PassageView.as_view()),
     path("entities", g.EntitiesView.as_view()),
     path("context-sets", g.ContextSetsView.as_view()),
-    path("context-sets/<str:set_id>", g.ContextSetView.as_view()),
+    path("context-sets/<id:set_id>", g.ContextSetView.as_view()),
+    # conversations' agents (SPEC §9)
+    path("agents", conversations.AgentsView.as_view()),
+    path("agents/<id:agent_id>", conversations.AgentView.as_view()),
 ]
 
 urlpatterns = [
@@ -47,7 +55,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/agent/v1/", include(agent_api)),
-    path("api/w/<str:ws_id>/", include(workspace_api)),
-    path("api/w/<str:ws_id>/", include("retention.api.urls")),
+    path("api/w/<id:ws_id>/", include(workspace_api)),
+    path("api/w/<id:ws_id>/", include("retention.api.urls")),
     path("", include("memoryapp.pages.urls")),
 ]
+
+handler404 = error_pages.not_found

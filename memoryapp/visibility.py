@@ -12,18 +12,18 @@ from django.utils import timezone
 
 from governance.knowledge import readable_collections_q
 from governance.models import AskHistorySettings, Collection, Member, Passage
-from memoryapp.models import Citation, MemoryState, MemoryVersion
+from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion
 
 
-def retention_cutoff(settings: AskHistorySettings, now: datetime | None = None) -> datetime:
-    return (now or timezone.now()) - timedelta(days=settings.agent_memory_retention_days)
+def retention_cutoff(ask_history: AskHistorySettings, now: datetime | None = None) -> datetime:
+    return (now or timezone.now()) - timedelta(days=ask_history.agent_memory_retention_days)
 
 
-def expires_at(version: MemoryVersion, settings: AskHistorySettings) -> datetime:
-    return version.retention_anchor + timedelta(days=settings.agent_memory_retention_days)
+def expires_at(version: MemoryVersion, ask_history: AskHistorySettings) -> datetime:
+    return version.retention_anchor + timedelta(days=ask_history.agent_memory_retention_days)
 
 
-def live_versions(member: Member, settings: AskHistorySettings, now: datetime | None = None) -> QuerySet[MemoryVersion]:
+def live_versions(member: Member, ask_history: AskHistorySettings, now: datetime | None = None) -> QuerySet[MemoryVersion]:
     """The member's versions that have not expired (whether or not a sweep ran) and are not
     waiting for a cascade's erase. Expired memories are gone for every read and every asOf."""
     # A member belongs to one workspace, so filtering by member alone is complete, and it lets
@@ -32,7 +32,7 @@ def live_versions(member: Member, settings: AskHistorySettings, now: datetime | 
         member=member,
         unreachable_at__isnull=True,
         state=MemoryState.ACTIVE,
-        retention_anchor__gt=retention_cutoff(settings, now),
+        retention_anchor__gt=retention_cutoff(ask_history, now),
     )
 
 
@@ -40,6 +40,31 @@ def current_or_as_of(queryset: QuerySet[MemoryVersion], as_of: datetime | None) 
     if as_of is None:
         return queryset.filter(valid_to__isnull=True)
     return queryset.filter(Q(valid_from__lte=as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
+
+
+def member_versions(
+    member: Member,
+    ask_history: AskHistorySettings,
+    *,
+    as_of: datetime | None = None,
+    namespace: str | None = None,
+    key: str | None = None,
+    collection_id: int | None = None,
+    agent_memories_only: bool = False,
+) -> QuerySet[MemoryVersion]:
+    """The one filter chain of memory reads (the agent API's list and recall, the member's
+    agent-memory list in the API and on the page): the member's live versions current now (or
+    at `as_of`), filtered, newest first. `agent_memories_only` leaves out assistant memories."""
+    queryset = current_or_as_of(live_versions(member, ask_history), as_of)
+    if agent_memories_only:
+        queryset = queryset.exclude(namespace=ASSISTANT_NAMESPACE)
+    if namespace:
+        queryset = queryset.filter(namespace=namespace)
+    if key:
+        queryset = queryset.filter(key=key)
+    if collection_id is not None:
+        queryset = queryset.filter(collection_id=collection_id)
+    return queryset.order_by("-created_at", "-id")
 
 
 CURRENT = "current"

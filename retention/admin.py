@@ -1,7 +1,8 @@
 """Receipts, usage and credits in the admin console: read-only records (SPEC §10).
 
-The one write is the governed "re-run verification" of a receipt, which stores the new result
-in `receipt.verification` and writes an audit event, in one transaction.
+The one write is the governed "re-run verification" of a receipt, the action
+`retention.erasure.reverify_receipt`: it stores the new result in `receipt.verification` and
+writes an audit event, in one transaction.
 """
 
 from __future__ import annotations
@@ -10,15 +11,13 @@ import json
 from typing import Any
 
 from django.contrib import admin
-from django.db import transaction
 from django.utils.html import format_html
 
-from governance.actions import audit
 from governance.admin_base import GovernedAdmin, governed_action
 from governance.admin_filters import WorkspaceRefFilter
 from governance.admin_roles import REVERIFY_RECEIPT
-from governance.models import AuditEvent, Workspace
-from retention.erasure import verify
+from governance.content import content_fields
+from retention.erasure import reverify_receipt
 from retention.models import (
     Consolidation,
     CreditAccount,
@@ -30,28 +29,6 @@ from retention.models import (
     UsageRecord,
     UsageRollup,
 )
-
-
-@transaction.atomic
-def reverify_receipt(receipt: DeletionReceipt, *, actor, reason: str = "") -> dict[str, Any]:
-    """Re-query every store for the receipt's memory versions; keep the result and audit it."""
-    receipt = DeletionReceipt.objects.select_for_update().get(pk=receipt.pk)
-    previous = receipt.verification or {}
-    result = verify(receipt.memory_version_ids)
-    receipt.verification = result
-    receipt.save(update_fields=["verification"])
-    workspace = Workspace.objects.filter(pk=receipt.workspace_ref).first()
-    event = audit(
-        "receipt.reverified",
-        workspace=workspace,
-        actor=actor,
-        target=f"receipt #{receipt.pk}",
-        changes={"clean": [previous.get("clean"), result["clean"]], "remaining": result["remaining"]},
-        reason=reason,
-    )
-    if workspace is None:  # the workspace is gone; the receipt (and this event) keep its id
-        AuditEvent.objects.filter(pk=event.pk).update(workspace_ref=receipt.workspace_ref)
-    return result
 
 
 def _json(value: Any) -> str:
@@ -302,4 +279,4 @@ class ConsolidationAdmin(GovernedAdmin):
     )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("messages")
+        return super().get_queryset(request).defer(*content_fields(Consolidation))

@@ -4,13 +4,20 @@ transaction, and erases them with receipts in a task started on commit. The casc
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memoryapp.models import Citation, MemoryVersion
-from retention.erasure import CHUNK, erase_in_chunks
+from memoryapp.task_queue import queue_task
+from retention.chunks import CHUNK
+from retention.erasure import erase_in_chunks
 from retention.models import Operation
+
+log = logging.getLogger(__name__)
+ERASE_TASK = "retention.tasks.erase_unreachable_task"
 
 
 def mark_unreachable(queryset: QuerySet[MemoryVersion], reason: str) -> int:
@@ -29,17 +36,14 @@ def dependents_of_collection(workspace_id: int, collection_id: int, document_ids
 
 def schedule_erase(workspace_id: int) -> None:
     """Start the erase once the cause is committed; if the broker is down the sweep catches it."""
-    from retention import tasks
 
     def enqueue() -> None:
         if not MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=False).exists():
             return  # the cause had no dependents: no task to run
         try:
-            tasks.erase_unreachable_task.delay(workspace_id)
+            queue_task(ERASE_TASK, workspace_id)
         except Exception:  # broker unreachable: the periodic cascade sweep will erase them
-            import logging
-
-            logging.getLogger(__name__).warning("cascade erase for workspace %s not queued; the sweep will run it", workspace_id)
+            log.warning("cascade erase for workspace %s not queued; the sweep will run it", workspace_id)
 
     transaction.on_commit(enqueue)
 

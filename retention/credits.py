@@ -20,9 +20,13 @@ from django.db import transaction
 from django.db.models import Count, DecimalField, F, OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
+from governance.audit import Actor, actor_label, audit
 from governance.models import Member, Workspace
 from memoryapp.errors import ApiError
+from memoryapp.timestamps import iso
+from retention.chunks import run_in_chunks
 from retention.models import (
     CREDIT_DIGITS,
     CREDIT_PLACES,
@@ -52,9 +56,11 @@ REASON_CREDITS = "credits"
 REASON_MEMBER_QUOTA = "member_quota"
 REASON_ROLE_QUOTA = "role_quota"
 
+#: The input/output line labels of a usage record, in English (the API) and as message ids that
+#: pages translate.
 LINE_LABELS = {
-    UsageCategory.AI_MEMORY: ("AI memory (input)", "AI memory (output)"),
-    UsageCategory.REPLY: ("Assistant reply (input)", "Assistant reply (output)"),
+    UsageCategory.AI_MEMORY: (gettext_noop("AI memory (input)"), gettext_noop("AI memory (output)")),
+    UsageCategory.REPLY: (gettext_noop("Reply (input)"), gettext_noop("Reply (output)")),
 }
 MEMORY_NOTE = "This input includes about {n} tokens of AI memory, already counted in input usage"
 
@@ -143,10 +149,8 @@ class Grant:
     balance: Decimal
 
 
-def grant_credits(workspace: Workspace, amount: Decimal, *, actor=None, note: str = "") -> Grant:
+def grant_credits(workspace: Workspace, amount: Decimal, *, actor: Actor = None, note: str = "") -> Grant:
     """Add credits (a negative amount takes them back, never below zero)."""
-    from governance.actions import actor_label, audit
-
     amount = money(amount)
     if amount == ZERO:
         raise ValueError("the amount must not be zero")
@@ -165,68 +169,50 @@ def grant_credits(workspace: Workspace, amount: Decimal, *, actor=None, note: st
 
 
 # --- quotas (owner API and admin) ----------------------------------------------------------------
-def set_member_quota(member: Member, *, limit: Decimal, period: str, actor) -> MemberQuota:
-    from governance.actions import audit
-
+def _set_quota(model: type[MemberQuota] | type[RoleQuota], owner: dict[str, Any], *, limit: Decimal, period: str, actor: Actor, workspace: Workspace, action: str, target: str) -> MemberQuota | RoleQuota:
+    """Create or change the quota row `owner` names, under its row lock; a new period starts now,
+    an unchanged one keeps what it has used (after rolling it if it is due)."""
     limit = money(limit)
     if limit < ZERO:
         raise ValueError("a quota limit must not be negative")
     now = timezone.now()
     with transaction.atomic():
-        quota = MemberQuota.objects.select_for_update().filter(member=member).first()
+        quota = model.objects.select_for_update().filter(**owner).first()
         old = {"limit": str(quota.limit), "period": quota.period} if quota else None
         if quota is None:
-            quota = MemberQuota.objects.create(member=member, limit=limit, period=period, period_start=period_start(period, now))
+            quota = model.objects.create(**owner, limit=limit, period=period, period_start=period_start(period, now))
         else:
             _roll_if_due(quota, now)
             if quota.period != period:
                 quota.period, quota.period_start = period, period_start(period, now)
             quota.limit = limit
             quota.save()
-        audit("credits.member_quota_set", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"old": old, "new": {"limit": str(limit), "period": period}})
+        audit(action, workspace=workspace, actor=actor, target=target, changes={"old": old, "new": {"limit": str(limit), "period": period}})
     return quota
 
 
-def delete_member_quota(member: Member, *, actor) -> bool:
-    from governance.actions import audit
-
+def _delete_quota(model: type[MemberQuota] | type[RoleQuota], owner: dict[str, Any], *, actor: Actor, workspace: Workspace, action: str, target: str) -> bool:
     with transaction.atomic():
-        deleted, _ = MemberQuota.objects.filter(member=member).delete()
+        deleted, _ = model.objects.filter(**owner).delete()
         if deleted:
-            audit("credits.member_quota_removed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}")
+            audit(action, workspace=workspace, actor=actor, target=target)
     return bool(deleted)
 
 
-def set_role_quota(workspace: Workspace, role: str, *, limit: Decimal, period: str, actor) -> RoleQuota:
-    from governance.actions import audit
-
-    limit = money(limit)
-    if limit < ZERO:
-        raise ValueError("a quota limit must not be negative")
-    now = timezone.now()
-    with transaction.atomic():
-        quota = RoleQuota.objects.select_for_update().filter(workspace=workspace, role=role).first()
-        old = {"limit": str(quota.limit), "period": quota.period} if quota else None
-        if quota is None:
-            quota = RoleQuota.objects.create(workspace=workspace, role=role, limit=limit, period=period, period_start=period_start(period, now))
-        else:
-            _roll_if_due(quota, now)
-            if quota.period != period:
-                quota.period, quota.period_start = period, period_start(period, now)
-            quota.limit = limit
-            quota.save()
-        audit("credits.role_quota_set", workspace=workspace, actor=actor, target=f"role {role}", changes={"old": old, "new": {"limit": str(limit), "period": period}})
-    return quota
+def set_member_quota(member: Member, *, limit: Decimal, period: str, actor: Actor) -> MemberQuota:
+    return _set_quota(MemberQuota, {"member": member}, limit=limit, period=period, actor=actor, workspace=member.workspace, action="credits.member_quota_set", target=f"member #{member.pk}")
 
 
-def delete_role_quota(workspace: Workspace, role: str, *, actor) -> bool:
-    from governance.actions import audit
+def delete_member_quota(member: Member, *, actor: Actor) -> bool:
+    return _delete_quota(MemberQuota, {"member": member}, actor=actor, workspace=member.workspace, action="credits.member_quota_removed", target=f"member #{member.pk}")
 
-    with transaction.atomic():
-        deleted, _ = RoleQuota.objects.filter(workspace=workspace, role=role).delete()
-        if deleted:
-            audit("credits.role_quota_removed", workspace=workspace, actor=actor, target=f"role {role}")
-    return bool(deleted)
+
+def set_role_quota(workspace: Workspace, role: str, *, limit: Decimal, period: str, actor: Actor) -> RoleQuota:
+    return _set_quota(RoleQuota, {"workspace": workspace, "role": role}, limit=limit, period=period, actor=actor, workspace=workspace, action="credits.role_quota_set", target=f"role {role}")
+
+
+def delete_role_quota(workspace: Workspace, role: str, *, actor: Actor) -> bool:
+    return _delete_quota(RoleQuota, {"workspace": workspace, "role": role}, actor=actor, workspace=workspace, action="credits.role_quota_removed", target=f"role {role}")
 
 
 def quota_json(quota: MemberQuota | RoleQuota, now: datetime | None = None) -> dict[str, Any]:
@@ -238,8 +224,8 @@ def quota_json(quota: MemberQuota | RoleQuota, now: datetime | None = None) -> d
         "used": str(used),
         "remaining": str(max(quota.limit - used, ZERO)),
         "period": quota.period,
-        "periodStart": start.isoformat().replace("+00:00", "Z"),
-        "periodEnd": period_end(quota.period, start).isoformat().replace("+00:00", "Z"),
+        "periodStart": iso(start),
+        "periodEnd": iso(period_end(quota.period, start)),
     }
 
 
@@ -357,16 +343,18 @@ def memory_note(record: UsageRecord) -> str:
     return MEMORY_NOTE.format(n=record.memory_tokens) if record.memory_tokens else ""
 
 
-def usage_json(record: UsageRecord) -> dict[str, Any]:
+def usage_json(record: UsageRecord, *, own: bool = True) -> dict[str, Any]:
+    """`own=False` (an owner reading another member's record): the conversation id, which the
+    member's agent wrote, is left out; the figures stay."""
     return {
         "id": str(record.pk),
-        "createdAt": record.created_at.isoformat().replace("+00:00", "Z"),
+        "createdAt": iso(record.created_at),
         "category": record.category,
         "categoryLabel": UsageCategory(record.category).label,
         "memberId": str(record.member_id) if record.member_id else None,
         "role": record.role,
         "model": record.model_name,
-        "conversationId": record.conversation_id or None,
+        "conversationId": (record.conversation_id or None) if own else None,
         "lines": usage_lines(record),
         "total": str(record.total_cost),
         "status": record.status,
@@ -380,29 +368,26 @@ SETTLE_CHUNK = 500
 def settle_usage() -> dict[str, int]:
     """Pending usage → one ledger entry each. The unique usage_record on the ledger makes a
     replayed chunk (a crash between insert and status update, or a second runner) a no-op."""
-    settled = 0
-    while True:
-        with transaction.atomic():
-            chunk = list(
-                UsageRecord.objects.select_for_update(skip_locked=True)
-                .filter(status=UsageStatus.PENDING)
-                .order_by("id")
-                .only("id", "workspace_id", "member_id", "input_cost", "output_cost", "created_at")[:SETTLE_CHUNK]
-            )
-            if not chunk:
-                break
-            now = timezone.now()
-            LedgerEntry.objects.bulk_create(
-                [
-                    LedgerEntry(workspace_id=r.workspace_id, kind=LedgerKind.USAGE, amount=-(r.input_cost + r.output_cost), usage_record_id=r.pk, member_ref=r.member_id, actor_label="system", created_at=now)
-                    for r in chunk
-                ],
-                ignore_conflicts=True,
-            )
-            settled += UsageRecord.objects.filter(pk__in=[r.pk for r in chunk], status=UsageStatus.PENDING).update(status=UsageStatus.SETTLED, settled_at=now)
-        if len(chunk) < SETTLE_CHUNK:
-            break
-    return {"settled": settled}
+    def step() -> tuple[int, int]:
+        chunk = list(
+            UsageRecord.objects.select_for_update(skip_locked=True)
+            .filter(status=UsageStatus.PENDING)
+            .order_by("id")
+            .only("id", "workspace_id", "member_id", "input_cost", "output_cost", "created_at")[:SETTLE_CHUNK]
+        )
+        if not chunk:
+            return 0, 0
+        now = timezone.now()
+        LedgerEntry.objects.bulk_create(
+            [
+                LedgerEntry(workspace_id=r.workspace_id, kind=LedgerKind.USAGE, amount=-(r.input_cost + r.output_cost), usage_record_id=r.pk, member_ref=r.member_id, actor_label="system", created_at=now)
+                for r in chunk
+            ],
+            ignore_conflicts=True,
+        )
+        return len(chunk), UsageRecord.objects.filter(pk__in=[r.pk for r in chunk], status=UsageStatus.PENDING).update(status=UsageStatus.SETTLED, settled_at=now)
+
+    return {"settled": run_in_chunks(step, chunk=SETTLE_CHUNK)}
 
 
 def daily_rollup(now: datetime | None = None) -> dict[str, int]:
@@ -481,8 +466,6 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
     statement (one snapshot), so concurrent charges and settlement cannot fake a difference.
     A difference is recorded as an audit event once (again only if it changes), never
     "fixed" silently: a platform admin decides."""
-    from governance.actions import audit
-
     now = now or timezone.now()
     ledger = LedgerEntry.objects.filter(workspace_id=OuterRef("workspace_id")).order_by().values("workspace_id").annotate(s=Sum("amount")).values("s")
     pending = (

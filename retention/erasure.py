@@ -1,25 +1,34 @@
 """`erase_memories` is the one way memories are erased.
 
 It removes every stored artifact of the given memory versions (versions, citation rows,
-embeddings; no cache ever holds memory content) and writes a deletion receipt in the same
+embeddings; no cache ever holds memory content, and `verify_forgetting` scans the cache to prove it) and writes a deletion receipt in the same
 transaction, verified by re-querying each store. Forget, member and owner deletes, expiry,
 grace purge, cascades and admin actions all call it.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from governance.audit import Actor, audit
+from governance.audit import actor_label as label_of  # `actor_label` is the receipts' parameter name here
+from governance.models import AuditEvent, Member, Workspace
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from retention.models import DeletionReceipt
+from retention.chunks import CHUNK, run_in_chunks
+from retention.models import DeletionReceipt, Operation
+
+logger = logging.getLogger(__name__)
 
 # SQLite caps bound parameters per statement; PostgreSQL is happy with large IN lists.
 _IN_CHUNK = 900
@@ -32,16 +41,82 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
 
 
 def residual_window(purged_at: datetime) -> dict[str, Any]:
-    days = settings.BACKUP_RETENTION_DAYS
-    if days <= 0:
-        return {"backups": {"retentionDays": 0, "until": None, "statement": "No database backups are configured; nothing remains outside the application."}}
-    return {
-        "backups": {
-            "retentionDays": days,
-            "until": (purged_at + timedelta(days=days)).isoformat(),
-            "statement": f"Database backups taken before the purge keep these rows until they rotate out, at most {days} days.",
+    """What may still hold the erased bytes, outside what the application can query, and until when."""
+    window = {"database": _database_residual(), "backups": _backups_residual(purged_at)}
+    if connection.vendor == "postgresql":
+        window["walArchives"] = _wal_archive_residual(purged_at)
+    return window
+
+
+def _database_residual() -> dict[str, Any]:
+    if connection.vendor == "sqlite":
+        return {
+            "engine": "sqlite",
+            "statement": "Erased rows are overwritten with zeros (secure_delete) and the write-ahead log is checkpointed and truncated when the erase commits: nothing of them remains in the database file or its WAL.",
         }
+    return {
+        "engine": "postgresql",
+        "statement": (
+            "PostgreSQL keeps erased rows as dead tuples until VACUUM reclaims them (the periodic sweeps vacuum the memory tables after they erase, "
+            "autovacuum does otherwise); reclaimed space may keep the bytes until new rows overwrite it (VACUUM FULL rewrites the tables). "
+            "Write-ahead log segments keep them until the server recycles the segments, normally within a few checkpoints (checkpoint_timeout, max_wal_size, wal_keep_size)."
+        ),
     }
+
+
+def _backups_residual(purged_at: datetime) -> dict[str, Any]:
+    return _kept_for(
+        settings.BACKUP_RETENTION_DAYS, purged_at,
+        none="No database backups are configured; nothing remains in backups.",
+        kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days.",
+    )
+
+
+def _wal_archive_residual(purged_at: datetime) -> dict[str, Any]:
+    return _kept_for(
+        settings.WAL_ARCHIVE_RETENTION_DAYS, purged_at,
+        none="No WAL archiving is configured; no archived segment keeps these rows.",
+        kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days.",
+    )
+
+
+def _kept_for(days: int, purged_at: datetime, *, none: str, kept: str) -> dict[str, Any]:
+    if days <= 0:
+        return {"retentionDays": 0, "until": None, "statement": none}
+    return {"retentionDays": days, "until": (purged_at + timedelta(days=days)).isoformat(), "statement": kept.format(days=days)}
+
+
+def checkpoint_sqlite_wal(attempts: int = 5) -> bool:
+    """Copy the WAL into the database file and truncate it, so erased bytes leave the WAL too.
+    Waits for readers (busy) a few times; False when it could not complete (logged, and the
+    next erase or SQLite's own checkpoint completes it). Not inside a transaction (a callback
+    run early by a test): a checkpoint cannot run there."""
+    if connection.in_atomic_block:
+        return False
+    with connection.cursor() as cursor:
+        for attempt in range(attempts):
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, _, _ = cursor.fetchone()
+            if not busy:
+                return True
+            time.sleep(0.05 * (attempt + 1))
+    logger.warning("WAL checkpoint after an erase stayed busy after %d attempts", attempts)
+    return False
+
+
+MEMORY_TABLES = (MemoryVersion, Citation, MemoryEmbedding)
+
+
+def reclaim_erased_space() -> bool:
+    """PostgreSQL: VACUUM the memory tables now, so erased rows stop being dead tuples on disk
+    when a sweep has erased many of them (not whenever autovacuum's thresholds are reached).
+    VACUUM cannot run inside a transaction: skipped (False) there, and on SQLite, whose erases
+    already overwrite and checkpoint."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM " + ", ".join(model._meta.db_table for model in MEMORY_TABLES))
+    return True
 
 
 # On PostgreSQL the ids travel as one array parameter (`= ANY(%s)`): thousands of IN-list
@@ -71,8 +146,6 @@ def count_remaining(ids: Sequence[int]) -> dict[str, int]:
 
 def verify(ids: Sequence[int]) -> dict[str, Any]:
     remaining = count_remaining(ids)
-    # Caches are listed so the check is explicit: the application never caches memory content.
-    remaining["cache"] = 0
     return {"checkedAt": timezone.now().isoformat(), "remaining": remaining, "clean": not any(remaining.values())}
 
 
@@ -110,7 +183,7 @@ def erase_memories(
     operation: str,
     workspace_id: int,
     actor_label: str,
-    actor=None,
+    actor: Actor = None,
     member_id: int | None = None,
     filters: dict[str, Any] | None = None,
     requested_at: datetime | None = None,
@@ -136,12 +209,14 @@ def erase_memories(
             if not present:
                 return None  # someone else erased them first: no empty or double receipt
             counts = _delete(present)
+            if connection.vendor == "sqlite":
+                transaction.on_commit(checkpoint_sqlite_wal)
             purged_at = timezone.now()
             return DeletionReceipt.objects.create(
                 operation=operation,
                 workspace_ref=workspace_id,
                 member_ref=member_id,
-                actor=actor,
+                actor=actor if isinstance(actor, AbstractBaseUser) else None,
                 actor_label=actor_label,
                 manifest={"artifacts": counts, "filters": filters or {}, "requestedIds": len(ids)},
                 memory_version_ids=present,
@@ -159,9 +234,6 @@ def erase_memories(
 
 
 # --- chunked erasure for periodic jobs --------------------------------------------------------
-CHUNK = 5000
-
-
 @dataclass
 class Tally:
     versions: int = 0
@@ -198,28 +270,66 @@ def erase_in_chunks(
     With `expired_after_days`, the receipt's unreachable time is the earliest computed expiry."""
     tally = Tally()
     requested_at = timezone.now()
-    while True:
-        with transaction.atomic():
-            rows = list(
-                queryset.select_for_update(skip_locked=True, of=("self",)).order_by(*order_by).values_list("pk", "retention_anchor")[:chunk]
-            )
-            if rows:
-                unreachable_at = None
-                if expired_after_days is not None:
-                    unreachable_at = min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)
-                receipt = erase_memories(
-                    [pk for pk, _ in rows],
-                    operation=operation,
-                    workspace_id=workspace_id,
-                    member_id=member_id,
-                    actor_label=actor_label,
-                    filters=filters,
-                    requested_at=requested_at,
-                    unreachable_at=unreachable_at,
-                )
-                if receipt is not None:
-                    tally.versions += receipt.versions_erased
-                    tally.receipts += 1
-                tally.chunks += 1
-        if len(rows) < chunk:
-            return tally
+
+    def step() -> tuple[int, int]:
+        rows = list(queryset.select_for_update(skip_locked=True, of=("self",)).order_by(*order_by).values_list("pk", "retention_anchor")[:chunk])
+        if not rows:
+            return 0, 0
+        unreachable_at = None
+        if expired_after_days is not None:
+            unreachable_at = min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)
+        receipt = erase_memories(
+            [pk for pk, _ in rows],
+            operation=operation,
+            workspace_id=workspace_id,
+            member_id=member_id,
+            actor_label=actor_label,
+            filters=filters,
+            requested_at=requested_at,
+            unreachable_at=unreachable_at,
+        )
+        tally.chunks += 1
+        if receipt is None:
+            return len(rows), 0
+        tally.receipts += 1
+        tally.versions += receipt.versions_erased
+        return len(rows), receipt.versions_erased
+
+    run_in_chunks(step, chunk=chunk)
+    return tally
+
+
+# --- admin erasure ------------------------------------------------------------------------------
+def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
+    """A platform admin erases every memory of one member (with a receipt and an audit event)."""
+    with transaction.atomic():
+        ids = list(MemoryVersion.objects.filter(member=member).values_list("pk", flat=True))
+        receipt = erase_memories(
+            ids, operation=Operation.ADMIN_ERASE, workspace_id=member.workspace_id, member_id=member.pk,
+            actor=actor, actor_label=label_of(actor), filters={"member": member.pk, "reason": reason},
+        )
+        audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": receipt.versions_erased if receipt else 0}, reason=reason)
+    return receipt.versions_erased if receipt else 0
+
+
+@transaction.atomic
+def reverify_receipt(receipt: DeletionReceipt, *, actor: Actor, reason: str = "") -> dict[str, Any]:
+    """Re-query every store for the receipt's memory versions; keep the result and audit it. The
+    audit event keeps the workspace's id even when the workspace itself is gone."""
+    receipt = DeletionReceipt.objects.select_for_update().get(pk=receipt.pk)
+    previous = receipt.verification or {}
+    result = verify(receipt.memory_version_ids)
+    receipt.verification = result
+    receipt.save(update_fields=["verification"])
+    workspace = Workspace.objects.filter(pk=receipt.workspace_ref).first()
+    event = audit(
+        "receipt.reverified",
+        workspace=workspace,
+        actor=actor,
+        target=f"receipt #{receipt.pk}",
+        changes={"clean": [previous.get("clean"), result["clean"]], "remaining": result["remaining"]},
+        reason=reason,
+    )
+    if workspace is None:
+        AuditEvent.objects.filter(pk=event.pk).update(workspace_ref=receipt.workspace_ref)
+    return result

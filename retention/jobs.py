@@ -1,15 +1,16 @@
 """The periodic jobs, by name: the one registry that Celery beat (through `retention.tasks`) and
 `manage.py run_periodic_jobs` both run. A job takes no arguments and returns a JSON-able summary
-(counts, never content). Other modules append their jobs here."""
+(counts, never content). It sits with the tasks, above the services whose jobs it names."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from memoryapp import consolidation
 from retention import credits, lifecycle
 
-JOBS: dict[str, Callable[[], dict]] = {
+JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "expiry_sweep": lifecycle.expiry_sweep,
     "cascade_sweep": lifecycle.cascade_sweep,
     "grace_purge": lifecycle.grace_purge,

@@ -19,14 +19,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
 from governance.models import AskHistorySettings, Collection, Passage
 from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit
 from retention import cascades
-from retention.erasure import CHUNK, Tally, erase_in_chunks
+from retention.chunks import CHUNK, run_in_chunks
+from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
 from retention.models import Operation
 
 SYSTEM_ACTOR = "system: retention"
@@ -44,14 +44,33 @@ def _members_with(queryset: QuerySet[MemoryVersion]) -> list[int]:
 def _update_in_chunks(queryset: QuerySet[MemoryVersion], chunk: int, **changes: Any) -> int:
     """A conditional UPDATE in bounded chunks: the ids are picked, then updated only where the
     condition still holds, so a concurrent run or a concurrent reactivation is never overridden."""
-    changed = 0
-    while True:
-        with transaction.atomic():
-            ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:chunk])
-            if ids:
-                changed += queryset.filter(pk__in=ids).update(**changes)
-        if len(ids) < chunk:
-            return changed
+
+    def step() -> tuple[int, int]:
+        ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:chunk])
+        return len(ids), queryset.filter(pk__in=ids).update(**changes) if ids else 0
+
+    return run_in_chunks(step, chunk=chunk)
+
+
+def _erase_expired(due: QuerySet[MemoryVersion], operation: str, workspace_id: int, days: int, chunk: int, filters: dict[str, Any]) -> Tally:
+    """Erase what `due` selects in one workspace, one member at a time (a receipt per member and
+    chunk), oldest first; the receipts' unreachable time is the computed expiry."""
+    erased = Tally()
+    for member_id in _members_with(due):
+        erased.add(
+            erase_in_chunks(
+                due.filter(member_id=member_id),
+                operation=operation,
+                workspace_id=workspace_id,
+                member_id=member_id,
+                actor_label=SYSTEM_ACTOR,
+                filters=filters,
+                chunk=chunk,
+                expired_after_days=days,
+                order_by=("retention_anchor", "pk"),
+            )
+        )
+    return erased
 
 
 # --- expiry -----------------------------------------------------------------------------------
@@ -64,20 +83,10 @@ def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, i
         cutoff = now - timedelta(days=days)
         in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=True)
         agent_expired = in_workspace.filter(retention_anchor__lte=cutoff).exclude(namespace=ASSISTANT_NAMESPACE)
-        for member_id in _members_with(agent_expired):
-            erased.add(
-                erase_in_chunks(
-                    agent_expired.filter(member_id=member_id),
-                    operation=Operation.EXPIRY,
-                    workspace_id=workspace_id,
-                    member_id=member_id,
-                    actor_label=SYSTEM_ACTOR,
-                    filters={"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": cutoff.isoformat(), "namespaces": "every namespace except assistant"},
-                    chunk=chunk,
-                    expired_after_days=days,
-                    order_by=("retention_anchor", "pk"),
-                )
-            )
+        erased.add(_erase_expired(
+            agent_expired, Operation.EXPIRY, workspace_id, days, chunk,
+            {"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": cutoff.isoformat(), "namespaces": "every namespace except assistant"},
+        ))
         assistant = in_workspace.filter(namespace=ASSISTANT_NAMESPACE)
         expired += _update_in_chunks(
             assistant.filter(state=MemoryState.ACTIVE, retention_anchor__lte=cutoff),
@@ -87,7 +96,7 @@ def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, i
         )
         # Retention is retroactive both ways: a longer setting brings back what it un-expires.
         restored += _update_in_chunks(assistant.filter(state=MemoryState.EXPIRED, retention_anchor__gt=cutoff), chunk, state=MemoryState.ACTIVE, expired_at=None)
-    return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored}
+    return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
 
 
 def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
@@ -98,21 +107,11 @@ def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, in
     for workspace_id, days, grace in _workspace_settings():
         cutoff = now - timedelta(days=days + grace)
         due = MemoryVersion.objects.filter(workspace_id=workspace_id, namespace=ASSISTANT_NAMESPACE, unreachable_at__isnull=True, retention_anchor__lte=cutoff)
-        for member_id in _members_with(due):
-            erased.add(
-                erase_in_chunks(
-                    due.filter(member_id=member_id),
-                    operation=Operation.GRACE_PURGE,
-                    workspace_id=workspace_id,
-                    member_id=member_id,
-                    actor_label=SYSTEM_ACTOR,
-                    filters={"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
-                    chunk=chunk,
-                    expired_after_days=days,
-                    order_by=("retention_anchor", "pk"),
-                )
-            )
-    return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts}
+        erased.add(_erase_expired(
+            due, Operation.GRACE_PURGE, workspace_id, days, chunk,
+            {"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
+        ))
+    return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
 
 
 # --- cascades ---------------------------------------------------------------------------------
@@ -133,25 +132,13 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
     """Mark what a lost on-commit task or a racing write left behind, erase every unreachable
     memory, and drop rate-limit counters older than their one-hour window."""
     now = now or timezone.now()
-    marked: dict[str, int] = {}
-    for reason, queryset in orphan_queries().items():
-        count = 0
-        while True:
-            with transaction.atomic():
-                ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:chunk])
-                if ids:
-                    count += MemoryVersion.objects.filter(pk__in=ids, unreachable_at__isnull=True).update(unreachable_at=now, unreachable_reason=reason)
-            if len(ids) < chunk:
-                break
-        marked[str(reason)] = count
+    marked = {str(reason): _update_in_chunks(queryset, chunk, unreachable_at=now, unreachable_reason=reason) for reason, queryset in orphan_queries().items()}
     erased = cascades.erase_unreachable(actor_label="system: cascade sweep", chunk=chunk)
     old_hits = RememberHit.objects.filter(at__lt=now - RATE_LIMIT_WINDOW)
-    counters = 0
-    while True:
-        with transaction.atomic():
-            ids = list(old_hits.order_by("pk").values_list("pk", flat=True)[:chunk])
-            if ids:
-                counters += RememberHit.objects.filter(pk__in=ids)._raw_delete(RememberHit.objects.db)
-        if len(ids) < chunk:
-            break
-    return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters}
+
+    def purge_counters() -> tuple[int, int]:
+        ids = list(old_hits.order_by("pk").values_list("pk", flat=True)[:chunk])
+        return len(ids), RememberHit.objects.filter(pk__in=ids)._raw_delete(RememberHit.objects.db) if ids else 0
+
+    counters = run_in_chunks(purge_counters, chunk=chunk)
+    return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters, "vacuumed": erased > 0 and reclaim_erased_space()}

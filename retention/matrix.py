@@ -17,6 +17,8 @@ from typing import Any
 
 from django.conf import settings
 
+from retention.chunks import CHUNK
+
 
 @dataclass(frozen=True)
 class ArtifactClass:
@@ -72,11 +74,16 @@ def _every(entry: str) -> str:
 
 
 def _backups() -> str:
-    return "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
+    return (
+        "SQLite: none in the database (erased rows are overwritten, secure_delete, and the WAL is checkpointed and truncated when the erase commits). "
+        "PostgreSQL: dead tuples until VACUUM (run after every sweep that erases, autovacuum otherwise), reclaimed page space until new rows overwrite it, "
+        "WAL segments until the server recycles them, archived WAL for WAL_ARCHIVE_RETENTION_DAYS (0 = no archiving). "
+        "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
+    )
 
 
 def artifact_classes() -> list[ArtifactClass]:
-    from retention.erasure import CHUNK
+    # Here, not at the top: `python -m retention.matrix` imports this module before Django is set up.
     from retention.lifecycle import RATE_LIMIT_WINDOW
 
     window_minutes = int(RATE_LIMIT_WINDOW.total_seconds() // 60)
@@ -168,9 +175,9 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="rate_limit_counter",
             name="Rate-limit counter",
-            store="Redis sorted set ratelimit:remember:<credential id> (production) or table memoryapp_rememberhit (embedded)",
+            store="Redis sorted sets ratelimit:remember:<credential id> and ratelimit:turn:<credential id> (production) or table memoryapp_rememberhit, one bucket each (embedded)",
             models=("memoryapp.RememberHit",),
-            derived_from="Admitted remembers: credential id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
+            derived_from="Admitted remembers and conversation turns: credential id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
             scope="One credential.",
             retention=f"Rolling {window_minutes}-minute window.",
             delete_method=f"Redis: entries trimmed on every remember and the key expires one window after the last; database: rows older than the window deleted by the cascade sweep ({_every('cascade-sweep')}).",

@@ -249,6 +249,15 @@ class Consolidation(models.Model):
     emptied as soon as the task finishes, whatever the outcome.
     """
 
+    content_fields = frozenset({"messages"})
+    content_digests = frozenset({"message_count"})
+    metadata_fields = frozenset(
+        {
+            "id", "workspace", "member", "agent", "credential_ref", "conversation_id", "anonymous", "status", "reason", "model_name",
+            "memories_found", "memories_stored", "memory_ids", "usage_record", "created_at", "finished_at", "input_purged_at",
+        }
+    )
+
     workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="consolidations")
     member = models.ForeignKey("governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations", help_text="The partner being remembered; empty when anonymous.")
     agent = models.ForeignKey("governance.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations")

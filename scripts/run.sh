@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-export DEBUG="${DEBUG:-1}"
+# The product as it really runs: DEBUG stays off (a 500 must never show a debug page with the
+# request body). Development turns it on explicitly: DEBUG=1 bash scripts/run.sh
+export DEBUG="${DEBUG:-0}"
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
 $PY manage.py migrate --noinput >/dev/null

@@ -21,6 +21,9 @@ except Exception as exc:
 PYEOF
 }
 
+echo "== Import contracts (layers, independence, forbidden) =="
+.venv/bin/lint-imports --no-cache
+
 status=0
 if services_up; then
   echo "== Suite on PostgreSQL + Redis =="

@@ -126,7 +126,7 @@ def test_searching_by_memory_text_finds_nothing(memories, staff):
 
 
 def test_no_search_field_of_any_admin_reaches_content():
-    from governance.admin_base import lookup_reaches_content
+    from governance.content import lookup_reaches_content
 
     for model, model_admin in product_admins():
         for name in model_admin.search_fields:

@@ -130,7 +130,9 @@ def test_every_change_list_runs_a_bounded_number_of_queries(everything, staff, r
     for model, _ in product_admins():
         url = admin_url(model, "changelist")
         client.get(url)
-        with django_assert_max_num_queries(12, info=model.__name__):
+        # 12, plus SAVEPOINT/RELEASE: the admin's lookup guard takes a savepoint inside the
+        # test's transaction (requests in production run in autocommit and take none).
+        with django_assert_max_num_queries(14, info=model.__name__):
             assert client.get(url).status_code == 200
 
 

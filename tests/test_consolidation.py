@@ -235,7 +235,7 @@ def test_a_consolidation_runs_once_even_if_delivered_twice(world, ready, monkeyp
 def test_task_is_queued_with_the_consolidation_id_only(world, ready, monkeypatch, django_capture_on_commit_callbacks):
     agent, client = ready
     sent = []
-    monkeypatch.setattr("retention.tasks.consolidate_turn.delay", lambda *args, **kwargs: sent.append((args, kwargs)))
+    monkeypatch.setattr("memoryapp.tasks.consolidate_turn.delay", lambda *args, **kwargs: sent.append((args, kwargs)))
     response = post_turn(client, agent, user_says("I speak English and Hebrew."), capture=django_capture_on_commit_callbacks)
     assert sent == [((int(response.json()["consolidation"]["id"]),), {})]
 

@@ -30,7 +30,7 @@ def test_the_canary_is_seen_on_every_surface_then_on_none(world):
         assert seen["before"] >= 1, name
         assert seen["after"] == 0, name
     assert report["neverHoldContent"] == {"cache": {"before": 0, "after": 0}, "receiptsAndAuditEvents": {"before": 0, "after": 0}}
-    assert report["stores"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "cache": 0}
+    assert report["stores"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0}
 
 
 def test_the_check_records_a_receipt_without_the_marker_and_cleans_up(world):

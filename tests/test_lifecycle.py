@@ -134,7 +134,7 @@ def test_expiry_sweep_is_idempotent(world, agent):
         remember(agent)
     with time_machine.travel(T0 + timedelta(days=91), tick=False):
         assert lifecycle.expiry_sweep()["receipts"] == 1
-        assert lifecycle.expiry_sweep() == {"agentVersionsErased": 0, "receipts": 0, "assistantExpired": 0, "assistantRestored": 0}
+        assert lifecycle.expiry_sweep() == {"agentVersionsErased": 0, "receipts": 0, "assistantExpired": 0, "assistantRestored": 0, "vacuumed": False}
     assert DeletionReceipt.objects.count() == 1
 
 

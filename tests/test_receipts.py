@@ -37,7 +37,7 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert backups["retentionDays"] == backup_days
     assert backups["until"] == (receipt.purged_at + timedelta(days=backup_days)).isoformat()
     assert receipt.verification["clean"] is True
-    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "cache": 0}
+    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0}
     everything = json.dumps([receipt.manifest, receipt.residual, receipt.verification, receipt.actor_label, receipt.memory_version_ids])
     assert "Zebra" not in everything and "umbrella" not in everything
 

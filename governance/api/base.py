@@ -11,8 +11,10 @@ from typing import Any
 
 from django.db.models import Model, QuerySet
 from rest_framework.request import Request
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
+from governance.auth import active_membership
 from governance.models import Member, Workspace
 from memoryapp.errors import ApiError, not_found, validation_error
 
@@ -24,18 +26,14 @@ class WorkspaceAPIView(APIView):
     workspace: Workspace
     member: Member
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "get_queryset" in cls.__dict__:
             raise TypeError(f"{cls.__name__} must use scoped()/owned(), not override get_queryset")
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication first: anonymous → 401
-        member = (
-            Member.objects.select_related("workspace", "workspace__ask_history", "user")
-            .filter(workspace_id=kwargs.get("ws_id"), user=request.user, left_at__isnull=True)
-            .first()
-        )
+        member = active_membership(request.user, kwargs["ws_id"])  # an int: the URLconf's id converter
         if member is None:
             raise not_found("workspace")
         self.member = member
@@ -50,24 +48,17 @@ class WorkspaceAPIView(APIView):
     def owned(self, queryset: QuerySet) -> QuerySet:
         return queryset.filter(workspace=self.workspace, member=self.member)
 
-    def get_scoped(self, queryset: QuerySet, pk: Any, what: str) -> Model:
-        obj = self.scoped(queryset).filter(pk=_int_id(pk)).first()
+    def get_scoped(self, queryset: QuerySet, pk: int, what: str) -> Model:
+        obj = self.scoped(queryset).filter(pk=pk).first()
         if obj is None:
             raise not_found(what)
         return obj
 
     @staticmethod
-    def body(request: Request, serializer_class, *, partial: bool = False) -> dict[str, Any]:
+    def body(request: Request, serializer_class: type[Serializer], *, partial: bool = False) -> dict[str, Any]:
         if not isinstance(request.data, dict):
             raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
         serializer = serializer_class(data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
-
-def _int_id(value: Any) -> int:
-    try:
-        parsed = int(value)
-    except (TypeError, ValueError):
-        return -1
-    return parsed if 0 < parsed < 2**63 else -1

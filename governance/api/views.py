@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.db.models import Q
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
@@ -10,12 +13,12 @@ from governance import actions
 from governance.api import serializers as s
 from governance.api.base import WorkspaceAPIView
 from governance.knowledge import readable_collections_q, readable_documents
-from governance.models import Collection, ContextSet, Credential, Document, Entity, Member, Passage
+from governance.models import Collection, ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
 from memoryapp.errors import not_found, validation_error
-from memoryapp.representation import iso
+from memoryapp.timestamps import iso
 
 
-def _ids(values) -> list[str]:
+def _ids(values: Iterable[int]) -> list[str]:
     return [str(v) for v in values]
 
 
@@ -29,11 +32,10 @@ class SettingsView(WorkspaceAPIView):
     @extend_schema(request=s.SettingsBody, responses={200: dict})
     def put(self, request, ws_id):
         changes = self.body(request, s.SettingsBody)
-        settings = actions.update_settings(self.workspace, changes, actor=request.user)
-        return Response(actions.settings_json(settings))
+        return Response(actions.settings_json(actions.update_settings(self.workspace, changes, actor=request.user)))
 
 
-def credential_json(credential: Credential) -> dict:
+def credential_json(credential: Credential) -> dict[str, Any]:
     return {
         "id": str(credential.pk),
         "name": credential.name,
@@ -55,31 +57,22 @@ class CredentialsView(WorkspaceAPIView):
     @extend_schema(request=s.CredentialBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CredentialBody)
-        context_set = None
-        if data.get("contextSetId") is not None:
-            context_set = self.scoped(ContextSet.objects.filter(deleted_at__isnull=True)).filter(pk=data["contextSetId"]).first()
-            if context_set is None:
-                raise validation_error({"contextSetId": ["No such context set."]})
         credential, token = actions.create_credential(
-            self.member, name=data["name"], scopes=data["scopes"], context_set=context_set, expires_at=data.get("expiresAt")
+            self.member, name=data["name"], scopes=data["scopes"], context_set_id=data.get("contextSetId"), expires_at=data.get("expiresAt")
         )
         return Response({**credential_json(credential), "token": token}, status=201)
 
 
 class CredentialView(WorkspaceAPIView):
     def delete(self, request, ws_id, credential_id):
-        credential = self.owned(Credential.objects.all()).filter(pk=_pk(credential_id)).first()
+        credential = self.owned(Credential.objects.all()).filter(pk=credential_id).first()
         if credential is None:
             raise not_found("credential")
         actions.revoke_credential(credential, actor=request.user)
         return Response(status=204)
 
 
-def _pk(value) -> int:
-    return int(value) if str(value).isdigit() and 0 < len(str(value)) <= 18 else -1
-
-
-def member_json(member: Member) -> dict:
+def member_json(member: Member) -> dict[str, Any]:
     return {"id": str(member.pk), "email": member.user.email, "role": member.role, "joinedAt": iso(member.joined_at)}
 
 
@@ -92,7 +85,7 @@ class MembersView(WorkspaceAPIView):
 class MemberView(WorkspaceAPIView):
     permissions = {"PATCH": "members:manage", "DELETE": "members:manage"}
 
-    def _target(self, member_id) -> Member:
+    def _target(self, member_id: int) -> Member:
         return self.get_scoped(Member.objects.filter(left_at__isnull=True).select_related("user", "workspace"), member_id, "member")
 
     @extend_schema(request=s.RoleBody, responses={200: dict})
@@ -119,9 +112,7 @@ class CollectionsView(WorkspaceAPIView):
         readers = list(self.scoped(Member.objects.filter(pk__in=data["memberIds"], left_at__isnull=True)))
         if len(readers) != len(set(data["memberIds"])):
             raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
-        if data["restricted"] and self.member not in readers:
-            readers.append(self.member)  # whoever restricts a collection keeps reading it
-        collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], readers=readers)
+        collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], readers=readers, creator=self.member)
         return Response({"id": str(collection.pk)}, status=201)
 
 
@@ -129,14 +120,14 @@ class CollectionView(WorkspaceAPIView):
     permissions = {"DELETE": "knowledge:write"}
 
     def delete(self, request, ws_id, collection_id):
-        collection = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).filter(pk=_pk(collection_id)).first()
+        collection = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).filter(pk=collection_id).first()
         if collection is None:
             raise not_found("collection")
         actions.delete_collection(collection, actor=request.user)
         return Response(status=204)
 
 
-def version_json(document: Document, version) -> dict:
+def version_json(document: Document, version: DocumentVersion) -> dict[str, Any]:
     return {
         "id": str(document.pk),
         "versionId": str(version.pk),
@@ -164,8 +155,8 @@ class DocumentsView(WorkspaceAPIView):
 class DocumentView(WorkspaceAPIView):
     permissions = {"DELETE": "knowledge:write"}
 
-    def _document(self, document_id) -> Document:
-        document = readable_documents(self.member).filter(pk=_pk(document_id)).first()
+    def _document(self, document_id: int) -> Document:
+        document = readable_documents(self.member).filter(pk=document_id).first()
         if document is None:
             raise not_found("document")
         return document
@@ -192,7 +183,7 @@ class DocumentVersionsView(DocumentView):
 
 class PassageView(WorkspaceAPIView):
     def get(self, request, ws_id, passage_id):
-        passage = Passage.objects.filter(pk=_pk(passage_id), document__in=readable_documents(self.member)).first()
+        passage = Passage.objects.filter(pk=passage_id, document__in=readable_documents(self.member)).first()
         if passage is None:
             raise not_found("passage")
         entity_ids = _ids(passage.entities.values_list("pk", flat=True))
@@ -212,7 +203,7 @@ class EntitiesView(WorkspaceAPIView):
         return Response({"id": str(entity.pk)}, status=201)
 
 
-def context_set_json(context_set: ContextSet) -> dict:
+def context_set_json(context_set: ContextSet) -> dict[str, Any]:
     return {
         "id": str(context_set.pk),
         "name": context_set.name,
@@ -244,7 +235,7 @@ class ContextSetsView(WorkspaceAPIView):
 class ContextSetView(WorkspaceAPIView):
     permissions = {"PATCH": "context_sets:manage", "DELETE": "context_sets:manage"}
 
-    def _set(self, set_id) -> ContextSet:
+    def _set(self, set_id: int) -> ContextSet:
         return self.get_scoped(ContextSet.objects.filter(deleted_at__isnull=True), set_id, "context set")
 
     @extend_schema(request=s.ContextSetPatchBody, responses={200: dict})

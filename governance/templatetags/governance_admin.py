@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import template
 from django.core.cache import cache
 
+from governance.admin_dashboard import LIMIT, charts, workspace_figures
+
 register = template.Library()
 
 CHARTS_CACHE_KEY = "admin-dashboard-charts-v1"
@@ -17,8 +19,6 @@ def governance_dashboard(context) -> dict | None:
     user = getattr(request, "user", None)
     if user is None or not user.has_perm("governance.view_workspace"):
         return None
-    from governance.admin_dashboard import LIMIT, charts, workspace_figures
-
     rows = workspace_figures()
     # The per-day counts scan the last 30 days of large tables: cached briefly. They are counts
     # only (no memory content ever enters a cache).

@@ -9,7 +9,8 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from memoryapp.errors import ApiError
+from memoryapp.api.parsers import NotText
+from memoryapp.errors import ApiError, error_body, plain_details
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (drf.NotAuthenticated, 401, "UNAUTHENTICATED"),
@@ -24,19 +25,19 @@ _DRF_CODES: list[tuple[type[Exception], int, str]] = [
 ]
 
 
-def _flatten(detail: Any) -> Any:
-    if isinstance(detail, dict):
-        return {str(k): _flatten(v) for k, v in detail.items()}
-    if isinstance(detail, list):
-        return [_flatten(v) for v in detail]
-    return str(detail)
+def body_error(exc: drf.ParseError | drf.UnsupportedMediaType) -> ApiError:
+    """A body that could not be read, as the product's error (the agent API raises it at gate
+    row 6, after the credential checks; every other API at once)."""
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
+    if isinstance(exc, NotText):
+        return ApiError(400, "VALIDATION_ERROR", "The request is not valid.", {"fields": exc.fields})
+    return ApiError(400, "VALIDATION_ERROR", "The request is not valid.", {"fields": {"non_field_errors": ["The body is not valid JSON."]}})
 
 
-def error_body(code: str, message: str, details: dict | None = None) -> dict:
-    return {"error": {"code": code, "message": message, "details": details or {}}}
-
-
-def exception_handler(exc: Exception, context: dict) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, NotText):
+        exc = body_error(exc)
     if isinstance(exc, ApiError):
         return Response(exc.as_json(), status=exc.status, headers=exc.headers)
     if isinstance(exc, Http404):
@@ -44,7 +45,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, DjangoPermissionDenied):
         return Response(error_body("FORBIDDEN", "You may not do this."), status=403)
     if isinstance(exc, drf.ValidationError):
-        detail = _flatten(exc.detail)
+        detail = plain_details(exc.detail)
         fields = detail if isinstance(detail, dict) else {"non_field_errors": detail}
         return Response(error_body("VALIDATION_ERROR", "The request is not valid.", {"fields": fields}), status=400)
     for exc_type, status, code in _DRF_CODES:

@@ -11,32 +11,33 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions as drf
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from governance.api.base import WorkspaceAPIView, _int_id
+from governance.actions import set_remember_me
+from governance.api.base import WorkspaceAPIView
 from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates
-from memoryapp.errors import ApiError, validation_error
-from memoryapp.models import ASSISTANT_NAMESPACE
-from memoryapp.schemas import DetailsField, ForgetBody, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
-from memoryapp.visibility import current_or_as_of, live_versions
+from memoryapp.api.exceptions import body_error
+from memoryapp.params import parse_id, query_int
+from memoryapp.recall.service import recall
+from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
+from memoryapp.visibility import member_versions
 
 
-class BodyError:
-    """A body that could not be parsed; it is refused at row 6, after the credential checks."""
-
-    def __init__(self, exc: drf.APIException):
-        self.exc = exc
-
-
-def read_body(request) -> Any:
+def agent_request(request: Request, operation: str, *, switches: bool = True) -> tuple[gates.AgentContext, Any]:
+    """Gate rows 1–5 (or 1–4 without the memory switches), then the body: a body that cannot be
+    read is refused at row 6, after the credential checks."""
+    token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
     try:
-        return request.data
-    except drf.UnsupportedMediaType as exc:
-        return BodyError(exc)
-    except drf.ParseError as exc:
-        return BodyError(exc)
+        body = request.data
+    except (drf.UnsupportedMediaType, drf.ParseError) as exc:
+        body = exc
+    ctx = gates.admit_agent(token, operation, switches=switches)
+    if isinstance(body, (drf.UnsupportedMediaType, drf.ParseError)):
+        raise body_error(body)
+    return ctx, body
 
 
 class AgentOperationView(APIView):
@@ -44,14 +45,8 @@ class AgentOperationView(APIView):
     permission_classes = [AllowAny]
     operation = ""
 
-    def admit(self, request) -> gates.Admission:
-        token = bearer_token(request.META.get("HTTP_AUTHORIZATION"))
-        body = read_body(request)
-        ctx = gates.admit_agent(token, self.operation)  # rows 1–5 before the body is judged
-        if isinstance(body, BodyError):
-            if isinstance(body.exc, drf.UnsupportedMediaType):
-                raise ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
-            raise validation_error({"non_field_errors": ["The body is not valid JSON."]})
+    def admit(self, request: Request) -> gates.Admission:
+        ctx, body = agent_request(request, self.operation)
         return gates.admit_with(ctx, self.operation, body)
 
 
@@ -69,8 +64,6 @@ class RecallView(AgentOperationView):
 
     @extend_schema(request=RecallBody, responses={200: OpenApiTypes.OBJECT}, summary="Recall the memories that best match a query")
     def post(self, request):
-        from memoryapp.recall.service import recall
-
         return Response(recall(self.admit(request)))
 
 
@@ -91,15 +84,6 @@ class ForgetView(AgentOperationView):
 
 
 # --- member and owner endpoints ----------------------------------------------------------------
-def _limit(request, default: int, maximum: int) -> int:
-    raw = request.query_params.get("limit")
-    if raw is None:
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
-        raise validation_error({"limit": [f"Must be between 1 and {maximum}."]})
-    return int(raw)
-
-
 class AgentMemoriesView(WorkspaceAPIView):
     """The member's own agent memories (never anyone else's, whatever the role)."""
 
@@ -108,16 +92,14 @@ class AgentMemoriesView(WorkspaceAPIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, ws_id):
-        settings = self.workspace.ask_history
-        queryset = current_or_as_of(live_versions(self.member, settings), None).exclude(namespace=ASSISTANT_NAMESPACE)
+        ask_history = self.workspace.ask_history
         params = request.query_params
-        if params.get("namespace"):
-            queryset = queryset.filter(namespace=params["namespace"])
-        if params.get("key"):
-            queryset = queryset.filter(key=params["key"])
-        if params.get("collectionId"):
-            queryset = queryset.filter(collection_id=_int_id(params["collectionId"]))
-        return Response(actions.paginate(queryset, self.member, settings, limit=_limit(request, 20, 100), cursor=params.get("cursor")))
+        collection_id = parse_id(params["collectionId"]) if params.get("collectionId") else None
+        queryset = member_versions(self.member, ask_history, agent_memories_only=True, namespace=params.get("namespace"), key=params.get("key"), collection_id=collection_id)
+        if params.get("collectionId") and collection_id is None:
+            queryset = queryset.none()  # a malformed id names no collection
+        limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
+        return Response(actions.paginate(queryset, self.member, ask_history, limit=limit, cursor=params.get("cursor")))
 
     def delete(self, request, ws_id):
         return Response(actions.delete_all_own_agent_memories(self.member))
@@ -125,7 +107,7 @@ class AgentMemoriesView(WorkspaceAPIView):
 
 class AgentMemoryView(WorkspaceAPIView):
     def delete(self, request, ws_id, memory_id):
-        return Response(actions.delete_own_memory(self.member, _int_id(memory_id), agent_only=True))
+        return Response(actions.delete_own_memory(self.member, memory_id, agent_only=True))
 
 
 class BulkDeleteAgentMemoriesView(WorkspaceAPIView):
@@ -141,14 +123,14 @@ class PreferenceBody(StrictSerializer):
 
 
 class AssistantMemoryBody(StrictSerializer):
-    kind = PlainText(min_length=1, max_length=64)
+    kind = KindField()
     topic = PlainText(min_length=1, max_length=120)
     summary = PlainText(min_length=1, max_length=1000, trim_whitespace=False)
     details = DetailsField(required=False)
 
 
 class AssistantMemoryPatchBody(StrictSerializer):
-    kind = PlainText(min_length=1, max_length=64, required=False)
+    kind = KindField(required=False)
     summary = PlainText(min_length=1, max_length=1000, required=False, trim_whitespace=False)
     details = DetailsField(required=False)
 
@@ -159,10 +141,6 @@ class PreferenceView(WorkspaceAPIView):
 
     @extend_schema(request=PreferenceBody, responses={200: OpenApiTypes.OBJECT})
     def put(self, request, ws_id):
-        from governance.actions import set_remember_me
-
-        if not self.workspace.ai_memory_available:
-            raise gates.disabled("organization", "AI memory is not enabled for your organization.")
         data = self.body(request, PreferenceBody)
         member = set_remember_me(self.member, data["rememberMe"])
         return Response({"rememberMe": member.remember_me, "available": True})
@@ -183,14 +161,14 @@ class AssistantMemoryView(WorkspaceAPIView):
     @extend_schema(request=AssistantMemoryPatchBody, responses={200: OpenApiTypes.OBJECT})
     def patch(self, request, ws_id, memory_id):
         data = self.body(request, AssistantMemoryPatchBody)
-        version = assistant.edit_assistant_memory(self.member, _int_id(memory_id), kind=data.get("kind"), summary=data.get("summary"), details=data.get("details"))
+        version = assistant.edit_assistant_memory(self.member, memory_id, kind=data.get("kind"), summary=data.get("summary"), details=data.get("details"))
         return Response({"memory": assistant.assistant_json(version, self.member, expired=False)})
 
     def delete(self, request, ws_id, memory_id):
-        return Response(actions.delete_own_memory(self.member, _int_id(memory_id), agent_only=False))
+        return Response(actions.delete_own_memory(self.member, memory_id, agent_only=False))
 
 
 class AssistantMemoryReactivateView(WorkspaceAPIView):
     def post(self, request, ws_id, memory_id):
-        version = assistant.reactivate_assistant_memory(self.member, _int_id(memory_id))
+        version = assistant.reactivate_assistant_memory(self.member, memory_id)
         return Response({"memory": assistant.assistant_json(version, self.member, expired=False)})

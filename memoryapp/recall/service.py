@@ -192,7 +192,7 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
     rows = MemoryVersion.objects.in_bulk([candidates[index].pk for index, _ in fused])
     results = []
     for index, (score, ranks) in fused:
-        memory = memory_json(rows[candidates[index].pk], checked, ctx.settings)
+        memory = memory_json(rows[candidates[index].pk], checked, ctx.ask_history)
         memory["score"] = score
         memory["ranks"] = {name: ranks.get(name) for name in ("bm25", "semantic", "entity")}
         results.append(memory)

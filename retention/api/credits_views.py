@@ -12,7 +12,11 @@ Amounts are strings of decimals (credits), never floats.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
 import django_filters
+from django import forms
+from django_filters.fields import IsoDateTimeField
 from django.db.models import Count, DecimalField, F, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from drf_spectacular.types import OpenApiTypes
@@ -24,15 +28,13 @@ from governance.api.base import WorkspaceAPIView
 from governance.models import Member
 from governance.permissions import ROLE_CHOICES
 from memoryapp.errors import not_found, validation_error
+from memoryapp.params import query_int
 from memoryapp.schemas import StrictSerializer
+from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
 from retention import credits
 from retention.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
 
 ROLES = [value for value, _ in ROLE_CHOICES]
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 class QuotaBody(StrictSerializer):
@@ -55,7 +57,7 @@ class CreditsView(WorkspaceAPIView):
                 "memberQuotas": [{"memberId": str(q.member_id), **credits.quota_json(q)} for q in member_quotas],
                 "roleQuotas": [{"role": q.role, **credits.quota_json(q)} for q in role_quotas],
                 "ledger": [
-                    {"id": str(e.pk), "kind": e.kind, "amount": str(e.amount), "usageRecordId": str(e.usage_record_id) if e.usage_record_id else None, "createdAt": _iso(e.created_at), "note": e.note}
+                    {"id": str(e.pk), "kind": e.kind, "amount": str(e.amount), "usageRecordId": str(e.usage_record_id) if e.usage_record_id else None, "createdAt": iso(e.created_at), "note": e.note}
                     for e in ledger
                 ],
             }
@@ -65,7 +67,7 @@ class CreditsView(WorkspaceAPIView):
 class MemberQuotaView(WorkspaceAPIView):
     permissions = {"PUT": "credits:manage", "DELETE": "credits:manage"}
 
-    def _member(self, member_id: str) -> Member:
+    def _member(self, member_id: int) -> Member:
         return self.get_scoped(Member.objects.filter(left_at__isnull=True), member_id, "member")
 
     @extend_schema(request=QuotaBody, responses={200: OpenApiTypes.OBJECT})
@@ -104,19 +106,34 @@ class RoleQuotaView(WorkspaceAPIView):
 
 
 # --- usage history ---------------------------------------------------------------------------------
+class InstantFormField(IsoDateTimeField):
+    """`since`/`until`: ISO-8601 instants, in the range `memoryapp.timestamps` accepts."""
+
+    def clean(self, value: Any) -> datetime | None:
+        try:
+            parsed = super().clean(value)
+            return check_range(parsed) if parsed is not None else None
+        except (InvalidInstant, OverflowError) as exc:
+            raise forms.ValidationError(str(exc) if isinstance(exc, InvalidInstant) else RANGE_MESSAGE) from None
+
+
+class InstantFilter(django_filters.IsoDateTimeFilter):
+    field_class = InstantFormField
+
+
 class UsageFilter(django_filters.FilterSet):
     member = django_filters.NumberFilter(field_name="member_id")
     role = django_filters.ChoiceFilter(choices=ROLE_CHOICES)
     category = django_filters.ChoiceFilter(choices=UsageCategory.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    since = InstantFilter(field_name="created_at", lookup_expr="gte")
+    until = InstantFilter(field_name="created_at", lookup_expr="lt")
     period = django_filters.CharFilter(method="filter_period")
 
     class Meta:
         model = UsageRecord
         fields = ["member", "role", "category", "since", "until", "period"]
 
-    def filter_period(self, queryset, name, value):
+    def filter_period(self, queryset: Any, name: str, value: str) -> Any:
         start, end = parse_period(value)
         return queryset.filter(created_at__gte=start, created_at__lt=end)
 
@@ -125,12 +142,12 @@ def parse_period(value: str) -> tuple[datetime, datetime]:
     """`YYYY-MM` → that month; `YYYY-MM-DD` → that day (UTC)."""
     try:
         if len(value) == 7:
-            start = datetime.strptime(value, "%Y-%m").replace(tzinfo=UTC)
-            return start, credits.period_end(QuotaPeriod.MONTH, start)
+            start = check_range(datetime.strptime(value, "%Y-%m").replace(tzinfo=UTC))
+            return start, check_range(credits.period_end(QuotaPeriod.MONTH, start))
         if len(value) == 10:
-            start = datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
-            return start, start + timedelta(days=1)
-    except ValueError:
+            start = check_range(datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC))
+            return start, check_range(start + timedelta(days=1))
+    except (ValueError, OverflowError):  # InvalidInstant is a ValueError
         pass
     raise validation_error({"period": ["Use YYYY-MM or YYYY-MM-DD."]})
 
@@ -150,7 +167,9 @@ class UsageView(WorkspaceAPIView):
         if not filterset.is_valid():
             raise validation_error({k: [str(e) for e in v] for k, v in filterset.errors.items()})
         queryset = filterset.qs.order_by("-created_at", "-id")
-        limit, offset = _int_param(request, "limit", 50, 1, 200), _int_param(request, "offset", 0, 0, 10**9)
+        params = request.query_params
+        limit = query_int(params, "limit", default=50, minimum=1, maximum=200)
+        offset = query_int(params, "offset", default=0, minimum=0, maximum=10**9)
         page = list(queryset[offset : offset + limit + 1])
         zero = Value(credits.ZERO, output_field=_money())
         totals = queryset.order_by().aggregate(
@@ -170,19 +189,10 @@ class UsageView(WorkspaceAPIView):
         )
         return Response(
             {
-                "records": [credits.usage_json(r) for r in page[:limit]],
+                "records": [credits.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],
                 "nextOffset": offset + limit if len(page) > limit else None,
                 "totals": {**{k: v for k, v in totals.items() if not k.endswith("Cost")}, "inputCost": str(totals["inputCost"]), "outputCost": str(totals["outputCost"]), "total": str(totals["inputCost"] + totals["outputCost"])},
                 "series": [{"day": row["day"].isoformat(), "category": row["category"], "cost": str(row["cost"])} for row in series],
             }
         )
-
-
-def _int_param(request, name: str, default: int, minimum: int, maximum: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or not minimum <= int(raw) <= maximum:
-        raise validation_error({name: [f"Must be an integer between {minimum} and {maximum}."]})
-    return int(raw)
 

@@ -1,16 +1,13 @@
 from django.urls import path
 
-from memoryapp.api import conversations
 from retention.api import credits_views, views
 
 urlpatterns = [
     path("ask-history/deletion-receipts", views.DeletionReceiptsView.as_view(), name="deletion-receipts"),
     path("ask-history/lifecycle", views.LifecycleView.as_view(), name="lifecycle"),
-    # conversations, agents and credits (SPEC §9)
-    path("agents", conversations.AgentsView.as_view()),
-    path("agents/<str:agent_id>", conversations.AgentView.as_view()),
+    # credits (SPEC §9)
     path("credits", credits_views.CreditsView.as_view()),
-    path("credits/member-quotas/<str:member_id>", credits_views.MemberQuotaView.as_view()),
+    path("credits/member-quotas/<id:member_id>", credits_views.MemberQuotaView.as_view()),
     path("credits/role-quotas/<str:role>", credits_views.RoleQuotaView.as_view()),
     path("usage", credits_views.UsageView.as_view()),
 ]

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from governance.api.base import WorkspaceAPIView, _int_id
+from governance.api.base import WorkspaceAPIView
 from governance.models import AuditEvent
+from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryState, MemoryVersion
-from memoryapp.representation import iso
+from memoryapp.params import query_int
+from memoryapp.timestamps import iso
 from memoryapp.visibility import retention_cutoff
 from retention.matrix import artifact_classes
 from retention.models import DeletionReceipt, Operation, UsageRecord
@@ -22,31 +25,29 @@ from retention.models import DeletionReceipt, Operation, UsageRecord
 MANAGE = "ask_history:manage"
 
 
-def receipt_json(receipt: DeletionReceipt, *, with_ids: bool) -> dict[str, Any]:
+def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
+    """A member sees their own receipts in full. Anyone else allowed to list a receipt (the
+    owner) sees counts only: the filters hold what the member wrote or chose (a namespace, a key
+    built from what was said, a memory id), so they are left out with the version ids."""
+    manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
+    if not own:
+        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds")}
     data = {
         "id": str(receipt.pk),
         "operation": receipt.operation,
         "operationLabel": Operation(receipt.operation).label if receipt.operation in Operation.values else receipt.operation,
         "actor": receipt.actor_label,
         "memberId": str(receipt.member_ref) if receipt.member_ref is not None else None,
-        "manifest": receipt.manifest,
+        "manifest": manifest,
         "requestedAt": iso(receipt.requested_at),
         "unreachableAt": iso(receipt.unreachable_at),
         "purgedAt": iso(receipt.purged_at),
         "residual": receipt.residual,
         "verification": receipt.verification,
     }
-    if with_ids:
+    if own:
         data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
     return data
-
-
-def _limit(raw: str | None) -> int:
-    if raw is None:
-        return 20
-    if not raw.isdigit() or not 1 <= int(raw) <= 100:
-        raise validation_error({"limit": ["Must be between 1 and 100."]})
-    return int(raw)
 
 
 class DeletionReceiptsView(WorkspaceAPIView):
@@ -69,16 +70,17 @@ class DeletionReceiptsView(WorkspaceAPIView):
             if params["operation"] not in Operation.values:
                 raise validation_error({"operation": [f"One of {', '.join(Operation.values)}."]})
             receipts = receipts.filter(operation=params["operation"])
+        scope = f"receipts:{self.workspace.pk}:{self.member.pk}"
         if params.get("cursor"):
-            receipts = receipts.filter(pk__lt=_int_id(params["cursor"]))
-        limit = _limit(params.get("limit"))
+            receipts = receipts.filter(pk__lt=int(decode_cursor(params["cursor"], scope=scope)))
+        limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
         page = list(receipts[: limit + 1])
         more = len(page) > limit
         page = page[:limit]
         return Response(
             {
-                "receipts": [receipt_json(r, with_ids=r.member_ref == self.member.pk) for r in page],
-                "nextCursor": str(page[-1].pk) if more else None,
+                "receipts": [receipt_json(r, own=r.member_ref == self.member.pk) for r in page],
+                "nextCursor": encode_cursor(page[-1].pk, scope=scope) if more else None,
             }
         )
 
@@ -86,17 +88,16 @@ class DeletionReceiptsView(WorkspaceAPIView):
 class LifecycleView(WorkspaceAPIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Lifecycle matrix of every stored artifact class, with current counts")
     def get(self, request, ws_id):
-        from django.conf import settings as django_settings
-
-        ask = self.workspace.ask_history
+        ask_history = self.workspace.ask_history
         owner = self.member.has_perm(MANAGE)
         return Response(
             {
                 "scope": "workspace" if owner else "member",
                 "settings": {
-                    "agentMemoryRetentionDays": ask.agent_memory_retention_days,
-                    "expiredGraceDays": ask.expired_grace_days,
-                    "backupRetentionDays": django_settings.BACKUP_RETENTION_DAYS,
+                    "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
+                    "expiredGraceDays": ask_history.expired_grace_days,
+                    "backupRetentionDays": settings.BACKUP_RETENTION_DAYS,
+                    "walArchiveRetentionDays": settings.WAL_ARCHIVE_RETENTION_DAYS,
                     "retentionAppliesToExistingMemories": True,
                 },
                 "artifacts": [a.as_json() for a in artifact_classes()],

@@ -12,6 +12,8 @@ import os
 import anyio
 from django.core.management.base import BaseCommand, CommandError
 
+from memoryapp.mcp import build_server, fixed_token
+
 TOKEN_VARIABLE = "AGENT_MEMORY_TOKEN"
 
 
@@ -19,9 +21,7 @@ class Command(BaseCommand):
     help = f"Serve the agent-memory MCP tools over stdio; the agent credential token comes from {TOKEN_VARIABLE}."
     requires_system_checks: list[str] = []  # an MCP client waits on start-up; checks run with the web server
 
-    def handle(self, *args, **options) -> None:
-        from memoryapp.mcp import build_server, fixed_token
-
+    def handle(self, *args: object, **options: object) -> None:
         token = os.environ.get(TOKEN_VARIABLE, "").strip()
         if not token:
             raise CommandError(f"Set {TOKEN_VARIABLE} to an agent credential token (Settings → Agent access).")

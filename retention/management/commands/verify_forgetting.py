@@ -13,12 +13,14 @@ import string
 import sys
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from django.test import Client
 from django.urls import Resolver404, resolve
 from django.utils import timezone
@@ -27,7 +29,7 @@ from governance import actions as governance
 from governance.models import AuditEvent, Credential, Member, Workspace
 from governance.permissions import scope_allowed_for_role
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from memoryapp.representation import iso
+from memoryapp.timestamps import iso
 from retention.erasure import erase_memories, residual_window, verify
 from retention.models import DeletionReceipt, Operation
 
@@ -38,6 +40,39 @@ PARAPHRASE = "When should the quarterly sales summary reach this person each wee
 
 class CheckCannotRun(Exception):
     pass
+
+
+def serving_host() -> str:
+    """A host name this deployment answers to: the first concrete entry of ALLOWED_HOSTS."""
+    for entry in settings.ALLOWED_HOSTS:
+        host = entry.lstrip(".")
+        if host and "*" not in host:
+            return host
+    return "localhost"  # ALLOWED_HOSTS = ["*"] (or empty with DEBUG): any name is accepted
+
+
+def sqlite_files() -> list[Path]:
+    """The embedded database's file and its write-ahead log (and rollback journal)."""
+    if connection.vendor != "sqlite":
+        return []
+    name = Path(connection.settings_dict["NAME"])
+    return [path for path in (name, Path(f"{name}-wal"), Path(f"{name}-journal")) if path.exists()]
+
+
+def occurrences_on_disk(paths: list[Path], needle: bytes, block: int = 1 << 20) -> int:
+    """How many times `needle` appears in these files, read in blocks. Each block is searched
+    with the previous block's last len(needle) - 1 bytes in front, which cannot hold a whole
+    occurrence themselves: one spanning two blocks is counted once, none twice."""
+    keep = len(needle) - 1
+    found = 0
+    for path in paths:
+        with path.open("rb") as handle:
+            tail = b""
+            while chunk := handle.read(block):
+                window = tail + chunk
+                found += window.count(needle)
+                tail = window[-keep:] if keep else b""
+    return found
 
 
 def new_marker() -> str:
@@ -51,8 +86,11 @@ class ForgettingCheck:
         self.member = member
         self.marker = new_marker()
         self.text = f"Forgetting check canary {self.marker}: the member wants the quarterly sales report delivered on Tuesday mornings."
-        self.client = Client(raise_request_exception=False)
-        self.member_client = Client(raise_request_exception=False)
+        # Requests go through the whole stack as this deployment serves them: one of its own
+        # host names (ALLOWED_HOSTS) over https (SECURE_SSL_REDIRECT), never Django's "testserver".
+        request_defaults = {"HTTP_HOST": serving_host(), "SERVER_PORT": "443"}
+        self.client = Client(raise_request_exception=False, **request_defaults)
+        self.member_client = Client(raise_request_exception=False, **request_defaults)
         self.member_client.force_login(member.user)
         self.token = ""
         self.credential: Credential | None = None
@@ -63,7 +101,7 @@ class ForgettingCheck:
 
     # --- the agent API, in process -------------------------------------------------------------
     def agent(self, operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        response = self.client.post(f"/api/agent/v1/memories/{operation}", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {self.token}")
+        response = self.client.post(f"/api/agent/v1/memories/{operation}", json.dumps(body), content_type="application/json", secure=True, HTTP_AUTHORIZATION=f"Bearer {self.token}")
         try:
             data = response.json()
         except ValueError:
@@ -125,12 +163,16 @@ class ForgettingCheck:
             "recallTermsByText": lambda: MemoryEmbedding.objects.filter(terms__contains=self.marker).count(),
             "embeddingSimilarity": self.similar_embeddings,
         }
+        if sqlite_files() and not connection.in_atomic_block:
+            # The bytes themselves: erased rows must leave the database file and its WAL. (Not
+            # inside a transaction, i.e. a test's: nothing is committed to the files there.)
+            found["sqliteFiles"] = lambda: occurrences_on_disk(sqlite_files(), self.marker.encode())
         if self.page_url():
             found["memberPage"] = self.member_page
         return found
 
     def member_api(self) -> int:
-        response = self.member_client.get(f"/api/w/{self.workspace.pk}/ask-history/agent-memories", {"namespace": NAMESPACE, "limit": 100})
+        response = self.member_client.get(f"/api/w/{self.workspace.pk}/ask-history/agent-memories", {"namespace": NAMESPACE, "limit": 100}, secure=True)
         if response.status_code != 200:
             raise RuntimeError(f"member API answered {response.status_code}")
         return self.hits(response.json().get("memories", []))
@@ -144,7 +186,7 @@ class ForgettingCheck:
         return url
 
     def member_page(self) -> int:
-        response = self.member_client.get(self.page_url())
+        response = self.member_client.get(self.page_url(), secure=True)
         if response.status_code != 200:
             raise RuntimeError(f"member page answered {response.status_code}")
         return response.content.decode("utf-8", "replace").count(self.marker)

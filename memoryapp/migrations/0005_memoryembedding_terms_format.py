@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryapp', '0002_recall_terms'),
+        ('memoryapp', '0004_rememberhit_bucket'),
     ]
 
     operations = [

@@ -1,0 +1,241 @@
+"""What the page templates show: labels in the reader's language and the rows they render.
+
+Views (`memoryapp.pages.views`) handle the request and call the actions; these functions turn
+the actions' results and the member's records into template rows. Chart geometry lives in
+`memoryapp.pages.charts`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db.models import Count, Q
+from django.forms import Form
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from governance.models import Collection, Credential, Member
+from governance.permissions import Role, scope_allowed_for_role
+from memoryapp.errors import ApiError
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
+from memoryapp.pages.forms import KIND_CHOICES
+from retention.credits import LINE_LABELS
+from retention.models import DeletionReceipt, Operation, UsageCategory, UsageRecord
+
+# Source tags (SPEC §7): the text always says what the colour means.
+SOURCE_LABELS = {
+    Source.AGENT: gettext_lazy("Agent"),
+    Source.USER_REQUEST: gettext_lazy("User request"),
+    Source.ASSISTANT_INITIATED: gettext_lazy("Assistant recorded"),
+    Source.MANUAL: gettext_lazy("Manual"),
+    Source.AI_EXTRACTED: gettext_lazy("AI extracted"),
+}
+
+MASK_LABELS = {
+    "EMAIL": gettext_lazy("email address"),
+    "PHONE": gettext_lazy("phone number"),
+    "IL_ID": gettext_lazy("ID number"),
+    "CARD": gettext_lazy("payment card number"),
+    "BANK_ACCOUNT": gettext_lazy("bank account number"),
+    "NUMBER": gettext_lazy("long number"),
+    "SECRET": gettext_lazy("secret"),
+}
+
+OPERATION_LABELS = {
+    Operation.FORGET: gettext_lazy("Forgotten by an agent"),
+    Operation.MEMBER_DELETE: gettext_lazy("Deleted by the member"),
+    Operation.OWNER_BULK_DELETE: gettext_lazy("Owner deleted all agent memories"),
+    Operation.EXPIRY: gettext_lazy("Retention expiry"),
+    Operation.GRACE_PURGE: gettext_lazy("Expired grace period ended"),
+    Operation.CASCADE_DOCUMENT: gettext_lazy("Cited document deleted"),
+    Operation.CASCADE_COLLECTION: gettext_lazy("Collection deleted"),
+    Operation.MEMBER_REMOVAL: gettext_lazy("Member removed"),
+    Operation.WORKSPACE_DELETION: gettext_lazy("Workspace deleted"),
+    Operation.NON_RETAINING: gettext_lazy("Workspace made non-retaining"),
+    Operation.ADMIN_ERASE: gettext_lazy("Erased by a platform admin"),
+    Operation.FORGETTING_CHECK: gettext_lazy("Forgetting check"),
+}
+
+ROLE_LABELS = {
+    "viewer": gettext_lazy("viewer"),
+    "editor": gettext_lazy("editor"),
+    "admin": gettext_lazy("admin"),
+    "owner": gettext_lazy("owner"),
+}
+
+# The navigation, in order: (url name, label, permission needed or None, group).
+NAV = [
+    ("pages:ai-memory", gettext_lazy("AI memory"), None, gettext_lazy("Memory")),
+    ("pages:agent-memories", gettext_lazy("What Bundata remembers"), None, gettext_lazy("Memory")),
+    ("pages:agent-access", gettext_lazy("Agent access"), None, gettext_lazy("Settings")),
+    ("pages:ask-history", gettext_lazy("Ask history"), "ask_history:manage", gettext_lazy("Settings")),
+    ("pages:usage", gettext_lazy("Usage"), None, gettext_lazy("Credits")),
+]
+
+
+# --- the frame of every workspace page ------------------------------------------------------------
+def frame(user: AbstractBaseUser, member: Member, current: str) -> dict[str, Any]:
+    """Navigation (what the member's permissions allow) and the workspace switcher."""
+    ws = member.workspace.pk
+    nav: list[dict[str, Any]] = []
+    for name, label, permission, group in NAV:
+        if permission is None or member.has_perm(permission):
+            if not nav or nav[-1]["label"] != group:
+                nav.append({"label": group, "items": []})
+            nav[-1]["items"].append({"url": reverse(name, args=[ws]), "label": label, "current": name == current})
+    permission_of = {name: permission for name, _label, permission, _group in NAV}
+    switcher = []
+    for other in Member.objects.filter(user=user, left_at__isnull=True).select_related("workspace").order_by("workspace__name", "workspace_id"):
+        # Stay on the same page in the other workspace when allowed there, else land on AI memory.
+        needed = permission_of.get(current)
+        target = current if needed is None or other.has_perm(needed) else "pages:ai-memory"
+        switcher.append({"name": other.workspace.name, "url": reverse(target, args=[other.workspace_id]), "current": other.workspace_id == ws, "role": ROLE_LABELS.get(other.role, other.role)})
+    return {"member": member, "workspace": member.workspace, "nav": nav, "switcher": switcher, "role_label": ROLE_LABELS.get(member.role, member.role)}
+
+
+# --- refusals and notes ---------------------------------------------------------------------------
+def error_text(exc: ApiError) -> str:
+    """The action's refusal in the reader's language (the English message for unknown codes)."""
+    reason = exc.details.get("reason") if isinstance(exc.details, dict) else None
+    known = {
+        "AGENT_MEMORY_EMPTY": _("Nothing is left of the text once personal data is masked."),
+        "AGENT_MEMORY_PERSONAL_DATA": _("The topic must not contain personal data."),
+        "AGENT_MEMORY_FULL": _("You already have the maximum number of stored memory versions in this workspace."),
+        "NON_RETAINING_WORKSPACE": _("This workspace keeps no history, so it keeps no memories."),
+        "MEMORY_NOT_FOUND": _("No such memory. It may already have been deleted."),
+        "INSUFFICIENT_ROLE": _("A scope above your role cannot be granted."),
+        "VALIDATION_ERROR": _("Please correct the highlighted fields."),
+    }
+    if exc.code == "AGENT_MEMORY_DISABLED":
+        if reason == "organization":
+            return _("AI memory is not enabled for your organization")
+        if reason == "workspace":
+            return _("The workspace owner has not enabled agent memories.")
+        return _("AI memory is off; the assistant currently does not read or add memories")
+    return known.get(exc.code, exc.message)
+
+
+def masked_note(kinds: list[str]) -> str:
+    return ", ".join(str(MASK_LABELS.get(k, k)) for k in kinds)
+
+
+# --- memories -----------------------------------------------------------------------------------
+def agent_memory_rows(memories: list[dict[str, Any]], member: Member) -> list[dict[str, Any]]:
+    """Rows of "What Bundata remembers" from memory objects `M`, with their collections' names."""
+    collection_ids = {int(m["collectionId"]) for m in memories if m["collectionId"]}
+    names = dict(Collection.objects.filter(workspace=member.workspace, pk__in=collection_ids).values_list("pk", "name")) if collection_ids else {}
+    return [
+        {
+            **m,
+            "created": parse_datetime(m["createdAt"]),
+            "expires": parse_datetime(m["expiresAt"]),
+            "collection_name": names.get(int(m["collectionId"])) if m["collectionId"] else None,
+            "source_label": SOURCE_LABELS.get(m["source"], m["source"]),
+            "masked_note": masked_note(m["masked"]),
+            "citation_count": len(m["citations"]),
+        }
+        for m in memories
+    ]
+
+
+def assistant_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kinds = dict(KIND_CHOICES)
+    return [
+        {
+            **item,
+            "kind_label": kinds.get(item["kind"], item["kind"] or "—"),
+            "source_label": SOURCE_LABELS.get(item["source"], item["source"]),
+            "created": parse_datetime(item["createdAt"]),
+            "updated": parse_datetime(item["updatedAt"]),
+            "expires": parse_datetime(item["expiresAt"]),
+            "erased": parse_datetime(item["erasedAt"]) if item.get("erasedAt") else None,
+            "masked_note": masked_note(item["masked"]),
+        }
+        for item in items
+    ]
+
+
+# --- Settings → Agent access --------------------------------------------------------------------------
+def scope_options(member: Member, form: Form) -> list[dict[str, Any]]:
+    chosen = set(form["scopes"].value() or []) if form.is_bound else set()
+    options = []
+    for scope, minimum, description in (
+        ("memory:read", Role.VIEWER, _("Recall and list your memories")),
+        ("memory:write", Role.EDITOR, _("Remember and forget memories for you")),
+    ):
+        allowed = scope_allowed_for_role(scope, member.role)
+        options.append({
+            "value": scope,
+            "description": description,
+            "allowed": allowed,
+            "checked": allowed and scope in chosen,
+            "reason": "" if allowed else _("Needs the %(needed)s role or above; your role is %(role)s.") % {"needed": ROLE_LABELS[minimum.label], "role": ROLE_LABELS.get(member.role, member.role)},
+        })
+    return options
+
+
+def credential_rows(member: Member) -> list[dict[str, Any]]:
+    now = timezone.now()
+    rows = []
+    for credential in Credential.objects.filter(workspace=member.workspace, member=member).select_related("context_set"):
+        if credential.is_revoked:
+            status, status_label = "revoked", _("Revoked")
+        elif credential.is_expired(now):
+            status, status_label = "expired", _("Expired")
+        else:
+            status, status_label = "active", _("Active")
+        disabled_scopes = [s for s in credential.scopes if s in ("memory:read", "memory:write") and not scope_allowed_for_role(s, member.role)]
+        rows.append({"credential": credential, "status": status, "status_label": status_label, "disabled_scopes": disabled_scopes})
+    return rows
+
+
+# --- Settings → Ask history (owner) ------------------------------------------------------------------
+def agent_memory_counts(member: Member) -> dict[str, int]:
+    """How many agent memories the workspace holds: counts, never content."""
+    agent_versions = MemoryVersion.objects.filter(workspace=member.workspace).exclude(namespace=ASSISTANT_NAMESPACE)
+    return agent_versions.aggregate(
+        versions=Count("id"),
+        memories=Count("id", filter=Q(valid_to__isnull=True)),
+        members=Count("member", distinct=True),
+    )
+
+
+def receipt_rows(member: Member) -> list[dict[str, Any]]:
+    rows = []
+    for receipt in DeletionReceipt.objects.filter(workspace_ref=member.workspace_id).order_by("-purged_at", "-id")[:50]:
+        artifacts = receipt.manifest.get("artifacts", {}) if isinstance(receipt.manifest, dict) else {}
+        rows.append({
+            "receipt": receipt,
+            "operation_label": OPERATION_LABELS.get(receipt.operation, receipt.operation),
+            "versions": int(artifacts.get("memory_version", 0)),
+            "citations": int(artifacts.get("citation", 0)),
+            "embeddings": int(artifacts.get("memory_embedding", 0)),
+            "clean": bool(receipt.verification.get("clean")) if isinstance(receipt.verification, dict) else False,
+            "backup_days": (receipt.residual.get("backups") or {}).get("retentionDays", 0) if isinstance(receipt.residual, dict) else 0,
+        })
+    return rows
+
+
+# --- Usage ------------------------------------------------------------------------------------------------
+def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
+    """The record's input and output lines, labelled like the usage API (`retention.credits.LINE_LABELS`)."""
+    input_label, output_label = LINE_LABELS.get(record.category, ("Input", "Output"))
+    return [
+        {"label": _(input_label), "tokens": record.input_tokens, "cost": record.input_cost, "memory_tokens": record.memory_tokens},
+        {"label": _(output_label), "tokens": record.output_tokens, "cost": record.output_cost, "memory_tokens": 0},
+    ]
+
+
+def usage_rows(records: list[UsageRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "record": r,
+            "category_label": _("AI memory") if r.category == UsageCategory.AI_MEMORY else _("Assistant reply"),
+            "lines": usage_lines(r),
+            "who": (r.member.user.email or r.member.user.username) if r.member_id else _("Former member"),
+        }
+        for r in records
+    ]

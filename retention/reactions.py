@@ -1,0 +1,51 @@
+"""Retention's reactions to governance's signals (SPEC §8 cascades), connected in
+`RetentionConfig.ready()`: what depends on a removed member, a deleted document or collection, a
+non-retaining or deleted workspace becomes unreachable in the cause's own transaction, and is
+erased with receipts by a task queued on commit (the cascade sweep catches what a lost task
+leaves behind)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from governance import signals
+from governance.audit import Actor, actor_label
+from governance.models import Member, Workspace
+from memoryapp.models import MemoryVersion
+from retention import cascades
+from retention.models import Operation
+
+
+def erase_memories_of_removed_member(sender: type, *, member: Member, **kwargs: Any) -> None:
+    cascades.mark_unreachable(MemoryVersion.objects.filter(member=member), Operation.MEMBER_REMOVAL)
+    cascades.schedule_erase(member.workspace_id)
+
+
+def erase_memories_depending_on_documents(sender: type, *, workspace_id: int, document_ids: list[int], collection_id: int | None = None, **kwargs: Any) -> None:
+    if collection_id is None:
+        dependents, cause = cascades.dependents_of_documents(workspace_id, document_ids), Operation.CASCADE_DOCUMENT
+    else:
+        dependents, cause = cascades.dependents_of_collection(workspace_id, collection_id, document_ids), Operation.CASCADE_COLLECTION
+    cascades.mark_unreachable(dependents, cause)
+    cascades.schedule_erase(workspace_id)
+
+
+def erase_memories_of_non_retaining_workspace(sender: type, *, workspace: Workspace, **kwargs: Any) -> None:
+    cascades.mark_unreachable(MemoryVersion.objects.filter(workspace=workspace), Operation.NON_RETAINING)
+    cascades.schedule_erase(workspace.pk)
+
+
+def erase_memories_of_deleted_workspace(sender: type, *, workspace: Workspace, actor: Actor, **kwargs: Any) -> int:
+    """Now, not on commit: the workspace's rows go right after, and its receipts outlive it."""
+    with transaction.atomic():
+        cascades.mark_unreachable(MemoryVersion.objects.filter(workspace=workspace), Operation.WORKSPACE_DELETION)
+    return cascades.erase_unreachable(workspace.pk, actor_label=actor_label(actor))
+
+
+def connect() -> None:
+    signals.member_removed.connect(erase_memories_of_removed_member, dispatch_uid="retention.member_removed")
+    signals.documents_deleting.connect(erase_memories_depending_on_documents, dispatch_uid="retention.documents_deleting")
+    signals.history_stopped.connect(erase_memories_of_non_retaining_workspace, dispatch_uid="retention.history_stopped")
+    signals.workspace_deleting.connect(erase_memories_of_deleted_workspace, dispatch_uid="retention.workspace_deleting")
