@@ -23,7 +23,7 @@ from memoryapp.errors import ApiError, memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, get_limiter
 from memoryapp.recall.embedders import get_embedder, to_bytes
-from memoryapp.recall.tokenize import tokenize
+from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 from memoryapp.representation import memory_json
 from memoryapp.timestamps import iso, parse_instant
 from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, live_versions, member_versions, recheck
@@ -85,7 +85,7 @@ def index_entry(version: MemoryVersion) -> MemoryEmbedding:
     """The version's embedding and recall terms, computed from its masked text."""
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
     vector = embedder.embed([version.text])[0]
-    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(tokenize(version.text)))
+    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
 
 
 def store_version(

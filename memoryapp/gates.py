@@ -39,12 +39,6 @@ class AgentContext:
     def bound(self) -> bool:
         return self.credential.context_set_id is not None
 
-    @property
-    def settings(self) -> AskHistorySettings:
-        """Old name of `ask_history`, still read by `memoryapp/recall/service.py`; remove it when
-        that module reads `ask_history` (one name, one meaning: `settings` is Django's)."""
-        return self.ask_history
-
 
 @dataclass
 class MaskedContent:

@@ -137,13 +137,14 @@ class MemoryEmbedding(models.Model):
 
     content_fields = frozenset({"vector", "terms"})
     content_digests: frozenset[str] = frozenset()
-    metadata_fields = frozenset({"memory", "embedder_id", "dim"})
+    metadata_fields = frozenset({"memory", "embedder_id", "dim", "terms_format"})
 
     memory = models.OneToOneField(MemoryVersion, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
     embedder_id = models.CharField(max_length=40, db_index=True)
     dim = models.PositiveSmallIntegerField()
     vector = models.BinaryField()
     terms = models.TextField(default="", help_text="Space-separated recall tokens of the masked text.")
+    terms_format = models.CharField(max_length=24, db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.")
 
     def __str__(self) -> str:
         return f"embedding of #{self.memory_id} ({self.embedder_id})"

@@ -215,7 +215,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product settings -----------------------------------------------------------------------
-MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "hashing", ("hashing", "minilm"))
+MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # README "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL

@@ -201,15 +201,16 @@ def test_a_passage_whose_text_changed_in_place_marks_the_memory_changed(agent, d
 def test_the_query_embedding_budget_is_800_ms_by_default(agent, monkeypatch):
     from django.conf import settings
 
-    from memoryapp.recall import service
+    from memoryapp.recall.embedders import PendingQuery
 
     assert settings.SEMANTIC_BUDGET_SECONDS == 0.8
-    seen = []
-    real = service.embed_query_within
-    monkeypatch.setattr(service, "embed_query_within", lambda embedder, text, budget: seen.append(budget) or real(embedder, text, budget))
+    started, budgets = [], []
+    real_init, real_result = PendingQuery.__init__, PendingQuery.result
+    monkeypatch.setattr(PendingQuery, "__init__", lambda self, embedder, text: started.append(text) or real_init(self, embedder, text))
+    monkeypatch.setattr(PendingQuery, "result", lambda self, budget: budgets.append(budget) or real_result(self, budget))
     agent.remember(namespace="n", text="a note")
     assert agent.recall(query="note").status_code == 200
-    assert seen == [0.8]  # once per request, with the budget
+    assert started == ["note"] and budgets == [0.8]  # the query embedded once per request, within 800 ms
 
 
 def test_a_query_embedding_past_its_budget_degrades_recall_instead_of_waiting(agent, monkeypatch, settings):
