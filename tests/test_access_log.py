@@ -416,7 +416,7 @@ def test_the_admin_shows_credential_ids_and_counts_never_the_name_or_a_lookup_on
 
 # --- concurrency ------------------------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(not on_postgres(), reason="row locks and real concurrency need PostgreSQL")
+@pytest.mark.skipif(not on_postgres(), reason="backend: row locks and real concurrency need PostgreSQL")
 def test_concurrent_forgets_of_memories_listed_in_the_same_entries_lose_no_strike(world):
     from concurrent.futures import ThreadPoolExecutor
 
