@@ -11,13 +11,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import time
+
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
 from governance.knowledge import EntityMatcher
 from governance.models import Entity
-from memoryapp import gates
+from memoryapp import gates, metrics
 from memoryapp.actions import filtered_versions
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.bm25 import bm25_scores
@@ -95,7 +97,9 @@ def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
 def semantic_ranking(query: str, candidates: list[Candidate]) -> tuple[list[int] | None, str | None]:
     """Cosine ranking, or None (and a degraded flag) if the query embedding misses its budget."""
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
+    started = time.perf_counter()
     query_vector = embed_query_within(embedder, query, settings.SEMANTIC_BUDGET_SECONDS)
+    metrics.query_embedded(embedder.id, time.perf_counter() - started, in_budget=query_vector is not None)
     if query_vector is None:
         return None, "semantic"
     # A vector from another embedder is not comparable: left out until `reembed` runs.
@@ -150,4 +154,5 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
         memory["score"] = score
         memory["ranks"] = {name: ranks.get(name) for name in ("bm25", "semantic", "entity")}
         results.append(memory)
+    metrics.recall_answered(degraded)
     return {"memories": results, "hidden": checked.hidden, "considered": len(candidates), "degraded": degraded}
