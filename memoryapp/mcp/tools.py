@@ -78,7 +78,16 @@ def error_result(error: ApiError) -> CallToolResult:
 
 
 def run_operation(token: str | None, operation: str, arguments: Any) -> CallToolResult:
-    """The whole call, synchronously: gate rows 1–10, then the action (rows 11–12 and the write)."""
+    """The whole call, synchronously: gate rows 1–10, then the action (rows 11–12 and the write),
+    with its log line and metrics."""
+    started = time.perf_counter()
+    with logs.scope(request_id=logs.new_request_id()) as fields:
+        result = _run_operation(token, operation, arguments)
+        observe_tool_call(operation, result, time.perf_counter() - started, fields)
+    return result
+
+
+def _run_operation(token: str | None, operation: str, arguments: Any) -> CallToolResult:
     try:
         body, text = OPERATIONS[operation](gates.admit(token, operation, arguments))
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body)
@@ -94,14 +103,10 @@ def run_tool_call(token: str | None, operation: str, arguments: Any) -> CallTool
     """`run_operation` as one request of a long-lived process: like Django's request signals,
     drop connections that died or outlived CONN_MAX_AGE before and after."""
     close_old_connections()
-    started = time.perf_counter()
-    with logs.scope(request_id=logs.new_request_id()) as fields:
-        try:
-            result = run_operation(token, operation, arguments)
-        finally:
-            close_old_connections()
-        observe_tool_call(operation, result, time.perf_counter() - started, fields)
-    return result
+    try:
+        return run_operation(token, operation, arguments)
+    finally:
+        close_old_connections()
 
 
 def observe_tool_call(operation: str, result: CallToolResult, seconds: float, fields: dict[str, Any]) -> None:
