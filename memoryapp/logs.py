@@ -140,7 +140,8 @@ class JsonFormatter(_LibraryJsonFormatter):
         return frames_only(ei[0], ei[2])
 
     def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
-        return {key: _plain(value) for key, value in log_data.items()}
+        # uvicorn repeats its message with terminal colour codes: one copy is enough
+        return {key: _plain(value) for key, value in log_data.items() if key != "color_message"}
 
 
 def _plain(value: Any) -> Any:
