@@ -1,6 +1,7 @@
 """Benchmark: recall quality (SPEC §4.4) — recall@5 and MRR of each ranking and of the fusion.
 
     .venv/bin/python bench/recall_quality.py [--data bench/data/recall_eval.json] [--budget 30] [--verbose]
+        [--embedders e5,minilm,use,hashing] [--set MODULE.NAME=VALUE]
 
 Builds a throwaway SQLite database (VAR_DIR is a fresh temporary directory; DATABASE_URL,
 REDIS_URL and CELERY_BROKER_URL are ignored), loads the evaluation set of
@@ -12,10 +13,12 @@ query, runs the product's read path: ``service.recall_candidates`` (newest 300, 
 ``service.semantic_ranking`` (once per embedder), ``service.entity_ranking`` and
 ``fusion.rrf`` on those candidates.
 
-The index entry stores the configured embedder's vector only; for the other embedder the bench
-computes the entries with ``memoryapp.actions.index_entry`` under that setting and attaches them
-to the candidates (``service.Candidate``) in memory, so ``semantic_ranking`` sees exactly what it would see had the
-memories been remembered with that embedder. The semantic budget is raised (``--budget``) so
+The index entry stores the configured embedder's vector only; for every other embedder (each one
+whose package is installed, or ``--embedders``) the bench computes the entries with
+``memoryapp.actions.index_entry`` under that setting and attaches them to the candidates
+(``service.Candidate``) in memory, so ``semantic_ranking`` sees exactly what it would see had the
+memories been remembered with that embedder. ``--set`` overrides a named constant of
+``memoryapp.recall`` as in ``bench/recall_locomo.py``. The semantic budget is raised (``--budget``) so
 that a busy machine does not turn a quality measurement into a latency one; how often the
 default 800 ms budget would have been missed is reported separately.
 
@@ -40,8 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 DEFAULT_DATA = ROOT / "bench" / "data" / "recall_eval.json"
-EMBEDDERS = ("hashing", "minilm")
 TOP = 5
 
 
@@ -102,6 +105,22 @@ def load(data: dict, stored_embedder: str):
     return token, member, pk_of
 
 
+def available_embedders(requested: str | None) -> list[str]:
+    from memoryapp.recall.embedders import EMBEDDERS, EmbedderUnavailable, require_embedder
+
+    names = requested.split(",") if requested else list(EMBEDDERS)
+    usable = []
+    for name in names:
+        try:
+            require_embedder(name)
+            usable.append(name)
+        except EmbedderUnavailable as exc:
+            if requested:
+                raise SystemExit(f"embedder {name!r} unavailable: {exc}")
+            print(f"(embedder {name!r} left out: {exc})")
+    return usable
+
+
 def index_entries(embedder: str) -> dict:
     from django.test import override_settings
 
@@ -133,12 +152,19 @@ def main() -> int:
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--budget", type=float, default=30.0, help="semantic budget in seconds for the measurement")
     parser.add_argument("--verbose", action="store_true", help="print each query's rank of its target per method")
+    parser.add_argument("--embedders", default=None, help="comma-separated; default: every embedder whose package is installed")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE", help="override a constant of memoryapp.recall (as in recall_locomo.py)")
     args = parser.parse_args()
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
 
     var_dir = tempfile.mkdtemp(prefix="bench_recall_")
     try:
         setup_django(var_dir)
+        from recall_locomo import apply_overrides
+
+        overrides = apply_overrides(args.set)
+        if overrides:
+            print("overrides: " + ", ".join(f"{k}={v}" for k, v in overrides.items()))
         return run(data, args)
     finally:
         shutil.rmtree(var_dir, ignore_errors=True)
@@ -155,16 +181,19 @@ def run(data: dict, args) -> int:
     from memoryapp.visibility import recheck
 
     stored = settings.MEMORY_EMBEDDER
+    embedders = available_embedders(args.embedders)
+    if stored not in embedders:
+        embedders.append(stored)
     t0 = time.perf_counter()
     token, member, pk_of = load(data, stored)
     load_s = time.perf_counter() - t0
-    entries = {name: index_entries(name) for name in EMBEDDERS}
-    for name in EMBEDDERS:
+    entries = {name: index_entries(name) for name in embedders}
+    for name in embedders:
         get_embedder(name).embed(["warm up"])
 
-    methods = ["BM25", "hashing", "minilm", "entities", "fusion (hashing)", "fusion (minilm)", "BM25 + entities"]
+    methods = ["BM25", *embedders, "entities", *(f"fusion ({name})" for name in embedders), "BM25 + entities"]
     per_method: dict[str, list[tuple[float, float, dict]]] = {m: [] for m in methods}
-    embed_ms: dict[str, list[float]] = {name: [] for name in EMBEDDERS}
+    embed_ms: dict[str, list[float]] = {name: [] for name in embedders}
     mismatches = 0
     verbose_rows = []
     for query in data["queries"]:
@@ -179,7 +208,7 @@ def run(data: dict, args) -> int:
         bm25 = service.lexical_ranking(text, candidates)
         entity = service.entity_ranking(text, candidates, checked, admission.ctx.workspace.pk)
         semantic: dict[str, list[int]] = {}
-        for name in EMBEDDERS:
+        for name in embedders:
             attach(candidates, entries[name])
             with override_settings(MEMORY_EMBEDDER=name, SEMANTIC_BUDGET_SECONDS=args.budget):
                 ranking, flag = service.semantic_ranking(text, candidates)
@@ -188,14 +217,12 @@ def run(data: dict, args) -> int:
             start = time.perf_counter()
             embed_query_within(get_embedder(name), text, args.budget)
             embed_ms[name].append((time.perf_counter() - start) * 1000)
-        fused = {name: list(rrf({"bm25": bm25, "semantic": semantic[name], "entity": entity}, k=service.RRF_K)) for name in EMBEDDERS}
+        fused = {name: list(rrf({"bm25": bm25, "semantic": semantic[name], "entity": entity}, k=service.RRF_K)) for name in embedders}
         rankings = {
             "BM25": bm25,
-            "hashing": semantic["hashing"],
-            "minilm": semantic["minilm"],
+            **{name: semantic[name] for name in embedders},
             "entities": entity,
-            "fusion (hashing)": fused["hashing"],
-            "fusion (minilm)": fused["minilm"],
+            **{f"fusion ({name})": fused[name] for name in embedders},
             "BM25 + entities": list(rrf({"bm25": bm25, "entity": entity}, k=service.RRF_K)),
         }
         row = {"q": text, "type": query["type"], "lang": query["lang"]}
@@ -241,7 +268,7 @@ def run(data: dict, args) -> int:
                 cells.append(f"{statistics.fmean(values):>10.3f}" if values else f"{'':>10}")
             print(f"{method:<{width}} | " + " | ".join(cells))
         print()
-    for name in EMBEDDERS:
+    for name in embedders:
         ms = sorted(embed_ms[name])
         over = sum(1 for v in ms if v > 800)
         print(f"query embedding {name:>7}: median {statistics.median(ms):7.2f} ms, max {ms[-1]:7.2f} ms, over 800 ms budget: {over}/{len(ms)}")

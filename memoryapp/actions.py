@@ -19,11 +19,11 @@ from governance.audit import Actor, actor_label, audit
 from governance.models import AskHistorySettings, Credential, Member, Passage, Workspace
 from memoryapp import gates
 from memoryapp.cursors import decode_cursor, encode_cursor
-from memoryapp.errors import ApiError, memory_not_found
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryVersion, Source
+from memoryapp.errors import ApiError, memory_not_found, validation_error
+from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, get_limiter
 from memoryapp.recall.embedders import get_embedder, to_bytes
-from memoryapp.recall.tokenize import tokenize
+from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 from memoryapp.representation import memory_json
 from memoryapp.timestamps import iso, parse_instant
 from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, live_versions, member_versions, recheck
@@ -85,7 +85,7 @@ def index_entry(version: MemoryVersion) -> MemoryEmbedding:
     """The version's embedding and recall terms, computed from its masked text."""
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
     vector = embedder.embed([version.text])[0]
-    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(tokenize(version.text)))
+    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
 
 
 def store_version(
@@ -104,6 +104,8 @@ def store_version(
     """Store a new version (closing the current one of the same key). Row 12 — the cap — is
     counted under the member's row lock, which also serialises same-key supersession, so
     concurrent writers leave one current version and a gap-free chain."""
+    if kind and kind not in MEMORY_KINDS:  # every writer, whatever its interface (SPEC §4.1)
+        raise validation_error({"kind": [f"Must be one of {', '.join(MEMORY_KINDS)}."]})
     entry = index_entry(MemoryVersion(text=content.text))  # CPU work before any lock is taken
     with transaction.atomic():
         Member.objects.select_for_update().filter(pk=member.pk).exists()

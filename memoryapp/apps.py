@@ -1,4 +1,8 @@
 from django.apps import AppConfig
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryapp.recall.embedders import EmbedderUnavailable, require_embedder
 
 
 class MemoryAppConfig(AppConfig):
@@ -14,3 +18,18 @@ class MemoryAppConfig(AppConfig):
         from memoryapp import observers
 
         observers.connect()
+        check_embedder()
+
+
+def check_embedder() -> None:
+    """SPEC §4.4: a setting that names an embedder whose weights are missing stops the process at
+    start-up (web, workers, management commands) instead of failing every remember. Loading the
+    configured model here also means the first request does not pay for it."""
+    try:
+        require_embedder(settings.MEMORY_EMBEDDER)
+    except EmbedderUnavailable as exc:
+        raise ImproperlyConfigured(
+            f"MEMORY_EMBEDDER={settings.MEMORY_EMBEDDER!r} cannot be loaded: {exc}. "
+            "Install the project with `bash scripts/bootstrap.sh` (or `pip install .`), "
+            "or set MEMORY_EMBEDDER=hashing to run without a model."
+        ) from exc

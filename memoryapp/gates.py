@@ -39,12 +39,6 @@ class AgentContext:
     def bound(self) -> bool:
         return self.credential.context_set_id is not None
 
-    @property
-    def settings(self) -> AskHistorySettings:
-        """Old name of `ask_history`, still read by `memoryapp/recall/service.py`; remove it when
-        that module reads `ask_history` (one name, one meaning: `settings` is Django's)."""
-        return self.ask_history
-
 
 @dataclass
 class MaskedContent:
@@ -192,6 +186,11 @@ def check_remember_in_scope(admission: Admission) -> None:
         raise scope_refused("A memory with neither a collection nor citations is outside the credential's context set.")
     if collection_id is not None and collection_id not in collections:
         raise scope_refused("The collection is outside this credential's context set.")
+    # Only a passage the member can read can be shown to lie inside the set: a citation that is
+    # missing or unreadable is outside it (row 8 before row 9), and both answer alike, so a
+    # bound credential learns nothing about passages it cannot read.
+    if len(admission.passages) != len(set(admission.data.get("citations", []))):
+        raise scope_refused("A cited passage is outside this credential's context set.")
     for passage in admission.passages:
         if passage.document_id not in documents and passage.document.collection_id not in collections:
             raise scope_refused("A cited document is outside this credential's context set.")

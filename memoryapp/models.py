@@ -16,6 +16,8 @@ from django.utils import timezone
 from governance.models import Credential, Member, Workspace
 
 ASSISTANT_NAMESPACE = "assistant"
+#: The closed vocabulary of `kind` (SPEC §4.1; the AI memory page offers the same three).
+MEMORY_KINDS = ("preference", "fact", "instruction")
 
 
 class Source(models.TextChoices):
@@ -135,23 +137,26 @@ class MemoryEmbedding(models.Model):
 
     content_fields = frozenset({"vector", "terms"})
     content_digests: frozenset[str] = frozenset()
-    metadata_fields = frozenset({"memory", "embedder_id", "dim"})
+    metadata_fields = frozenset({"memory", "embedder_id", "dim", "terms_format"})
 
     memory = models.OneToOneField(MemoryVersion, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
     embedder_id = models.CharField(max_length=40, db_index=True)
     dim = models.PositiveSmallIntegerField()
     vector = models.BinaryField()
     terms = models.TextField(default="", help_text="Space-separated recall tokens of the masked text.")
+    terms_format = models.CharField(max_length=24, db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.")
 
     def __str__(self) -> str:
         return f"embedding of #{self.memory_id} ({self.embedder_id})"
 
 
 class RememberHit(models.Model):
-    """Embedded-mode rate-limit counter: one row per admitted remember, kept one hour."""
+    """Embedded-mode rate-limit counter: one row per admitted remember (or, in bucket "turn", per
+    admitted conversation turn), kept one hour."""
 
     credential_id = models.BigIntegerField()
+    bucket = models.CharField(max_length=16, default="remember")
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["credential_id", "at"])]
+        indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]

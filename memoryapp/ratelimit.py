@@ -1,10 +1,13 @@
-"""120 remembers per credential per rolling hour, exact under concurrency and across processes.
+"""Per-credential rolling-hour limits, exact under concurrency and across processes: 120 remembers
+(SPEC §4.7) and, in a budget of their own, AGENT_TURNS_PER_HOUR conversation turns (each turn
+screens up to MAX_MASKED_CHARS of messages; see the README's "Limits").
 
 Redis (production): one sorted set per credential, trimmed, counted and appended by one Lua
 script, so the check and the admission are a single atomic step on the server's clock.
 Database (embedded default): the same on a table, serialised by a row lock (PostgreSQL) or by
 SQLite's IMMEDIATE transactions. A slot is handed back only if the remember it admitted fails;
-forgetting a memory never gives quota back.
+forgetting a memory never gives quota back. Each budget ("bucket") counts on its own: turns
+never use up remembers, nor the other way round.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Slot:
     reset_seconds: int
     handle: str = ""
     credential_id: int = 0
+    bucket: str = "remember"
 
     def headers(self) -> dict[str, str]:
         headers = {"RateLimit-Limit": str(self.limit), "RateLimit-Remaining": str(self.remaining), "RateLimit-Reset": str(self.reset_seconds)}
@@ -78,54 +82,55 @@ class RedisRateLimiter:
         self._script = self._client.register_script(_LUA)
 
     @staticmethod
-    def _key(credential_id: int) -> str:
-        return f"ratelimit:remember:{credential_id}"
+    def _key(credential_id: int, bucket: str = "remember") -> str:
+        return f"ratelimit:{bucket}:{credential_id}"
 
-    def acquire(self, credential_id: int, limit: int) -> Slot:
+    def acquire(self, credential_id: int, limit: int, bucket: str = "remember") -> Slot:
         import redis
 
         handle = uuid.uuid4().hex
         try:
-            allowed, count, reset_us = self._script(keys=[self._key(credential_id)], args=[WINDOW_SECONDS * 1_000_000, limit, handle])
+            allowed, count, reset_us = self._script(keys=[self._key(credential_id, bucket)], args=[WINDOW_SECONDS * 1_000_000, limit, handle])
         except redis.RedisError as exc:
             raise unavailable() from exc
-        return Slot(bool(allowed), limit, max(0, limit - int(count)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id)
+        return Slot(bool(allowed), limit, max(0, limit - int(count)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id, bucket)
 
     def refund(self, slot: Slot) -> None:
         import redis
 
         try:
-            self._client.zrem(self._key(slot.credential_id), slot.handle)
+            self._client.zrem(self._key(slot.credential_id, slot.bucket), slot.handle)
         except redis.RedisError:
             pass  # the slot then simply ages out with the window
 
-    def reset(self, credential_id: int) -> None:
-        self._client.delete(self._key(credential_id))
+    def reset(self, credential_id: int, bucket: str = "remember") -> None:
+        self._client.delete(self._key(credential_id, bucket))
 
 
 class DatabaseRateLimiter:
-    def acquire(self, credential_id: int, limit: int) -> Slot:
+    def acquire(self, credential_id: int, limit: int, bucket: str = "remember") -> Slot:
         now = timezone.now()
         window_start = now - timedelta(seconds=WINDOW_SECONDS)
         with transaction.atomic():
             Credential.objects.select_for_update().filter(pk=credential_id).exists()
-            RememberHit.objects.filter(credential_id=credential_id, at__lte=window_start).delete()
-            hits = list(RememberHit.objects.filter(credential_id=credential_id).order_by("at").values_list("at", flat=True)[:limit])
+            hits_q = RememberHit.objects.filter(credential_id=credential_id, bucket=bucket)
+            hits_q.filter(at__lte=window_start).delete()
+            hits = list(hits_q.order_by("at").values_list("at", flat=True)[:limit])
             allowed = len(hits) < limit
             handle = ""
             if allowed:
-                handle = str(RememberHit.objects.create(credential_id=credential_id, at=now).pk)
+                handle = str(RememberHit.objects.create(credential_id=credential_id, bucket=bucket, at=now).pk)
                 hits.append(now)
         oldest = hits[0] if hits else now
         reset = math.ceil((oldest + timedelta(seconds=WINDOW_SECONDS) - now).total_seconds())
-        return Slot(allowed, limit, max(0, limit - len(hits)), max(0, reset), handle, credential_id)
+        return Slot(allowed, limit, max(0, limit - len(hits)), max(0, reset), handle, credential_id, bucket)
 
     def refund(self, slot: Slot) -> None:
         if slot.handle:
             RememberHit.objects.filter(pk=int(slot.handle)).delete()
 
-    def reset(self, credential_id: int) -> None:
-        RememberHit.objects.filter(credential_id=credential_id).delete()
+    def reset(self, credential_id: int, bucket: str = "remember") -> None:
+        RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).delete()
 
 
 @functools.cache

@@ -10,7 +10,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE
+from memoryapp import masking
+from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE, MEMORY_KINDS
 from memoryapp.params import parse_id
 from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
 
@@ -57,6 +58,18 @@ class PlainText(serializers.CharField):
         return value
 
 
+class ScreenedText(PlainText):
+    """Free text that is stored or logged as sent (conversation ids, names): it is never masked,
+    so it is refused when the masking detector finds personal data in it (SPEC §4.1). The refusal
+    never repeats the value."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if masking.contains_personal_data(value):
+            raise serializers.ValidationError("Must not contain personal data: it is stored as sent.")
+        return value
+
+
 @extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 20}]})
 class DetailsField(serializers.Field):
     """`details`: a list of short strings, or one string with one item per line."""
@@ -77,6 +90,16 @@ class DetailsField(serializers.Field):
 
     def to_representation(self, value):
         return value
+
+
+class KindField(serializers.ChoiceField):
+    """`kind`: one of MEMORY_KINDS. The refusal never repeats the value (it may be personal data,
+    and error details are logged and shown)."""
+
+    def __init__(self, **kwargs):
+        kinds = ", ".join(MEMORY_KINDS)
+        kwargs.setdefault("error_messages", {"invalid_choice": f"Must be one of {kinds}.", "invalid": f"Must be one of {kinds}."})
+        super().__init__(choices=list(MEMORY_KINDS), **kwargs)
 
 
 class InstantField(serializers.DateTimeField):
@@ -115,7 +138,7 @@ class RememberBody(StrictSerializer):
     collectionId = IdField(required=False, allow_null=True)
     citations = serializers.ListField(child=IdField(), required=False, max_length=20)
     source = serializers.ChoiceField(choices=[s.value for s in AGENT_API_SOURCES], required=False, default="agent")
-    kind = PlainText(max_length=64, required=False, allow_blank=True)
+    kind = KindField(required=False, allow_null=True)
     details = DetailsField(required=False)
 
     def validate(self, attrs):

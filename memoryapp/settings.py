@@ -217,7 +217,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product settings -----------------------------------------------------------------------
-MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "hashing", ("hashing", "minilm"))
+MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # README "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL
@@ -225,6 +225,8 @@ BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 WAL_ARCHIVE_RETENTION_DAYS = env_int("WAL_ARCHIVE_RETENTION_DAYS", 0, minimum=0)
 ADMIN_MAY_VIEW_MEMORY_CONTENT = env_bool("ADMIN_MAY_VIEW_MEMORY_CONTENT", False)
 AGENT_REMEMBERS_PER_HOUR = 120
+# Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
+AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"])
 SYSTEM_MODEL = env_choice("SYSTEM_MODEL", "offline", ("offline", "openai"))

@@ -30,9 +30,11 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from memoryapp.models import MEMORY_KINDS
+
 log = logging.getLogger(__name__)
 
-ALLOWED_KINDS = ("preference", "fact", "instruction")
+ALLOWED_KINDS = MEMORY_KINDS
 TOPIC_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 MAX_MEMORIES_PER_TURN = 10
 

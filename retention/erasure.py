@@ -65,25 +65,25 @@ def _database_residual() -> dict[str, Any]:
 
 
 def _backups_residual(purged_at: datetime) -> dict[str, Any]:
-    days = settings.BACKUP_RETENTION_DAYS
-    if days <= 0:
-        return {"retentionDays": 0, "until": None, "statement": "No database backups are configured; nothing remains in backups."}
-    return {
-        "retentionDays": days,
-        "until": (purged_at + timedelta(days=days)).isoformat(),
-        "statement": f"Database backups taken before the purge keep these rows until they rotate out, at most {days} days.",
-    }
+    return _kept_for(
+        settings.BACKUP_RETENTION_DAYS, purged_at,
+        none="No database backups are configured; nothing remains in backups.",
+        kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days.",
+    )
 
 
 def _wal_archive_residual(purged_at: datetime) -> dict[str, Any]:
-    days = settings.WAL_ARCHIVE_RETENTION_DAYS
+    return _kept_for(
+        settings.WAL_ARCHIVE_RETENTION_DAYS, purged_at,
+        none="No WAL archiving is configured; no archived segment keeps these rows.",
+        kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days.",
+    )
+
+
+def _kept_for(days: int, purged_at: datetime, *, none: str, kept: str) -> dict[str, Any]:
     if days <= 0:
-        return {"retentionDays": 0, "until": None, "statement": "No WAL archiving is configured; no archived segment keeps these rows."}
-    return {
-        "retentionDays": days,
-        "until": (purged_at + timedelta(days=days)).isoformat(),
-        "statement": f"Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days.",
-    }
+        return {"retentionDays": 0, "until": None, "statement": none}
+    return {"retentionDays": days, "until": (purged_at + timedelta(days=days)).isoformat(), "statement": kept.format(days=days)}
 
 
 def checkpoint_sqlite_wal(attempts: int = 5) -> bool:

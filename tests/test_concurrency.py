@@ -11,7 +11,7 @@ from tests.conftest import make_agent, on_postgres
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not on_postgres(), reason="row locks and real concurrency need PostgreSQL"),
+    pytest.mark.skipif(not on_postgres(), reason="backend: row locks and real concurrency need PostgreSQL"),
 ]
 
 

@@ -18,10 +18,15 @@ from tests.test_credits_support import ai_agent, grant, post_turn, user_says
 PII = ["jane.doe@example.com", "4111 1111 1111 1111", "+81 90-1234-5678", "sk-live-0123456789abcdefABCDEF"]
 
 
+HANG = "hang"  # a delay that never ends before the test does: a timeout with no race against the clock
+
+
 class FakeChatServer:
-    """Answers chat-completions requests from a script of (status, body-or-None, delay)."""
+    """Answers chat-completions requests from a script of (status, body-or-None, delay); a delay
+    of HANG holds the answer until the server shuts down."""
 
     def __init__(self):
+        self.release = threading.Event()
         self.requests: list[dict] = []
         self.raw: list[bytes] = []
         self.headers: list[dict] = []
@@ -39,7 +44,9 @@ class FakeChatServer:
                 server.headers.append(dict(self.headers))
                 server.requests.append(json.loads(raw))
                 status, content, delay = server.script.pop(0) if server.script else server.default
-                if delay:
+                if delay == HANG:
+                    server.release.wait()
+                elif delay:
                     time.sleep(delay)
                 if status == 200 and not isinstance(content, bytes):
                     payload = {
@@ -69,6 +76,7 @@ class FakeChatServer:
         return self
 
     def __exit__(self, *exc):
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -153,7 +161,7 @@ def test_client_errors_are_not_retried(world, ready, chat_server, django_capture
 def test_timeout_fails_without_charge(world, ready, chat_server, settings, django_capture_on_commit_callbacks):
     agent, client = ready
     settings.SYSTEM_MODEL_TIMEOUT_SECONDS = 0.2
-    chat_server.default = (200, {"memories": []}, 0.6)
+    chat_server.default = (200, {"memories": []}, HANG)
     post_turn(client, agent, user_says("hello"), capture=django_capture_on_commit_callbacks)
     assert Consolidation.objects.get().reason == "model_error"
     assert UsageRecord.objects.count() == 0

@@ -166,7 +166,7 @@ def test_a_new_period_counts_as_fresh_before_the_reset_job_runs(world, agent, st
         assert MemberQuota.objects.get().used == STUB_COST
 
 
-@pytest.mark.skipif(not on_postgres(), reason="row locks need PostgreSQL")
+@pytest.mark.skipif(not on_postgres(), reason="backend: row locks need PostgreSQL")
 @pytest.mark.django_db(transaction=True)
 def test_parallel_consolidations_never_overdraw(world, agent):
     price_stub_model()
@@ -198,7 +198,7 @@ def test_parallel_consolidations_never_overdraw(world, agent):
     assert credits.reconcile_credits()["discrepancies"] == 0
 
 
-@pytest.mark.skipif(not on_postgres(), reason="row locks need PostgreSQL")
+@pytest.mark.skipif(not on_postgres(), reason="backend: row locks need PostgreSQL")
 @pytest.mark.django_db(transaction=True)
 def test_parallel_consolidations_respect_the_member_quota(world, agent):
     price_stub_model()

@@ -13,26 +13,20 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import string
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx2
 import pytest
 from django.conf import settings
 
+from tests.processes import free_port, stop, wait_until_serving
+
 pytestmark = pytest.mark.slow
 
 BASE_DIR = Path(settings.BASE_DIR)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def marker_count(var_dir: Path, marker: bytes) -> dict[str, int]:
@@ -70,26 +64,11 @@ def deployment(tmp_path):
             subprocess.Popen([sys.executable, "-m", "celery", "-A", "memoryapp", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"], cwd=BASE_DIR, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL),
         ]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx2.get(f"{base}/readyz", timeout=2).status_code == 200:
-                break
-        except httpx2.TransportError:
-            pass
-        assert time.monotonic() < deadline and all(p.poll() is None for p in processes), log.read_text(errors="replace")[-3000:]
-        time.sleep(0.2)
+    wait_until_serving(f"{base}/readyz", processes, log)
     try:
         yield base, env, manage, token, workspace_id, var_dir
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(processes, timeout=20)
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 
@@ -137,7 +116,7 @@ def test_sqlite_connections_overwrite_deleted_content_whatever_the_build_default
     from django.db import connection
 
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite only")  # expected skip on the PostgreSQL suite
+        pytest.skip("backend: SQLite only")
     # Set explicitly (not left to how the host's SQLite was compiled) ...
     assert "secure_delete=ON" in settings.DATABASES["default"]["OPTIONS"]["init_command"]
     # ... and in force on the connection the application uses.
@@ -158,7 +137,7 @@ def test_postgres_sweeps_vacuum_the_memory_tables_after_erasing(world):
     from tests.conftest import make_agent
 
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only")  # expected skip on the SQLite suite
+        pytest.skip("backend: PostgreSQL only")
     agent = make_agent(world.editor)
     assert agent.remember(namespace="old", text="an old note").status_code == 201
     MemoryVersion.objects.filter(member=world.editor).update(retention_anchor=timezone.now() - timedelta(days=400), created_at=timezone.now() - timedelta(days=400))

@@ -68,9 +68,11 @@ def test_lowered_role_disables_write_scope_at_use_time(world):
 
 
 def test_scope_beats_role(world):
-    agent = make_agent(world.editor, scopes=["memory:read"])
+    reader, writer = make_agent(world.editor, scopes=["memory:read"]), make_agent(world.editor)
+    assert error_code(reader.remember(namespace="n", text="x")) == "INSUFFICIENT_SCOPE"  # scope alone
     actions.change_role(world.editor, "viewer", actor=world.owner.user)
-    assert error_code(agent.remember(namespace="n", text="x")) == "INSUFFICIENT_SCOPE"
+    assert error_code(writer.remember(namespace="n", text="x")) == "INSUFFICIENT_ROLE"  # role alone
+    assert error_code(reader.remember(namespace="n", text="x")) == "INSUFFICIENT_SCOPE"  # both
 
 
 def test_viewer_cannot_be_granted_write_scope(world):
@@ -94,9 +96,11 @@ def test_non_retaining_workspace_refuses_always(world):
 def test_role_beats_non_retaining(world):
     agent = make_agent(world.editor)
     actions.change_role(world.editor, "viewer", actor=world.owner.user)
+    assert error_code(agent.remember(namespace="n", text="x")) == "INSUFFICIENT_ROLE"  # role alone
     world.workspace.retains_history = False
     world.workspace.save()
-    assert error_code(agent.remember(namespace="n", text="x")) == "INSUFFICIENT_ROLE"
+    assert error_code(agent.remember(namespace="n", text="x")) == "INSUFFICIENT_ROLE"  # both
+    assert error_code(make_agent(world.owner).remember(namespace="n", text="x")) == "NON_RETAINING_WORKSPACE"  # non-retaining alone
 
 
 @pytest.mark.parametrize("reason", ["organization", "workspace", "member"])
@@ -120,8 +124,10 @@ def test_owner_switch_is_off_by_default(db):
 
 def test_disabled_beats_validation(world):
     agent = make_agent(world.editor)
+    assert error_code(agent.call("remember", raw=b"{not json")) == "VALIDATION_ERROR"  # validation alone
     actions.set_remember_me(world.editor, False)
-    assert error_code(agent.call("remember", raw=b"{not json")) == "AGENT_MEMORY_DISABLED"
+    assert error_code(agent.remember(namespace="n", text="fine")) == "AGENT_MEMORY_DISABLED"  # disabled alone
+    assert error_code(agent.call("remember", raw=b"{not json")) == "AGENT_MEMORY_DISABLED"  # both
 
 
 @pytest.mark.parametrize(
@@ -205,7 +211,9 @@ def test_personal_data_in_forget_key_is_refused(agent):
 
 
 def test_validation_beats_personal_data(agent):
-    assert error_code(agent.remember(namespace="jane@example.com", text="")) == "VALIDATION_ERROR"
+    assert error_code(agent.remember(namespace="n", text="")) == "VALIDATION_ERROR"  # validation alone
+    assert error_code(agent.remember(namespace="jane@example.com", text="fine")) == "AGENT_MEMORY_PERSONAL_DATA"  # personal data alone
+    assert error_code(agent.remember(namespace="jane@example.com", text="")) == "VALIDATION_ERROR"  # both
 
 
 def test_citation_must_exist_in_workspace(agent, world, docs):
@@ -238,7 +246,9 @@ def test_empty_after_masking(agent):
 
 
 def test_citation_beats_empty(agent):
-    assert error_code(agent.remember(namespace="n", text="jane@example.com", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"
+    assert error_code(agent.remember(namespace="n", text="fine", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"  # citation alone
+    assert error_code(agent.remember(namespace="n", text="jane@example.com")) == "AGENT_MEMORY_EMPTY"  # empty alone
+    assert error_code(agent.remember(namespace="n", text="jane@example.com", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"  # both
 
 
 def test_rate_limit_120_per_hour_with_headers(agent, world):
@@ -260,11 +270,15 @@ def test_forgetting_does_not_give_quota_back(agent):
 
 
 def test_rate_limit_window_rolls(agent, time_machine):
+    from tests.test_spec_rules import _age_redis_window, _credential_id
+
     for i in range(120):
         agent.remember(namespace="n", text=f"note {i}")
-    time_machine.move_to(timezone.now() + timedelta(minutes=61))
+    assert error_code(agent.remember(namespace="n", text="refused")) == "AGENT_MEMORY_RATE_LIMITED"
     if type(get_limiter()).__name__ == "RedisRateLimiter":
-        pytest.skip("Redis keeps its own clock; the window roll is covered on the database limiter")
+        _age_redis_window(_credential_id(agent), 61 * 60)  # Redis keeps its own clock: age its scores
+    else:
+        time_machine.move_to(timezone.now() + timedelta(minutes=61))
     assert agent.remember(namespace="n", text="later").status_code == 201
 
 
@@ -288,7 +302,7 @@ def test_cap_counts_every_version_of_every_source(agent, world):
 
 
 @override_settings(MAX_VERSIONS_PER_MEMBER=1)
-def test_rate_limit_beats_cap_and_a_refused_write_does_not_use_quota(agent):
+def test_a_write_refused_by_the_cap_does_not_use_rate_limit_quota(agent):
     assert agent.remember(namespace="n", text="only").status_code == 201
     for _ in range(130):
         assert error_code(agent.remember(namespace="n", text="more")) == "AGENT_MEMORY_FULL"

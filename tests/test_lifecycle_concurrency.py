@@ -49,7 +49,7 @@ def erased_once(operation: str, planted: list[int]) -> None:
     assert not MemoryEmbedding.objects.filter(memory_id__in=planted).exists()
 
 
-@pytest.mark.skipif(not on_postgres(), reason="SKIP LOCKED needs PostgreSQL")
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
 def test_two_expiry_sweeps_at_once_erase_everything_exactly_once(world):
     planted = []
     for member in (world.owner, world.editor, world.viewer):
@@ -59,7 +59,7 @@ def test_two_expiry_sweeps_at_once_erase_everything_exactly_once(world):
     erased_once(Operation.EXPIRY, planted)
 
 
-@pytest.mark.skipif(not on_postgres(), reason="SKIP LOCKED needs PostgreSQL")
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
 def test_two_cascade_sweeps_at_once_erase_everything_exactly_once(world):
     planted = []
     for member in (world.owner, world.editor):
@@ -70,7 +70,7 @@ def test_two_cascade_sweeps_at_once_erase_everything_exactly_once(world):
     erased_once(Operation.MEMBER_REMOVAL, planted)
 
 
-@pytest.mark.skipif(not on_postgres(), reason="SKIP LOCKED needs PostgreSQL")
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
 def test_grace_purge_and_reactivation_at_once_never_both_happen(world):
     from datetime import timedelta
 

@@ -1,5 +1,7 @@
-"""Integration: a real Celery worker and beat process against Redis erase a cascade — once from
-the task started on commit, once from the beat-driven cascade sweep (a task the broker never got)."""
+"""Integration: a real Celery worker and beat process erase a cascade — once from the task started
+on commit, once from the beat-driven cascade sweep (a task the broker never got). On the
+PostgreSQL + Redis suite the broker is Redis; on the SQLite suite it is the SQLite-backed broker
+the README's run command uses."""
 
 from __future__ import annotations
 
@@ -18,13 +20,9 @@ from memoryapp.celery import app as celery_app
 from memoryapp.models import MemoryVersion
 from retention import cascades
 from retention.models import DeletionReceipt, Operation
+from tests.processes import stop
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.redis,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs a real Redis (REDIS_URL)"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parent.parent
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -62,6 +60,7 @@ def worker_and_beat(tmp_path):
         **os.environ,
         "DATABASE_URL": test_database_url(),
         "VAR_DIR": str(tmp_path),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # the broker this test process sends to
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
         "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
@@ -77,20 +76,13 @@ def worker_and_beat(tmp_path):
         yield tmp_path
     finally:
         celery_app.conf.task_always_eager = eager
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+        stop(processes)
         for log in logs.values():
             log.close()
 
 
 def test_a_real_worker_and_beat_erase_cascades(world, agent, worker_and_beat):
-    assert settings.CELERY_BROKER_URL.startswith("redis")
+    assert settings.CELERY_BROKER_URL.startswith("redis" if settings.REDIS_URL else "sqla+sqlite")
     collection = governance.create_collection(world.workspace, name="Handbook")
     document = governance.create_document(collection, title="Deploys", text="Deploys happen on Tuesdays.")
     response = agent.remember(namespace="ops", text="Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)])

@@ -7,10 +7,8 @@ the servers at the test database."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from governance import actions as g
 from memoryapp.mcp import UNTRUSTED_HEADER
 from tests.conftest import make_agent
+from tests.processes import free_port, stop, wait_until_serving
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -203,12 +202,6 @@ def test_stdio_unknown_token_is_unauthenticated_and_missing_token_refuses_to_sta
 
 
 # --- streamable HTTP -------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[str]:
     """The README's run command: uvicorn serving memoryapp.asgi:application (lifespan "auto", its default)."""
@@ -226,26 +219,11 @@ def http_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterato
             stderr=stderr,
         )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx2.get(f"{base}/accounts/login/", timeout=2).status_code == 200:
-                break
-        except httpx2.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"uvicorn did not start: {log.read_text(errors='replace')[-2000:]}")
-        time.sleep(0.2)
+    wait_until_serving(f"{base}/accounts/login/", [process], log)
     try:
         yield base
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop([process])
         assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 

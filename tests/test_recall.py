@@ -19,7 +19,8 @@ from governance.models import Document
 from memoryapp.actions import index_entry
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall import service
-from memoryapp.recall.tokenize import tokenize
+from memoryapp.recall.stopwords import content_terms
+from memoryapp.recall.tokenize import stem_terms, tokenize
 from tests.conftest import make_agent
 
 MEMORY_KEYS = {
@@ -451,15 +452,16 @@ def test_lexical_ranking_orders_exactly_as_rank_bm25(agent, world, query):
         remember_ok(agent, namespace="n", text=text)
     versions = list(MemoryVersion.objects.filter(member=world.editor).select_related("embedding").order_by("-created_at", "-id"))
     docs = [v.embedding.terms.split() for v in versions]
-    assert docs == [tokenize(v.text) for v in versions]  # the stored terms are the tokenizer's
+    assert docs == [stem_terms(tokenize(v.text)) for v in versions]  # the stored terms: tokens, stemmed
     candidates = [service.Candidate(v.pk, v.collection_id, terms=terms) for v, terms in zip(versions, docs)]
-    query_tokens = tokenize(query)
+    query_tokens = stem_terms(content_terms(tokenize(query)))  # stop words out, then stemmed
     model = BM25Okapi(docs, k1=1.5, b=0.75)
     assert all(model.idf[t] > 0 for t in set(query_tokens) if t in model.idf)  # positive idfs
     scores = model.get_scores(query_tokens)
     matched = [i for i, doc in enumerate(docs) if set(query_tokens) & set(doc)]
     assert len({scores[i] for i in matched}) == len(matched)  # no ties: the order is the score's alone
-    expected = sorted(matched, key=lambda i: -scores[i])
+    best = max(scores[i] for i in matched)
+    expected = sorted((i for i in matched if scores[i] >= service.BM25_RELATIVE_FLOOR * best), key=lambda i: -scores[i])
     assert expected and service.lexical_ranking(query, candidates) == expected
     # and through the endpoint: the reported bm25 ranks follow the same order
     body = recall_ok(agent, query=query, limit=50)

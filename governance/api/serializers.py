@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from governance.permissions import MEMORY_SCOPES, Role
-from memoryapp.schemas import IdField, InstantField, PlainText, StrictSerializer
+from memoryapp.schemas import IdField, InstantField, PlainText, ScreenedText, StrictSerializer
 
 
 class SettingsBody(StrictSerializer):
@@ -15,7 +15,7 @@ class SettingsBody(StrictSerializer):
 
 
 class CredentialBody(StrictSerializer):
-    name = PlainText(min_length=1, max_length=120)
+    name = ScreenedText(min_length=1, max_length=120)
     scopes = serializers.ListField(child=serializers.ChoiceField(choices=sorted(MEMORY_SCOPES)), max_length=len(MEMORY_SCOPES))
     contextSetId = IdField(required=False, allow_null=True)
     expiresAt = InstantField(required=False, allow_null=True)

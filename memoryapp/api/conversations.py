@@ -7,7 +7,10 @@ memory switches are then skip reasons, answered in the body, not refusals:
   `{agentId, conversationId, anonymous?, messages: [{role, content}]}` →
   202 `{"consolidation": {"id", "status": "queued", "reason": null}}` or
   200 `{"consolidation": {"id", "status": "skipped", "reason", "message"[, "personalData"]}}`;
-  404 `AGENT_NOT_FOUND` for an agent not in the credential's workspace.
+  404 `AGENT_NOT_FOUND` for an agent not in the credential's workspace. At most
+  MAX_MASKED_CHARS characters of messages per turn (VALIDATION_ERROR), and at most
+  AGENT_TURNS_PER_HOUR turns per credential per rolling hour (429 `AGENT_MEMORY_RATE_LIMITED`
+  with `Retry-After`; every answer carries the `RateLimit-*` headers).
 - `POST /api/agent/v1/usage/replies` (scope memory:read — the reply's input held recalled memories)
   `{conversationId, model, inputTokens, outputTokens, memoryTokens?}` → 201 `{"usage": U}`;
   400 `UNKNOWN_MODEL` when the model has no price.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -27,11 +31,13 @@ from rest_framework.views import APIView
 
 from governance.api.base import WorkspaceAPIView
 from governance.models import Agent
-from memoryapp import gates, masking
+from memoryapp import gates
 from memoryapp.api.views import agent_request
 from memoryapp.consolidation import agent_json, create_agent, submit_turn, update_agent
 from memoryapp.errors import ApiError, validation_error
-from memoryapp.schemas import IdField, PlainText, StrictSerializer
+from memoryapp.masking import MAX_MASKED_CHARS
+from memoryapp.ratelimit import get_limiter
+from memoryapp.schemas import IdField, PlainText, ScreenedText, StrictSerializer
 from retention import credits
 
 MAX_TOKENS = 10**9
@@ -44,14 +50,21 @@ class MessageBody(StrictSerializer):
 
 class TurnBody(StrictSerializer):
     agentId = IdField()
-    conversationId = PlainText(min_length=1, max_length=120)
+    conversationId = ScreenedText(min_length=1, max_length=120)
     anonymous = serializers.BooleanField(required=False, default=False)
     messages = serializers.ListField(child=MessageBody(), min_length=1, max_length=50)
 
+    def validate(self, attrs):
+        # Every message is screened for personal data, so the total bounds the time a turn costs.
+        total = sum(len(m["content"]) for m in attrs["messages"])
+        if total > MAX_MASKED_CHARS:
+            raise serializers.ValidationError({"messages": [f"At most {MAX_MASKED_CHARS} characters of messages per turn (this turn has {total})."]})
+        return attrs
+
 
 class ReplyUsageBody(StrictSerializer):
-    conversationId = PlainText(min_length=1, max_length=120)
-    model = PlainText(min_length=1, max_length=120)
+    conversationId = ScreenedText(min_length=1, max_length=120)
+    model = ScreenedText(min_length=1, max_length=120)
     inputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS)
     outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS)
     memoryTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False, default=0)
@@ -68,11 +81,7 @@ def _admit(request, operation: str, serializer_class) -> tuple[gates.AgentContex
         raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
     serializer = serializer_class(data=body)
     serializer.is_valid(raise_exception=True)  # rendered as VALIDATION_ERROR with per-field details
-    data = dict(serializer.validated_data)
-    if masking.contains_personal_data(data["conversationId"]):
-        # It is stored and shown in the usage history as is, so it may not hold personal data.
-        raise validation_error({"conversationId": ["Must not contain personal data."]})
-    return ctx, data
+    return ctx, dict(serializer.validated_data)
 
 
 class TurnsView(APIView):
@@ -85,12 +94,24 @@ class TurnsView(APIView):
         agent = Agent.objects.filter(pk=data["agentId"], workspace=ctx.workspace).first()
         if agent is None:
             raise ApiError(404, "AGENT_NOT_FOUND", "No such agent in this workspace.")
-        submitted = submit_turn(
-            workspace=ctx.workspace, member=ctx.member, agent=agent, credential_id=ctx.credential.pk,
-            conversation_id=data["conversationId"], anonymous=data["anonymous"], messages=[dict(m) for m in data["messages"]],
-        )
+        # Turns have a budget of their own (remembers keep theirs), taken once the turn is valid.
+        limiter = get_limiter()
+        slot = limiter.acquire(ctx.credential.pk, settings.AGENT_TURNS_PER_HOUR, bucket="turn")
+        if not slot.allowed:
+            raise ApiError(
+                429, "AGENT_MEMORY_RATE_LIMITED", f"At most {slot.limit} conversation turns per credential per hour.",
+                {"retryAfterSeconds": slot.reset_seconds}, headers=slot.headers(),
+            )
+        try:
+            submitted = submit_turn(
+                workspace=ctx.workspace, member=ctx.member, agent=agent, credential_id=ctx.credential.pk,
+                conversation_id=data["conversationId"], anonymous=data["anonymous"], messages=[dict(m) for m in data["messages"]],
+            )
+        except BaseException:
+            limiter.refund(slot)
+            raise
         queued = submitted.consolidation.status == "queued"
-        return Response(submitted.json(), status=202 if queued else 200)
+        return Response(submitted.json(), status=202 if queued else 200, headers=slot.headers())
 
 
 class ReplyUsageView(APIView):
@@ -109,12 +130,12 @@ class ReplyUsageView(APIView):
 
 # --- agents (workspace API) ---------------------------------------------------------------------------
 class AgentBody(StrictSerializer):
-    name = PlainText(min_length=1, max_length=120)
+    name = ScreenedText(min_length=1, max_length=120)
     vectorMemory = serializers.BooleanField(required=False, default=False)
 
 
 class AgentPatchBody(StrictSerializer):
-    name = PlainText(min_length=1, max_length=120, required=False)
+    name = ScreenedText(min_length=1, max_length=120, required=False)
     vectorMemory = serializers.BooleanField(required=False)
 
 

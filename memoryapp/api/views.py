@@ -22,7 +22,7 @@ from memoryapp import actions, assistant, gates
 from memoryapp.api.exceptions import body_error
 from memoryapp.params import parse_id, query_int
 from memoryapp.recall.service import recall
-from memoryapp.schemas import DetailsField, ForgetBody, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
+from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
 from memoryapp.visibility import member_versions
 
 
@@ -123,14 +123,14 @@ class PreferenceBody(StrictSerializer):
 
 
 class AssistantMemoryBody(StrictSerializer):
-    kind = PlainText(min_length=1, max_length=64)
+    kind = KindField()
     topic = PlainText(min_length=1, max_length=120)
     summary = PlainText(min_length=1, max_length=1000, trim_whitespace=False)
     details = DetailsField(required=False)
 
 
 class AssistantMemoryPatchBody(StrictSerializer):
-    kind = PlainText(min_length=1, max_length=64, required=False)
+    kind = KindField(required=False)
     summary = PlainText(min_length=1, max_length=1000, required=False, trim_whitespace=False)
     details = DetailsField(required=False)
 

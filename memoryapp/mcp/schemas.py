@@ -18,7 +18,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "collectionId": "Optional id of a knowledge collection the note belongs to (required, or citations, when the credential is bound to a context set).",
         "citations": "Optional ids of the knowledge passages the note is based on (each cited once). The memory is hidden if a cited document is deleted or becomes unreadable, and marked sourceState 'changed' when it changes.",
         "source": "Who asked for the note: 'agent' (default); 'user_request' or 'assistant_initiated' for an assistant's 'Save Memory' in chat, which needs namespace 'assistant' and the topic as key.",
-        "kind": "Optional kind of assistant memory, e.g. 'preference'.",
+        "kind": "Optional kind of the note: one of 'preference', 'fact', 'instruction' (anything else is refused).",
         "details": "Optional detail lines (a list of strings, or one string with one item per line).",
     },
     "recall": {

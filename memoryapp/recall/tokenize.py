@@ -23,9 +23,10 @@ Rules
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 
-__all__ = ["tokenize", "CJK_CLASS"]
+__all__ = ["tokenize", "CJK_CLASS", "index_terms", "stem_terms", "TERMS_FORMAT"]
 
 # Character ranges treated as CJK (bigram-tokenised). Kept as a regex class body.
 CJK_CLASS = (
@@ -80,3 +81,45 @@ def tokenize(text: str) -> list[str]:
         else:
             out.extend([run[i : i + 2] for i in range(len(run) - 1)])
     return out
+
+
+# --- BM25 terms --------------------------------------------------------------------------------
+# English words are reduced to their Snowball (Porter 2) stem, so "painted", "painting" and
+# "paints" are one term; other tokens (CJK bigrams, Hebrew, numbers, words with non-ASCII
+# letters) are kept as they are. LoCoMo tuning conversations (26, 30), R@5 overall / multi-hop
+# without -> with stems: BM25 alone 0.521 / 0.160 -> 0.627 / 0.366, fusion with e5
+# 0.642 / 0.295 -> 0.706 / 0.456. Changing how terms are made changes TERMS_FORMAT, so `reembed`
+# knows which stored terms to recompute.
+STEM_ENGLISH = True
+TERMS_FORMAT = "t2-snowball-en" if STEM_ENGLISH else "t1"
+
+_ASCII_ALPHA_RE = re.compile(r"[a-z]+")
+_stemmers = threading.local()  # PyStemmer's Stemmer objects are not thread-safe: one per thread
+
+
+def _stem_words(words: list[str]) -> list[str]:
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        import Stemmer  # PyStemmer: the Snowball project's own C stemmers
+
+        stemmer = _stemmers.english = Stemmer.Stemmer("english", 0)  # 0: no cache (it would hold memory words)
+    return stemmer.stemWords(words)
+
+
+def stem_terms(tokens: list[str]) -> list[str]:
+    """``tokens`` with every plain English word stemmed (a no-op when STEM_ENGLISH is off)."""
+    if not STEM_ENGLISH or not tokens:
+        return tokens
+    positions = [i for i, t in enumerate(tokens) if _ASCII_ALPHA_RE.fullmatch(t)]
+    if not positions:
+        return tokens
+    stems = _stem_words([tokens[i] for i in positions])
+    out = list(tokens)
+    for i, stem in zip(positions, stems):
+        out[i] = stem
+    return out
+
+
+def index_terms(text: str) -> list[str]:
+    """The BM25 terms stored for a memory: its tokens, stemmed."""
+    return stem_terms(tokenize(text))

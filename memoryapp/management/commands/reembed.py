@@ -1,7 +1,10 @@
 """Re-embed stored memory versions with the configured embedder (MEMORY_EMBEDDER).
 
 Batched and resumable: it only touches versions whose stored vector was made by another
-embedder (or that have none), so an interrupted run continues where it stopped. A progress bar
+embedder, whose BM25 terms were made by another term format (recall.tokenize.TERMS_FORMAT), or
+that have no index entry, so an interrupted run continues where it stopped. Until it has run,
+recall leaves a vector of another embedder out of the cosine ranking (BM25 and entities still
+find the memory), so changing MEMORY_EMBEDDER never compares vectors of two models. A progress bar
 shows on a terminal; `--json` (or a stdout that is not a terminal) keeps the output to results."""
 
 import json
@@ -14,11 +17,11 @@ from django.db.models import Q
 from memoryapp import progress
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.embedders import get_embedder, to_bytes
-from memoryapp.recall.tokenize import tokenize
+from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 
 
 class Command(BaseCommand):
-    help = "Re-embed memories whose vectors were made by another embedder."
+    help = "Re-embed memories whose vectors were made by another embedder (or whose terms by another format)."
 
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int, default=64)
@@ -27,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         embedder = get_embedder(opts["embedder"] or settings.MEMORY_EMBEDDER)
-        stale = MemoryVersion.objects.filter(Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id))
+        stale = MemoryVersion.objects.filter(Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id) | ~Q(embedding__terms_format=TERMS_FORMAT))
         total = stale.count()
         done, last_pk = 0, 0
         bar = progress.bar(total=total, desc="reembed", unit="version", enabled=progress.interactive(self.stdout, json=opts["json"]))
@@ -39,7 +42,7 @@ class Command(BaseCommand):
             with transaction.atomic():
                 existing = set(MemoryEmbedding.objects.filter(memory_id__in=[v.pk for v in batch]).values_list("memory_id", flat=True))
                 for version, vector in zip(batch, vectors):
-                    values = {"embedder_id": embedder.id, "dim": embedder.dim, "vector": to_bytes(vector), "terms": " ".join(tokenize(version.text))}
+                    values = {"embedder_id": embedder.id, "dim": embedder.dim, "vector": to_bytes(vector), "terms": " ".join(index_terms(version.text)), "terms_format": TERMS_FORMAT}
                     if version.pk in existing:
                         MemoryEmbedding.objects.filter(memory_id=version.pk).update(**values)
                     elif MemoryVersion.objects.filter(pk=version.pk).exists():  # erased meanwhile: nothing to index

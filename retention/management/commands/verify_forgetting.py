@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 
@@ -36,6 +36,7 @@ from retention.models import DeletionReceipt, Operation
 
 NAMESPACE = "forgetting-check"
 ACTOR = "system: forgetting check (manage.py verify_forgetting)"
+CHECK_SEMANTIC_BUDGET_SECONDS = 60.0
 PARAPHRASE = "When should the quarterly sales summary reach this person each week?"
 
 
@@ -253,6 +254,12 @@ class ForgettingCheck:
 
     # --- the check -----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        # The check asks whether the canary can be found, not how fast: a busy host must not let
+        # the 800 ms query-embedding budget turn "not found by meaning" into a false pass or fail.
+        with override_settings(SEMANTIC_BUDGET_SECONDS=max(settings.SEMANTIC_BUDGET_SECONDS, CHECK_SEMANTIC_BUDGET_SECONDS)):
+            return self._run()
+
+    def _run(self) -> dict[str, Any]:
         started = timezone.now()
         self.plant()
         if self.bar is not None:  # plant, every probe before and after, forget, clean up

@@ -1,0 +1,152 @@
+"""Deterministic masking of personal data in free text (SPEC §4.1).
+
+``mask(text)`` replaces each piece of personal data with a typed placeholder (``PLACEHOLDERS``).
+Detection runs in a fixed order, most specific first, each stage reading the text as the
+stages before it left it (so no stage sees, or re-matches, what an earlier one replaced):
+
+1. ``SECRET``        private keys, API keys and tokens of known shapes, values after password /
+                     secret / token / key words (``secrets``), passport numbers;
+2. ``EMAIL``         e-mail addresses (``contact``);
+3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards, Israeli IDs, bank shapes (``numbers``);
+4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word;
+5. ``NUMBER``        social security numbers, digit groups adding up to 10 or more digits, any
+                     run of 10 or more digits.
+
+Detectors read a normalised copy of the text (``text.Work``: invisible characters left out,
+look-alikes and full-width forms folded) and replacements are made on the original, so what is
+not replaced stays exactly as written. The pipeline repeats until the text no longer changes
+(normally one extra round that finds nothing), which makes ``mask`` idempotent:
+``mask(mask(x).text).text == mask(x).text``. Nothing depends on time or chance: the same input
+always gives the same output.
+
+Cost: every stage is linear in the text, or works on bounded windows (phones), so masking time
+grows linearly with the input; callers bound the input size (``MAX_MASKED_CHARS`` per request).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Callable
+
+from memoryapp.masking import contact, numbers, secrets
+from memoryapp.masking.common import PLACEHOLDER_RE, PLACEHOLDERS, Span
+from memoryapp.masking.contact import PHONE_REGIONS
+from memoryapp.masking.text import Work
+
+__all__ = [
+    "PLACEHOLDERS",
+    "PHONE_REGIONS",
+    "MAX_MASKED_CHARS",
+    "MaskResult",
+    "mask",
+    "contains_personal_data",
+    "is_effectively_empty",
+    "detect_kinds",
+]
+
+#: The most text one request may ask to mask (the sum over all its fields). A remember holds at
+#: most 1,000 + 20 × 500 characters; a conversation turn is refused above this many characters
+#: of messages (VALIDATION_ERROR), which bounds masking time per request (bench/masking.py).
+MAX_MASKED_CHARS = 32_000
+
+_MAX_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class MaskResult:
+    text: str  # masked text
+    kinds: tuple[str, ...]  # sorted, unique kinds that were replaced
+
+
+_STAGES: tuple[Callable[[str], list[Span]], ...] = (
+    *secrets.STAGES,
+    contact.stage_email,
+    *secrets.LATE_STAGES,
+    numbers.stage_iban,
+    numbers.stage_cards,
+    numbers.stage_il_id,
+    numbers.stage_bank_shape,
+    numbers.stage_bank_keyword,
+    contact.stage_phone,
+    contact.stage_phone_word,
+    numbers.stage_ssn,
+    numbers.stage_digit_groups,
+    numbers.stage_long_number,
+)
+
+
+def _select(spans: list[Span]) -> list[Span]:
+    """Sorted, non-overlapping spans. Overlapping spans are merged (never dropped, which could
+    leave the non-shared part unmasked); the merged span keeps the kind of the one that starts
+    first (longest on ties)."""
+    merged: list[Span] = []
+    for s, e, k in sorted(spans, key=lambda t: (t[0], -t[1], t[2])):
+        if e <= s:
+            continue
+        if merged and s < merged[-1][1]:
+            ms, me, mk = merged[-1]
+            merged[-1] = (ms, max(me, e), mk)
+        else:
+            merged.append((s, e, k))
+    return merged
+
+
+def _mask_once(text: str, kinds: set[str]) -> str:
+    work = Work.of(text)
+    found: list[Span] = []  # spans of the original text
+    for stage in _STAGES:
+        spans = stage(work.text)
+        if not spans:
+            continue
+        spans = _select(spans)
+        found.extend((*work.original_span(s, e), k) for s, e, k in spans)
+        kinds.update(k for _, _, k in spans)
+        work = work.replace(spans, PLACEHOLDERS)
+    if not found:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for s, e, k in _select(found):
+        parts.append(text[pos:s])
+        parts.append(PLACEHOLDERS[k])
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def mask(text: str) -> MaskResult:
+    """Replace personal data in ``text`` with typed placeholders."""
+    if not isinstance(text, str):
+        raise TypeError(f"mask() expects str, got {type(text).__name__}")
+    kinds: set[str] = set()
+    current = text
+    for _ in range(_MAX_ROUNDS):
+        round_kinds: set[str] = set()
+        masked = _mask_once(current, round_kinds)
+        if masked == current:
+            break
+        kinds |= round_kinds
+        current = masked
+    return MaskResult(text=current, kinds=tuple(sorted(kinds)))
+
+
+def detect_kinds(text: str) -> tuple[str, ...]:
+    """Sorted, unique kinds of personal data found in ``text``."""
+    return mask(text).kinds
+
+
+def contains_personal_data(text: str) -> bool:
+    """True if ``mask(text)`` would replace anything."""
+    return bool(detect_kinds(text))
+
+
+def is_effectively_empty(masked_text: str) -> bool:
+    """True if only placeholders, whitespace, punctuation or symbols remain.
+
+    Uses Unicode categories: punctuation (P*), symbols (S*), separators (Z*) and control/format
+    characters (C*) do not count as content, so Japanese punctuation such as 、。「」 is ignored.
+    Letters, marks and digits count.
+    """
+    rest = PLACEHOLDER_RE.sub(" ", masked_text)
+    return all(unicodedata.category(ch)[0] in "PSZC" for ch in rest)

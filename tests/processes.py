@@ -1,0 +1,47 @@
+"""Helpers for tests that run the product's own processes (uvicorn, Celery): a free port, waiting
+until a server answers, and stopping processes without leaving any behind."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import httpx2
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_serving(url: str, processes: Iterable[subprocess.Popen], log: Path, timeout: float = 60.0) -> None:
+    """Poll `url` until it answers 200; fail with the log's tail if a process dies or time runs out."""
+    processes = list(processes)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx2.get(url, timeout=2).status_code == 200:
+                return
+        except httpx2.TransportError:
+            pass
+        if any(p.poll() is not None for p in processes) or time.monotonic() > deadline:
+            stop(processes)
+            raise RuntimeError(f"{url} did not start answering: {log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.2)
+
+
+def stop(processes: Iterable[subprocess.Popen], timeout: float = 15.0) -> None:
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
