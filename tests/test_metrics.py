@@ -120,7 +120,7 @@ def test_traffic_shows_in_the_histograms_and_counters_and_no_label_holds_content
         for s in family.samples:
             assert set(s.labels) <= ALLOWED_LABELS, (family.name, s.labels)
             for value in s.labels.values():
-                assert re.fullmatch(r"[A-Za-z0-9_.:<>/+-]{1,120}", value), (family.name, s.labels)
+                assert re.fullmatch(r"[A-Za-z0-9_.:@<>/+-]{1,120}", value), (family.name, s.labels)
     for name in ("gam_http_request_duration_seconds", "gam_http_responses", "gam_agent_operation_duration_seconds", "gam_agent_operations",
                  "gam_masking_detections", "gam_recalls", "gam_recall_query_embedding_seconds", "gam_deletion_receipts", "gam_erased_memory_versions",
                  "gam_broker_up", "gam_broker_queue_depth", "gam_erase_backlog_versions", "gam_erase_backlog_oldest_seconds"):
