@@ -18,7 +18,7 @@ from governance.auth import find_credential, touch_credential
 from governance.knowledge import readable_collections_q, readable_documents
 from governance.models import AskHistorySettings, Collection, ContextSet, Credential, Document, Member, Passage, Workspace
 from governance.permissions import scope_allowed_for_role
-from memoryapp import masking
+from memoryapp import logs, masking, metrics
 from memoryapp.errors import ApiError, memory_disabled, plain_details, unauthenticated, validation_error
 from memoryapp.jsontext import unpaired_surrogates
 from memoryapp.models import Citation, MemoryVersion
@@ -91,6 +91,7 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
     credential = find_credential(token)
     if credential is None:
         raise unauthenticated()
+    logs.bind(credential_id=credential.pk, workspace_id=credential.workspace_id)  # the request line's ids
     member = credential.member
     if credential.is_revoked or credential.is_expired(now) or not member.is_active or member.workspace_id != credential.workspace_id:
         raise unauthenticated("This credential is revoked, expired, or its member left the workspace.")
@@ -242,6 +243,7 @@ def mask_content(text: str, details: list[str]) -> MaskedContent:
         kinds.update(result.kinds)
         if not masking.is_effectively_empty(result.text):
             masked_details.append(result.text)
+    metrics.masking_detected(kinds)
     if masking.is_effectively_empty(masked.text):
         raise ApiError(400, "AGENT_MEMORY_EMPTY", "Nothing is left of the text once personal data is masked.", {"masked": sorted(kinds)})
     return MaskedContent(text=masked.text, details=masked_details, kinds=sorted(kinds))

@@ -1,15 +1,21 @@
-"""Health (`/healthz`: is each dependency answering?) and readiness (`/readyz`: may this process
-take traffic — migrations applied and the database answering)."""
+"""Health (`/healthz`: is each dependency answering?), readiness (`/readyz`: may this process
+take traffic — migrations applied and the database answering) and the Prometheus metrics
+(`/metrics`, behind `METRICS_TOKEN`; docs/operations.md lists every metric)."""
 
 from __future__ import annotations
 
+import hmac
 import time
 
 from celery import current_app
 from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.http import JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+
+from governance.auth import bearer_token
+from memoryapp import metrics as prometheus
 
 
 def _timed(check) -> dict:
@@ -59,3 +65,19 @@ def readyz(request):
     checks = {"database": _timed(_database), "migrations": _timed(migrations)}
     ready = all(c["ok"] for c in checks.values())
     return JsonResponse({"status": "ready" if ready else "not ready", "checks": checks}, status=200 if ready else 503)
+
+
+@require_GET
+def metrics(request):
+    """Off (404) without METRICS_TOKEN; 401 without the right bearer token, compared in constant time."""
+    expected = settings.METRICS_TOKEN
+    if not expected:
+        raise Http404("Metrics are off: set METRICS_TOKEN.")
+    presented = bearer_token(request.META.get("HTTP_AUTHORIZATION")) or ""
+    if not hmac.compare_digest(presented.encode(), expected.encode()):
+        response = HttpResponse("A valid metrics token is required.\n", status=401, content_type="text/plain; charset=utf-8")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    response = HttpResponse(prometheus.exposition(), content_type=prometheus.CONTENT_TYPE)
+    response["Cache-Control"] = "no-store"
+    return response

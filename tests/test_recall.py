@@ -218,6 +218,7 @@ def test_semantic_budget_zero_with_a_real_slow_embedder_degrades(agent, settings
         return type(real).embed(real, texts)
 
     monkeypatch.setattr(real, "embed", slow_embed)
+    settings.MEMORY_EMBEDDER = "hashing"  # the patched one: the default model would answer in time by chance
     settings.SEMANTIC_BUDGET_SECONDS = 0
     try:
         gate.set()  # remembering embeds with the same (cached) embedder: let it through

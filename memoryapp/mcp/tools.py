@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp_types import CallToolResult, TextContent
 
 from governance.auth import bearer_token
-from memoryapp import actions, gates, reads
+from memoryapp import actions, gates, logs, metrics, reads
 from memoryapp.errors import ApiError
 from memoryapp.mcp.fence import UNTRUSTED_HEADER, fence_escape, render_text
 from memoryapp.mcp.schemas import TOOLS, input_schema
@@ -70,13 +71,23 @@ OPERATIONS: dict[str, Callable[[gates.Admission], tuple[dict[str, Any], str]]] =
 
 
 def error_result(error: ApiError) -> CallToolResult:
+    logs.bind(status=error.status)  # the REST status this refusal would have had, for the call's log line
     details = f" Details: {json.dumps(error.details, ensure_ascii=False, sort_keys=True)}" if error.details else ""
     text = f"Error {error.code} (HTTP {error.status}): {error.message}{details}"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=error.as_json(), is_error=True)
 
 
 def run_operation(token: str | None, operation: str, arguments: Any) -> CallToolResult:
-    """The whole call, synchronously: gate rows 1–10, then the action (rows 11–12 and the write)."""
+    """The whole call, synchronously: gate rows 1–10, then the action (rows 11–12 and the write),
+    with its log line and metrics."""
+    started = time.perf_counter()
+    with logs.scope(request_id=logs.new_request_id()) as fields:
+        result = _run_operation(token, operation, arguments)
+        observe_tool_call(operation, result, time.perf_counter() - started, fields)
+    return result
+
+
+def _run_operation(token: str | None, operation: str, arguments: Any) -> CallToolResult:
     try:
         body, text = OPERATIONS[operation](gates.admit(token, operation, arguments))
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body)
@@ -96,6 +107,17 @@ def run_tool_call(token: str | None, operation: str, arguments: Any) -> CallTool
         return run_operation(token, operation, arguments)
     finally:
         close_old_connections()
+
+
+def observe_tool_call(operation: str, result: CallToolResult, seconds: float, fields: dict[str, Any]) -> None:
+    """The MCP counterpart of the REST request line and metrics (memoryapp.middleware)."""
+    error = (result.structured_content or {}).get("error") if result.is_error else None
+    code = error.get("code", "INTERNAL_ERROR") if isinstance(error, dict) else "OK"
+    metrics.observe_agent_operation(operation, "mcp", code, seconds)
+    logs.request_line(
+        request_id=fields["request_id"], transport="mcp", route=f"mcp:{operation}", method="CALL", status=int(fields.get("status", 200)),
+        code=code, seconds=seconds, credential_id=fields.get("credential_id"), workspace_id=fields.get("workspace_id"),
+    )
 
 
 # --- the server ----------------------------------------------------------------------------------

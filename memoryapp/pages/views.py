@@ -28,6 +28,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Count, QuerySet, Sum
 from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
@@ -54,6 +55,9 @@ from retention.models import UsageRecord
 
 PAGE_SIZE = 50
 ACCESS_PAGE_SIZE = 20
+# Usage records per page, newest first; `?page=N` (a page that is no number or out of range shows
+# the first or the last page, never an error).
+USAGE_PAGE_SIZE = 50
 
 
 # --- the one workspace resolver ----------------------------------------------------------------
@@ -382,11 +386,13 @@ def usage(request: HttpRequest, member: Member) -> HttpResponse:
     queryset = UsageRecord.objects.filter(workspace=member.workspace)
     if not sees_all:
         queryset = queryset.filter(member=member)
-    records = list(queryset.select_related("member__user").order_by("-created_at", "-id")[:100])
+    page_obj = Paginator(queryset.select_related("member__user").order_by("-created_at", "-id"), USAGE_PAGE_SIZE).get_page(request.GET.get("page"))
+    records = list(page_obj.object_list)
     totals = queryset.aggregate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), input_cost=Sum("input_cost"), output_cost=Sum("output_cost"), count=Count("id"))
     totals["credits"] = (totals["input_cost"] or Decimal(0)) + (totals["output_cost"] or Decimal(0))
     return page(request, member, "pages/usage.html", {
         "rows": presenters.usage_rows(records),
+        "page_obj": page_obj,
         "sees_all": sees_all,
         "totals": totals,
         "chart": usage_chart(queryset, timezone.localdate()) if records else None,

@@ -11,13 +11,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import time
+
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
 from governance.knowledge import EntityMatcher
 from governance.models import Entity
-from memoryapp import gates
+from memoryapp import gates, metrics
 from memoryapp.actions import filtered_versions
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.bm25 import bm25_scores
@@ -127,6 +129,7 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
         pending = PendingQuery(get_embedder(settings.MEMORY_EMBEDDER), query)
     embedder = pending.embedder
     query_vector = pending.result(settings.SEMANTIC_BUDGET_SECONDS)
+    metrics.query_embedded(embedder.id, time.monotonic() - pending.started, in_budget=query_vector is not None)
     if query_vector is None:
         return None, "semantic"
     # A vector from another embedder is not comparable: left out until `reembed` runs.
@@ -196,4 +199,5 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
         memory["score"] = score
         memory["ranks"] = {name: ranks.get(name) for name in ("bm25", "semantic", "entity")}
         results.append(memory)
+    metrics.recall_answered(degraded)
     return {"memories": results, "hidden": checked.hidden, "considered": len(candidates), "degraded": degraded}

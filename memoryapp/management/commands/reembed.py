@@ -4,16 +4,17 @@ Batched and resumable: it only touches versions whose stored vector was made by 
 embedder, whose BM25 terms were made by another term format (recall.tokenize.TERMS_FORMAT), or
 that have no index entry, so an interrupted run continues where it stopped. Until it has run,
 recall leaves a vector of another embedder out of the cosine ranking (BM25 and entities still
-find the memory), so changing MEMORY_EMBEDDER never compares vectors of two models."""
+find the memory), so changing MEMORY_EMBEDDER never compares vectors of two models. A progress bar
+shows on a terminal; `--json` (or a stdout that is not a terminal) keeps the output to results."""
 
-import sys
-import time
+import json
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.db.models import Q
 
+from memoryapp import progress
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.embedders import get_embedder, to_bytes
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
@@ -25,12 +26,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--embedder", default=None, help="defaults to MEMORY_EMBEDDER")
+        parser.add_argument("--json", action="store_true", help='Print one JSON object {"reembedded": n, "embedder": id}, and no progress bar.')
 
     def handle(self, *args, **opts):
         embedder = get_embedder(opts["embedder"] or settings.MEMORY_EMBEDDER)
         stale = MemoryVersion.objects.filter(Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id) | ~Q(embedding__terms_format=TERMS_FORMAT))
         total = stale.count()
-        done, started, last_pk = 0, time.monotonic(), 0
+        done, last_pk = 0, 0
+        bar = progress.bar(total=total, desc="reembed", unit="version", enabled=progress.interactive(self.stdout, json=opts["json"]))
         while True:
             batch = list(stale.filter(pk__gt=last_pk).order_by("pk").only("pk", "text")[: opts["batch_size"]])
             if not batch:
@@ -46,10 +49,9 @@ class Command(BaseCommand):
                         MemoryEmbedding.objects.create(memory_id=version.pk, **values)
             done += len(batch)
             last_pk = batch[-1].pk
-            rate = done / max(time.monotonic() - started, 1e-6)
-            width = 30
-            filled = int(width * done / max(total, 1))
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} versions, {rate:.0f}/s")
-            sys.stderr.flush()
-        sys.stderr.write("\n")
-        self.stdout.write(f"Re-embedded {done} memory versions with {embedder.id}.")
+            bar.update(len(batch))
+        bar.close()
+        if opts["json"]:
+            self.stdout.write(json.dumps({"reembedded": done, "embedder": embedder.id}))
+        else:
+            self.stdout.write(f"Re-embedded {done} memory versions with {embedder.id}.")

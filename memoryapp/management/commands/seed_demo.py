@@ -5,6 +5,7 @@ is shown only once and never stored in clear."""
 
 import json
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -64,6 +65,7 @@ class Command(BaseCommand):
             f"  Admin           {base}/admin/   ({ADMIN[0]} / {ADMIN[1]})",
             f"  API docs        {base}/api/docs/",
             f"  MCP endpoint    {base}/mcp   (Authorization: Bearer <agent token>)",
+            f"  Metrics         {base}/metrics   (Authorization: Bearer $METRICS_TOKEN)" if settings.METRICS_TOKEN else "  Metrics         off: start with METRICS_TOKEN=<16+ characters> to serve /metrics",
             "  Logins:",
             *[f"    {email} / {password}   ({role})" for email, password, role in LOGINS],
             f"  Agent token for {LOGINS[1][0]} (read+write, shown once):",

@@ -1,4 +1,7 @@
-"""Run the beat jobs once, now (SPEC §5.1): `manage.py run_periodic_jobs [--only NAME]`."""
+"""Run the beat jobs once, now (SPEC §5.1): `manage.py run_periodic_jobs [--only NAME]`.
+
+On a terminal a progress bar counts the jobs (each job is chunked inside, and reports when it
+is done); with `--json` or a stdout that is not a terminal there is no bar, only the results."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memoryapp import progress
 from retention.jobs import JOBS
 
 
@@ -22,10 +26,15 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"Unknown job {', '.join(unknown)}; known jobs: {', '.join(JOBS)}.")
         results = {}
-        for name in names:
-            results[name] = JOBS[name]()
-            if not json:
-                self.stdout.write(f"{name}: {_dumps(results[name])}")
+        watched = progress.interactive(self.stdout, json=json)
+        with progress.bar(total=len(names), desc="periodic jobs", unit="job", enabled=watched) as bar, progress.logs_above_the_bar(watched):
+            for name in names:
+                bar.set_postfix_str(name)
+                results[name] = JOBS[name]()
+                if not json:
+                    with bar.external_write_mode():  # the bar steps aside for the line, then redraws below it
+                        self.stdout.write(f"{name}: {_dumps(results[name])}")
+                bar.update(1)
         if json:
             self.stdout.write(_dumps(results))
 

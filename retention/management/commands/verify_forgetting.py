@@ -28,6 +28,7 @@ from django.utils import timezone
 from governance import actions as governance
 from governance.models import AuditEvent, Credential, Member, Workspace
 from governance.permissions import scope_allowed_for_role
+from memoryapp import progress
 from memoryapp.access_log import count_listing
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.timestamps import iso
@@ -83,7 +84,7 @@ def new_marker() -> str:
 
 
 class ForgettingCheck:
-    def __init__(self, workspace: Workspace, member: Member):
+    def __init__(self, workspace: Workspace, member: Member, bar: Any = None):
         self.workspace = workspace
         self.member = member
         self.marker = new_marker()
@@ -100,6 +101,12 @@ class ForgettingCheck:
         self.canary_id: int | None = None
         self.as_of: datetime | None = None
         self.vector: np.ndarray | None = None
+        self.bar = bar  # a progress bar (memoryapp.progress) advanced once per step, or None
+
+    def advance(self, step: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(step)
+            self.bar.update(1)
 
     # --- the agent API, in process -------------------------------------------------------------
     def agent(self, operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -244,6 +251,7 @@ class ForgettingCheck:
                 results[name] = probe()
             except Exception as exc:  # a surface that cannot answer is a failed check, not a crash
                 results[name] = f"error: {exc}"
+            self.advance(name)
         return results
 
     # --- the check -----------------------------------------------------------------------------
@@ -256,13 +264,18 @@ class ForgettingCheck:
     def _run(self) -> dict[str, Any]:
         started = timezone.now()
         self.plant()
+        if self.bar is not None:  # plant, every probe before and after, forget, clean up
+            self.bar.total = 3 + 2 * (len(self.surfaces()) + len(self.never_surfaces()))
+        self.advance("planted")
         try:
             before, never_before = self.observe(self.surfaces()), self.observe(self.never_surfaces())
             status, forgotten = self.agent("forget", {"memoryId": str(self.canary_id)})
+            self.advance("forgotten")
             forget_receipt = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 else None
             after, never_after = self.observe(self.surfaces()), self.observe(self.never_surfaces())
         finally:
             self.cleanup()
+            self.advance("cleaned up")
         surfaces = {name: {"before": before[name], "after": after.get(name)} for name in before}
         never = {name: {"before": never_before[name], "after": never_after.get(name)} for name in never_before}
         reachable_before = all(isinstance(s["before"], int) and s["before"] > 0 for s in surfaces.values())
@@ -329,7 +342,9 @@ class Command(BaseCommand):
         if chosen is None:
             raise CommandError("No such active member in this workspace.", returncode=2)
         try:
-            report = ForgettingCheck(target, chosen).run()
+            watched = progress.interactive(self.stdout, json=json)
+            with progress.bar(total=None, desc="forgetting check", unit="step", enabled=watched) as bar, progress.logs_above_the_bar(watched):
+                report = ForgettingCheck(target, chosen, bar=bar).run()
         except CheckCannotRun as exc:
             raise CommandError(f"The forgetting check cannot run: {exc}", returncode=2) from None
         if json:
