@@ -17,6 +17,7 @@ def setup(db_name: str, *, redis_db: int = 9) -> None:
     import psycopg
 
     base = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+    db_name = os.environ.get("BENCH_DB_PREFIX", "") + db_name  # parallel runs on one server keep apart
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{db_name}"')

@@ -23,7 +23,7 @@ from governance.actions import audit
 from governance.admin_base import GovernedAdmin, ReasonForm
 from governance.content import content_fields
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
-from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, RememberHit
+from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RememberHit
 
 CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
 
@@ -227,3 +227,36 @@ class RememberHitAdmin(GovernedAdmin):
     search_fields = ("#credential_id",)
     ordering = ("-id",)
     fields = readonly_fields = ("credential_id", "at")
+
+
+@admin.register(AccessEntry)
+class AccessEntryAdmin(GovernedAdmin):
+    """Metadata of the access log: when, which credential id, operation, surface and counts.
+    Never the credential's name (the member wrote it) and never which memories."""
+
+    list_display = ("id", "at", "workspace_id", "member_id", "credential_ref", "operation", "surface", "returned", "hidden", "erased")
+    list_filter = ("operation", "surface", ("at", admin.DateFieldListFilter))
+    search_fields = ("#id", "#workspace__id", "#member__id", "#credential_ref")
+    numbers_search_ids_only = True
+    ordering = ("-id",)
+    show_facets = admin.ShowFacets.NEVER
+    fields = readonly_fields = ("id", "at", "workspace_id", "member_id", "credential_ref", "operation", "surface", "returned", "hidden", "erased", "listed")
+    csv_columns = (
+        ("id", "pk"),
+        ("at", "at"),
+        ("workspace_id", "workspace_id"),
+        ("member_id", "member_id"),
+        ("credential_id", "credential_ref"),
+        ("operation", "operation"),
+        ("surface", "surface"),
+        ("returned", "returned"),
+        ("hidden", "hidden"),
+        ("erased_since", "erased"),
+    )
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer(*content_fields(AccessEntry))
+
+    @admin.display(description="memories still listed")
+    def listed(self, obj: AccessEntry) -> int:
+        return len(obj.memories or [])

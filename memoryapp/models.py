@@ -160,3 +160,61 @@ class RememberHit(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]
+
+
+class AccessOperation(models.TextChoices):
+    RECALL = "recall", "Recall"
+    LIST = "list", "List"
+
+
+class AccessSurface(models.TextChoices):
+    REST = "rest", "REST"
+    MCP = "mcp", "MCP"
+
+
+class AccessEntry(models.Model):
+    """One agent read that returned memories (SPEC §8.1): when, which credential, which operation
+    and surface, and which memory versions came back, as ids and version numbers. Never the
+    query, never any text. Written by `memoryapp.reads` in the request itself, one INSERT.
+
+    `memories` lists `{"id": version id, "v": version number}` in the order returned. When a
+    listed memory is erased its reference is struck from the entry (`erased` counts them), and an
+    entry left listing nothing is deleted (`memoryapp.access_log.strike_references`, called by
+    `retention.erasure.erase_memories`), so no entry keeps an erased memory findable. On
+    PostgreSQL a GIN index (jsonb_path_ops, migration 0006) finds the entries listing an id."""
+
+    # The credential's name is something the member wrote: the admin shows ids and counts only.
+    content_fields = frozenset({"credential_name"})
+    content_digests: frozenset[str] = frozenset()
+    metadata_fields = frozenset({"id", "workspace", "member", "credential_ref", "operation", "surface", "at", "returned", "hidden", "erased", "memories"})
+
+    # The composite indexes below lead with these columns, so the foreign keys need none of their own.
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="access_entries", db_index=False)
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="access_entries", db_index=False)
+    # A plain id, like the receipts' references: the entry states which credential read, and
+    # deleting credentials (with their workspace) needs no scan of this table.
+    credential_ref = models.BigIntegerField(help_text="The id of the credential that read.")
+    credential_name = models.CharField(max_length=120, help_text="The credential's name at the time of the read.")
+    operation = models.CharField(max_length=8, choices=AccessOperation.choices)
+    surface = models.CharField(max_length=4, choices=AccessSurface.choices)
+    at = models.DateTimeField(default=timezone.now)
+    returned = models.PositiveSmallIntegerField(help_text="Memories the read returned.")
+    hidden = models.PositiveIntegerField(default=0, help_text="Memories the read left out because a cited source is gone or unreadable.")
+    erased = models.PositiveSmallIntegerField(default=0, help_text="Returned memories erased since (their references are struck).")
+    memories = models.JSONField(default=list, help_text='[{"id": version id, "v": version number}], in the order returned.')
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name_plural = "access entries"
+        indexes = [
+            models.Index(fields=["member", "-at", "-id"], name="access_by_member"),  # the member's history, newest first
+            models.Index(fields=["workspace", "at"], name="access_by_workspace"),  # owners' counts per day
+            models.Index(fields=["at"], name="access_expiry"),  # ACCESS_LOG_RETENTION_DAYS sweep
+        ]
+
+    def __str__(self) -> str:
+        return f"access entry #{self.pk} ({self.operation} via {self.surface})"
+
+    @property
+    def memory_ids(self) -> list[int]:
+        return [int(ref["id"]) for ref in self.memories]

@@ -155,6 +155,7 @@ CELERY_BEAT_SCHEDULE = {
     "quota-reset": {"task": "retention.tasks.quota_reset", "schedule": crontab(minute=0, hour="*"), "options": {"expires": 1800}},
     "reconcile-credits": {"task": "retention.tasks.reconcile_credits", "schedule": crontab(minute=30, hour="*/6"), "options": {"expires": 3600}},
     "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
+    "access-log-sweep": {"task": "retention.tasks.access_log_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
@@ -228,6 +229,8 @@ AGENT_REMEMBERS_PER_HOUR = 120
 # Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
+# SPEC §8.1: how long an access entry (which agent read which memory ids) is kept.
+ACCESS_LOG_RETENTION_DAYS = env_int("ACCESS_LOG_RETENTION_DAYS", 90, minimum=1, maximum=3650)
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"])
 SYSTEM_MODEL = env_choice("SYSTEM_MODEL", "offline", ("offline", "openai"))
 SYSTEM_MODEL_URL = env_str("SYSTEM_MODEL_URL", "")

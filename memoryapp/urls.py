@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from governance.api import views as g
 from memoryapp import error_pages, health
-from memoryapp.api import conversations
+from memoryapp.api import access, conversations
 from memoryapp.api import views as m
 from memoryapp.params import IdConverter
 
@@ -26,6 +26,8 @@ workspace_api = [
     path("ask-history/settings/agent-memories", m.BulkDeleteAgentMemoriesView.as_view()),
     path("ask-history/agent-memories", m.AgentMemoriesView.as_view()),
     path("ask-history/agent-memories/<id:memory_id>", m.AgentMemoryView.as_view()),
+    path("ask-history/access-log", access.AccessLogView.as_view(), name="access-log"),
+    path("me/export", access.ExportView.as_view(), name="member-export"),
     path("agent-credentials", g.CredentialsView.as_view()),
     path("agent-credentials/<id:credential_id>", g.CredentialView.as_view()),
     path("ai-memory/preference", m.PreferenceView.as_view()),
@@ -54,6 +56,7 @@ urlpatterns = [
     path("metrics", health.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/export.json", access.ExportSchemaView.as_view(), name="export-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/agent/v1/", include(agent_api)),
     path("api/w/<id:ws_id>/", include(workspace_api)),

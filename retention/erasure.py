@@ -24,6 +24,7 @@ from django.utils import timezone
 from governance.audit import Actor, audit
 from governance.audit import actor_label as label_of  # `actor_label` is the receipts' parameter name here
 from governance.models import AuditEvent, Member, Workspace
+from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from retention.chunks import CHUNK, run_in_chunks
 from retention.models import DeletionReceipt, Operation
@@ -146,6 +147,7 @@ def count_remaining(ids: Sequence[int]) -> dict[str, int]:
 
 def verify(ids: Sequence[int]) -> dict[str, Any]:
     remaining = count_remaining(ids)
+    remaining[ENTRY_ARTIFACT] = count_listing(ids)  # access entries still listing any of them
     return {"checkedAt": timezone.now().isoformat(), "remaining": remaining, "clean": not any(remaining.values())}
 
 
@@ -209,6 +211,7 @@ def erase_memories(
             if not present:
                 return None  # someone else erased them first: no empty or double receipt
             counts = _delete(present)
+            counts.update(strike_references(present, member_id=member_id))  # the access log forgets them too
             if connection.vendor == "sqlite":
                 transaction.on_commit(checkpoint_sqlite_wal)
             purged_at = timezone.now()

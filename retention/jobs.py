@@ -14,6 +14,7 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "expiry_sweep": lifecycle.expiry_sweep,
     "cascade_sweep": lifecycle.cascade_sweep,
     "grace_purge": lifecycle.grace_purge,
+    "access_log_sweep": lifecycle.access_log_sweep,
     # credit accounting (SPEC §9), see retention/credits.py
     "settle_usage": credits.settle_usage,
     "daily_rollup": credits.daily_rollup,

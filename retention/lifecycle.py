@@ -23,6 +23,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
 from governance.models import AskHistorySettings, Collection, Passage
+from memoryapp import access_log
 from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit
 from retention import cascades
 from retention.chunks import CHUNK, run_in_chunks
@@ -142,3 +143,17 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
 
     counters = run_in_chunks(purge_counters, chunk=chunk)
     return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters, "vacuumed": erased > 0 and reclaim_erased_space()}
+
+
+# --- the access log (SPEC §8.1) ----------------------------------------------------------------
+def access_log_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
+    """Delete access entries older than ACCESS_LOG_RETENTION_DAYS (read paths already stopped
+    showing them), and any left behind by a departed member. Entries hold ids, never content,
+    so no receipt is written for their expiry; erasing memories strikes them with a receipt."""
+    expired = access_log.expired_entries(now)
+    departed = access_log.entries_of_departed_members()
+    return {
+        "accessEntriesExpired": run_in_chunks(lambda: access_log.delete_chunk(expired, chunk), chunk=chunk),
+        "accessEntriesOfDepartedMembers": run_in_chunks(lambda: access_log.delete_chunk(departed, chunk), chunk=chunk),
+    }
+

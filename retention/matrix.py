@@ -145,6 +145,29 @@ def artifact_classes() -> list[ArtifactClass]:
             residual=_backups(),
         ),
         ArtifactClass(
+            key="access_log_entry",
+            name="Access log entry",
+            store="Database table memoryapp_accessentry (PostgreSQL: a GIN index on its memories list)",
+            models=("memoryapp.AccessEntry",),
+            derived_from=(
+                "Every agent read that returned memories (recall, list; REST and MCP), one per request: when, the credential's id and name, "
+                "operation, surface, the ids and version numbers of the memories returned and the hidden count. Never the query, never memory text. "
+                "A read that returned nothing is not logged."
+            ),
+            scope="One workspace and one member (the credential's member); the member sees theirs, owners counts per day, the admin ids and counts.",
+            retention="ACCESS_LOG_RETENTION_DAYS (default 90) after the read; read paths stop showing it then, before the sweep runs.",
+            delete_method=(
+                f"Erased with the memories it lists, in the transaction of their erase ({erase} -> memoryapp.access_log.strike_references): "
+                "an erased memory's reference is struck from every entry listing it, an entry left listing nothing is deleted, "
+                "and the receipt's manifest counts both (access_log_entry, access_log_reference). "
+                f"Expired entries: the access-log sweep, {_every('access-log-sweep')}, in chunks of {CHUNK}."
+            ),
+            deleted_by=(erase, "memoryapp.access_log.strike_references", "retention.lifecycle.access_log_sweep"),
+            unreachable="With each listed memory's erase (forget, deletes, owner bulk delete, expiry, cascades, member removal, workspace deletion); at ACCESS_LOG_RETENTION_DAYS.",
+            purged=f"In the erase's transaction; expired entries by the access-log sweep, {_every('access-log-sweep')}; all of a workspace's with the workspace.",
+            residual=_backups(),
+        ),
+        ArtifactClass(
             key="receipt",
             name="Deletion receipt",
             store="Database table retention_deletionreceipt",

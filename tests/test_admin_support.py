@@ -121,6 +121,7 @@ def everything(world, memories):
     actions.issue_personal_token(world.owner.user)
     agent = Agent.objects.create(workspace=world.workspace, name="Helpdesk")
     make_agent(world.viewer, scopes=("memory:read",))
+    assert make_agent(world.editor, scopes=("memory:read",)).list().status_code == 200  # an access entry
     RememberHit.objects.get_or_create(credential_id=0)  # the Redis rate limiter writes none
     spare = MemoryVersion.objects.create(workspace=world.workspace, member=world.owner, namespace="scratch", key="tmp", text="nothing personal")
     erase_memories([spare.pk], operation="forget", workspace_id=world.workspace.pk, member_id=world.owner.pk, actor_label="test")

@@ -24,13 +24,13 @@ def test_the_canary_is_seen_on_every_surface_then_on_none(world):
     report = run_check(world)
     assert report["clean"] is True
     assert report["memberId"] == str(world.owner.pk)
-    expected = {"agentList", "agentListAsOf", "recallExactWords", "recallParaphrase", "recallParaphraseAllNamespaces", "memberApi", "tableMemoryVersionById", "tableMemoryVersionByText", "tableCitation", "tableMemoryEmbedding", "recallTermsByText", "embeddingSimilarity"}
+    expected = {"agentList", "agentListAsOf", "recallExactWords", "recallParaphrase", "recallParaphraseAllNamespaces", "memberApi", "tableMemoryVersionById", "tableMemoryVersionByText", "tableCitation", "tableMemoryEmbedding", "recallTermsByText", "embeddingSimilarity", "accessLogEntries"}
     assert expected <= set(report["surfaces"])
     for name, seen in report["surfaces"].items():
         assert seen["before"] >= 1, name
         assert seen["after"] == 0, name
     assert report["neverHoldContent"] == {"cache": {"before": 0, "after": 0}, "receiptsAndAuditEvents": {"before": 0, "after": 0}}
-    assert report["stores"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+    assert report["stores"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "access_log_entry": 0}
 
 
 def test_the_check_records_a_receipt_without_the_marker_and_cleans_up(world):

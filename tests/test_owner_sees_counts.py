@@ -100,7 +100,8 @@ def owner_reads(world) -> list[tuple[str, int, str]]:
         for combination in itertools.product(ids_of_the_member(world), repeat=len(others)):
             url = fill(route, {"ws_id": str(world.workspace.pk), **dict(zip(others, combination))})
             response = (api if url.startswith("/api/") else browser).get(url)
-            answers.append((url, response.status_code, response.content.decode("utf-8", "replace")))
+            body = b"".join(response.streaming_content) if response.streaming else response.content  # the export streams
+            answers.append((url, response.status_code, body.decode("utf-8", "replace")))
     return answers
 
 

@@ -27,7 +27,7 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert receipt.operation == operation
     assert receipt.actor_label
     artifacts = receipt.manifest["artifacts"]
-    assert set(artifacts) == {"memory_version", "citation", "memory_embedding"}
+    assert set(artifacts) == {"memory_version", "citation", "memory_embedding", "access_log_entry", "access_log_reference"}
     assert artifacts["memory_version"] == versions == len(receipt.memory_version_ids)
     assert artifacts["memory_embedding"] == versions
     assert isinstance(receipt.manifest["filters"], dict) and receipt.manifest["filters"]
@@ -37,7 +37,7 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert backups["retentionDays"] == backup_days
     assert backups["until"] == (receipt.purged_at + timedelta(days=backup_days)).isoformat()
     assert receipt.verification["clean"] is True
-    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "access_log_entry": 0}
     everything = json.dumps([receipt.manifest, receipt.residual, receipt.verification, receipt.actor_label, receipt.memory_version_ids])
     assert "Zebra" not in everything and "umbrella" not in everything
 

@@ -83,7 +83,7 @@ def test_tokens_are_never_stored_in_clear(world):
             cursor.execute(f"SELECT * FROM {table}")
             dump = repr(cursor.fetchall())
             assert token not in dump and personal not in dump
-            assert token.split("_")[2] not in dump and personal.split("_")[2] not in dump
+            assert token.split("_", 2)[2] not in dump and personal.split("_", 2)[2] not in dump  # the secret may hold "_"
     assert find_credential(token) is not None and find_credential(token + "x") is None
 
 

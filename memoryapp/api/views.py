@@ -18,10 +18,10 @@ from rest_framework.views import APIView
 from governance.actions import set_remember_me
 from governance.api.base import WorkspaceAPIView
 from governance.auth import AgentBearerAuthentication, bearer_token
-from memoryapp import actions, assistant, gates
+from memoryapp import actions, assistant, gates, reads
 from memoryapp.api.exceptions import body_error
 from memoryapp.params import parse_id, query_int
-from memoryapp.recall.service import recall
+from memoryapp.models import AccessSurface
 from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
 from memoryapp.visibility import member_versions
 
@@ -64,7 +64,7 @@ class RecallView(AgentOperationView):
 
     @extend_schema(request=RecallBody, responses={200: OpenApiTypes.OBJECT}, summary="Recall the memories that best match a query")
     def post(self, request):
-        return Response(recall(self.admit(request)))
+        return Response(reads.recall_memories(self.admit(request), surface=AccessSurface.REST))
 
 
 class ListView(AgentOperationView):
@@ -72,7 +72,7 @@ class ListView(AgentOperationView):
 
     @extend_schema(request=ListBody, responses={200: OpenApiTypes.OBJECT}, summary="List memories, newest first")
     def post(self, request):
-        return Response(actions.list_memories(self.admit(request)))
+        return Response(reads.list_memories(self.admit(request), surface=AccessSurface.REST))
 
 
 class ForgetView(AgentOperationView):

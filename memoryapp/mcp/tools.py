@@ -21,11 +21,11 @@ from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp_types import CallToolResult, TextContent
 
 from governance.auth import bearer_token
-from memoryapp import actions, gates, logs, metrics
+from memoryapp import actions, gates, logs, metrics, reads
 from memoryapp.errors import ApiError
 from memoryapp.mcp.fence import UNTRUSTED_HEADER, fence_escape, render_text
 from memoryapp.mcp.schemas import TOOLS, input_schema
-from memoryapp.recall.service import recall
+from memoryapp.models import AccessSurface
 
 logger = logging.getLogger(__name__)
 
@@ -43,14 +43,14 @@ def _remember(admission: gates.Admission) -> tuple[dict[str, Any], str]:
 
 
 def _recall(admission: gates.Admission) -> tuple[dict[str, Any], str]:
-    body = recall(admission)
+    body = reads.recall_memories(admission, surface=AccessSurface.MCP)
     degraded = ", ".join(body.get("degraded") or []) or "none"
     summary = f"Recalled {len(body['memories'])} memories, best first (considered {body['considered']}, hidden {body['hidden']}, degraded rankings: {degraded})."
     return body, render_text(summary, body["memories"])
 
 
 def _list(admission: gates.Admission) -> tuple[dict[str, Any], str]:
-    body = actions.list_memories(admission)
+    body = reads.list_memories(admission, surface=AccessSurface.MCP)
     more = f' More: call list_memories again with cursor "{fence_escape(body["nextCursor"], attribute=True)}".' if body.get("nextCursor") else ""
     summary = f"Listed {len(body['memories'])} memories, newest first (hidden {body['hidden']}).{more}"
     return body, render_text(summary, body["memories"])

@@ -20,7 +20,8 @@ from django.utils.translation import gettext_lazy
 from governance.models import Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
 from memoryapp.errors import ApiError
-from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
+from memoryapp import access_log
+from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryVersion, Source
 from memoryapp.pages.forms import KIND_CHOICES
 from retention.credits import LINE_LABELS
 from retention.models import DeletionReceipt, Operation, UsageCategory, UsageRecord
@@ -156,6 +157,41 @@ def assistant_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for item in items
     ]
+
+
+# --- the access log ------------------------------------------------------------------------------------
+SURFACE_LABELS = {"rest": gettext_lazy("REST API"), "mcp": gettext_lazy("MCP")}
+
+
+def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], hidden: set[int]) -> list[dict[str, Any]]:
+    """Rows of "Access history": each read, and the memories it returned as they are now (the
+    member may open them: they are theirs); an erased one says so, never what it said."""
+    today = timezone.localdate()
+    rows = []
+    for entry in entries:
+        memories = []
+        for ref in entry.memories:
+            state = access_log.state_of(int(ref["id"]), visible, hidden)
+            version = visible.get(int(ref["id"]))
+            memories.append({
+                "id": str(ref["id"]),
+                "version": ref["v"],
+                "state": state,
+                "namespace": version.namespace if version else None,
+                "key": version.key if version else None,
+                "text": version.text if version else None,
+                "assistant": bool(version and version.is_assistant),
+                "source_label": SOURCE_LABELS.get(version.source, version.source) if version else None,
+            })
+        rows.append({
+            "entry": entry,
+            "name": entry.credential_name,
+            "recall": entry.operation == "recall",
+            "surface_label": SURFACE_LABELS.get(entry.surface, entry.surface),
+            "today": timezone.localdate(entry.at) == today,
+            "memories": memories,
+        })
+    return rows
 
 
 # --- Settings → Agent access --------------------------------------------------------------------------

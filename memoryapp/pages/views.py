@@ -24,6 +24,7 @@ from decimal import Decimal
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -41,7 +42,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from governance import actions as governance_actions
 from governance.auth import active_membership
 from governance.models import Credential, Member
-from memoryapp import actions, assistant
+from memoryapp import access_log, actions, assistant
 from memoryapp.errors import ApiError
 from memoryapp.models import MemoryVersion
 from memoryapp.pages import presenters
@@ -53,6 +54,7 @@ from memoryapp.visibility import member_versions
 from retention.models import UsageRecord
 
 PAGE_SIZE = 50
+ACCESS_PAGE_SIZE = 20
 # Usage records per page, newest first; `?page=N` (a page that is no number or out of range shows
 # the first or the last page, never an error).
 USAGE_PAGE_SIZE = 50
@@ -129,8 +131,10 @@ def agent_memories(request: HttpRequest, member: Member) -> HttpResponse:
     cursor = request.GET.get("cursor") or None
     try:
         result = actions.paginate(_own_agent_memories(member, namespace), member, ask_history, limit=PAGE_SIZE, cursor=cursor)
+        entries, access_next = access_log.page_of(access_log.member_entries(member), member, limit=ACCESS_PAGE_SIZE, cursor=request.GET.get("access") or None)
     except ApiError:
         return redirect(reverse("pages:agent-memories", args=[member.workspace_id]))
+    visible, hidden = access_log.readable_versions(member, entries)
     return page(request, member, "pages/agent_memories.html", {
         "memories": presenters.agent_memory_rows(result["memories"], member),
         "hidden": result["hidden"],
@@ -139,6 +143,9 @@ def agent_memories(request: HttpRequest, member: Member) -> HttpResponse:
         "namespace": namespace,
         "total": _own_agent_memories(member).count(),
         "ask_history": ask_history,
+        "access": presenters.access_rows(entries, visible, hidden),
+        "access_next": access_next,
+        "access_retention_days": settings.ACCESS_LOG_RETENTION_DAYS,
     }, current="pages:agent-memories")
 
 

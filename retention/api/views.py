@@ -15,7 +15,7 @@ from governance.api.base import WorkspaceAPIView
 from governance.models import AuditEvent
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import validation_error
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryState, MemoryVersion
+from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion
 from memoryapp.params import query_int
 from memoryapp.timestamps import iso
 from memoryapp.visibility import retention_cutoff
@@ -110,10 +110,12 @@ class LifecycleView(WorkspaceAPIView):
         versions = MemoryVersion.objects.filter(workspace=self.workspace)
         receipts = DeletionReceipt.objects.filter(workspace_ref=self.workspace.pk)
         usage = UsageRecord.objects.filter(workspace=self.workspace)
+        access = AccessEntry.objects.filter(workspace=self.workspace)
         if not owner:
             versions = versions.filter(member=self.member)
             receipts = receipts.filter(member_ref=self.member.pk)
             usage = usage.filter(member=self.member)
+            access = access.filter(member=self.member)
         cutoff = retention_cutoff(self.workspace.ask_history)
         summary = versions.aggregate(
             total=Count("pk"),
@@ -130,6 +132,7 @@ class LifecycleView(WorkspaceAPIView):
             "embeddings": MemoryEmbedding.objects.filter(memory__in=versions).count(),
             "receipts": receipts.count(),
             "usageRecords": usage.count(),
+            "accessLogEntries": access.count(),
         }
         if owner:
             counts["auditEvents"] = AuditEvent.objects.filter(workspace_ref=self.workspace.pk).count()

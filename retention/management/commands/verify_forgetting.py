@@ -29,6 +29,7 @@ from governance import actions as governance
 from governance.models import AuditEvent, Credential, Member, Workspace
 from governance.permissions import scope_allowed_for_role
 from memoryapp import progress
+from memoryapp.access_log import count_listing
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.timestamps import iso
 from retention.erasure import erase_memories, residual_window, verify
@@ -169,6 +170,7 @@ class ForgettingCheck:
             "tableCitation": lambda: Citation.objects.filter(memory_id=self.canary_id).count(),
             "tableMemoryEmbedding": lambda: MemoryEmbedding.objects.filter(memory_id=self.canary_id).count(),
             "recallTermsByText": lambda: MemoryEmbedding.objects.filter(terms__contains=self.marker).count(),
+            "accessLogEntries": lambda: count_listing([self.canary_id]),  # the reads above logged it
             "embeddingSimilarity": self.similar_embeddings,
         }
         if sqlite_files() and not connection.in_atomic_block:

@@ -1,0 +1,242 @@
+"""A member's export of everything the workspace keeps about them (SPEC §8.1, docs/export.md).
+
+One JSON document, produced as a stream of text chunks: every section is read in keyset batches
+of `BATCH` rows (a constant number of queries per batch, whatever the number of rows), so memory
+use and query count stay bounded at the 5,000-version cap and beyond. Only the member's own rows
+are ever selected (`member=`, `member_ref=`); nothing of another member, and for a member of
+several workspaces nothing of another workspace (a membership is one workspace).
+
+What is left out, and said so in `withheld`: versions pending erasure or past their retention
+(read paths never return them), and versions hidden by the live source re-check (SPEC §4.2: a
+memory citing a source the member can no longer read is not shown to them anywhere).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Model, QuerySet
+from django.utils import timezone
+
+from governance.audit import Actor, audit
+from governance.models import AskHistorySettings, Credential, Member
+from memoryapp import access_log
+from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryState, MemoryVersion
+from memoryapp.representation import detail_lines
+from memoryapp.timestamps import iso
+from memoryapp.visibility import CheckedCitation, recheck, retention_cutoff
+from retention.models import DeletionReceipt, UsageRecord
+
+FORMAT = "governed-agent-memory/member-export"
+FORMAT_VERSION = 1
+SCHEMA_PATH = "/api/schema/export.json"
+BATCH = 500
+
+
+def start_export(member: Member, *, actor: Actor) -> Iterator[str]:
+    """Write the export's audit event (content-free: who, whose, when), then hand back the
+    document's chunks. The event is written before the first byte is sent."""
+    exported_at = timezone.now()
+    audit("member.exported", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"format": FORMAT, "formatVersion": FORMAT_VERSION, "exportedAt": iso(exported_at)})
+    return document(member, exported_at)
+
+
+# --- the document -----------------------------------------------------------------------------------
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, (bytes, memoryview)):
+        return bytes(value).hex()  # a binary receipt field (a signature, say), as hex
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def document(member: Member, exported_at: datetime) -> Iterator[str]:
+    workspace = member.workspace
+    ask_history = workspace.ask_history
+    withheld = {"pendingErasureOrExpired": 0, "hiddenBySourceRecheck": 0}
+    head = {
+        "format": FORMAT,
+        "formatVersion": FORMAT_VERSION,
+        "schema": SCHEMA_PATH,
+        "exportedAt": iso(exported_at),
+        "workspace": {"id": str(workspace.pk), "name": workspace.name},
+        "member": {
+            "id": str(member.pk),
+            "email": member.user.email,
+            "role": member.role,
+            "joinedAt": iso(member.joined_at),
+            "rememberMe": member.remember_me,
+        },
+        "retention": {
+            "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
+            "expiredGraceDays": ask_history.expired_grace_days,
+        },
+    }
+    yield _dump(head)[:-1]  # the object stays open: the sections follow
+    cutoff = retention_cutoff(ask_history)
+    grace_cutoff = cutoff - timedelta(days=ask_history.expired_grace_days)
+    stored = MemoryVersion.objects.filter(member=member)
+    agent = stored.exclude(namespace=ASSISTANT_NAMESPACE)
+    assistant = stored.filter(namespace=ASSISTANT_NAMESPACE)
+    agent_kept = agent.filter(unreachable_at__isnull=True, retention_anchor__gt=cutoff)
+    assistant_kept = assistant.filter(unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff)
+    yield from _section("agentMemories", _memory_batches(agent_kept, member, ask_history, withheld))
+    yield from _section("assistantMemories", _memory_batches(assistant_kept, member, ask_history, withheld))
+    withheld["pendingErasureOrExpired"] = agent.count() - agent_kept.count() + assistant.count() - assistant_kept.count()
+    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace.pk, member_ref=member.pk)
+    yield from _section("receipts", _batches(receipts, _receipt_json))
+    credentials = Credential.objects.filter(workspace=workspace, member=member)
+    yield from _section("credentials", _batches(credentials, _credential_json))
+    usage = UsageRecord.objects.filter(workspace=workspace, member=member)
+    yield from _section("usageRecords", _batches(usage, _usage_json))
+    yield from _section("accessLog", _access_batches(access_log.member_entries(member), member))
+    yield "," + _dump("withheld") + ":" + _dump(withheld) + "}"
+
+
+def _section(name: str, batches: Iterable[list[dict[str, Any]]]) -> Iterator[str]:
+    """`,"name":[…]`, one chunk per batch."""
+    first = True
+    yield "," + _dump(name) + ":["
+    for items in batches:
+        if not items:
+            continue
+        yield ("" if first else ",") + ",".join(_dump(item) for item in items)
+        first = False
+    yield "]"
+
+
+def _keyset(queryset: QuerySet) -> Iterator[list[Model]]:
+    """Rows in primary-key order, `BATCH` at a time, one query per batch."""
+    last = 0
+    while True:
+        rows = list(queryset.filter(pk__gt=last).order_by("pk")[:BATCH])
+        if rows:
+            yield rows
+        if len(rows) < BATCH:
+            return
+        last = rows[-1].pk
+
+
+def _batches(queryset: QuerySet, to_json: Callable[[Any], dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    for rows in _keyset(queryset):
+        yield [to_json(row) for row in rows]
+
+
+# --- memories -----------------------------------------------------------------------------------
+def _memory_batches(queryset: QuerySet[MemoryVersion], member: Member, ask_history: AskHistorySettings, withheld: dict[str, int]) -> Iterator[list[dict[str, Any]]]:
+    """Each batch: its rows (1 query) and the live re-check, which also reads the citations (≤3)."""
+    cutoff = retention_cutoff(ask_history)
+    for rows in _keyset(queryset):
+        checked = recheck(rows, member)
+        withheld["hiddenBySourceRecheck"] += checked.hidden
+        yield [_memory_json(v, checked.citations.get(v.pk, []), ask_history, cutoff) for v in checked.visible]
+
+
+def _memory_json(version: MemoryVersion, citations: list[CheckedCitation], ask_history: AskHistorySettings, cutoff: datetime) -> dict[str, Any]:
+    expires_at = version.retention_anchor + timedelta(days=ask_history.agent_memory_retention_days)
+    assistant = version.namespace == ASSISTANT_NAMESPACE
+    expired = assistant and (version.state == MemoryState.EXPIRED or version.retention_anchor <= cutoff)
+    return {
+        "id": str(version.pk),
+        "namespace": version.namespace,
+        "key": version.key,
+        "version": version.version,
+        "current": version.valid_to is None,
+        "text": version.text,
+        "kind": version.kind or None,
+        "details": detail_lines(version),
+        "source": version.source,
+        "credentialId": str(version.credential_id) if version.credential_id else None,
+        "collectionId": str(version.collection_id) if version.collection_id else None,
+        "citations": [
+            {
+                "passageId": str(c.citation.passage_id),
+                "documentId": str(c.citation.document_id),
+                "documentVersionId": str(c.citation.document_version_id),
+                "sha256": c.citation.sha256,
+                "sourceState": c.state,
+            }
+            for c in citations
+        ],
+        "masked": list(version.masked_kinds or []),
+        "textSha256": version.text_sha256,
+        "validFrom": iso(version.valid_from),
+        "validTo": iso(version.valid_to),
+        "createdAt": iso(version.created_at),
+        "state": "expired" if expired else "active",
+        "expiresAt": iso(expires_at),
+        "erasedAt": iso(expires_at + timedelta(days=ask_history.expired_grace_days)) if assistant else iso(expires_at),
+    }
+
+
+# --- receipts, credentials, usage ------------------------------------------------------------------
+def _camel(name: str) -> str:
+    return re.sub(r"_(\w)", lambda m: m.group(1).upper(), name)
+
+
+def _receipt_json(receipt: DeletionReceipt) -> dict[str, Any]:
+    """Every stored field of the receipt (they are the member's own), named in camelCase: so a
+    field the receipt gains (its hash, its signature) is exported without a change here."""
+    data = {}
+    for field in receipt._meta.concrete_fields:
+        value = getattr(receipt, field.attname)
+        if field.attname in ("id", "workspace_ref", "member_ref", "actor_id") and value is not None:
+            value = str(value)
+        elif field.attname == "memory_version_ids":
+            value = [str(i) for i in value or []]
+        data[_camel(field.attname)] = value
+    return data
+
+
+def _credential_json(credential: Credential) -> dict[str, Any]:
+    """Metadata only: never the token (it was never stored) nor its hash."""
+    return {
+        "id": str(credential.pk),
+        "name": credential.name,
+        "prefix": credential.prefix,
+        "scopes": list(credential.scopes),
+        "contextSetId": str(credential.context_set_id) if credential.context_set_id else None,
+        "createdAt": iso(credential.created_at),
+        "lastUsedAt": iso(credential.last_used_at),
+        "expiresAt": iso(credential.expires_at),
+        "revokedAt": iso(credential.revoked_at),
+    }
+
+
+def _usage_json(record: UsageRecord) -> dict[str, Any]:
+    return {
+        "id": str(record.pk),
+        "category": record.category,
+        "role": record.role,
+        "model": record.model_name,
+        "conversationId": record.conversation_id or None,
+        "inputTokens": record.input_tokens,
+        "outputTokens": record.output_tokens,
+        "memoryTokens": record.memory_tokens,
+        "inputCost": str(record.input_cost),
+        "outputCost": str(record.output_cost),
+        "status": record.status,
+        "createdAt": iso(record.created_at),
+        "settledAt": iso(record.settled_at),
+    }
+
+
+# --- the access log -----------------------------------------------------------------------------
+def _access_batches(queryset: QuerySet[AccessEntry], member: Member) -> Iterator[list[dict[str, Any]]]:
+    for entries in _keyset(queryset):
+        visible, hidden = access_log.readable_versions(member, entries)
+        yield [access_log.entry_json(entry, visible, hidden) for entry in entries]
+
