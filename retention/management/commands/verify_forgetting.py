@@ -31,6 +31,7 @@ from governance.permissions import scope_allowed_for_role
 from memoryapp import progress
 from memoryapp.access_log import count_listing
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
+from memoryapp.recall.tokenize import index_terms
 from memoryapp.timestamps import iso
 from retention.erasure import erase_memories, residual_window, verify
 from retention.models import DeletionReceipt, Operation
@@ -169,7 +170,8 @@ class ForgettingCheck:
             "tableMemoryVersionByText": lambda: MemoryVersion.objects.filter(text__contains=self.marker).count(),
             "tableCitation": lambda: Citation.objects.filter(memory_id=self.canary_id).count(),
             "tableMemoryEmbedding": lambda: MemoryEmbedding.objects.filter(memory_id=self.canary_id).count(),
-            "recallTermsByText": lambda: MemoryEmbedding.objects.filter(terms__contains=self.marker).count(),
+            # The stored BM25 terms are stemmed ("…ies" → "…i"): look for the marker as it is indexed.
+            "recallTermsByText": lambda: MemoryEmbedding.objects.filter(terms__contains=index_terms(self.marker)[0]).count(),
             "accessLogEntries": lambda: count_listing([self.canary_id]),  # the reads above logged it
             "embeddingSimilarity": self.similar_embeddings,
         }
