@@ -102,8 +102,7 @@ def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
     Okapi idf, so a memory sharing only such terms (a LoCoMo speaker's name) scores 0 and falls
     under the floor. (Okapi's idf is exactly 0 for a term found in half of a small candidate
     set, so with two memories nothing would score: when no candidate scores above 0, sharing a
-    term found in at most half of the candidates decides membership — never a term most of them
-    hold, which ranked every memory of the speaker a query names.)"""
+    term decides membership.)"""
     query_tokens = stem_terms(content_terms(tokenize(query)))
     if not query_tokens or not candidates:
         return []
@@ -117,9 +116,6 @@ def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
     best = float(scores[keep].max())
     if best > 0:
         keep &= scores >= BM25_RELATIVE_FLOOR * best
-    else:
-        rare = {t for t in query_terms if 2 * sum(1 for doc in docs if t in doc) <= len(docs)}
-        keep &= np.fromiter((not rare.isdisjoint(doc) for doc in docs), dtype=bool, count=len(docs))
     order = np.lexsort((np.arange(len(docs)), -matched, -scores))
     return [int(i) for i in order if keep[i]]
 
