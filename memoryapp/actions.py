@@ -22,7 +22,7 @@ from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import ApiError, memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, get_limiter
-from memoryapp.recall.embedders import PendingMemory, get_embedder, to_bytes
+from memoryapp.recall.embedders import get_embedder, to_bytes
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 from memoryapp.representation import memory_json
 from memoryapp.timestamps import iso, parse_instant
@@ -81,11 +81,10 @@ def fresh_check(version: MemoryVersion, passages: list[Passage]) -> Recheck:
     return Recheck(visible=[version], hidden=0, citations={version.pk: citations}, passage_ids={version.pk: [p.pk for p in passages]})
 
 
-def index_entry(version: MemoryVersion, pending: PendingMemory | None = None) -> MemoryEmbedding:
-    """The version's embedding and recall terms, computed from its masked text (the vector from
-    ``pending`` when the embedding was started earlier)."""
-    embedder = pending.embedder if pending is not None else get_embedder(settings.MEMORY_EMBEDDER)
-    vector = pending.vector() if pending is not None else embedder.embed([version.text])[0]
+def index_entry(version: MemoryVersion) -> MemoryEmbedding:
+    """The version's embedding and recall terms, computed from its masked text."""
+    embedder = get_embedder(settings.MEMORY_EMBEDDER)
+    vector = embedder.embed([version.text])[0]
     return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
 
 
@@ -107,10 +106,7 @@ def store_version(
     concurrent writers leave one current version and a gap-free chain."""
     if kind and kind not in MEMORY_KINDS:  # every writer, whatever its interface (SPEC §4.1)
         raise validation_error({"kind": [f"Must be one of {', '.join(MEMORY_KINDS)}."]})
-    # The embedding (most of a remember's time: bench/remember.py) runs in the embedding thread
-    # while this one takes the member's lock and inserts the version; the entry waits for it.
-    # (Embedding first, then the transaction: p95 32.4 ms; overlapped: see README.)
-    pending = PendingMemory(get_embedder(settings.MEMORY_EMBEDDER), content.text)
+    entry = index_entry(MemoryVersion(text=content.text))  # CPU work before any lock is taken
     with transaction.atomic():
         Member.objects.select_for_update().filter(pk=member.pk).exists()
         stored = MemoryVersion.objects.filter(member=member).count()
@@ -145,7 +141,7 @@ def store_version(
             Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256)
             for i, p in enumerate(passages)
         )
-        entry = index_entry(version, pending)
+        entry.memory = version
         entry.save(force_insert=True)
     return version, superseded
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from memoryapp.models import MemoryEmbedding
-from memoryapp.recall import embedders, service
+from memoryapp.recall import service
 from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.embedders import E5Embedder, EmbedderUnavailable, get_embedder, require_embedder, to_bytes
 from memoryapp.recall.stopwords import content_terms, stop_terms
@@ -212,24 +211,3 @@ def test_reembed_refreshes_vectors_of_another_embedder_and_terms_of_another_form
     assert entry.terms_format == TERMS_FORMAT and "paint" in entry.terms.split()
     assert texts(recall_ok(agent, query="painting")) == ["Painted a sunrise over the lake."]
 
-
-# --- remember embeds the memory while the database works ------------------------------------------
-def test_remember_embeds_in_its_own_pool_not_behind_stuck_query_embeddings(agent, settings):
-    """Query embeddings still running past their budget occupy the query pool; a remember's
-    memory embedding runs in the memory pool, so it completes, and its stored vector is the
-    embedder's vector of the masked text."""
-    settings.MEMORY_EMBEDDER = "hashing"
-    release, timed_out = threading.Event(), []
-    query_pool = embedders._get_executor("query")
-    stuck = [query_pool.submit(lambda: timed_out.append(not release.wait(20))) for _ in range(2)]
-    try:
-        stored = remember_ok(agent, namespace="n", text="Prefers aisle seats on short flights.")
-    finally:
-        release.set()
-    for future in stuck:
-        future.result()
-    assert timed_out == [False, False]  # the remember finished while both query threads were busy
-    entry = MemoryEmbedding.objects.get(memory_id=int(stored["id"]))
-    expected = get_embedder("hashing").embed(["Prefers aisle seats on short flights."])[0]
-    np.testing.assert_array_equal(np.frombuffer(bytes(entry.vector), dtype="<f4"), expected)
-    assert entry.embedder_id == get_embedder("hashing").id

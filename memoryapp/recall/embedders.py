@@ -56,7 +56,6 @@ __all__ = [
     "require_embedder",
     "embed_query_within",
     "PendingQuery",
-    "PendingMemory",
     "to_bytes",
     "from_bytes",
 ]
@@ -637,24 +636,21 @@ def get_embedder(name: str) -> Embedder:
     return emb
 
 
-_executors: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+_executor: ThreadPoolExecutor | None = None
+_executor_pid: int | None = None
 _executor_lock = threading.Lock()
 
 
-def _get_executor(pool: str = "query") -> ThreadPoolExecutor:
-    """The process's embedding pool ``pool``: "query" for recall's query embeddings, "memory" for
-    remember's memory embeddings — apart, so that query embeddings still running past their
-    budget never hold up a remember. Re-created after fork (gunicorn/celery prefork): a forked
-    child has no threads."""
+def _get_executor() -> ThreadPoolExecutor:
+    # Re-created after fork (gunicorn/celery prefork): a forked child has no threads.
+    global _executor, _executor_pid
     pid = os.getpid()
-    entry = _executors.get(pool)
-    if entry is None or entry[0] != pid:
+    if _executor is None or _executor_pid != pid:
         with _executor_lock:
-            entry = _executors.get(pool)
-            if entry is None or entry[0] != pid:
-                entry = (pid, ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"recall-embed-{pool}"))
-                _executors[pool] = entry
-    return entry[1]
+            if _executor is None or _executor_pid != pid:
+                _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-embed")
+                _executor_pid = pid
+    return _executor
 
 
 class PendingQuery:
@@ -694,27 +690,6 @@ class PendingQuery:
             logger.warning("query embedding by %s had shape %s", getattr(embedder, "id", "?"), vec.shape)
             return None
         return vec
-
-
-class PendingMemory:
-    """A memory's (document-side) embedding started now in the embedding pool and awaited later:
-    remember starts it before its transaction, so the model runs (without the GIL) while the
-    database takes the member's lock and inserts the version; the vector is awaited only to
-    insert the index entry. No budget: a memory is never stored without its vector, and an
-    embedder's exception is raised by ``vector()``."""
-
-    def __init__(self, embedder: Embedder, text: str) -> None:
-        self.embedder = embedder
-        try:
-            self.future = _get_executor("memory").submit(embedder.embed, [text])
-        except RuntimeError:  # interpreter shutting down: embed in this thread instead
-            self.future = None
-            self._vector = embedder.embed([text])[0]
-
-    def vector(self) -> np.ndarray:
-        if self.future is None:
-            return self._vector
-        return np.asarray(self.future.result(), dtype=np.float32)[0]
 
 
 def embed_query_within(embedder: Embedder, text: str, budget_seconds: float) -> np.ndarray | None:
