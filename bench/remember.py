@@ -1,6 +1,6 @@
 """Remember and list latency, in-process, on PostgreSQL + Redis.
 
-    .venv/bin/python bench/remember.py [--n 300]
+    .venv/bin/python bench/remember.py [--n 300] [--db bench_remember] [--remember-only]
 
 Prints remember p50/p95 with 0 and 20 citations, and list p50/p95 for a member holding
 5,000 versions, as agents run it (`memoryapp.reads`: the read and its access-log entry) and,
@@ -16,8 +16,10 @@ from _setup import setup, summary, timed
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--db", default="bench_remember", help="PostgreSQL database to (re)create")
+    parser.add_argument("--remember-only", action="store_true", help="skip the list figures (their 5,000 index entries take minutes with a model)")
     args = parser.parse_args()
-    setup("bench_remember")
+    setup(args.db)
 
     from governance import actions
     from memoryapp import gates
@@ -47,6 +49,8 @@ def main() -> None:
     print(summary("remember, 0 citations", timed(lambda: do_remember([]), args.n)))
     print(summary("remember, 20 citations", timed(lambda: do_remember(passages), args.n)))
 
+    if args.remember_only:
+        return
     # A member with 5,000 stored versions (bulk-inserted, same shape as the write path).
     MemoryVersion.objects.filter(member=member).delete()
     versions = [MemoryVersion(workspace=workspace, member=member, namespace="bench", text=f"Memory {i} about shipping and seats", text_sha256="0" * 64, text_length=30) for i in range(5000)]

