@@ -151,6 +151,29 @@ def strike_counts(version_ids: Sequence[int], *, member_id: int | None = None) -
     return counts
 
 
+def strike_counts_in_order(batches: Sequence[Sequence[int]], *, member_id: int | None = None) -> dict[str, int]:
+    """What `strike_references` would count, summed, if it ran once per batch in this order
+    (the chunks of a sweep), writing nothing. An entry whose references are spread over several
+    batches has the earlier ones struck and is erased by the last; one batch = `strike_counts`."""
+    counts = {ENTRY_ARTIFACT: 0, REFERENCE_ARTIFACT: 0}
+    batch_of: dict[int, int] = {}
+    for index, batch in enumerate(batches):
+        for pk in batch:
+            batch_of.setdefault(int(pk), index)
+    if not batch_of:
+        return counts
+    for memories, in _rows(*_listing_sql(sorted(batch_of), member_id, select="memories")):
+        refs = json.loads(memories) if isinstance(memories, str) else memories
+        hits = [batch_of[int(ref["id"])] for ref in refs if int(ref["id"]) in batch_of]
+        if len(hits) >= len(refs):
+            last = max(hits)
+            counts[ENTRY_ARTIFACT] += 1
+            counts[REFERENCE_ARTIFACT] += sum(1 for index in hits if index < last)
+        else:
+            counts[REFERENCE_ARTIFACT] += len(hits)
+    return counts
+
+
 def count_listing(version_ids: Sequence[int], *, member_id: int | None = None) -> int:
     """How many entries still list any of these versions (a clean erase leaves 0)."""
     ids = sorted({int(i) for i in version_ids})
