@@ -31,7 +31,7 @@ class SettingsView(WorkspaceAPIView):
     def get(self, request, ws_id):
         return Response(actions.settings_json(self.workspace.ask_history))
 
-    @extend_schema(request=s.SettingsBody, responses={200: dict})
+    @extend_schema(request=s.SettingsPutBody, responses={200: dict})
     def put(self, request, ws_id):
         """Save; a changed retention applies at once (erases with receipts). `dryRun: true`
         answers {dryRun, settings, manifest} and saves and erases nothing."""

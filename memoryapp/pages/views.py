@@ -392,9 +392,9 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     if applied and (applied["agentVersionsErased"] or applied["assistantVersionsErased"]):
         erased = applied["agentVersionsErased"] + applied["assistantVersionsErased"]
         messages.success(request, ngettext(
-            "Settings saved. %(n)s memory version was erased now, with %(r)s deletion receipt(s) below.",
-            "Settings saved. %(n)s memory versions were erased now, with %(r)s deletion receipt(s) below.", erased,
-        ) % {"n": presenters.number(erased), "r": presenters.number(applied["receipts"])})
+            "Settings saved. %(n)s memory version was erased now; its deletion receipt is listed below.",
+            "Settings saved. %(n)s memory versions were erased now; their deletion receipts are listed below.", erased,
+        ) % {"n": presenters.number(erased)})
     else:
         messages.success(request, _("Settings saved."))
     if applied and applied["assistantExpired"]:
