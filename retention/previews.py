@@ -33,10 +33,10 @@ from governance.audit import actor_label as label_of
 from governance.models import AskHistorySettings, Member, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, REFERENCE_ARTIFACT, strike_counts_in_order
 from memoryapp.errors import ApiError
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryEmbedding, MemoryVersion
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.timestamps import iso
 from retention.chunks import CHUNK
-from retention.erasure import erase_memories
+from retention.erasure import count_remaining, erase_memories
 from retention.lifecycle import EXPIRY_ORDER, RetentionScope, apply_retention, members_with, retention_scope
 from retention.models import DeletionReceipt, Operation
 
@@ -101,14 +101,12 @@ def counts_of(batches: Sequence[Batch]) -> dict[str, Any]:
     for member_id, member_batches in by_member.items():
         ids = sorted({pk for ids in member_batches for pk in ids})
         for chunk in id_chunks(ids):
-            versions = MemoryVersion.objects.filter(pk__in=chunk).aggregate(
-                n=Count("id"), current=Count("id", filter=Q(valid_to__isnull=True)), assistant=Count("id", filter=Q(namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True)),
-            )
-            artifacts["memory_version"] += versions["n"]
-            memories += versions["current"]
-            assistant += versions["assistant"]
-            artifacts["citation"] += Citation.objects.filter(memory_id__in=chunk).count()
-            artifacts["memory_embedding"] += MemoryEmbedding.objects.filter(memory_id__in=chunk).count()
+            remaining = count_remaining(chunk)  # the erase's own verification query: the same three tables
+            current, current_assistant = _current_counts(chunk)
+            for artifact in ("memory_version", "citation", "memory_embedding"):
+                artifacts[artifact] += remaining[artifact]
+            memories += current
+            assistant += current_assistant
         for artifact, count in strike_counts_in_order(member_batches, member_id=member_id).items():
             artifacts[artifact] += count
     counts: dict[str, Any] = {
@@ -120,6 +118,20 @@ def counts_of(batches: Sequence[Batch]) -> dict[str, Any]:
     if assistant:
         counts["assistantMemories"] = assistant
     return counts
+
+
+def _current_counts(ids: Sequence[int]) -> tuple[int, int]:
+    """How many of these versions are current, and how many of those are assistant memories."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FILTER (WHERE valid_to IS NULL), count(*) FILTER (WHERE valid_to IS NULL AND namespace = %s) FROM {MemoryVersion._meta.db_table} WHERE id = ANY(%s)",
+                [ASSISTANT_NAMESPACE, list(ids)],
+            )
+            current, assistant = cursor.fetchone()
+        return int(current), int(assistant)
+    counts = MemoryVersion.objects.filter(pk__in=ids).aggregate(current=Count("id", filter=Q(valid_to__isnull=True)), assistant=Count("id", filter=Q(namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True)))
+    return counts["current"], counts["assistant"]
 
 
 def _by_member(queryset: QuerySet[MemoryVersion]) -> list[Batch]:
