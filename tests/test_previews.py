@@ -353,3 +353,13 @@ def test_the_admin_confirmation_shows_the_manifest_and_writes_only_an_audit_even
     since = last_receipt()
     client.post("/admin/governance/member/", {"action": "erase_member_memories", "_selected_action": [member.pk], "confirm": "yes", "reason": "right to erasure"})
     assert receipts_total(gen.workspace, since) == manifest["artifacts"]
+
+
+def test_forget_takes_no_dry_run(world):
+    from tests.conftest import make_agent
+
+    agent = make_agent(world.editor)
+    assert agent.remember(namespace="prefs", key="editor", text="Prefers vim").status_code == 201
+    response = agent.forget(namespace="prefs", key="editor", dryRun=True)
+    assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
+    assert MemoryVersion.objects.filter(member=world.editor, key="editor").exists()
