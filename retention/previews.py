@@ -63,12 +63,9 @@ class Batch:
 @dataclass
 class ErasePlan:
     operation: str
+    workspace_id: int
     batches: list[Batch] = field(default_factory=list)
     filters: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ids(self) -> list[int]:
-        return [pk for batch in self.batches for pk in batch.ids]
 
     def manifest(self) -> dict[str, Any]:
         return {"operation": self.operation, **counts_of(self.batches), "filters": self.filters}
@@ -79,14 +76,10 @@ def execute(plan: ErasePlan, *, actor: Actor, actor_label: str) -> list[Deletion
     A batch a concurrent eraser emptied first writes no receipt."""
     receipts = []
     for batch in plan.batches:
-        receipt = erase_memories(batch.ids, operation=plan.operation, workspace_id=_workspace_of(batch), member_id=batch.member_id, actor=actor, actor_label=actor_label, filters=plan.filters)
+        receipt = erase_memories(batch.ids, operation=plan.operation, workspace_id=plan.workspace_id, member_id=batch.member_id, actor=actor, actor_label=actor_label, filters=plan.filters)
         if receipt is not None:
             receipts.append(receipt)
     return receipts
-
-
-def _workspace_of(batch: Batch) -> int:
-    return Member.objects.values_list("workspace_id", flat=True).get(pk=batch.member_id)
 
 
 def counts_of(batches: Sequence[Batch]) -> dict[str, Any]:
@@ -148,19 +141,19 @@ def own_agent_memories(member: Member) -> QuerySet[MemoryVersion]:
 
 def plan_member_delete_all(member: Member) -> ErasePlan:
     ids = list(own_agent_memories(member).order_by("pk").values_list("pk", flat=True))
-    return ErasePlan(Operation.MEMBER_DELETE, [Batch(member.pk, ids)] if ids else [], {"scope": "all own agent memories"})
+    return ErasePlan(Operation.MEMBER_DELETE, member.workspace_id, [Batch(member.pk, ids)] if ids else [], {"scope": "all own agent memories"})
 
 
 def plan_owner_bulk_delete(workspace: Workspace) -> ErasePlan:
     """One receipt per member, so each member finds it among their own receipts."""
     queryset = MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE)
-    return ErasePlan(Operation.OWNER_BULK_DELETE, _by_member(queryset), {"scope": "every agent memory in the workspace"})
+    return ErasePlan(Operation.OWNER_BULK_DELETE, workspace.pk, _by_member(queryset), {"scope": "every agent memory in the workspace"})
 
 
 def plan_admin_erase(member: Member, reason: str = "") -> ErasePlan:
     """Every memory of the member, agent and assistant alike."""
     ids = list(MemoryVersion.objects.filter(member=member).order_by("pk").values_list("pk", flat=True))
-    return ErasePlan(Operation.ADMIN_ERASE, [Batch(member.pk, ids)] if ids else [], {"member": member.pk, "reason": reason})
+    return ErasePlan(Operation.ADMIN_ERASE, member.workspace_id, [Batch(member.pk, ids)] if ids else [], {"member": member.pk, "reason": reason})
 
 
 def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
@@ -248,8 +241,8 @@ def plan_retention(ask_history: AskHistorySettings, *, days: int, grace: int, no
         now=now,
         previous_days=ask_history.agent_memory_retention_days,
         previous_grace=ask_history.expired_grace_days,
-        expiry=ErasePlan(Operation.EXPIRY, _sweep_batches(scope.agent_expired, chunk), scope.expiry_filters(days)),
-        grace_purge=ErasePlan(Operation.GRACE_PURGE, _sweep_batches(scope.grace_due, chunk), scope.grace_filters(days, grace)),
+        expiry=ErasePlan(Operation.EXPIRY, ask_history.workspace_id, _sweep_batches(scope.agent_expired, chunk), scope.expiry_filters(days)),
+        grace_purge=ErasePlan(Operation.GRACE_PURGE, ask_history.workspace_id, _sweep_batches(scope.grace_due, chunk), scope.grace_filters(days, grace)),
         # the grace purge runs first: what it erases does not also move to Expired
         assistant_expired=scope.assistant_to_expire.filter(retention_anchor__gt=scope.grace_cutoff).count(),
         assistant_restored=scope.assistant_to_restore.count(),
