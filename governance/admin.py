@@ -46,7 +46,7 @@ from governance.models import (
     Workspace,
 )
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from retention import erasure
+from retention import erasure, previews
 
 User = get_user_model()
 
@@ -228,15 +228,32 @@ class AskHistorySettingsAdmin(GovernedAdmin):
 
 
 # --- members ---------------------------------------------------------------------------------
-def _member_memory_counts(queryset: QuerySet[Member]) -> list[Summary]:
-    return [
-        Summary(f"{member.user.email or member.user.username} — {member}: memory versions to erase", member.versions)
-        for member in queryset.select_related("user").annotate(versions=count_of(MemoryVersion.objects.all(), "member"))[:200]
-    ]
+ARTIFACT_LABELS = {
+    "memory_version": "memory versions",
+    "citation": "citation rows",
+    "memory_embedding": "embeddings",
+    "access_log_entry": "access-log entries",
+    "access_log_reference": "access-log references struck",
+}
+
+
+def _member_erase_manifests(request, queryset: QuerySet[Member]) -> list[Summary]:
+    """The confirmation page: each member's erase manifest, as the receipt will carry it
+    (counts only), and an audit event per member that it was shown."""
+    lines = []
+    for member in queryset.select_related("user", "workspace")[:200]:
+        manifest = previews.preview_member_erase(member, actor=request.user)
+        who = f"{member.user.email or member.user.username} — {member}"
+        lines.append(Summary(f"{who}: memory versions to erase", manifest["artifacts"]["memory_version"]))
+        lines.append(Summary(f"{who}: memories (current versions), of which assistant memories", f'{manifest["memories"]} / {manifest.get("assistantMemories", 0)}'))
+        for artifact, label in ARTIFACT_LABELS.items():
+            if artifact != "memory_version":
+                lines.append(Summary(f"{who}: {label}", manifest["artifacts"][artifact]))
+    return lines
 
 
 def erase_member_memories(modeladmin, request, member: Member, reason: str) -> None:
-    erasure.erase_member_memories(member, actor=request.user, reason=reason)
+    previews.erase_member_memories(member, actor=request.user, reason=reason)
 
 
 @admin.register(Member)
@@ -251,7 +268,7 @@ class MemberAdmin(GovernedAdmin):
             description="Erase all memories of the member (with a receipt)",
             permission=ERASE_MEMBER_MEMORIES,
             perform=erase_member_memories,
-            summary=_member_memory_counts,
+            preview=_member_erase_manifests,
             warning="Every memory version of these members is erased now, with a deletion receipt; this cannot be undone.",
             done="Memories of {count} member(s) erased (see Deletion receipts).",
         )

@@ -102,12 +102,15 @@ def governed_action(
     permission: str,
     perform: Callable[[Any, HttpRequest, Any, str], Any],
     summary: Callable[[QuerySet], Iterable[Summary]] | None = None,
+    preview: Callable[[HttpRequest, QuerySet], Iterable[Summary]] | None = None,
     warning: str = "",
     done: str = "{count} done.",
 ):
     """Build an admin action that shows a reason form (and `summary` counts) first, then calls
     `perform(modeladmin, request, obj, reason)` for each selected row. `permission` is checked by
-    `GovernedAdmin.get_actions` and again here."""
+    `GovernedAdmin.get_actions` and again here. `preview(request, queryset)` is `summary` for an
+    erase: the manifest it will write, computed by the action layer (which may audit that it
+    was shown, the one write a preview makes)."""
 
     def action(modeladmin, request: HttpRequest, queryset: QuerySet):
         if not request.user.has_perm(permission):
@@ -133,7 +136,7 @@ def governed_action(
             "objects": objects,
             "more": max(queryset.count() - len(objects), 0) if len(objects) == 200 else 0,
             "selected_ids": [str(pk) for pk in queryset.values_list("pk", flat=True)],
-            "summary": list(summary(queryset)) if summary else [],
+            "summary": list(preview(request, queryset)) if preview else list(summary(queryset)) if summary else [],
             "warning": warning,
             "form": form,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,

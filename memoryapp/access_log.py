@@ -151,6 +151,40 @@ def strike_counts(version_ids: Sequence[int], *, member_id: int | None = None) -
     return counts
 
 
+_SCAN_MEMBER_ABOVE = 200  # ids: above this, a preview reads the member's entries instead of probing per id
+
+
+def strike_counts_in_order(batches: Sequence[Sequence[int]], *, member_id: int | None = None) -> dict[str, int]:
+    """What `strike_references` would count, summed, if it ran once per batch in this order
+    (the chunks of a sweep), writing nothing. An entry whose references are spread over several
+    batches has the earlier ones struck and is erased by the last; one batch = `strike_counts`."""
+    counts = {ENTRY_ARTIFACT: 0, REFERENCE_ARTIFACT: 0}
+    batch_of: dict[int, int] = {}
+    for index, batch in enumerate(batches):
+        for pk in batch:
+            batch_of.setdefault(int(pk), index)
+    if not batch_of:
+        return counts
+    if member_id is not None and len(batch_of) > _SCAN_MEMBER_ABOVE:
+        # A bulk preview names most of a member's memories: reading the member's entries once
+        # beats one GIN probe per id (1.1 s for 2,000 ids against 20 ms for 4,000 entries).
+        rows = _rows(f"SELECT memories FROM {_TABLE} WHERE member_id = %s", [member_id])
+    else:
+        rows = _rows(*_listing_sql(sorted(batch_of), member_id, select="memories"))
+    for memories, in rows:
+        refs = json.loads(memories) if isinstance(memories, str) else memories
+        hits = [batch_of[int(ref["id"])] for ref in refs if int(ref["id"]) in batch_of]
+        if not hits:
+            continue
+        if len(hits) >= len(refs):
+            last = max(hits)
+            counts[ENTRY_ARTIFACT] += 1
+            counts[REFERENCE_ARTIFACT] += sum(1 for index in hits if index < last)
+        else:
+            counts[REFERENCE_ARTIFACT] += len(hits)
+    return counts
+
+
 def count_listing(version_ids: Sequence[int], *, member_id: int | None = None) -> int:
     """How many entries still list any of these versions (a clean erase leaves 0)."""
     ids = sorted({int(i) for i in version_ids})

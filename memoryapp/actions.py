@@ -5,7 +5,6 @@ REST views, MCP tools, pages, admin actions and Celery tasks call them; none re-
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,6 +26,7 @@ from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 from memoryapp.representation import memory_json
 from memoryapp.timestamps import iso, parse_instant
 from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, live_versions, member_versions, recheck
+from retention import previews
 from retention.erasure import erase_memories
 from retention.models import Operation
 
@@ -269,28 +269,31 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
     return {"deleted": receipt.versions_erased, "receiptId": str(receipt.pk)}
 
 
-def delete_all_own_agent_memories(member: Member) -> dict[str, Any]:
-    ids = list(MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", flat=True))
-    receipt = erase_memories(ids, operation=Operation.MEMBER_DELETE, workspace_id=member.workspace_id, member_id=member.pk, actor=member.user, actor_label=member_label(member), filters={"scope": "all own agent memories"})
-    return {"deleted": receipt.versions_erased if receipt else 0, "receiptId": str(receipt.pk) if receipt else None}
+def delete_all_own_agent_memories(member: Member, *, dry_run: bool = False) -> dict[str, Any]:
+    """The member erases every agent memory of theirs; `dry_run` answers the manifest instead."""
+    plan = previews.plan_member_delete_all(member)
+    if dry_run:
+        return {"dryRun": True, "manifest": plan.manifest()}
+    receipts = previews.execute(plan, actor=member.user, actor_label=member_label(member))
+    return {"deleted": sum(r.versions_erased for r in receipts), "receiptId": str(receipts[0].pk) if receipts else None}
 
 
-def delete_all_agent_memories(workspace: Workspace, *, actor: Actor) -> dict[str, Any]:
+def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bool = False) -> dict[str, Any]:
     """The owner erases every agent memory of the workspace, reading ids only, never content.
 
     One receipt per member (so each member finds it among their own receipts), all in one
-    transaction; the answer carries the totals and the receipt ids."""
-    by_member: dict[int, list[int]] = defaultdict(list)
-    for pk, member_id in MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE).values_list("pk", "member_id"):
-        by_member[member_id].append(pk)
-    totals = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
-    receipt_ids: list[str] = []
+    transaction; the answer carries the totals and the receipt ids. `dry_run` answers the
+    manifest (counts only) instead, and writes nothing."""
     with transaction.atomic():
-        for member_id, ids in sorted(by_member.items()):
-            receipt = erase_memories(ids, operation=Operation.OWNER_BULK_DELETE, workspace_id=workspace.pk, member_id=member_id, actor=actor, actor_label=actor_label(actor), filters={"scope": "every agent memory in the workspace"})
-            if receipt is not None:
-                receipt_ids.append(str(receipt.pk))
-                for artifact, count in receipt.manifest["artifacts"].items():
-                    totals[artifact] = totals.get(artifact, 0) + count
-        audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": totals, "members": len(by_member), "receiptIds": receipt_ids})
-    return {"deleted": totals, "members": len(by_member), "receiptId": receipt_ids[0] if receipt_ids else None, "receiptIds": receipt_ids}
+        plan = previews.plan_owner_bulk_delete(workspace)
+        if dry_run:
+            return {"dryRun": True, "manifest": plan.manifest()}
+        receipts = previews.execute(plan, actor=actor, actor_label=actor_label(actor))
+        totals = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+        for receipt in receipts:
+            for artifact, count in receipt.manifest["artifacts"].items():
+                totals[artifact] = totals.get(artifact, 0) + count
+        receipt_ids = [str(r.pk) for r in receipts]
+        members = len(plan.batches)
+        audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": totals, "members": members, "receiptIds": receipt_ids})
+    return {"deleted": totals, "members": members, "receiptId": receipt_ids[0] if receipt_ids else None, "receiptIds": receipt_ids}

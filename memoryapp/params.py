@@ -50,3 +50,29 @@ def query_int(params: Mapping[str, str], name: str, *, default: int, minimum: in
     if not (raw.isascii() and raw.isdigit()) or not minimum <= int(raw) <= maximum:
         raise validation_error({name: [f"Must be an integer between {minimum} and {maximum}."]})
     return int(raw)
+
+
+DRY_RUN = "dryRun"
+_QUERY_FLAGS = {"1": True, "true": True, "0": False, "false": False}
+
+
+def body_dry_run(body: object) -> bool:
+    """`dryRun` in a JSON body: absent → False; only the JSON booleans are accepted (a string
+    "true" or a 1 is refused, not guessed at)."""
+    if not isinstance(body, Mapping) or DRY_RUN not in body:
+        return False
+    value = body[DRY_RUN]
+    if not isinstance(value, bool):
+        raise validation_error({DRY_RUN: ["Must be true or false."]}, "dryRun must be a JSON boolean.")
+    return value
+
+
+def query_dry_run(params: Mapping[str, str]) -> bool:
+    """`?dryRun=` on a DELETE: 1/true or 0/false; absent → False; anything else → 400."""
+    if DRY_RUN not in params:
+        return False
+    values = params.getlist(DRY_RUN) if hasattr(params, "getlist") else [params[DRY_RUN]]
+    flags = {_QUERY_FLAGS.get(str(v).strip().lower()) for v in values}
+    if None in flags or len(flags) != 1:
+        raise validation_error({DRY_RUN: ["Must be 1, true, 0 or false (once)."]}, "dryRun must be 1, true, 0 or false.")
+    return flags.pop()

@@ -22,7 +22,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.audit import Actor, audit
-from governance.audit import actor_label as label_of  # `actor_label` is the receipts' parameter name here
+
 from governance.models import AuditEvent, Member, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
@@ -300,19 +300,6 @@ def erase_in_chunks(
 
     run_in_chunks(step, chunk=chunk)
     return tally
-
-
-# --- admin erasure ------------------------------------------------------------------------------
-def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
-    """A platform admin erases every memory of one member (with a receipt and an audit event)."""
-    with transaction.atomic():
-        ids = list(MemoryVersion.objects.filter(member=member).values_list("pk", flat=True))
-        receipt = erase_memories(
-            ids, operation=Operation.ADMIN_ERASE, workspace_id=member.workspace_id, member_id=member.pk,
-            actor=actor, actor_label=label_of(actor), filters={"member": member.pk, "reason": reason},
-        )
-        audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": receipt.versions_erased if receipt else 0}, reason=reason)
-    return receipt.versions_erased if receipt else 0
 
 
 @transaction.atomic

@@ -16,6 +16,7 @@ state changes are conditional UPDATEs that re-check their condition.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,14 +33,15 @@ from retention.models import Operation
 
 SYSTEM_ACTOR = "system: retention"
 RATE_LIMIT_WINDOW = timedelta(hours=1)
+EXPIRY_ORDER = ("retention_anchor", "pk")  # oldest first: the order of the sweeps' chunks
 
 
 def _workspace_settings() -> list[tuple[int, int, int]]:
     return list(AskHistorySettings.objects.order_by("workspace_id").values_list("workspace_id", "agent_memory_retention_days", "expired_grace_days"))
 
 
-def _members_with(queryset: QuerySet[MemoryVersion]) -> list[int]:
-    return list(queryset.order_by().values_list("member_id", flat=True).distinct())
+def members_with(queryset: QuerySet[MemoryVersion]) -> list[int]:
+    return sorted(queryset.order_by().values_list("member_id", flat=True).distinct())
 
 
 def _update_in_chunks(queryset: QuerySet[MemoryVersion], chunk: int, **changes: Any) -> int:
@@ -53,50 +55,80 @@ def _update_in_chunks(queryset: QuerySet[MemoryVersion], chunk: int, **changes: 
     return run_in_chunks(step, chunk=chunk)
 
 
-def _erase_expired(due: QuerySet[MemoryVersion], operation: str, workspace_id: int, days: int, chunk: int, filters: dict[str, Any]) -> Tally:
+def _erase_expired(due: QuerySet[MemoryVersion], operation: str, workspace_id: int, days: int, chunk: int, filters: dict[str, Any], *, actor_label: str = SYSTEM_ACTOR) -> Tally:
     """Erase what `due` selects in one workspace, one member at a time (a receipt per member and
     chunk), oldest first; the receipts' unreachable time is the computed expiry."""
     erased = Tally()
-    for member_id in _members_with(due):
+    for member_id in members_with(due):
         erased.add(
             erase_in_chunks(
                 due.filter(member_id=member_id),
                 operation=operation,
                 workspace_id=workspace_id,
                 member_id=member_id,
-                actor_label=SYSTEM_ACTOR,
+                actor_label=actor_label,
                 filters=filters,
                 chunk=chunk,
                 expired_after_days=days,
-                order_by=("retention_anchor", "pk"),
+                order_by=EXPIRY_ORDER,
             )
         )
     return erased
 
 
 # --- expiry -----------------------------------------------------------------------------------
+@dataclass
+class RetentionScope:
+    """What one workspace's retention selects at `now`: the querysets the sweeps act on, and the
+    ones the preview (`retention.previews`) counts, so the two cannot disagree."""
+
+    agent_expired: QuerySet[MemoryVersion]  # agent memories past retention: erased (receipt "expiry")
+    assistant_to_expire: QuerySet[MemoryVersion]  # active assistant memories past retention
+    assistant_to_restore: QuerySet[MemoryVersion]  # expired ones a longer retention un-expires
+    grace_due: QuerySet[MemoryVersion]  # assistant memories past retention + grace: erased (receipt "grace_purge")
+    cutoff: datetime
+    grace_cutoff: datetime
+
+    def expiry_filters(self, days: int) -> dict[str, Any]:
+        return {"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": self.cutoff.isoformat(), "namespaces": "every namespace except assistant"}
+
+    def grace_filters(self, days: int, grace: int) -> dict[str, Any]:
+        return {"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": self.grace_cutoff.isoformat()}
+
+
+def retention_scope(workspace_id: int, days: int, grace: int, now: datetime) -> RetentionScope:
+    cutoff = now - timedelta(days=days)
+    grace_cutoff = now - timedelta(days=days + grace)
+    in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=True)
+    assistant = in_workspace.filter(namespace=ASSISTANT_NAMESPACE)
+    return RetentionScope(
+        agent_expired=in_workspace.filter(retention_anchor__lte=cutoff).exclude(namespace=ASSISTANT_NAMESPACE),
+        assistant_to_expire=assistant.filter(state=MemoryState.ACTIVE, retention_anchor__lte=cutoff),
+        # Retention is retroactive both ways: a longer setting brings back what it un-expires.
+        assistant_to_restore=assistant.filter(state=MemoryState.EXPIRED, retention_anchor__gt=cutoff),
+        grace_due=assistant.filter(retention_anchor__lte=grace_cutoff),
+        cutoff=cutoff,
+        grace_cutoff=grace_cutoff,
+    )
+
+
+def _expire_assistant(scope: RetentionScope, days: int, chunk: int) -> tuple[int, int]:
+    expired = _update_in_chunks(scope.assistant_to_expire, chunk, state=MemoryState.EXPIRED, expired_at=F("retention_anchor") + timedelta(days=days))
+    restored = _update_in_chunks(scope.assistant_to_restore, chunk, state=MemoryState.ACTIVE, expired_at=None)
+    return expired, restored
+
+
 def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
     """Erase expired agent memories; move expired assistant memories to `expired` (and back, when
     a longer retention has un-expired them)."""
     now = now or timezone.now()
     erased, expired, restored = Tally(), 0, 0
-    for workspace_id, days, _grace in _workspace_settings():
-        cutoff = now - timedelta(days=days)
-        in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=True)
-        agent_expired = in_workspace.filter(retention_anchor__lte=cutoff).exclude(namespace=ASSISTANT_NAMESPACE)
-        erased.add(_erase_expired(
-            agent_expired, Operation.EXPIRY, workspace_id, days, chunk,
-            {"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": cutoff.isoformat(), "namespaces": "every namespace except assistant"},
-        ))
-        assistant = in_workspace.filter(namespace=ASSISTANT_NAMESPACE)
-        expired += _update_in_chunks(
-            assistant.filter(state=MemoryState.ACTIVE, retention_anchor__lte=cutoff),
-            chunk,
-            state=MemoryState.EXPIRED,
-            expired_at=F("retention_anchor") + timedelta(days=days),
-        )
-        # Retention is retroactive both ways: a longer setting brings back what it un-expires.
-        restored += _update_in_chunks(assistant.filter(state=MemoryState.EXPIRED, retention_anchor__gt=cutoff), chunk, state=MemoryState.ACTIVE, expired_at=None)
+    for workspace_id, days, grace in _workspace_settings():
+        scope = retention_scope(workspace_id, days, grace, now)
+        erased.add(_erase_expired(scope.agent_expired, Operation.EXPIRY, workspace_id, days, chunk, scope.expiry_filters(days)))
+        moved, back = _expire_assistant(scope, days, chunk)
+        expired += moved
+        restored += back
     return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
 
 
@@ -106,13 +138,28 @@ def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, in
     now = now or timezone.now()
     erased = Tally()
     for workspace_id, days, grace in _workspace_settings():
-        cutoff = now - timedelta(days=days + grace)
-        due = MemoryVersion.objects.filter(workspace_id=workspace_id, namespace=ASSISTANT_NAMESPACE, unreachable_at__isnull=True, retention_anchor__lte=cutoff)
-        erased.add(_erase_expired(
-            due, Operation.GRACE_PURGE, workspace_id, days, chunk,
-            {"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": cutoff.isoformat()},
-        ))
+        scope = retention_scope(workspace_id, days, grace, now)
+        erased.add(_erase_expired(scope.grace_due, Operation.GRACE_PURGE, workspace_id, days, chunk, scope.grace_filters(days, grace)))
     return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
+
+
+def apply_retention(workspace_id: int, days: int, grace: int, now: datetime, *, actor_label: str = SYSTEM_ACTOR, chunk: int = CHUNK) -> dict[str, int]:
+    """One workspace's retention, at once (a changed setting): the grace purge first, so what it
+    erases is not also counted as moved to Expired, then the expiry erase and the assistant
+    moves. What `retention.previews.plan_retention` counts for the same `now` and `chunk`."""
+    scope = retention_scope(workspace_id, days, grace, now)
+    purged = _erase_expired(scope.grace_due, Operation.GRACE_PURGE, workspace_id, days, chunk, scope.grace_filters(days, grace), actor_label=actor_label)
+    erased = _erase_expired(scope.agent_expired, Operation.EXPIRY, workspace_id, days, chunk, scope.expiry_filters(days), actor_label=actor_label)
+    expired, restored = _expire_assistant(scope, days, chunk)
+    versions = purged.versions + erased.versions
+    return {
+        "agentVersionsErased": erased.versions,
+        "assistantVersionsErased": purged.versions,
+        "assistantExpired": expired,
+        "assistantRestored": restored,
+        "receipts": purged.receipts + erased.receipts,
+        "vacuumed": versions > 0 and reclaim_erased_space(),
+    }
 
 
 # --- cascades ---------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_erasing_a_member_s_memories_writes_a_receipt_and_an_audit_event(world, 
 
 
 def test_reverifying_a_receipt_stores_the_new_result_and_audits_it(world, memories, staff):
-    from retention.erasure import erase_member_memories
+    from retention.previews import erase_member_memories
 
     erase_member_memories(world.editor, actor=staff.superuser, reason="setup")
     receipt = DeletionReceipt.objects.get(operation=Operation.ADMIN_ERASE)

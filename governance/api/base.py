@@ -54,11 +54,15 @@ class WorkspaceAPIView(APIView):
             raise not_found(what)
         return obj
 
+    @classmethod
+    def body(cls, request: Request, serializer_class: type[Serializer], *, partial: bool = False) -> dict[str, Any]:
+        return cls.body_of(request.data, serializer_class, partial=partial)
+
     @staticmethod
-    def body(request: Request, serializer_class: type[Serializer], *, partial: bool = False) -> dict[str, Any]:
-        if not isinstance(request.data, dict):
+    def body_of(data: Any, serializer_class: type[Serializer], *, partial: bool = False) -> dict[str, Any]:
+        if not isinstance(data, dict):
             raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
-        serializer = serializer_class(data=request.data, partial=partial)
+        serializer = serializer_class(data=data, partial=partial)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 

@@ -14,6 +14,13 @@ class SettingsBody(StrictSerializer):
     expiredGraceDays = serializers.IntegerField(min_value=0, max_value=90, required=False)
 
 
+class SettingsPutBody(SettingsBody):
+    """The PUT body as documented: the settings, and `dryRun` (read by the view before the
+    settings are validated, so only the JSON booleans pass)."""
+
+    dryRun = serializers.BooleanField(required=False, help_text="true: answer {dryRun, settings, manifest} (what saving would erase or move now) and save nothing.")
+
+
 class CredentialBody(StrictSerializer):
     name = ScreenedText(min_length=1, max_length=120)
     scopes = serializers.ListField(child=serializers.ChoiceField(choices=sorted(MEMORY_SCOPES)), max_length=len(MEMORY_SCOPES))

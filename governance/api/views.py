@@ -15,6 +15,8 @@ from governance.api.base import WorkspaceAPIView
 from governance.knowledge import readable_collections_q, readable_documents
 from governance.models import Collection, ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
 from memoryapp.errors import not_found, validation_error
+from memoryapp.params import DRY_RUN, body_dry_run
+from retention import previews
 from memoryapp.timestamps import iso
 
 
@@ -29,10 +31,19 @@ class SettingsView(WorkspaceAPIView):
     def get(self, request, ws_id):
         return Response(actions.settings_json(self.workspace.ask_history))
 
-    @extend_schema(request=s.SettingsBody, responses={200: dict})
+    @extend_schema(request=s.SettingsPutBody, responses={200: dict})
     def put(self, request, ws_id):
-        changes = self.body(request, s.SettingsBody)
-        return Response(actions.settings_json(actions.update_settings(self.workspace, changes, actor=request.user)))
+        """Save; a changed retention applies at once (erases with receipts). `dryRun: true`
+        answers {dryRun, settings, manifest} and saves and erases nothing."""
+        body = request.data
+        dry_run = body_dry_run(body)
+        if isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k != DRY_RUN}
+        changes = self.body_of(body, s.SettingsBody)
+        result = previews.change_settings(self.workspace, changes, actor=request.user, dry_run=dry_run)
+        if dry_run:
+            return Response(result)
+        return Response({**result["settings"], **({"retentionApplied": result["applied"]} if result["applied"] else {})})
 
 
 def credential_json(credential: Credential) -> dict[str, Any]:

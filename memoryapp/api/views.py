@@ -20,7 +20,7 @@ from governance.api.base import WorkspaceAPIView
 from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates, reads
 from memoryapp.api.exceptions import body_error
-from memoryapp.params import parse_id, query_int
+from memoryapp.params import DRY_RUN, parse_id, query_dry_run, query_int
 from memoryapp.models import AccessSurface
 from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
 from memoryapp.visibility import member_versions
@@ -84,6 +84,8 @@ class ForgetView(AgentOperationView):
 
 
 # --- member and owner endpoints ----------------------------------------------------------------
+DRY_RUN_PARAMETER = OpenApiParameter(DRY_RUN, str, required=False, enum=["1", "true", "0", "false"], description="1 or true: answer {dryRun, manifest} and erase nothing")
+
 class AgentMemoriesView(WorkspaceAPIView):
     """The member's own agent memories (never anyone else's, whatever the role)."""
 
@@ -101,8 +103,9 @@ class AgentMemoriesView(WorkspaceAPIView):
         limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
         return Response(actions.paginate(queryset, self.member, ask_history, limit=limit, cursor=params.get("cursor")))
 
+    @extend_schema(parameters=[DRY_RUN_PARAMETER], responses={200: OpenApiTypes.OBJECT}, summary="Delete all your agent memories (?dryRun=1: the manifest, nothing erased)")
     def delete(self, request, ws_id):
-        return Response(actions.delete_all_own_agent_memories(self.member))
+        return Response(actions.delete_all_own_agent_memories(self.member, dry_run=query_dry_run(request.query_params)))
 
 
 class AgentMemoryView(WorkspaceAPIView):
@@ -113,8 +116,9 @@ class AgentMemoryView(WorkspaceAPIView):
 class BulkDeleteAgentMemoriesView(WorkspaceAPIView):
     permissions = {"DELETE": "ask_history:manage"}
 
+    @extend_schema(parameters=[DRY_RUN_PARAMETER], responses={200: OpenApiTypes.OBJECT}, summary="Delete every agent memory of the workspace (?dryRun=1: the manifest, counts only, nothing erased)")
     def delete(self, request, ws_id):
-        return Response(actions.delete_all_agent_memories(self.workspace, actor=request.user))
+        return Response(actions.delete_all_agent_memories(self.workspace, actor=request.user, dry_run=query_dry_run(request.query_params)))
 
 
 # --- AI memory (assistant memories) ------------------------------------------------------------

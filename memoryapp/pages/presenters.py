@@ -14,7 +14,9 @@ from django.forms import Form
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.utils.translation import gettext_lazy
 
 from governance.models import Collection, Credential, Member
@@ -275,3 +277,68 @@ def usage_rows(records: list[UsageRecord]) -> list[dict[str, Any]]:
         }
         for r in records
     ]
+
+
+# --- erase previews (retention.previews manifests) ------------------------------------------------
+def number(value: int) -> str:
+    """A count as the reader's locale writes it (1,204)."""
+    return number_format(value, force_grouping=True)
+
+
+def manifest_rows(manifest: dict[str, Any], *, owner: bool = False) -> list[dict[str, str]]:
+    """The lines of a confirmation step: what the erase's receipts will count, counts only."""
+    artifacts = manifest["artifacts"]
+    rows = [
+        {"label": _("Agent memories") if "assistantMemories" not in manifest else _("Memories"), "value": number(manifest["memories"]), "key": "memories"},
+        {"label": _("Stored versions, including earlier ones"), "value": number(artifacts["memory_version"]), "key": "memory_version"},
+        {"label": _("Citation links"), "value": number(artifacts["citation"]), "key": "citation"},
+        {"label": _("Search index entries (embeddings)"), "value": number(artifacts["memory_embedding"]), "key": "memory_embedding"},
+        {"label": _("Access-history entries erased"), "value": number(artifacts["access_log_entry"]), "key": "access_log_entry"},
+        {"label": _("References struck from other access-history entries"), "value": number(artifacts["access_log_reference"]), "key": "access_log_reference"},
+    ]
+    if "assistantMemories" in manifest:
+        rows.insert(1, {"label": _("of which AI memories"), "value": number(manifest["assistantMemories"]), "key": "assistant"})
+    if owner:
+        rows.append({"label": _("Members they belong to"), "value": number(manifest["members"]), "key": "members"})
+    rows.append({"label": _("Deletion receipts to be written"), "value": number(manifest["receipts"]), "key": "receipts"})
+    return rows
+
+
+def _days(days: int) -> str:
+    return ngettext("%(n)s day", "%(n)s days", days) % {"n": number(days)}
+
+
+def retention_sentences(manifest: dict[str, Any]) -> list[str]:
+    """What saving the new retention does now, in words (the settings page's confirmation)."""
+    old_days, days = manifest["agentMemoryRetentionDays"]
+    old_grace, grace = manifest["expiredGraceDays"]
+    agent = manifest["agentMemories"]["memories"]
+    versions = manifest["agentMemories"]["versions"]
+    to_expired = manifest["assistantMemoriesToExpired"]
+    restored = manifest["assistantMemoriesRestored"]
+    purged = manifest["expiredAssistantMemoriesErased"]
+    agent_phrase = ngettext("%(n)s agent memory", "%(n)s agent memories", agent) % {"n": number(agent)}
+    assistant_phrase = ngettext("%(n)s assistant memory", "%(n)s assistant memories", to_expired) % {"n": number(to_expired)}
+    period = {"period": _days(days)}
+    sentences = []
+    if days < old_days:
+        if (agent or versions) and to_expired:
+            sentences.append(_("Lowering retention to %(period)s erases %(agent)s now and moves %(assistant)s to Expired.") % {**period, "agent": agent_phrase, "assistant": assistant_phrase})
+        elif agent or versions:
+            sentences.append(_("Lowering retention to %(period)s erases %(agent)s now.") % {**period, "agent": agent_phrase})
+        elif to_expired:
+            sentences.append(_("Lowering retention to %(period)s moves %(assistant)s to Expired.") % {**period, "assistant": assistant_phrase})
+        else:
+            sentences.append(_("Lowering retention to %(period)s erases no memory now.") % period)
+    elif days > old_days:
+        if restored:
+            sentences.append(ngettext("Raising retention to %(period)s brings back %(n)s expired assistant memory.", "Raising retention to %(period)s brings back %(n)s expired assistant memories.", restored) % {**period, "n": number(restored)})
+        else:
+            sentences.append(_("Raising retention to %(period)s erases no memory.") % period)
+    if versions != agent and versions:
+        sentences.append(ngettext("With earlier versions, %(n)s stored version is erased.", "With earlier versions, %(n)s stored versions are erased.", versions) % {"n": number(versions)})
+    if purged:
+        sentences.append(ngettext("%(n)s expired assistant memory whose grace period has ended is erased now.", "%(n)s expired assistant memories whose grace period has ended are erased now.", purged) % {"n": number(purged)})
+    elif grace < old_grace and days == old_days:
+        sentences.append(_("Shortening the expired grace to %(period)s erases no memory now.") % {"period": _days(grace)})
+    return sentences

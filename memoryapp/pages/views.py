@@ -51,6 +51,7 @@ from memoryapp.pages.forms import AskHistorySettingsForm, AssistantMemoryEditFor
 from memoryapp.pages.presenters import error_text, masked_note
 from memoryapp.timestamps import InvalidInstant, end_of_day
 from memoryapp.visibility import member_versions
+from retention import previews as retention_previews
 from retention.models import UsageRecord
 
 PAGE_SIZE = 50
@@ -171,8 +172,10 @@ def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpRespo
         else:
             messages.info(request, _("You had no agent memories to delete."))
         return redirect("pages:agent-memories", member.workspace_id)
-    count = _own_agent_memories(member).count()
-    return page(request, member, "pages/agent_memories_delete_all.html", {"count": count}, current="pages:agent-memories")
+    manifest = actions.delete_all_own_agent_memories(member, dry_run=True)["manifest"]
+    return page(request, member, "pages/agent_memories_delete_all.html", {
+        "count": manifest["memories"], "manifest": manifest, "rows": presenters.manifest_rows(manifest),
+    }, current="pages:agent-memories")
 
 
 def _back(request: HttpRequest, default: str) -> str:
@@ -334,9 +337,33 @@ def agent_access_revoke(request: HttpRequest, member: Member, credential_id: int
 
 
 # --- Settings → Ask history (owner) --------------------------------------------------------------
+SETTINGS_FORM_FIELDS = {"agentMemoriesEnabled": "agent_memories_enabled", "agentMemoryRetentionDays": "agent_memory_retention_days", "expiredGraceDays": "expired_grace_days"}
+CONFIRMED_FIELDS = ("agentMemories", "agentVersions", "assistantErased", "assistantToExpired", "assistantRestored")
+
+
+def _confirmed(post: Any) -> dict[str, int] | None:
+    """The numbers of the preview the owner confirmed (hidden fields), or None if not a confirmation."""
+    if post.get("confirm") != "yes":
+        return None
+    try:
+        return {name: int(post.get(f"seen_{name}", "")) for name in CONFIRMED_FIELDS}
+    except ValueError:
+        return {"unreadable": -1}  # tampered or missing: never equal to a preview, so it is shown again
+
+
+def _ask_history_page(request: HttpRequest, member: Member, form: Form, *, status: int = 200) -> HttpResponse:
+    return page(request, member, "pages/ask_history.html", {
+        "form": form,
+        "counts": presenters.agent_memory_counts(member),
+        "receipts": presenters.receipt_rows(member),
+    }, current="pages:ask-history", status=status)
+
+
 @require_http_methods(["GET", "POST"])
 @member_page("ask_history:manage")
 def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
+    """Save the settings; a retention change that erases or moves memories is previewed first
+    (a confirmation step with the counts), and saving applies it at once, with receipts."""
     ask_history = member.workspace.ask_history
     initial = {
         "agent_memories_enabled": ask_history.agent_memories_enabled,
@@ -344,24 +371,48 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
         "expired_grace_days": ask_history.expired_grace_days,
     }
     form = AskHistorySettingsForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            governance_actions.update_settings(member.workspace, {
-                "agentMemoriesEnabled": data["agent_memories_enabled"],
-                "agentMemoryRetentionDays": data["agent_memory_retention_days"],
-                "expiredGraceDays": data["expired_grace_days"],
-            }, actor=request.user)
-        except ApiError as exc:
-            add_api_error(form, exc)
-        else:
-            messages.success(request, _("Settings saved."))
-            return redirect("pages:ask-history", member.workspace_id)
-    return page(request, member, "pages/ask_history.html", {
-        "form": form,
-        "counts": presenters.agent_memory_counts(member),
-        "receipts": presenters.receipt_rows(member),
-    }, current="pages:ask-history")
+    if request.method != "POST" or not form.is_valid():
+        return _ask_history_page(request, member, form)
+    changes = {api: form.cleaned_data[field] for api, field in SETTINGS_FORM_FIELDS.items()}
+    confirmed = _confirmed(request.POST)
+    try:
+        if confirmed is None:
+            preview = retention_previews.change_settings(member.workspace, changes, actor=request.user, dry_run=True)
+            manifest = preview["manifest"]
+            summary = retention_previews.preview_summary(manifest)
+            if any(summary.values()):
+                return _ask_history_confirm(request, member, changes, manifest)
+        result = retention_previews.change_settings(member.workspace, changes, actor=request.user, confirmed=confirmed)
+    except ApiError as exc:
+        if exc.code == "PREVIEW_OUTDATED":
+            return _ask_history_confirm(request, member, changes, exc.details["manifest"], outdated=True)
+        add_api_error(form, exc)
+        return _ask_history_page(request, member, form)
+    applied = result["applied"]
+    if applied and (applied["agentVersionsErased"] or applied["assistantVersionsErased"]):
+        erased = applied["agentVersionsErased"] + applied["assistantVersionsErased"]
+        messages.success(request, ngettext(
+            "Settings saved. %(n)s memory version was erased now; its deletion receipt is listed below.",
+            "Settings saved. %(n)s memory versions were erased now; their deletion receipts are listed below.", erased,
+        ) % {"n": presenters.number(erased)})
+    else:
+        messages.success(request, _("Settings saved."))
+    if applied and applied["assistantExpired"]:
+        messages.info(request, ngettext("%(n)s assistant memory moved to Expired.", "%(n)s assistant memories moved to Expired.", applied["assistantExpired"]) % {"n": presenters.number(applied["assistantExpired"])})
+    if applied and applied["assistantRestored"]:
+        messages.info(request, ngettext("%(n)s expired assistant memory was brought back.", "%(n)s expired assistant memories were brought back.", applied["assistantRestored"]) % {"n": presenters.number(applied["assistantRestored"])})
+    return redirect("pages:ask-history", member.workspace_id)
+
+
+def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], *, outdated: bool = False) -> HttpResponse:
+    return page(request, member, "pages/ask_history_confirm.html", {
+        "changes": {field: changes[api] for api, field in SETTINGS_FORM_FIELDS.items()},
+        "manifest": manifest,
+        "sentences": presenters.retention_sentences(manifest),
+        "rows": presenters.manifest_rows(manifest, owner=True),
+        "seen": retention_previews.preview_summary(manifest),
+        "outdated": outdated,
+    }, current="pages:ask-history", status=409 if outdated else 200)
 
 
 @require_http_methods(["GET", "POST"])
@@ -375,7 +426,10 @@ def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse
         else:
             messages.info(request, _("There were no agent memories to delete."))
         return redirect("pages:ask-history", member.workspace_id)
-    return page(request, member, "pages/ask_history_delete_all.html", {"counts": presenters.agent_memory_counts(member)}, current="pages:ask-history")
+    manifest = actions.delete_all_agent_memories(member.workspace, actor=request.user, dry_run=True)["manifest"]
+    return page(request, member, "pages/ask_history_delete_all.html", {
+        "counts": presenters.agent_memory_counts(member), "manifest": manifest, "rows": presenters.manifest_rows(manifest, owner=True),
+    }, current="pages:ask-history")
 
 
 # --- Usage ----------------------------------------------------------------------------------------
