@@ -6,6 +6,7 @@ them set the product runs on a SQLite file and a SQLite-backed Celery broker, ne
 
 from __future__ import annotations
 
+import base64
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -40,6 +41,26 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+
+def _receipt_signing_key() -> str:
+    """The Ed25519 key that signs deletion receipts (docs/receipts.md): base64 of the raw 32-byte
+    private key, or a PKCS#8 PEM. Embedded default: generated once per checkout and kept in var/
+    (outside git) like the secret key, so receipts signed before a restart still verify."""
+    configured = env_str("RECEIPT_SIGNING_KEY")
+    if configured:
+        return configured
+    key_file = VAR_DIR / "receipt_signing_key"
+    if not key_file.exists():
+        key_file.write_text(base64.b64encode(secrets.token_bytes(32)).decode())
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+RECEIPT_SIGNING_KEY = _receipt_signing_key()
+# Retired public keys (base64 raw 32 bytes or PEM, comma-separated) still accepted when receipts
+# signed before a key rotation are verified.
+RECEIPT_VERIFY_KEYS = env_list("RECEIPT_VERIFY_KEYS", [])
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

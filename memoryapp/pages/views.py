@@ -361,6 +361,7 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
         "form": form,
         "counts": presenters.agent_memory_counts(member),
         "receipts": presenters.receipt_rows(member),
+        "chain": presenters.receipt_chain_status(member),
     }, current="pages:ask-history")
 
 
