@@ -348,4 +348,4 @@ def test_the_owner_page_says_whether_the_chain_is_intact_in_both_languages(world
     text = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert f"Chain broken at receipt #{four[1].pk} (position 2)" in text and "hash mismatch" in text
     text = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
-    assert f"受領証 #{four[1].pk}（位置 2）でチェーンが壊れています" in text
+    assert f"削除証明 #{four[1].pk}（位置 2）でチェーンが壊れています" in text
