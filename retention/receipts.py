@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryapp import metrics
@@ -183,20 +183,33 @@ def proof_json(receipt: DeletionReceipt) -> dict[str, Any]:
 
 
 # --- appending ------------------------------------------------------------------------------------------
-def lock_head(workspace_ref: int, *, chain_model: Any = ReceiptChain) -> Any:
-    """The workspace's chain head, created if missing and locked until the transaction ends."""
-    chain_model.objects.bulk_create([chain_model(workspace_ref=workspace_ref)], ignore_conflicts=True)
-    return chain_model.objects.select_for_update().get(workspace_ref=workspace_ref)
+def lock_head(workspace_ref: int) -> tuple[int, int, str]:
+    """(head row id, last position, last hash) of the workspace's chain, the row created if
+    missing and locked until the transaction ends. PostgreSQL: one upsert that takes the row
+    lock and answers the current values (a concurrent appender waits on it, then sees the
+    committed head); elsewhere an insert-if-missing and SELECT … FOR UPDATE."""
+    if connection.vendor == "postgresql":
+        table = ReceiptChain._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (workspace_ref, seq, head_hash, updated_at) VALUES (%s, 0, %s, now())"
+                f" ON CONFLICT (workspace_ref) DO UPDATE SET seq = {table}.seq RETURNING id, seq, head_hash",
+                [workspace_ref, ZERO_HASH],
+            )
+            return cursor.fetchone()
+    ReceiptChain.objects.bulk_create([ReceiptChain(workspace_ref=workspace_ref)], ignore_conflicts=True)
+    head = ReceiptChain.objects.select_for_update().get(workspace_ref=workspace_ref)
+    return head.pk, head.seq, head.head_hash
 
 
 def append(**fields: Any) -> DeletionReceipt:
     """Write one receipt at the end of its workspace's chain, sealed and signed."""
-    with transaction.atomic():
-        head = lock_head(int(fields["workspace_ref"]))
-        receipt = DeletionReceipt(**fields, chain_seq=head.seq + 1, previous_hash=head.head_hash)
+    with transaction.atomic(savepoint=False):
+        head_id, seq, head_hash = lock_head(int(fields["workspace_ref"]))
+        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash)
         seal(receipt)
         receipt.save(force_insert=True)
-        ReceiptChain.objects.filter(pk=head.pk).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now())
+        ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now())
     return receipt
 
 
