@@ -35,7 +35,8 @@ class Command(BaseCommand):
             for chain in report["workspaces"]:
                 brk = chain["firstBreak"]
                 if brk is None:
-                    self.stdout.write(f"workspace {chain['workspaceId']}: {chain['receipts']} receipts, chain intact")
+                    count = chain["receipts"]
+                    self.stdout.write(f"workspace {chain['workspaceId']}: {count} receipt{'' if count == 1 else 's'}, chain intact")
                 else:
                     where = f"receipt #{brk['receiptId']}" if brk["receiptId"] else "a receipt"
                     self.stdout.write(f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): {REASON_TEXT[brk['reason']]}")
