@@ -231,12 +231,22 @@ def check(receipt: DeletionReceipt, *, previous_hash: str, expected_seq: int, ke
     return None
 
 
-def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None) -> dict[str, Any]:
-    """Walk one workspace's chain from its first receipt; the report names the first break."""
+def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None, newest: int | None = None) -> dict[str, Any]:
+    """Walk one workspace's chain from its first receipt; the report names the first break.
+    `newest`: check only the newest N receipts (a page's bounded check); the oldest of them is
+    taken as the anchor (its hash and signature are checked, its link to the one before is not)."""
     keys = keys if keys is not None else public_keys()
     previous, expected, checked, first_break = ZERO_HASH, 1, 0, None
-    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref).order_by("chain_seq", "id")
-    for receipt in receipts.iterator(chunk_size=500):
+    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref)
+    total = receipts.count()
+    walk = receipts.order_by("chain_seq", "id")
+    checked_from = 1
+    if newest is not None and total > newest:
+        checked_from = receipts.order_by("-chain_seq").values_list("chain_seq", flat=True)[newest - 1]
+        walk = walk.filter(chain_seq__gte=checked_from)
+    for receipt in walk.iterator(chunk_size=500):
+        if checked == 0 and checked_from > 1:
+            previous, expected = receipt.previous_hash, receipt.chain_seq
         checked += 1
         reason = check(receipt, previous_hash=previous, expected_seq=expected, keys=keys)
         if reason:
@@ -249,14 +259,17 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
         first_break = {"receiptId": missing, "chainSeq": head.seq, "reason": MISSING_RECEIPT}
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
-    return {
+    report = {
         "workspaceId": str(workspace_ref),
         "intact": first_break is None,
-        "receipts": receipts.count(),
+        "receipts": total,
         "checked": checked,
         "headSeq": head.seq if head is not None else 0,
         "firstBreak": first_break,
     }
+    if checked_from > 1:
+        report["checkedFromSeq"] = checked_from
+    return report
 
 
 def chained_workspaces() -> list[int]:

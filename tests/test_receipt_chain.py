@@ -209,6 +209,17 @@ def test_a_receipt_resigned_with_another_key_is_reported(world, four):
     assert status == 1 and chain_of(report, world.workspace)["firstBreak"] == {"receiptId": str(target.pk), "chainSeq": 3, "reason": "unknown_key"}
 
 
+def test_a_bounded_check_verifies_the_newest_receipts_from_an_anchor(world, four):
+    bounded = chain.verify_chain(world.workspace.pk, newest=2)
+    assert bounded == {"workspaceId": str(world.workspace.pk), "intact": True, "receipts": 4, "checked": 2, "headSeq": 4, "firstBreak": None, "checkedFromSeq": 3}
+    DeletionReceipt.objects.filter(pk=four[3].pk).update(actor_label="x")
+    assert chain.verify_chain(world.workspace.pk, newest=2)["firstBreak"] == {"receiptId": str(four[3].pk), "chainSeq": 4, "reason": "hash_mismatch"}
+    DeletionReceipt.objects.filter(pk=four[3].pk).update(actor_label=four[3].actor_label)
+    DeletionReceipt.objects.filter(pk=four[0].pk).update(actor_label="x")  # older than the window: only the full check sees it
+    assert chain.verify_chain(world.workspace.pk, newest=2)["intact"] is True
+    assert chain.verify_chain(world.workspace.pk)["firstBreak"]["receiptId"] == str(four[0].pk)
+
+
 # --- keys -------------------------------------------------------------------------------------------------------
 def raw_b64(key: Ed25519PrivateKey) -> str:
     from cryptography.hazmat.primitives import serialization
@@ -349,3 +360,15 @@ def test_the_owner_page_says_whether_the_chain_is_intact_in_both_languages(world
     assert f"Chain broken at receipt #{four[1].pk} (position 2)" in text and "hash mismatch" in text
     text = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
     assert f"削除証明 #{four[1].pk}（位置 2）でチェーンが壊れています" in text
+
+
+def test_the_page_checks_the_newest_receipts_and_says_so(world, four, monkeypatch):
+    from memoryapp.pages import presenters
+
+    monkeypatch.setattr(presenters, "PAGE_CHAIN_CHECK", 3)
+    client = Client()
+    client.force_login(world.owner.user)
+    text = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Verified: chain intact" in text and "The newest 3 were checked here" in text
+    text = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "ここでは最新の 3 件を検証しました" in text
