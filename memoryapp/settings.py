@@ -7,6 +7,7 @@ them set the product runs on a SQLite file and a SQLite-backed Celery broker, ne
 from __future__ import annotations
 
 import base64
+import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +27,26 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 DEBUG = env_bool("DEBUG", False)
 
 
+def _kept_in_var(name: str, make) -> str:
+    """A value generated once and kept in var/<name> (mode 600). Processes starting together
+    (web, worker, beat on a fresh var/) agree on one: the value is written to a private temp
+    file and hard-linked into place, so the first link wins and nobody reads a half-written
+    file."""
+    key_file = VAR_DIR / name
+    if not key_file.exists():
+        tmp = VAR_DIR / f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(make())
+        try:
+            os.link(tmp, key_file)
+        except FileExistsError:
+            pass  # another process was first: use its value
+        finally:
+            tmp.unlink()
+    return key_file.read_text().strip()
+
+
 def _secret_key() -> str:
     configured = env_str("SECRET_KEY")
     if configured:
@@ -33,11 +54,7 @@ def _secret_key() -> str:
             raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters long")
         return configured
     # Embedded default: one random key per checkout, kept outside git, so sessions survive restarts.
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(64))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    return _kept_in_var("secret_key", lambda: secrets.token_urlsafe(64))
 
 
 SECRET_KEY = _secret_key()
@@ -50,11 +67,7 @@ def _receipt_signing_key() -> str:
     configured = env_str("RECEIPT_SIGNING_KEY")
     if configured:
         return configured
-    key_file = VAR_DIR / "receipt_signing_key"
-    if not key_file.exists():
-        key_file.write_text(base64.b64encode(secrets.token_bytes(32)).decode())
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    return _kept_in_var("receipt_signing_key", lambda: base64.b64encode(secrets.token_bytes(32)).decode())
 
 
 RECEIPT_SIGNING_KEY = _receipt_signing_key()
