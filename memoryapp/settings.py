@@ -6,6 +6,8 @@ them set the product runs on a SQLite file and a SQLite-backed Celery broker, ne
 
 from __future__ import annotations
 
+import base64
+import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +27,26 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 DEBUG = env_bool("DEBUG", False)
 
 
+def _kept_in_var(name: str, make) -> str:
+    """A value generated once and kept in var/<name> (mode 600). Processes starting together
+    (web, worker, beat on a fresh var/) agree on one: the value is written to a private temp
+    file and hard-linked into place, so the first link wins and nobody reads a half-written
+    file."""
+    key_file = VAR_DIR / name
+    if not key_file.exists():
+        tmp = VAR_DIR / f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(make())
+        try:
+            os.link(tmp, key_file)
+        except FileExistsError:
+            pass  # another process was first: use its value
+        finally:
+            tmp.unlink()
+    return key_file.read_text().strip()
+
+
 def _secret_key() -> str:
     configured = env_str("SECRET_KEY")
     if configured:
@@ -32,14 +54,26 @@ def _secret_key() -> str:
             raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters long")
         return configured
     # Embedded default: one random key per checkout, kept outside git, so sessions survive restarts.
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(64))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    return _kept_in_var("secret_key", lambda: secrets.token_urlsafe(64))
 
 
 SECRET_KEY = _secret_key()
+
+
+def _receipt_signing_key() -> str:
+    """The Ed25519 key that signs deletion receipts (docs/receipts.md): base64 of the raw 32-byte
+    private key, or a PKCS#8 PEM. Embedded default: generated once per checkout and kept in var/
+    (outside git) like the secret key, so receipts signed before a restart still verify."""
+    configured = env_str("RECEIPT_SIGNING_KEY")
+    if configured:
+        return configured
+    return _kept_in_var("receipt_signing_key", lambda: base64.b64encode(secrets.token_bytes(32)).decode())
+
+
+RECEIPT_SIGNING_KEY = _receipt_signing_key()
+# Retired public keys (base64 raw 32 bytes or PEM, comma-separated) still accepted when receipts
+# signed before a key rotation are verified.
+RECEIPT_VERIFY_KEYS = env_list("RECEIPT_VERIFY_KEYS", [])
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

@@ -7,6 +7,7 @@ from memoryapp import error_pages, health
 from memoryapp.api import access, conversations
 from memoryapp.api import views as m
 from memoryapp.params import IdConverter
+from retention.api import views as receipt_views
 
 # Every id in a path is `<id:…>`: a malformed or out-of-range id matches no route (404), never
 # reaches a query.
@@ -57,6 +58,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/export.json", access.ExportSchemaView.as_view(), name="export-schema"),
+    path(".well-known/receipt-signing-key", receipt_views.ReceiptSigningKeyView.as_view(), name="receipt-signing-key"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/agent/v1/", include(agent_api)),
     path("api/w/<id:ws_id>/", include(workspace_api)),

@@ -61,6 +61,11 @@ class DeletionReceiptAdmin(GovernedAdmin):
         "residual_display",
         "verification_display",
         "dedupe_key",
+        "chain_seq",
+        "sha256",
+        "previous_hash",
+        "key_id",
+        "signature",
     )
     csv_columns = (
         ("id", "pk"),

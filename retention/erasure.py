@@ -2,7 +2,8 @@
 
 It removes every stored artifact of the given memory versions (versions, citation rows,
 embeddings; no cache ever holds memory content, and `verify_forgetting` scans the cache to prove it) and writes a deletion receipt in the same
-transaction, verified by re-querying each store. Forget, member and owner deletes, expiry,
+transaction, verified by re-querying each store, sealed into the workspace's receipt chain and
+signed (`retention.receipts`). Forget, member and owner deletes, expiry,
 grace purge, cascades and admin actions all call it.
 """
 
@@ -27,6 +28,7 @@ from governance.models import AuditEvent, Member, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from retention.chunks import CHUNK, run_in_chunks
+from retention import receipts
 from retention.models import DeletionReceipt, Operation
 
 logger = logging.getLogger(__name__)
@@ -215,7 +217,7 @@ def erase_memories(
             if connection.vendor == "sqlite":
                 transaction.on_commit(checkpoint_sqlite_wal)
             purged_at = timezone.now()
-            return DeletionReceipt.objects.create(
+            return receipts.append(
                 operation=operation,
                 workspace_ref=workspace_id,
                 member_ref=member_id,

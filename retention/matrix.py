@@ -170,9 +170,12 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="receipt",
             name="Deletion receipt",
-            store="Database table retention_deletionreceipt",
-            models=("retention.DeletionReceipt",),
-            derived_from="An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual window, verification. No memory content.",
+            store="Database tables retention_deletionreceipt, retention_receiptchain (each workspace's chain head)",
+            models=("retention.DeletionReceipt", "retention.ReceiptChain"),
+            derived_from=(
+                "An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual window, verification; "
+                "its place in the workspace's hash chain, SHA-256 and Ed25519 signature (docs/receipts.md). No memory content."
+            ),
             scope="Workspace (plain id, kept after the workspace is deleted); member when every erased memory was theirs.",
             retention="Kept: it is the proof of deletion.",
             delete_method="Not deleted by the application (read-only in the admin).",

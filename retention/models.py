@@ -41,10 +41,20 @@ class DeletionReceipt(models.Model):
     residual = models.JSONField(default=dict, help_text="What may remain outside the application (backups), and until when.")
     verification = models.JSONField(default=dict)
     dedupe_key = models.CharField(max_length=120, null=True, blank=True, unique=True, help_text="Makes sweep receipts idempotent.")
+    # The workspace's hash chain (docs/receipts.md), written once by `retention.receipts.append`:
+    # the position in the chain, the SHA-256 of the canonical JSON of the fields above that never
+    # change (not `verification`, not `actor`), the previous receipt's hash, and the Ed25519
+    # signature of this hash by the key `key_id` names.
+    chain_seq = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True, default="")
+    previous_hash = models.CharField(max_length=64, blank=True, default="")
+    key_id = models.CharField(max_length=32, blank=True, default="")
+    signature = models.CharField(max_length=128, blank=True, default="")
 
     class Meta:
         ordering = ["-purged_at", "-id"]
         indexes = [models.Index(fields=["workspace_ref", "-purged_at"])]
+        constraints = [models.UniqueConstraint(fields=["workspace_ref", "chain_seq"], name="one_receipt_per_chain_position")]
 
     def __str__(self) -> str:
         return f"receipt #{self.pk} ({self.operation})"
@@ -52,6 +62,21 @@ class DeletionReceipt(models.Model):
     @property
     def versions_erased(self) -> int:
         return int(self.manifest.get("artifacts", {}).get("memory_version", 0))
+
+
+class ReceiptChain(models.Model):
+    """The head of one workspace's receipt chain: the row an append locks (SELECT … FOR UPDATE),
+    so two erases at once cannot both link to the same previous receipt. Keyed by the plain
+    workspace id: the chain outlives the workspace like its receipts do."""
+
+    workspace_ref = models.BigIntegerField(unique=True)
+    seq = models.PositiveBigIntegerField(default=0, help_text="Position of the last receipt (0: none yet).")
+    head_hash = models.CharField(max_length=64, default="0" * 64)
+    head_receipt_ref = models.BigIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"receipt chain of workspace #{self.workspace_ref} ({self.seq} receipts)"
 
 
 class UsageCategory(models.TextChoices):

@@ -63,3 +63,26 @@ def test_concurrent_forgets_of_one_memory_write_one_receipt(world):
     statuses = run_parallel(8, lambda i: agent.forget(memoryId=memory_id).status_code)
     assert statuses.count(200) == 1 and statuses.count(404) == 7
     assert DeletionReceipt.objects.filter(operation="forget").count() == 1
+
+
+def test_simultaneous_erases_in_one_workspace_never_fork_its_receipt_chain(world):
+    """Sixteen forgets and member deletes at once: the chain head's row lock serialises the
+    appends, so positions are 1…16 with no gap or duplicate and every link verifies."""
+    from retention import receipts as chain
+    from retention.models import DeletionReceipt
+    from tests.conftest import client_for
+
+    agents = [make_agent(member) for member in (world.owner, world.editor)]
+    ids = [agents[i % 2].remember(namespace="n", key=f"k{i}", text=f"note {i}").json()["memory"]["id"] for i in range(16)]
+
+    def erase(i):
+        if i % 4 == 3:  # a member's delete from the pages' API, alongside the agents' forgets
+            member = (world.owner, world.editor)[i % 2]
+            return client_for(member).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[i]}").status_code
+        return agents[i % 2].forget(memoryId=ids[i]).status_code
+
+    assert run_parallel(16, erase) == [200] * 16
+    receipts = list(DeletionReceipt.objects.filter(workspace_ref=world.workspace.pk).order_by("chain_seq"))
+    assert [r.chain_seq for r in receipts] == list(range(1, 17))
+    report = chain.verify_chain(world.workspace.pk)
+    assert report["intact"] is True and report["headSeq"] == 16

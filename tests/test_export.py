@@ -7,6 +7,7 @@ workspace, an owner, a member of two workspaces, a removed member, another user'
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import tracemalloc
@@ -25,7 +26,8 @@ from governance import actions as g
 from governance.models import AuditEvent
 from memoryapp import assistant, export
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention.models import UsageRecord
+from retention import receipts
+from retention.models import DeletionReceipt, UsageRecord
 from tests.conftest import AgentClient, client_for, make_agent
 
 pytestmark = pytest.mark.django_db
@@ -139,6 +141,11 @@ def test_the_export_holds_everything_kept_about_the_member_and_validates_against
     (receipt,) = document["receipts"]
     assert receipt["operation"] == "forget" and receipt["manifest"]["filters"] == {"namespace": f"ns-{MARK}", "key": f"gone_{MARK}"}
     assert receipt["memoryVersionIds"] and receipt["verification"]["clean"] is True
+    # its proof (docs/receipts.md): the export's own fields hash to the stored hash, signed
+    stored = DeletionReceipt.objects.get(pk=int(receipt["id"]))
+    assert {f: receipt[f] for f in receipts.PROOF_FIELDS} == receipts.proof_json(stored)
+    assert hashlib.sha256(receipts.canonical(receipt)).hexdigest() == receipt["sha256"] == stored.sha256
+    receipts.signing_key().public_key().verify(bytes.fromhex(receipt["signature"]), bytes.fromhex(receipt["sha256"]))
     assert document["credentials"][0]["name"] == f"bot-{MARK}"
     assert document["usageRecords"][0]["conversationId"] == f"conv-{MARK}"
     (entry,) = document["accessLog"]

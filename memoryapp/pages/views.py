@@ -356,6 +356,7 @@ def _ask_history_page(request: HttpRequest, member: Member, form: Form, *, statu
         "form": form,
         "counts": presenters.agent_memory_counts(member),
         "receipts": presenters.receipt_rows(member),
+        "chain": presenters.receipt_chain_status(member),
     }, current="pages:ask-history", status=status)
 
 

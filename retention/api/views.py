@@ -1,5 +1,7 @@
 """Deletion receipts and the lifecycle matrix (SPEC §5, §8). Owners see every receipt of the
-workspace with counts only; a member sees the receipts of their own memories."""
+workspace with counts only; a member sees the receipts of their own memories. Both see each
+receipt's proof (position, hash, previous hash, key id, signature: content-free), the chain's
+verification, and anyone may fetch the public keys that verify it (docs/receipts.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ from django.conf import settings
 from django.db.models import Count, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from governance.api.base import WorkspaceAPIView
 from governance.models import AuditEvent
@@ -19,6 +24,7 @@ from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryE
 from memoryapp.params import query_int
 from memoryapp.timestamps import iso
 from memoryapp.visibility import retention_cutoff
+from retention import receipts as chain
 from retention.matrix import artifact_classes
 from retention.models import DeletionReceipt, Operation, UsageRecord
 
@@ -47,7 +53,41 @@ def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
     }
     if own:
         data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
+        data["dedupeKey"] = receipt.dedupe_key
+    data["proof"] = chain.proof_json(receipt)
     return data
+
+
+class DeletionReceiptsVerifyView(WorkspaceAPIView):
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Verify the workspace's receipt chain (hashes, links, signatures) and report the first break",
+        description=(
+            "Owners get the whole chain's report: receipt count, head position and the first break (receipt id, position and reason: "
+            "hash_mismatch, broken_link, unknown_key, bad_signature, missing_receipt). Members get whether the chain is intact, how many "
+            "receipts are theirs, and the break's receipt id only when it is one of their own receipts."
+        ),
+    )
+    def get(self, request, ws_id):
+        report = chain.verify_chains([self.workspace.pk])
+        (workspace,) = report["workspaces"]
+        if self.member.has_perm(MANAGE):
+            body = {**workspace, "scope": "workspace"}
+        else:
+            body = chain.member_view(workspace, self.member.pk)
+        return Response({**body, "checkedAt": report["checkedAt"], "keyIds": report["keyIds"], "publicKeyUrl": chain.PUBLIC_KEY_PATH})
+
+
+class ReceiptSigningKeyView(APIView):
+    """The public keys that verify deletion receipts: the current one and the retired ones still
+    accepted (public: a verifier needs no account)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Public Ed25519 keys that verify deletion receipts (docs/receipts.md)")
+    def get(self, request: Request):
+        return Response(chain.public_keys_json())
 
 
 class DeletionReceiptsView(WorkspaceAPIView):

@@ -33,6 +33,7 @@ from memoryapp.access_log import count_listing
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.recall.tokenize import index_terms
 from memoryapp.timestamps import iso
+from retention import receipts
 from retention.erasure import erase_memories, residual_window, verify
 from retention.models import DeletionReceipt, Operation
 
@@ -286,7 +287,7 @@ class ForgettingCheck:
         remaining = verify([self.canary_id])
         clean = status == 200 and reachable_before and empty_after and never_held and remaining["clean"]
         now = timezone.now()
-        receipt = DeletionReceipt.objects.create(
+        receipt = receipts.append(
             operation=Operation.FORGETTING_CHECK,
             workspace_ref=self.workspace.pk,
             member_ref=self.member.pk,

@@ -1,0 +1,49 @@
+"""Verify every workspace's deletion-receipt chain (docs/receipts.md): each receipt's hash is
+recomputed from its stored fields, its link to the receipt before it checked, and its Ed25519
+signature verified with the key it names. Reports the first break per workspace; exit status 1
+when any chain is broken."""
+
+from __future__ import annotations
+
+import json as jsonlib
+
+from django.core.management.base import BaseCommand, CommandError
+
+from retention.receipts import verify_chains
+
+REASON_TEXT = {
+    "hash_mismatch": "hash mismatch (its stored fields were changed after it was written)",
+    "broken_link": "broken link (it does not follow the receipt before it: one was removed, inserted or reordered)",
+    "unknown_key": "unknown key (signed by a key that is neither current nor listed in RECEIPT_VERIFY_KEYS)",
+    "bad_signature": "bad signature (the signature does not verify with the key it names)",
+    "missing_receipt": "missing receipt (the chain's head names a later receipt that is gone)",
+}
+
+
+class Command(BaseCommand):
+    help = "Check every receipt chain (hashes, links, signatures); report the first break per workspace; exit 1 on a break."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--workspace", type=int, help="Only this workspace's chain (its id; it may be deleted already).")
+        parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+
+    def handle(self, *args, workspace: int | None = None, json: bool = False, **options):
+        report = verify_chains([workspace] if workspace is not None else None)
+        if json:
+            self.stdout.write(jsonlib.dumps(report, indent=2))
+        else:
+            for chain in report["workspaces"]:
+                brk = chain["firstBreak"]
+                if brk is None:
+                    count = chain["receipts"]
+                    self.stdout.write(f"workspace {chain['workspaceId']}: {count} receipt{'' if count == 1 else 's'}, chain intact")
+                else:
+                    where = f"receipt #{brk['receiptId']}" if brk["receiptId"] else "a receipt"
+                    self.stdout.write(f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): {REASON_TEXT[brk['reason']]}")
+            if not report["workspaces"]:
+                self.stdout.write("No receipts to verify.")
+            if report["intact"]:
+                self.stdout.write("All chains intact.")
+        if not report["intact"]:
+            broken = [c["workspaceId"] for c in report["workspaces"] if not c["intact"]]
+            raise CommandError(f"Receipt chain broken in workspace {', '.join(broken)}.", returncode=1)

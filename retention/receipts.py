@@ -1,0 +1,301 @@
+"""Receipts anyone can verify (docs/receipts.md): each workspace's deletion receipts form a hash
+chain, and every link is signed with Ed25519.
+
+A receipt's hash is the SHA-256 of its canonical JSON: the fields that never change after it is
+written, in the form the member's export writes them (ids as strings, instants as the APIs write
+them), keys sorted, no spaces, UTF-8. `verification` (updated by re-verification) and `actor`
+(nulled when the user is deleted) are not part of it. Each receipt stores the previous receipt's
+hash (64 zeros for the first), its position, the id of the signing key and the signature of the
+32 raw digest bytes.
+
+`append` is the one way a receipt is written: it locks the workspace's chain head row, so two
+erases at once in one workspace serialise on it (PostgreSQL row lock; SQLite's IMMEDIATE
+transactions serialise every writer anyway) and a (workspace, position) unique constraint makes
+a fork impossible even if a caller bypassed the lock. `verify_chain` recomputes every hash, link
+and signature and reports the first break."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memoryapp import metrics
+from memoryapp.timestamps import iso
+from retention.models import DeletionReceipt, ReceiptChain
+
+ZERO_HASH = "0" * 64
+ALGORITHM = "Ed25519"
+PUBLIC_KEY_PATH = "/.well-known/receipt-signing-key"
+CANONICAL_FIELDS = (
+    "chainSeq", "previousHash", "workspaceRef", "memberRef", "operation", "actorLabel", "manifest",
+    "memoryVersionIds", "requestedAt", "unreachableAt", "purgedAt", "residual", "dedupeKey",
+)
+PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature")
+
+# Why a chain breaks, in the order the checks run on each receipt.
+HASH_MISMATCH = "hash_mismatch"  # the stored fields no longer hash to the stored hash
+BROKEN_LINK = "broken_link"  # previousHash/position do not follow the receipt before it
+UNKNOWN_KEY = "unknown_key"  # signed by a key that is neither current nor listed as retired
+BAD_SIGNATURE = "bad_signature"  # the signature does not verify with the named key
+MISSING_RECEIPT = "missing_receipt"  # the chain's head names a later receipt that is gone
+REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, MISSING_RECEIPT)
+
+
+# --- keys -------------------------------------------------------------------------------------------
+def _decode_key(text: str, *, private: bool) -> Ed25519PrivateKey | Ed25519PublicKey:
+    text = text.strip()
+    kind = "RECEIPT_SIGNING_KEY" if private else "RECEIPT_VERIFY_KEYS"
+    try:
+        if text.startswith("-----BEGIN"):
+            key = serialization.load_pem_private_key(text.encode(), password=None) if private else serialization.load_pem_public_key(text.encode())
+        else:
+            raw = base64.b64decode(text, validate=True)
+            key = Ed25519PrivateKey.from_private_bytes(raw) if private else Ed25519PublicKey.from_public_bytes(raw)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise ImproperlyConfigured(f"{kind}: not a base64 raw 32-byte Ed25519 key nor a PEM ({exc})") from None
+    if not isinstance(key, Ed25519PrivateKey if private else Ed25519PublicKey):
+        raise ImproperlyConfigured(f"{kind}: the PEM holds a {type(key).__name__}, not an Ed25519 key")
+    return key
+
+
+@lru_cache(maxsize=8)
+def _private(text: str) -> Ed25519PrivateKey:
+    return _decode_key(text, private=True)  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=32)
+def _public(text: str) -> Ed25519PublicKey:
+    return _decode_key(text, private=False)  # type: ignore[return-value]
+
+
+def signing_key() -> Ed25519PrivateKey:
+    return _private(settings.RECEIPT_SIGNING_KEY)
+
+
+def raw_public(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def key_id(key: Ed25519PublicKey) -> str:
+    """The first 16 bytes of the SHA-256 of the raw public key, as hex (32 characters)."""
+    return hashlib.sha256(raw_public(key)).hexdigest()[:32]
+
+
+def public_keys() -> dict[str, Ed25519PublicKey]:
+    """Every key a receipt may be signed with: the current one first, then the retired ones."""
+    current = signing_key().public_key()
+    keys = {key_id(current): current}
+    for text in settings.RECEIPT_VERIFY_KEYS:
+        key = _public(text)
+        keys.setdefault(key_id(key), key)
+    return keys
+
+
+def public_keys_json() -> dict[str, Any]:
+    keys = public_keys()
+    current = next(iter(keys))
+    return {
+        "algorithm": ALGORITHM,
+        "currentKeyId": current,
+        "keys": [
+            {
+                "keyId": kid,
+                "current": kid == current,
+                "publicKey": base64.b64encode(raw_public(key)).decode(),
+                "publicKeyPem": key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode(),
+            }
+            for kid, key in keys.items()
+        ],
+        "canonicalForm": "docs/receipts.md",
+    }
+
+
+# --- the canonical form -------------------------------------------------------------------------------
+def _instant(value: datetime) -> str | None:
+    return iso(value.astimezone(UTC)) if value is not None else None
+
+
+def _stored_json(value: Any) -> Any:
+    """What the JSON column gives back once written (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(value))
+
+
+def canonical_fields(receipt: Any) -> dict[str, Any]:
+    """The hashed fields of a receipt (a model instance, historical ones included), named and
+    written as the member's export writes them."""
+    return {
+        "chainSeq": int(receipt.chain_seq),
+        "previousHash": receipt.previous_hash,
+        "workspaceRef": str(receipt.workspace_ref),
+        "memberRef": str(receipt.member_ref) if receipt.member_ref is not None else None,
+        "operation": receipt.operation,
+        "actorLabel": receipt.actor_label,
+        "manifest": _stored_json(receipt.manifest),
+        "memoryVersionIds": [str(i) for i in receipt.memory_version_ids or []],
+        "requestedAt": _instant(receipt.requested_at),
+        "unreachableAt": _instant(receipt.unreachable_at),
+        "purgedAt": _instant(receipt.purged_at),
+        "residual": _stored_json(receipt.residual),
+        "dedupeKey": receipt.dedupe_key,
+    }
+
+
+def canonical(fields: dict[str, Any]) -> bytes:
+    return json.dumps({name: fields[name] for name in CANONICAL_FIELDS}, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def digest_of(receipt: Any) -> bytes:
+    return hashlib.sha256(canonical(canonical_fields(receipt))).digest()
+
+
+def seal(receipt: Any, key: Ed25519PrivateKey | None = None) -> None:
+    """Set the receipt's hash, key id and signature from its position, link and fields."""
+    key = key or signing_key()
+    digest = digest_of(receipt)
+    receipt.sha256 = digest.hex()
+    receipt.key_id = key_id(key.public_key())
+    receipt.signature = key.sign(digest).hex()
+
+
+def proof_json(receipt: DeletionReceipt) -> dict[str, Any]:
+    """The content-free proof shown with a receipt: position, hash, link, key id, signature."""
+    return {
+        "chainSeq": receipt.chain_seq,
+        "sha256": receipt.sha256,
+        "previousHash": receipt.previous_hash,
+        "keyId": receipt.key_id,
+        "signature": receipt.signature,
+    }
+
+
+# --- appending ------------------------------------------------------------------------------------------
+def lock_head(workspace_ref: int) -> tuple[int, int, str]:
+    """(head row id, last position, last hash) of the workspace's chain, the row created if
+    missing and locked until the transaction ends. PostgreSQL: one upsert that takes the row
+    lock and answers the current values (a concurrent appender waits on it, then sees the
+    committed head); elsewhere an insert-if-missing and SELECT … FOR UPDATE."""
+    if connection.vendor == "postgresql":
+        table = ReceiptChain._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (workspace_ref, seq, head_hash, updated_at) VALUES (%s, 0, %s, now())"
+                f" ON CONFLICT (workspace_ref) DO UPDATE SET seq = {table}.seq RETURNING id, seq, head_hash",
+                [workspace_ref, ZERO_HASH],
+            )
+            return cursor.fetchone()
+    ReceiptChain.objects.bulk_create([ReceiptChain(workspace_ref=workspace_ref)], ignore_conflicts=True)
+    head = ReceiptChain.objects.select_for_update().get(workspace_ref=workspace_ref)
+    return head.pk, head.seq, head.head_hash
+
+
+def append(**fields: Any) -> DeletionReceipt:
+    """Write one receipt at the end of its workspace's chain, sealed and signed."""
+    with transaction.atomic(savepoint=False):
+        head_id, seq, head_hash = lock_head(int(fields["workspace_ref"]))
+        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash)
+        seal(receipt)
+        receipt.save(force_insert=True)
+        ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now())
+    return receipt
+
+
+# --- verifying ----------------------------------------------------------------------------------------------
+def check(receipt: DeletionReceipt, *, previous_hash: str, expected_seq: int, keys: dict[str, Ed25519PublicKey]) -> str | None:
+    """Why this receipt breaks the chain, or None."""
+    digest = digest_of(receipt)
+    if digest.hex() != receipt.sha256:
+        return HASH_MISMATCH
+    if receipt.previous_hash != previous_hash or receipt.chain_seq != expected_seq:
+        return BROKEN_LINK
+    key = keys.get(receipt.key_id)
+    if key is None:
+        return UNKNOWN_KEY
+    try:
+        key.verify(bytes.fromhex(receipt.signature), digest)
+    except (InvalidSignature, ValueError):
+        return BAD_SIGNATURE
+    return None
+
+
+def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None, newest: int | None = None) -> dict[str, Any]:
+    """Walk one workspace's chain from its first receipt; the report names the first break.
+    `newest`: check only the newest N receipts (a page's bounded check); the oldest of them is
+    taken as the anchor (its hash and signature are checked, its link to the one before is not)."""
+    keys = keys if keys is not None else public_keys()
+    previous, expected, checked, first_break = ZERO_HASH, 1, 0, None
+    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref)
+    total = receipts.count()
+    walk = receipts.order_by("chain_seq", "id")
+    checked_from = 1
+    if newest is not None and total > newest:
+        checked_from = receipts.order_by("-chain_seq").values_list("chain_seq", flat=True)[newest - 1]
+        walk = walk.filter(chain_seq__gte=checked_from)
+    for receipt in walk.iterator(chunk_size=500):
+        if checked == 0 and checked_from > 1:
+            previous, expected = receipt.previous_hash, receipt.chain_seq
+        checked += 1
+        reason = check(receipt, previous_hash=previous, expected_seq=expected, keys=keys)
+        if reason:
+            first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": reason}
+            break
+        previous, expected = receipt.sha256, receipt.chain_seq + 1
+    head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
+    if first_break is None and head is not None and (head.seq != expected - 1 or head.head_hash != previous):
+        missing = str(head.head_receipt_ref) if head.head_receipt_ref is not None else None
+        first_break = {"receiptId": missing, "chainSeq": head.seq, "reason": MISSING_RECEIPT}
+    if first_break is not None:
+        metrics.verification_failed("chain", first_break["reason"])
+    report = {
+        "workspaceId": str(workspace_ref),
+        "intact": first_break is None,
+        "receipts": total,
+        "checked": checked,
+        "headSeq": head.seq if head is not None else 0,
+        "firstBreak": first_break,
+    }
+    if checked_from > 1:
+        report["checkedFromSeq"] = checked_from
+    return report
+
+
+def chained_workspaces() -> list[int]:
+    refs = set(DeletionReceipt.objects.values_list("workspace_ref", flat=True).distinct())
+    refs.update(ReceiptChain.objects.values_list("workspace_ref", flat=True))
+    return sorted(refs)
+
+
+def verify_chains(workspace_refs: Iterable[int] | None = None) -> dict[str, Any]:
+    keys = public_keys()
+    reports = [verify_chain(ref, keys=keys) for ref in (workspace_refs if workspace_refs is not None else chained_workspaces())]
+    return {
+        "checkedAt": iso(timezone.now()),
+        "intact": all(report["intact"] for report in reports),
+        "keyIds": list(keys),
+        "workspaces": reports,
+    }
+
+
+def member_view(report: dict[str, Any], member_id: int) -> dict[str, Any]:
+    """What a member sees of the workspace's chain: whether it is intact (their receipts are only
+    as trustworthy as the chain), how many receipts are theirs, and where it breaks only when the
+    break is one of their own receipts (never another member's receipt id, nor the total)."""
+    own = DeletionReceipt.objects.filter(workspace_ref=int(report["workspaceId"]), member_ref=member_id)
+    brk = report["firstBreak"]
+    if brk is not None:
+        mine = brk["receiptId"] is not None and own.filter(pk=int(brk["receiptId"])).exists()
+        brk = {**brk, "own": True} if mine else {"receiptId": None, "chainSeq": None, "reason": brk["reason"], "own": False}
+    return {"workspaceId": report["workspaceId"], "scope": "member", "intact": report["intact"], "receipts": own.count(), "firstBreak": brk}
