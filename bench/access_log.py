@@ -44,13 +44,13 @@ def main() -> None:
     setup("bench_access_log")
     from django.db import connection
     from django.utils import timezone
+    from recall_latency import QUERIES, populate_member
 
     from governance import actions
     from memoryapp import actions as memory_actions
     from memoryapp import gates, reads
     from memoryapp.models import AccessEntry, MemoryVersion
     from memoryapp.recall.service import recall
-    from recall_latency import QUERIES, populate_member
     from retention.erasure import erase_memories
 
     rng = random.Random(7)
@@ -106,7 +106,7 @@ def main() -> None:
 
     striking, plain = interleaved(forget(listed_iter), forget(unlisted_iter), erase_n, warmup=2)
     print(f"forget one memory, {args.entries:,} entries in the member's log ({AccessEntry.objects.filter(member=member).count():,} left after {erase_n + 2} forgets):")
-    print(summary("  listed in ~%d entries" % round(args.entries * 10 / len(listed)), striking))
+    print(summary(f"  listed in ~{round(args.entries * 10 / len(listed))} entries", striking))
     print(summary("  listed in none", plain))
     print(difference("  striking it from the log costs", striking, plain))
 

@@ -19,7 +19,7 @@ import time
 from _setup import ROOT, pct, setup
 
 QUERIES = ["which editor", "shipping deadline osaka", "aisle seat", "report language", "weekly review", "coffee or tea", "release budget"]
-WORDS = "shipping warehouse invoice vim emacs python meeting lunch aisle window seat japanese english deadline budget report review osaka tokyo coffee tea weekly".split()
+WORDS = ["shipping", "warehouse", "invoice", "vim", "emacs", "python", "meeting", "lunch", "aisle", "window", "seat", "japanese", "english", "deadline", "budget", "report", "review", "osaka", "tokyo", "coffee", "tea", "weekly"]
 
 
 def prepare() -> list[str]:

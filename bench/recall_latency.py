@@ -23,7 +23,7 @@ import time
 
 from _setup import ROOT, pct, setup, summary, timed
 
-WORDS = "shipping warehouse invoice vim emacs python rust meeting lunch aisle window seat japanese english french deadline budget report dashboard release review design database cache queue osaka tokyo berlin coffee tea morning evening weekly monthly".split()
+WORDS = ["shipping", "warehouse", "invoice", "vim", "emacs", "python", "rust", "meeting", "lunch", "aisle", "window", "seat", "japanese", "english", "french", "deadline", "budget", "report", "dashboard", "release", "review", "design", "database", "cache", "queue", "osaka", "tokyo", "berlin", "coffee", "tea", "morning", "evening", "weekly", "monthly"]
 QUERIES = ["which editor does the user prefer", "shipping deadline from osaka", "preferred seat on flights", "language for reports", "weekly review meeting time", "coffee or tea in the morning", "release budget dashboard", "大阪倉庫の出荷"]
 
 
@@ -89,8 +89,7 @@ def main() -> None:
     from governance import actions
     from memoryapp import gates
     from memoryapp.actions import filtered_versions
-    from memoryapp.models import MemoryVersion
-    from memoryapp.models import AccessEntry
+    from memoryapp.models import AccessEntry, MemoryVersion
     from memoryapp.reads import recall_memories
     from memoryapp.recall.service import recall
 
@@ -141,7 +140,7 @@ def main() -> None:
     print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
     p50s = {}
     for size in (100, 1000, 5000):
-        samples = timed(lambda: do_recall(size), args.n)
+        samples = timed(lambda size=size: do_recall(size), args.n)
         p50s[size] = pct(samples, 50)
         print(summary(f"recall in-process ({size:,} versions)", samples))
     print(f"{'p50(5,000) / p50(100)':<48} {p50s[5000] / p50s[100]:.2f}")

@@ -212,7 +212,7 @@ def available_embedders(requested: str | None) -> list[str]:
             usable.append(name)
         except EmbedderUnavailable as exc:
             if requested:
-                raise SystemExit(f"embedder {name!r} unavailable: {exc}")
+                raise SystemExit(f"embedder {name!r} unavailable: {exc}") from None
             print(f"(embedder {name!r} left out: {exc})")
     return usable
 

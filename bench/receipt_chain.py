@@ -26,11 +26,12 @@ def main() -> None:
     args = parser.parse_args()
     setup("bench_receipt_chain", redis_db=11)
 
+    from sweep import plant
+
     from governance import actions
     from memoryapp.models import MemoryVersion
     from retention import erasure, receipts
     from retention.models import DeletionReceipt
-    from sweep import plant
 
     workspace, owner = actions.create_workspace("Bench", owner_email="bench@bench.test", password="pw-bench-123")
     total = 2 * args.erases + 20

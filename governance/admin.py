@@ -26,10 +26,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from governance import actions
-from governance.login_throttle import ThrottledLoginMixin
 from governance.admin_base import GovernedAdmin, RefuseUnknownActionsMixin, Summary, governed_action
 from governance.admin_filters import ActiveMemberFilter, CredentialStatusFilter, WorkspaceRefFilter
 from governance.admin_roles import ERASE_MEMBER_MEMORIES, REVOKE_CREDENTIAL, SET_PLATFORM_FLAGS, sync_after_migrate
+from governance.login_throttle import ThrottledLoginMixin
 from governance.models import (
     Agent,
     AskHistorySettings,
@@ -46,7 +46,7 @@ from governance.models import (
     Workspace,
 )
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from retention import erasure, previews
+from retention import previews
 
 User = get_user_model()
 

@@ -17,18 +17,18 @@ Rules they enforce for every admin that uses them:
 from __future__ import annotations
 
 import csv
-from contextlib import nullcontext
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.exceptions import DisallowedModelAdminLookup
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core import checks
-from django.contrib.admin.exceptions import DisallowedModelAdminLookup
 from django.core.exceptions import FieldError, PermissionDenied, SuspiciousOperation, ValidationError
 from django.core.paginator import Paginator
 from django.db import DatabaseError, connection, transaction
@@ -41,6 +41,7 @@ from django.utils.functional import cached_property
 from django.utils.text import smart_split, unescape_string_literal
 
 from governance.content import lookup_reaches_content, path_shows_content
+
 
 # --- pagination ------------------------------------------------------------------------------
 class LargeTablePaginator(Paginator):

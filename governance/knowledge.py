@@ -73,5 +73,5 @@ class EntityMatcher:
         return {entity_id for entity_id, pattern in self._patterns if pattern.search(normalised)}
 
     @classmethod
-    def for_workspace(cls, workspace_id: int) -> "EntityMatcher":
+    def for_workspace(cls, workspace_id: int) -> EntityMatcher:
         return cls(Entity.objects.filter(workspace_id=workspace_id).only("id", "name", "aliases"))

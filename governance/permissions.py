@@ -12,7 +12,7 @@ class Role(IntEnum):
     OWNER = 40
 
     @classmethod
-    def parse(cls, name: str) -> "Role":
+    def parse(cls, name: str) -> Role:
         return cls[name.upper()]
 
     @property

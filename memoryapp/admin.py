@@ -21,8 +21,8 @@ from django.utils.html import format_html, format_html_join
 
 from governance.actions import audit
 from governance.admin_base import GovernedAdmin, ReasonForm
-from governance.content import content_fields
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
+from governance.content import content_fields
 from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RememberHit
 
 CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))

@@ -11,11 +11,9 @@ class MemoryAppConfig(AppConfig):
 
     def ready(self) -> None:
         # The Celery tasks, registered in every process (not only workers) so that work queued by
-        # name resolves, and runs in place in eager mode; importing them needs the models.
-        from memoryapp import tasks  # noqa: F401
-        # Metrics and task log lines for every task and every deletion receipt (importing the
-        # observers needs the models too).
-        from memoryapp import observers
+        # name resolves, and runs in place in eager mode; metrics and task log lines for every task
+        # and every deletion receipt (the observers). Importing either needs the models.
+        from memoryapp import observers, tasks  # noqa: F401 -- tasks: importing registers them
 
         observers.connect()
         check_embedder()

@@ -45,9 +45,9 @@ from memoryapp import masking
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.errors import ApiError
 from memoryapp.models import Source
+from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model
 from memoryapp.task_queue import queue_on_commit
 from memoryapp.timestamps import iso
-from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model
 from retention import credits
 from retention.models import Consolidation, ConsolidationStatus, UsageCategory, UsageRecord
 

@@ -53,7 +53,7 @@ class MemoryVersion(models.Model):
     credential = models.ForeignKey(Credential, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_versions")
     source = models.CharField(max_length=24, choices=Source.choices, default=Source.AGENT)
     namespace = models.CharField(max_length=64)
-    key = models.CharField(max_length=120, null=True, blank=True)
+    key = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 -- SPEC: a memory without a key is NULL, not "" (keys are unique per namespace when set)
     text = models.TextField(help_text="Masked text; the original is never stored.")
     text_sha256 = models.CharField(max_length=64, editable=False)
     text_length = models.PositiveIntegerField(editable=False)
@@ -160,6 +160,9 @@ class RememberHit(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]
+
+    def __str__(self) -> str:
+        return f"{self.bucket} hit of credential #{self.credential_id} at {self.at:%Y-%m-%dT%H:%M:%S}"
 
 
 class AccessOperation(models.TextChoices):

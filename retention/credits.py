@@ -67,7 +67,7 @@ MEMORY_NOTE = "This input includes about {n} tokens of AI memory, already counte
 
 def money(value: Any) -> Decimal:
     """A credit amount from str/int/Decimal (floats are refused: they are not money)."""
-    if isinstance(value, float) or isinstance(value, bool):
+    if isinstance(value, (float, bool)):
         raise ValueError("credit amounts must not be floats")
     try:
         amount = Decimal(str(value)).quantize(QUANTUM, rounding=ROUND_HALF_UP)

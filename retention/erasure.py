@@ -23,13 +23,12 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.audit import Actor, audit
-
-from governance.models import AuditEvent, Member, Workspace
+from governance.models import AuditEvent, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from retention.chunks import CHUNK, run_in_chunks
 from retention import receipts
-from retention.models import DeletionReceipt, Operation
+from retention.chunks import CHUNK, run_in_chunks
+from retention.models import DeletionReceipt
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +244,7 @@ class Tally:
     receipts: int = 0
     chunks: int = 0
 
-    def add(self, other: "Tally") -> "Tally":
+    def add(self, other: Tally) -> Tally:
         self.versions += other.versions
         self.receipts += other.receipts
         self.chunks += other.chunks

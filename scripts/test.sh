@@ -21,6 +21,9 @@ except Exception as exc:
 PYEOF
 }
 
+echo "== Lint and format (ruff) =="
+.venv/bin/ruff check --no-cache .
+.venv/bin/ruff format --no-cache --check .
 echo "== Import contracts (layers, independence, forbidden) =="
 .venv/bin/lint-imports --no-cache
 

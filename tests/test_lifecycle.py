@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timedelta, timezone as tz
+from datetime import UTC, datetime, timedelta
+from datetime import timezone as tz
 
 import pytest
 import time_machine
@@ -17,7 +18,7 @@ from retention import erasure, lifecycle
 from retention.models import DeletionReceipt, Operation
 from tests.conftest import client_for, error_code
 
-T0 = datetime(2030, 1, 1, 9, 0, tzinfo=tz.utc)
+T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 
 
 def remember(agent, text: str = "Prefers short answers in the morning.", **body) -> str:

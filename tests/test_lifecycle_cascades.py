@@ -121,9 +121,8 @@ def test_deleting_a_workspace_erases_its_memories_with_receipts_that_outlive_it(
 def test_when_the_broker_is_down_the_cascade_sweep_erases_what_the_task_missed(world, agent, knowledge, django_capture_on_commit_callbacks):
     _, document, _ = knowledge
     cites = remember(agent, "Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)])
-    with mock.patch.object(tasks.erase_unreachable_task, "delay", side_effect=ConnectionError("broker down")):
-        with django_capture_on_commit_callbacks(execute=True):
-            governance.delete_document(document, actor=world.owner.user)
+    with mock.patch.object(tasks.erase_unreachable_task, "delay", side_effect=ConnectionError("broker down")), django_capture_on_commit_callbacks(execute=True):
+        governance.delete_document(document, actor=world.owner.user)
     assert listed(agent) == []
     assert MemoryVersion.objects.filter(pk=cites).exists()
     result = lifecycle.cascade_sweep()

@@ -65,7 +65,7 @@ def worker_and_beat(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
         "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
     }
-    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}
+    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}  # noqa: SIM115 -- closed in the finally below
     processes = [
         subprocess.Popen([CELERY, "-A", "memoryapp", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT),
         subprocess.Popen([CELERY, "-A", "fastbeat", "beat", "-s", str(tmp_path / "schedule"), "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["beat"], stderr=subprocess.STDOUT),

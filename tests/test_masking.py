@@ -82,7 +82,7 @@ def phone_numbers(draw) -> str:
     assume(example is not None)
     nsn = phonenumbers.national_significant_number(example)
     tail = draw(st.text(string.digits, min_size=4, max_size=4))
-    candidate = phonenumbers.parse("+%d%s%s" % (example.country_code, nsn[:-4], tail))
+    candidate = phonenumbers.parse(f"+{example.country_code}{nsn[:-4]}{tail}")
     assume(phonenumbers.is_valid_number(candidate))
     fmt = draw(st.sampled_from(PHONE_FORMATS))
     return phonenumbers.format_number(candidate, fmt)

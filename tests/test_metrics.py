@@ -154,10 +154,9 @@ def test_a_rolled_back_erase_counts_no_receipt(world, django_capture_on_commit_c
     assert agent.remember(namespace="crm", key="tier", text="Enterprise tier").status_code == 201
     ids = list(MemoryVersion.objects.filter(member=world.editor).values_list("pk", flat=True))
     receipts = sample("gam_deletion_receipts_total", operation="admin_erase")
-    with django_capture_on_commit_callbacks(execute=True):
-        with pytest.raises(RuntimeError), transaction.atomic():
-            erase_memories(ids, operation="admin_erase", workspace_id=world.workspace.pk, actor_label="test")
-            raise RuntimeError("roll back")
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
+        erase_memories(ids, operation="admin_erase", workspace_id=world.workspace.pk, actor_label="test")
+        raise RuntimeError("roll back")
     assert sample("gam_deletion_receipts_total", operation="admin_erase") == receipts
     assert MemoryVersion.objects.filter(pk__in=ids).count() == len(ids)
 

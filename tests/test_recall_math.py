@@ -151,7 +151,7 @@ def test_bm25_matches_rank_bm25_on_fixed_corpora(corpus, query):
                                     dict(k1=0.9, b=0.0, epsilon=0.1)])
 def test_bm25_matches_rank_bm25_with_other_parameters(params):
     docs = [d.split() for d in CORPORA[0] + CORPORA[1]]
-    assert_same_scores("a window seats the".split(), docs, **params)
+    assert_same_scores(["a", "window", "seats", "the"], docs, **params)
 
 
 def test_bm25_negative_idf_case_is_replaced_by_epsilon_average():

@@ -4,6 +4,7 @@ ranking, and `reembed` refreshing stored terms of an older format."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -11,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from django.core.management import call_command
 
 from memoryapp.models import MemoryEmbedding
 from memoryapp.recall import service
@@ -222,7 +223,7 @@ def test_japanese_paraphrase_found_by_the_default_embedder_through_the_endpoint(
 def test_reembed_refreshes_vectors_of_another_embedder_and_terms_of_another_format(agent, settings):
     remember_ok(agent, namespace="n", text="Painted a sunrise over the lake.")
     MemoryEmbedding.objects.update(embedder_id="hashing-v1-256", terms="painted a sunrise over the lake", terms_format="t1")
-    call_command("reembed", stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
+    call_command("reembed", stdout=io.StringIO(), stderr=io.StringIO())
     entry = MemoryEmbedding.objects.get()
     assert entry.embedder_id == get_embedder(settings.MEMORY_EMBEDDER).id
     assert entry.terms_format == TERMS_FORMAT and "paint" in entry.terms.split()

@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.apps import apps
-from django.db.models import F
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models import F
 from django.test import Client
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
 from governance.models import Workspace

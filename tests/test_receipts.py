@@ -4,7 +4,8 @@ the receipts endpoint shows the owner every receipt (counts) and a member their 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone as tz
+from datetime import UTC, datetime, timedelta
+from datetime import timezone as tz
 
 import pytest
 import time_machine
@@ -84,7 +85,7 @@ def test_owner_bulk_delete_writes_a_complete_receipt(world, agent):
 
 
 def test_expiry_and_grace_purge_write_complete_receipts(world, agent):
-    t0 = datetime(2031, 3, 1, tzinfo=tz.utc)
+    t0 = datetime(2031, 3, 1, tzinfo=UTC)
     with time_machine.travel(t0, tick=False):
         remember(agent)
         client_for(world.editor).post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": "desk_location", "summary": SECRET_TEXT}, format="json")

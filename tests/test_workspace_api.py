@@ -2,12 +2,12 @@
 
 import pytest
 from django.db import connection
+from rest_framework.test import APIClient
 
 from governance import actions
 from governance.auth import find_credential
 from governance.knowledge import split_passages
 from governance.models import AuditEvent, Credential, Passage, PersonalToken
-from rest_framework.test import APIClient
 from tests.conftest import client_for, error_code, make_agent
 
 

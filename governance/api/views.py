@@ -16,8 +16,8 @@ from governance.knowledge import readable_collections_q, readable_documents
 from governance.models import Collection, ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
 from memoryapp.errors import not_found, validation_error
 from memoryapp.params import DRY_RUN, body_dry_run
-from retention import previews
 from memoryapp.timestamps import iso
+from retention import previews
 
 
 def _ids(values: Iterable[int]) -> list[str]:

@@ -20,8 +20,8 @@ from governance.api.base import WorkspaceAPIView
 from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates, reads
 from memoryapp.api.exceptions import body_error
-from memoryapp.params import DRY_RUN, parse_id, query_dry_run, query_int
 from memoryapp.models import AccessSurface
+from memoryapp.params import DRY_RUN, parse_id, query_dry_run, query_int
 from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
 from memoryapp.visibility import member_versions
 

@@ -26,8 +26,8 @@ grows linearly with the input; callers bound the input size (``MAX_MASKED_CHARS`
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from memoryapp.masking import contact, numbers, secrets
 from memoryapp.masking.common import PLACEHOLDER_RE, PLACEHOLDERS, Span

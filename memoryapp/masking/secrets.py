@@ -34,7 +34,7 @@ runs (possessive quantifiers, no nested repetition), and values are read by plai
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
 from detect_secrets.plugins.aws import AWSKeyDetector

@@ -16,6 +16,7 @@ from governance.auth import bearer_token
 from memoryapp.errors import error_body
 from memoryapp.mcp.tools import build_server, request_bearer_token
 
+
 def transport_security() -> TransportSecuritySettings:
     hosts = list(settings.MCP_ALLOWED_HOSTS)
     if "*" in hosts:

@@ -16,13 +16,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from governance.models import Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
-from memoryapp.errors import ApiError
 from memoryapp import access_log
+from memoryapp.errors import ApiError
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryVersion, Source
 from memoryapp.pages.forms import KIND_CHOICES
 from retention import receipts as receipt_chain

@@ -326,7 +326,7 @@ class MiniLMEmbedder:
         w = load_file(str(d / "model.safetensors"))
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
 
-        def g(name: str) -> np.ndarray:
+        def g(name: str, w: dict[str, np.ndarray] = w) -> np.ndarray:
             return np.ascontiguousarray(w[prefix + name], dtype=np.float32)
 
         self.word_emb = g("embeddings.word_embeddings.weight")

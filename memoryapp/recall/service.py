@@ -7,11 +7,10 @@ full rows of the results (1).
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
-
-import time
 
 import numpy as np
 from django.conf import settings

@@ -68,7 +68,7 @@ def tokenize(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
         return _ASCII_WORD_RE.findall(text)
-    if "\u0591" <= max(text) and _HEBREW_MARKS_RE.search(text):
+    if max(text) >= "\u0591" and _HEBREW_MARKS_RE.search(text):
         text = _HEBREW_MARKS_RE.sub("", text)
     out: list[str] = []
     append = out.append

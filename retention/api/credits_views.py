@@ -16,9 +16,9 @@ from typing import Any
 
 import django_filters
 from django import forms
-from django_filters.fields import IsoDateTimeField
 from django.db.models import Count, DecimalField, F, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
+from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
