@@ -1,0 +1,215 @@
+"""Mutation testing of the rule modules, one module at a time (issue 15 §1). Run via bench/mutation.sh.
+
+For each module: a fresh mutants/ copy, mutmut restricted to that module's files, pytest
+restricted to the test files that exercise it (mutmut then runs, per mutant, only the tests
+that reached the mutated function). Prints every surviving mutant's diff and a score table.
+Survivors judged equivalent (no test could tell them apart from the original) are listed in
+bench/mutation_equivalent.txt with the reason, and counted apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "var" / "mutation"
+EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.txt"
+
+# module key -> (files to mutate, test files that exercise them)
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "gates": (["memoryapp/gates.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "masking": (["memoryapp/masking/*.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
+    "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),
+    "actions": (["memoryapp/actions.py"], ["tests/test_memories.py", "tests/test_spec_rules.py", "tests/test_gates.py", "tests/test_mutation_kills.py"]),
+    "erasure": (["retention/erasure.py"], ["tests/test_forgetting.py", "tests/test_lifecycle.py", "tests/test_mutation_kills.py"]),
+    "ratelimit": (["memoryapp/ratelimit.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], ["tests/test_recall_math.py", "tests/test_mutation_kills.py"]),
+    "recall_service": (["memoryapp/recall/service.py"], ["tests/test_recall.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "lifecycle": (["retention/lifecycle.py"], ["tests/test_lifecycle.py", "tests/test_lifecycle_cascades.py", "tests/test_lifecycle_matrix.py", "tests/test_mutation_kills.py"]),
+    "credits": (["retention/credits.py"], ["tests/test_credits.py", "tests/test_consolidation.py", "tests/test_mutation_kills.py"]),
+}
+
+DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
+
+
+def load_equivalents() -> dict[str, str]:
+    """`mutant_name  reason` per line; '#' starts a comment."""
+    result = {}
+    if EQUIVALENT_FILE.exists():
+        for line in EQUIVALENT_FILE.read_text(encoding="utf-8").splitlines():
+            line = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
+            if line:
+                name, _, reason = line.partition(" ")
+                result[name] = reason.strip()
+    return result
+
+
+def configure(key: str) -> None:
+    import mutmut.configuration as mc
+
+    files, tests = MODULES[key]
+    cfg = mc._load_config()
+    cfg.only_mutate = files
+    cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists()]
+    mc._config = cfg
+
+
+def previous(key: str) -> dict:
+    path = OUT / f"{key}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def run_one(key: str, jobs: int, survivors_only: bool) -> None:
+    """Child process: configure mutmut for one module and run it (results land in mutants/).
+    With survivors_only, only the mutants the last run did not detect are run again."""
+    configure(key)
+    from mutmut.__main__ import _run
+
+    names: tuple[str, ...] = ()
+    if survivors_only:
+        names = tuple(n for n, e in previous(key).items() if e["status"] not in DETECTED)
+        print(f"re-running {len(names)} undetected mutants of {key}", flush=True)
+        if not names:
+            return
+    try:
+        _run(names, jobs)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+
+
+def collect(key: str, merge: bool) -> None:
+    """Child process: read mutants/*.meta (also after a timed-out run) into var/mutation/<key>.json.
+    With merge (a survivors-only re-run), a mutant not re-run keeps its earlier verdict: tests
+    were only added since, so a killed mutant stays killed."""
+    before = previous(key) if merge else {}
+    configure(key)
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+    from mutmut.utils.file_utils import walk_mutatable_files
+
+    mutants = {}
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        for name, code in data.exit_code_by_key.items():
+            status = status_by_exit_code[code]
+            entry = {"status": status, "path": str(path)}
+            if status not in DETECTED and status != "not checked":
+                entry["diff"] = get_diff_for_mutant(name, path=path)
+            if status == "not checked" and name in before:
+                entry = before[name]
+            mutants[name] = entry
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{key}.json").write_text(json.dumps(mutants, indent=1), encoding="utf-8")
+
+
+def changed_modules() -> list[str]:
+    names = subprocess.run(["git", "diff", "--name-only", "main", "--"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [key for key, (files, _) in MODULES.items() if any(fnmatch(n, f) for n in names for f in files)]
+
+
+def report(keys: list[str]) -> int:
+    equivalents = load_equivalents()
+    rows, stale = [], set(equivalents)
+    for key in keys:
+        path = OUT / f"{key}.json"
+        if not path.exists():
+            rows.append((key, None))
+            continue
+        mutants = json.loads(path.read_text(encoding="utf-8"))
+        counts = Counter()
+        print(f"\n=== {key}: surviving mutants ===")
+        for name, entry in sorted(mutants.items()):
+            status = entry["status"]
+            if status in DETECTED:
+                counts["killed" if status != "timeout" else "timeout"] += 1
+                continue
+            if name in equivalents:
+                stale.discard(name)
+                counts["equivalent"] += 1
+                continue
+            if status == "not checked":
+                counts["not checked"] += 1
+                continue
+            counts["no tests" if status == "no tests" else "survived"] += 1
+            print(f"--- {name} ({status})\n{entry.get('diff', '')}")
+        counts["total"] = len(mutants)
+        rows.append((key, counts))
+    print("\nmodule       killed  timeout  survived  no-tests  equivalent  unchecked  total  score")
+    for key, c in rows:
+        if c is None:
+            print(f"{key:<12} (no result: the run failed, see its log)")
+            continue
+        denominator = c["total"] - c["equivalent"] - c["not checked"]
+        score = 100.0 * (c["killed"] + c["timeout"]) / denominator if denominator else 100.0
+        print(f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%")
+    print("score = (killed + timeout) / (total - equivalent - unchecked); unchecked = not reached before --timeout; 'no-tests' = no selected test reached the mutated function")
+    ours = {n for n in stale if any(n.startswith(p) for k in keys for p in prefixes(k))}
+    for name in sorted(ours):
+        print(f"note: equivalent entry {name} is no longer a survivor (killed, renamed or gone): drop it from {EQUIVALENT_FILE.name}")
+    return 0
+
+
+def prefixes(key: str) -> list[str]:
+    return [f.replace("/*.py", ".").replace(".py", ".").replace("/", ".") for f in MODULES[key][0]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("modules", nargs="*", help=f"any of: {', '.join(MODULES)} (default: all)")
+    parser.add_argument("--changed", action="store_true", help="only the modules whose files differ from main")
+    parser.add_argument("--report", action="store_true", help="print the last results without running")
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATION_JOBS", "2")))
+    parser.add_argument("--timeout", type=int, default=int(os.environ.get("MUTATION_TIMEOUT", "1800")), help="seconds per module")
+    parser.add_argument("--survivors", action="store_true", help="re-run only the mutants the last run of each module left undetected")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--collect", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        run_one(args.one, args.jobs, args.survivors)
+        return 0
+    if args.collect:
+        collect(args.collect, args.survivors)
+        return 0
+    keys = changed_modules() if args.changed else (args.modules or list(MODULES))
+    unknown = [k for k in keys if k not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; known: {', '.join(MODULES)}")
+    if not args.report:
+        for key in keys:
+            shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+            if not args.survivors:
+                (OUT / f"{key}.json").unlink(missing_ok=True)
+            extra = ["--survivors"] if args.survivors else []
+            OUT.mkdir(parents=True, exist_ok=True)
+            log = OUT / f"{key}.log"
+            started = time.monotonic()
+            print(f"[mutation] {key}: running (log {log.relative_to(ROOT)}) ...", flush=True)
+            with log.open("w") as out:
+                proc = subprocess.Popen([sys.executable, __file__, "--one", key, "--jobs", str(args.jobs), *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    proc.wait(timeout=args.timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
+                    print(f"[mutation] {key}: stopped after {args.timeout}s (raise --timeout)")
+            print(f"[mutation] {key}: exit {proc.returncode} in {time.monotonic() - started:.0f}s", flush=True)
+            with log.open("a") as out:
+                subprocess.run([sys.executable, __file__, "--collect", key, *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    return report(keys)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+"""Tests that kill surviving mutants of the rule modules (bench/mutation.sh). Each states a SPEC
+rule; they are grouped by the module whose mutants they kill."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+# --- memoryapp/ratelimit.py: SPEC §4.7 and §2 row 11 -----------------------------------------------
+# Each limiter is driven directly, with a small limit; the window is aged by moving the stored
+# admissions into the past (table rows, or the Redis scores on Redis' own clock), never by waiting.
+import json
+import os
+from datetime import timedelta
+
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from memoryapp import ratelimit
+from memoryapp.models import RememberHit
+
+
+def _redis_url() -> str | None:
+    return django_settings.REDIS_URL or os.environ.get("MUTATION_REDIS_URL")
+
+
+class _DatabaseWindow:
+    def __init__(self):
+        self.limiter = ratelimit.DatabaseRateLimiter()
+
+    def age(self, credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
+        hits = list(RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).order_by("at", "pk"))
+        for hit in hits if count is None else hits[:count]:
+            hit.at -= timedelta(seconds=seconds)
+            hit.save(update_fields=["at"])
+
+    def stored(self, credential_id: int, bucket: str = "remember") -> int:
+        return RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).count()
+
+
+class _RedisWindow:
+    def __init__(self, url: str):
+        self.limiter = ratelimit.RedisRateLimiter(url)
+        self.limiter._client.ping()
+
+    def age(self, credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
+        key = self.limiter._key(credential_id, bucket)
+        entries = self.limiter._client.zrange(key, 0, -1 if count is None else count - 1, withscores=True)
+        self.limiter._client.zadd(key, {member: score - seconds * 1_000_000 for member, score in entries})
+
+    def stored(self, credential_id: int, bucket: str = "remember") -> int:
+        return self.limiter._client.zcard(self.limiter._key(credential_id, bucket))
+
+
+_next_credential = iter(range(900_000_000, 901_000_000))
+
+
+@pytest.fixture(params=["database", pytest.param("redis", marks=pytest.mark.redis)])
+def window(request, db):
+    if request.param == "database":
+        return _DatabaseWindow()
+    url = _redis_url()
+    if not url:
+        pytest.skip("backend: no Redis configured (REDIS_URL or MUTATION_REDIS_URL)")
+    return _RedisWindow(url)
+
+
+@pytest.fixture
+def credential_id(window):
+    cid = next(_next_credential) + os.getpid() % 1000 * 1000
+    window.limiter.reset(cid)
+    window.limiter.reset(cid, "turn")
+    yield cid
+    window.limiter.reset(cid)
+    window.limiter.reset(cid, "turn")
+
+
+def test_the_limit_admits_exactly_limit_per_window_and_counts_down(window, credential_id):
+    slots = [window.limiter.acquire(credential_id, 3) for _ in range(4)]
+    assert [s.allowed for s in slots] == [True, True, True, False]
+    assert [s.remaining for s in slots] == [2, 1, 0, 0]
+    assert all(s.limit == 3 for s in slots)
+    assert window.stored(credential_id) == 3  # a refusal takes no slot
+
+
+def test_headers_carry_limit_remaining_reset_and_retry_after_only_when_refused(window, credential_id):
+    admitted = window.limiter.acquire(credential_id, 2)
+    headers = admitted.headers()
+    assert headers["RateLimit-Limit"] == "2" and headers["RateLimit-Remaining"] == "1"
+    assert 3599 <= int(headers["RateLimit-Reset"]) <= 3600
+    assert "Retry-After" not in headers
+    window.limiter.acquire(credential_id, 2)
+    window.age(credential_id, 1000)
+    refused = window.limiter.acquire(credential_id, 2)
+    assert not refused.allowed
+    headers = refused.headers()
+    assert 2599 <= int(headers["RateLimit-Reset"]) <= 2600  # when the oldest admission leaves
+    assert headers["Retry-After"] == headers["RateLimit-Reset"]
+
+
+def test_retry_after_is_at_least_one_second():
+    assert ratelimit.Slot(False, 1, 0, 0).headers()["Retry-After"] == "1"
+    assert ratelimit.Slot(False, 1, 0, 7).headers()["Retry-After"] == "7"
+    assert ratelimit.Slot(True, 1, 0, 0).headers()["RateLimit-Reset"] == "0"
+
+
+def test_the_window_rolls_over_after_an_hour_and_only_the_aged_admissions_leave(window, credential_id):
+    for _ in range(3):
+        assert window.limiter.acquire(credential_id, 3).allowed
+    window.age(credential_id, 3599, count=1)  # still inside the hour
+    assert not window.limiter.acquire(credential_id, 3).allowed
+    window.age(credential_id, 2, count=1)  # now 3601 s old: out
+    slot = window.limiter.acquire(credential_id, 3)
+    assert slot.allowed and slot.remaining == 0
+    assert window.stored(credential_id) == 3  # the aged admission was trimmed, not kept
+    assert not window.limiter.acquire(credential_id, 3).allowed
+
+
+def test_a_refund_hands_back_only_the_slot_it_names(window, credential_id):
+    first = window.limiter.acquire(credential_id, 2)
+    second = window.limiter.acquire(credential_id, 2)
+    window.limiter.refund(second)
+    assert window.stored(credential_id) == 1
+    again = window.limiter.acquire(credential_id, 2)
+    assert again.allowed and again.remaining == 0
+    window.limiter.refund(first)
+    assert window.stored(credential_id) == 1
+
+
+def test_a_refused_slot_refunds_nothing(window, credential_id):
+    window.limiter.acquire(credential_id, 1)
+    refused = window.limiter.acquire(credential_id, 1)
+    window.limiter.refund(refused)
+    assert window.stored(credential_id) == 1
+
+
+def test_budgets_and_credentials_count_apart(window, credential_id):
+    other = credential_id + 1
+    window.limiter.reset(other)
+    assert window.limiter.acquire(credential_id, 1).allowed
+    assert window.limiter.acquire(credential_id, 1, "turn").allowed  # turns never use up remembers
+    assert window.limiter.acquire(other, 1).allowed  # per credential
+    assert not window.limiter.acquire(credential_id, 1).allowed
+    assert not window.limiter.acquire(credential_id, 1, "turn").allowed
+    window.limiter.reset(credential_id, "turn")
+    assert window.stored(credential_id, "turn") == 0 and window.stored(credential_id) == 1
+    window.limiter.reset(other)
+
+
+def test_the_limiter_follows_the_configured_backend(settings):
+    ratelimit._limiter.cache_clear()
+    try:
+        settings.RATE_LIMIT_BACKEND = "database"
+        assert isinstance(ratelimit.get_limiter(), ratelimit.DatabaseRateLimiter)
+        url = _redis_url()
+        if url:
+            settings.RATE_LIMIT_BACKEND, settings.REDIS_URL = "redis", url
+            assert isinstance(ratelimit.get_limiter(), ratelimit.RedisRateLimiter)
+    finally:
+        ratelimit._limiter.cache_clear()
+
+
+def test_an_unreachable_redis_refuses_instead_of_admitting():
+    limiter = ratelimit.RedisRateLimiter("redis://127.0.0.1:1/0")
+    with pytest.raises(ratelimit.ApiError) as refused:
+        limiter.acquire(1, 120)
+    assert refused.value.status == 503 and refused.value.code == "RATE_LIMIT_UNAVAILABLE"
+    assert refused.value.headers == {"Retry-After": "5"}
+    limiter.refund(ratelimit.Slot(True, 1, 0, 1, "h", 1))  # a lost refund is not an error
+
+
+# --- memoryapp/recall/bm25.py, fusion.py: SPEC §4.4 -------------------------------------------------
+import math as _math
+
+import numpy as np
+
+from memoryapp.recall import service as recall_service
+from memoryapp.recall.bm25 import bm25_scores
+from memoryapp.recall.fusion import rank_by_scores, rrf
+
+
+def _okapi(query: list[str], docs: list[list[str]], k1: float, b: float) -> list[float]:
+    """Okapi BM25 written out from its definition (every idf here is positive)."""
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    scores = []
+    for doc in docs:
+        score = 0.0
+        for term in query:
+            df = sum(term in d for d in docs)
+            if not df:
+                continue
+            idf = _math.log((n - df + 0.5) / (df + 0.5))
+            tf = doc.count(term)
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+        scores.append(score)
+    return scores
+
+
+_CORPUS = [["ship", "osaka", "ship"], ["osaka"], ["tea", "kyoto", "green", "tea", "cup"], ["cup"], ["kyoto"], ["rain"]]
+
+
+def test_bm25_defaults_are_the_specs_k1_and_b_checked_by_score():
+    for query in (["ship"], ["tea", "cup"], ["osaka", "ship", "ship"]):
+        expected = _okapi(query, _CORPUS, k1=1.5, b=0.75)
+        assert np.allclose(bm25_scores(query, _CORPUS), expected, rtol=1e-12), query
+        assert not np.allclose(_okapi(query, _CORPUS, k1=1.2, b=0.75), expected)  # k1 matters here
+        assert not np.allclose(_okapi(query, _CORPUS, k1=1.5, b=0.5), expected)  # and b does
+
+
+def test_recall_ranks_with_the_specs_k1_and_b():
+    assert (recall_service.BM25_K1, recall_service.BM25_B) == (1.5, 0.75)
+    candidates = [recall_service.Candidate(pk=i, collection_id=None, terms=doc) for i, doc in enumerate(_CORPUS)]
+    # "tea cup": BM25 ranks the long two-term memory over the short one-term one; 'rain' shares nothing.
+    assert recall_service.lexical_ranking("tea cup", candidates) == [2, 3]
+
+
+def test_a_query_term_missing_from_every_memory_adds_nothing():
+    assert np.allclose(bm25_scores(["ship", "absent"], _CORPUS), bm25_scores(["ship"], _CORPUS))
+    assert not bm25_scores(["absent"], _CORPUS).any()
+    assert not bm25_scores([], _CORPUS).any() and bm25_scores(["x"], []).size == 0
+
+
+def test_rrf_score_is_the_sum_of_one_over_60_plus_rank():
+    fused = rrf({"bm25": [4, 2], "semantic": [2], "entity": []})
+    assert list(fused) == [2, 4]
+    assert fused[2] == (1 / 62 + 1 / 61, {"bm25": 2, "semantic": 1})
+    assert fused[4] == (1 / 61, {"bm25": 1})
+    assert rrf({"bm25": [7]}, k=0)[7][0] == 1.0
+    with pytest.raises(ValueError):
+        rrf({}, k=-1)
+
+
+def test_rrf_ties_go_to_the_newer_candidate_and_a_repeat_keeps_its_best_rank():
+    fused = rrf({"bm25": [3, 1], "semantic": [1, 3]})
+    assert list(fused) == [1, 3]  # same ranks {1, 2}: the lower index (newer) first
+    assert rrf({"bm25": [5, 5, 6]})[5] == (1 / 61, {"bm25": 1})
+    assert rrf({"bm25": [5, 5, 6]})[6] == (1 / 63, {"bm25": 3})
+
+
+def test_a_ranking_holds_only_candidates_with_evidence():
+    assert rank_by_scores(np.array([0.0, 2.0, -1.0, 2.0, np.nan, 0.5]), positive_only=True) == [1, 3, 5]
+    assert rank_by_scores(np.array([np.nan, 1.0, 3.0]), positive_only=False) == [2, 1, 0]
+    assert rank_by_scores(np.array([]), positive_only=True) == []
+
+
+# --- memoryapp/gates.py: SPEC §2 rows 7-10, §4.1, §4.5 ----------------------------------------------
+from governance import actions as gov_actions
+from tests.conftest import make_agent
+
+
+def _refusal(response, status: int, code: str) -> dict:
+    """SPEC §3: an error is {"error": {"code", "message", "details"}} with a message to show."""
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"].strip()
+    assert isinstance(error["details"], dict)
+    return error
+
+
+@pytest.fixture
+def scoped(world):
+    """A set holding collection `inside` and one listed document of collection `loose`."""
+    inside = gov_actions.create_collection(world.workspace, name="Inside")
+    in_doc = gov_actions.create_document(inside, title="in", text="Orders ship from Osaka.")
+    loose = gov_actions.create_collection(world.workspace, name="Loose")
+    listed = gov_actions.create_document(loose, title="listed", text="Listed in the set.")
+    neighbour = gov_actions.create_document(loose, title="neighbour", text="Not in the set.")
+    context_set = gov_actions.create_context_set(world.workspace, name="Set", collections=[inside], documents=[listed])
+    agent = make_agent(world.editor, context_set=context_set)
+
+    def pid(document):
+        return str(document.current_version.passages.first().pk)
+
+    return {"agent": agent, "set": context_set, "inside": inside, "loose": loose, "in": pid(in_doc), "listed": pid(listed), "neighbour": pid(neighbour)}
+
+
+def test_a_bound_remember_needs_a_collection_or_citations_inside_the_set(scoped):
+    agent = scoped["agent"]
+    _refusal(agent.remember(namespace="n", text="nowhere"), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    assert agent.remember(namespace="n", text="in the collection", collectionId=str(scoped["inside"].pk)).status_code == 201
+    assert agent.remember(namespace="n", text="cites inside", citations=[scoped["in"]]).status_code == 201
+    assert agent.remember(namespace="n", text="cites listed", citations=[scoped["listed"]]).status_code == 201
+    both = agent.remember(namespace="n", text="both", collectionId=str(scoped["inside"].pk), citations=[scoped["listed"], scoped["in"]])
+    assert both.status_code == 201, both.content
+    _refusal(agent.remember(namespace="n", text="out", collectionId=str(scoped["loose"].pk)), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    _refusal(agent.remember(namespace="n", text="neighbour", citations=[scoped["neighbour"]]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    _refusal(agent.remember(namespace="n", text="mixed", citations=[scoped["in"], scoped["neighbour"]]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    _refusal(agent.remember(namespace="n", text="missing", citations=[scoped["in"], "999999"]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    _refusal(agent.remember(namespace="n", text="in set, cites out", collectionId=str(scoped["inside"].pk), citations=[scoped["neighbour"]]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+
+
+@pytest.mark.parametrize("change", [{"active": False}, {"deleted_at": "now"}])
+def test_an_inactive_or_deleted_bound_set_refuses_everything(world, scoped, change):
+    agent = scoped["agent"]
+    assert agent.list().status_code == 200
+    for field, value in change.items():
+        setattr(scoped["set"], field, timezone.now() if value == "now" else value)
+    scoped["set"].save()
+    for response in (agent.list(), agent.recall(query="x"), agent.remember(namespace="n", text="x", collectionId=str(scoped["inside"].pk)), agent.forget(namespace="n", key="k")):
+        _refusal(response, 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+
+
+def test_forget_refuses_a_memory_outside_the_set_and_allows_one_inside(world, scoped):
+    agent, unbound = scoped["agent"], make_agent(world.editor)
+    outside = unbound.remember(namespace="n", key="out", text="outside the set").json()["memory"]
+    inside = agent.remember(namespace="n", key="in", text="inside", collectionId=str(scoped["inside"].pk)).json()["memory"]
+    _refusal(agent.forget(memoryId=str(outside["id"])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    assert agent.forget(memoryId=str(inside["id"])).json()["forgotten"] == 1
+    assert unbound.forget(memoryId=str(outside["id"])).status_code == 200
+
+
+def test_recall_and_list_with_a_collection_outside_the_set_are_refused(scoped):
+    agent = scoped["agent"]
+    for call in (agent.list, agent.recall):
+        extra = {} if call == agent.list else {"query": "x"}
+        assert call(collectionId=str(scoped["inside"].pk), **extra).status_code == 200
+        _refusal(call(collectionId=str(scoped["loose"].pk), **extra), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+
+
+def test_a_citation_must_be_a_readable_passage_of_the_workspace(world):
+    agent = make_agent(world.editor)
+    secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
+    unreadable = str(gov_actions.create_document(secret, title="s", text="board minutes").current_version.passages.first().pk)
+    elsewhere_collection = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
+    elsewhere = str(gov_actions.create_document(elsewhere_collection, title="e", text="other workspace").current_version.passages.first().pk)
+    readable_collection = gov_actions.create_collection(world.workspace, name="Open")
+    readable = str(gov_actions.create_document(readable_collection, title="o", text="Open text.").current_version.passages.first().pk)
+    for bad in (unreadable, elsewhere, "999999"):
+        error = _refusal(agent.remember(namespace="n", text="x", citations=[readable, bad]), 400, "AGENT_MEMORY_CITATION_INVALID")
+        assert error["details"] == {"passageIds": [bad]}
+    ok = agent.remember(namespace="n", text="x", citations=[readable])
+    assert ok.status_code == 201 and [c["passageId"] for c in ok.json()["memory"]["citations"]] == [readable]
+
+
+def test_a_collection_must_be_readable_by_the_member_and_in_the_workspace(world):
+    agent = make_agent(world.editor)
+    secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
+    elsewhere = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
+    for collection in (secret, elsewhere):
+        error = _refusal(agent.remember(namespace="n", text="x", collectionId=str(collection.pk)), 400, "VALIDATION_ERROR")
+        assert list(error["details"]["fields"]) == ["collectionId"]
+    assert make_agent(world.owner).remember(namespace="n", text="x", collectionId=str(secret.pk)).status_code == 201
+
+
+def test_personal_data_in_a_name_is_refused_with_the_kinds_per_field(world):
+    agent = make_agent(world.editor)
+    error = _refusal(agent.remember(namespace="mail jane@example.com", key="call +1 212 555 0199", text="x"), 400, "AGENT_MEMORY_PERSONAL_DATA")
+    assert error["details"] == {"fields": {"namespace": ["EMAIL"], "key": ["PHONE"]}}
+    assert "jane@example.com" not in json.dumps(error)
+
+
+def test_details_lines_are_masked_and_a_line_left_empty_is_dropped(world):
+    agent = make_agent(world.editor)
+    memory = agent.remember(namespace="n", text="How to reach her", details=["mail ada@example.com", "4111 1111 1111 1111", "likes tea"]).json()["memory"]
+    assert memory["details"] == ["mail [EMAIL]", "likes tea"]
+    assert memory["masked"] == ["CARD", "EMAIL"]
+    error = _refusal(agent.remember(namespace="n", text="ada@example.com", details=["likes tea"]), 400, "AGENT_MEMORY_EMPTY")
+    assert error["details"] == {"masked": ["EMAIL"]}
