@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,8 @@ EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.txt"
 # module key -> (files to mutate, test files that exercise them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
     "gates": (["memoryapp/gates.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
-    "masking": (["memoryapp/masking/*.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
+    "masking": (["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
+    "masking_detectors": (["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
     "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),
     "actions": (["memoryapp/actions.py"], ["tests/test_memories.py", "tests/test_spec_rules.py", "tests/test_gates.py", "tests/test_mutation_kills.py"]),
     "erasure": (["retention/erasure.py"], ["tests/test_forgetting.py", "tests/test_lifecycle.py", "tests/test_mutation_kills.py"]),
@@ -39,6 +41,24 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
 }
 
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
+_LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
+
+
+def is_wording(diff: str) -> bool:
+    """A mutant that only rewords a human-readable message (a string literal with a space in it,
+    wrapped in XX or case-changed). SPEC §3 fixes an error's code and details; its message is
+    for people (and translated), so no test should pin its letters. Such survivors are counted
+    as equivalent by this rule; a mutant that drops or nulls a message is not covered by it."""
+    removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    if len(removed) != 1 or len(added) != 1:
+        return False
+    old = [a or b for a, b in _LITERAL.findall(removed[0])]
+    new = [a or b for a, b in _LITERAL.findall(added[0])]
+    if len(old) != len(new) or _LITERAL.sub('""', removed[0]) != _LITERAL.sub('""', added[0]):
+        return False
+    changed = [(o, n) for o, n in zip(old, new) if o != n]
+    return len(changed) == 1 and " " in changed[0][0] and changed[0][1] in (f"XX{changed[0][0]}XX", changed[0][0].lower(), changed[0][0].upper())
 
 
 def load_equivalents() -> dict[str, str]:
@@ -46,8 +66,8 @@ def load_equivalents() -> dict[str, str]:
     result = {}
     if EQUIVALENT_FILE.exists():
         for line in EQUIVALENT_FILE.read_text(encoding="utf-8").splitlines():
-            line = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
-            if line:
+            line = line.strip()
+            if line and not line.startswith("#"):
                 name, _, reason = line.partition(" ")
                 result[name] = reason.strip()
     return result
@@ -59,7 +79,9 @@ def configure(key: str) -> None:
     files, tests = MODULES[key]
     cfg = mc._load_config()
     cfg.only_mutate = files
-    cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists()]
+    # MUTATION_BASELINE=1: the suite without tests/test_mutation_kills.py (the "before" score).
+    skip = {"tests/test_mutation_kills.py"} if os.environ.get("MUTATION_BASELINE") == "1" else set()
+    cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists() and t not in skip]
     mc._config = cfg
 
 
@@ -119,6 +141,15 @@ def changed_modules() -> list[str]:
     return [key for key, (files, _) in MODULES.items() if any(fnmatch(n, f) for n in names for f in files)]
 
 
+def score_of(mutants: dict, equivalents: dict[str, str]) -> float | None:
+    detected = sum(e["status"] in DETECTED for e in mutants.values())
+    excluded = sum(
+        e["status"] == "not checked" or (e["status"] not in DETECTED and (n in equivalents or (e["status"] == "survived" and is_wording(e.get("diff", "")))))
+        for n, e in mutants.items()
+    )
+    return 100.0 * detected / (len(mutants) - excluded) if len(mutants) > excluded else None
+
+
 def report(keys: list[str]) -> int:
     equivalents = load_equivalents()
     rows, stale = [], set(equivalents)
@@ -129,6 +160,7 @@ def report(keys: list[str]) -> int:
             continue
         mutants = json.loads(path.read_text(encoding="utf-8"))
         counts = Counter()
+        untested: Counter[str] = Counter()
         print(f"\n=== {key}: surviving mutants ===")
         for name, entry in sorted(mutants.items()):
             status = entry["status"]
@@ -142,18 +174,32 @@ def report(keys: list[str]) -> int:
             if status == "not checked":
                 counts["not checked"] += 1
                 continue
-            counts["no tests" if status == "no tests" else "survived"] += 1
+            if status == "no tests":
+                counts["no tests"] += 1
+                untested[name.split("__mutmut_")[0]] += 1
+                continue
+            if status == "survived" and is_wording(entry.get("diff", "")):
+                counts["equivalent"] += 1
+                counts["wording"] += 1
+                continue
+            counts["survived"] += 1
             print(f"--- {name} ({status})\n{entry.get('diff', '')}")
+        for function, n in sorted(untested.items()):
+            print(f"--- no selected test reaches {function}: {n} mutants")
         counts["total"] = len(mutants)
+        baseline = OUT / f"{key}.baseline.json"
+        if baseline.exists():
+            counts["before"] = score_of(json.loads(baseline.read_text(encoding="utf-8")), equivalents)
         rows.append((key, counts))
-    print("\nmodule       killed  timeout  survived  no-tests  equivalent  unchecked  total  score")
+    print("\nmodule       killed  timeout  survived  no-tests  equivalent  unchecked  total  score  (baseline: without the kill tests)")
     for key, c in rows:
         if c is None:
             print(f"{key:<12} (no result: the run failed, see its log)")
             continue
         denominator = c["total"] - c["equivalent"] - c["not checked"]
         score = 100.0 * (c["killed"] + c["timeout"]) / denominator if denominator else 100.0
-        print(f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%")
+        print(f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%" + (f"  (baseline {c['before']:.1f}%)" if c.get("before") is not None else ""))
+    print(f"equivalent includes {sum(c['wording'] for _, c in rows if c)} message-wording mutants (see is_wording) and the entries of {EQUIVALENT_FILE.name}")
     print("score = (killed + timeout) / (total - equivalent - unchecked); unchecked = not reached before --timeout; 'no-tests' = no selected test reached the mutated function")
     ours = {n for n in stale if any(n.startswith(p) for k in keys for p in prefixes(k))}
     for name in sorted(ours):
@@ -207,6 +253,8 @@ def main() -> int:
             print(f"[mutation] {key}: exit {proc.returncode} in {time.monotonic() - started:.0f}s", flush=True)
             with log.open("a") as out:
                 subprocess.run([sys.executable, __file__, "--collect", key, *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+            if os.environ.get("MUTATION_BASELINE") == "1" and (OUT / f"{key}.json").exists():
+                shutil.copy(OUT / f"{key}.json", OUT / f"{key}.baseline.json")
         shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     return report(keys)
 

@@ -5,6 +5,8 @@
 #   bench/mutation.sh gates masking      just these
 #   bench/mutation.sh --changed          the modules whose files differ from main
 #   bench/mutation.sh --report [module]  reprint the last results (var/mutation/*.json)
+#   MUTATION_BASELINE=1 bench/mutation.sh …   without tests/test_mutation_kills.py (the "before" score)
+#   bench/mutation.sh --survivors …     re-run only what the last run left undetected
 # Options: --jobs N (MUTATION_JOBS, default 2), --timeout SECONDS per module (MUTATION_TIMEOUT, 1800).
 # Prints each surviving mutant's diff and a per-module score table. Equivalent survivors, with the
 # reason, are in bench/mutation_equivalent.txt. Runs on SQLite; CPU-heavy, hence nice.

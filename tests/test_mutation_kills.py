@@ -3,7 +3,26 @@ rule; they are grouped by the module whose mutants they kill."""
 
 from __future__ import annotations
 
+import json
+import math as _math
+import os
+from datetime import timedelta
+
+import numpy as np
 import pytest
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from governance import actions as gov_actions
+from governance.models import Collection, Document
+from memoryapp import ratelimit
+from memoryapp.models import MemoryVersion, RememberHit
+from memoryapp.recall import service as recall_service
+from memoryapp.recall.bm25 import bm25_scores
+from memoryapp.recall.fusion import rank_by_scores, rrf
+from retention import erasure
+from retention.models import DeletionReceipt, Operation
+from tests.conftest import make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -11,15 +30,6 @@ pytestmark = pytest.mark.django_db
 # --- memoryapp/ratelimit.py: SPEC §4.7 and §2 row 11 -----------------------------------------------
 # Each limiter is driven directly, with a small limit; the window is aged by moving the stored
 # admissions into the past (table rows, or the Redis scores on Redis' own clock), never by waiting.
-import json
-import os
-from datetime import timedelta
-
-from django.conf import settings as django_settings
-from django.utils import timezone
-
-from memoryapp import ratelimit
-from memoryapp.models import RememberHit
 
 
 def _redis_url() -> str | None:
@@ -172,13 +182,6 @@ def test_an_unreachable_redis_refuses_instead_of_admitting():
 
 
 # --- memoryapp/recall/bm25.py, fusion.py: SPEC §4.4 -------------------------------------------------
-import math as _math
-
-import numpy as np
-
-from memoryapp.recall import service as recall_service
-from memoryapp.recall.bm25 import bm25_scores
-from memoryapp.recall.fusion import rank_by_scores, rrf
 
 
 def _okapi(query: list[str], docs: list[list[str]], k1: float, b: float) -> list[float]:
@@ -246,8 +249,6 @@ def test_a_ranking_holds_only_candidates_with_evidence():
 
 
 # --- memoryapp/gates.py: SPEC §2 rows 7-10, §4.1, §4.5 ----------------------------------------------
-from governance import actions as gov_actions
-from tests.conftest import make_agent
 
 
 def _refusal(response, status: int, code: str) -> dict:
@@ -359,3 +360,199 @@ def test_details_lines_are_masked_and_a_line_left_empty_is_dropped(world):
     assert memory["masked"] == ["CARD", "EMAIL"]
     error = _refusal(agent.remember(namespace="n", text="ada@example.com", details=["likes tea"]), 400, "AGENT_MEMORY_EMPTY")
     assert error["details"] == {"masked": ["EMAIL"]}
+
+
+# --- memoryapp/visibility.py: SPEC §4.2 re-check, §4.3 asOf, expiry (§8) ------------------------------
+
+
+def _texts(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [m["text"] for m in response.json()["memories"]]
+
+
+def test_a_memory_is_hidden_when_its_cited_document_expired_or_became_unreadable(world):
+    agent = make_agent(world.editor)
+    open_collection = gov_actions.create_collection(world.workspace, name="Open")
+    expiring = gov_actions.create_document(open_collection, title="e", text="Expiring text.")
+    closing = gov_actions.create_document(open_collection, title="c", text="Closing text.")
+    kept = gov_actions.create_document(open_collection, title="k", text="Kept text.")
+    for text, document in (("cites expiring", expiring), ("cites closing", closing), ("cites kept", kept)):
+        assert agent.remember(namespace="n", text=text, citations=[str(document.current_version.passages.first().pk)]).status_code == 201
+    assert agent.remember(namespace="n", text="no citation").status_code == 201
+    Document.objects.filter(pk=expiring.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    restricted = gov_actions.create_collection(world.workspace, name="Board", restricted=True, readers=[world.owner])
+    Document.objects.filter(pk=closing.pk).update(collection=restricted)
+    listed = agent.list()
+    assert _texts(listed) == ["no citation", "cites kept"] and listed.json()["hidden"] == 2
+    recalled = agent.recall(query="cites text")
+    assert set(_texts(recalled)) <= {"no citation", "cites kept"} and recalled.json()["hidden"] == 2
+    Document.objects.filter(pk=expiring.pk).update(expires_at=timezone.now() + timedelta(hours=1))  # not yet expired
+    assert "cites expiring" in _texts(agent.list())
+
+
+def test_a_memory_in_a_collection_the_member_can_no_longer_read_is_hidden(world):
+    agent = make_agent(world.editor)
+    collection = gov_actions.create_collection(world.workspace, name="Team")
+    assert agent.remember(namespace="n", text="team note", collectionId=str(collection.pk)).status_code == 201
+    assert _texts(agent.list()) == ["team note"]
+    Collection.objects.filter(pk=collection.pk).update(restricted=True)
+    listed = agent.list()
+    assert _texts(listed) == [] and listed.json()["hidden"] == 1
+
+
+def test_a_newer_document_version_marks_only_that_citation_changed(world):
+    agent = make_agent(world.editor)
+    collection = gov_actions.create_collection(world.workspace, name="Docs")
+    moving = gov_actions.create_document(collection, title="m", text="Version one.")
+    still = gov_actions.create_document(collection, title="s", text="Still here.")
+    citations = [str(moving.current_version.passages.first().pk), str(still.current_version.passages.first().pk)]
+    assert agent.remember(namespace="n", text="two sources", citations=citations).status_code == 201
+    assert agent.remember(namespace="n", text="no sources").status_code == 201
+    memories = {m["text"]: m for m in agent.list().json()["memories"]}
+    assert memories["two sources"]["sourceState"] == "current" and memories["no sources"]["sourceState"] is None
+    gov_actions.add_document_version(moving, text="Version two.")
+    memory = {m["text"]: m for m in agent.list().json()["memories"]}["two sources"]
+    assert memory["sourceState"] == "changed"
+    assert [c["sourceState"] for c in memory["citations"]] == ["changed", "current"]  # in citation order
+
+
+def test_as_of_returns_the_version_current_at_that_instant_bounds_included_and_excluded(world, time_machine):
+    agent = make_agent(world.editor)
+    start = timezone.now().replace(microsecond=0)
+    time_machine.move_to(start, tick=False)
+    agent.remember(namespace="n", key="k", text="first")
+    time_machine.move_to(start + timedelta(minutes=1), tick=False)
+    agent.remember(namespace="n", key="k", text="second")
+    time_machine.move_to(start + timedelta(minutes=2), tick=False)
+
+    def at(instant):
+        return _texts(agent.list(asOf=instant.isoformat()))
+
+    assert at(start - timedelta(seconds=1)) == []
+    assert at(start) == ["first"]  # validFrom <= asOf
+    assert at(start + timedelta(seconds=59)) == ["first"]
+    assert at(start + timedelta(minutes=1)) == ["second"]  # asOf < validTo: the closed one is out
+    assert _texts(agent.list()) == ["second"]
+
+
+def test_a_memory_expires_exactly_retention_days_after_its_anchor(world, time_machine):
+    agent = make_agent(world.editor)
+    start = timezone.now().replace(microsecond=0)
+    time_machine.move_to(start, tick=False)
+    memory = agent.remember(namespace="n", text="short lived").json()["memory"]
+    days = world.workspace.ask_history.agent_memory_retention_days
+    assert memory["expiresAt"].replace("Z", "+00:00") == (start + timedelta(days=days)).isoformat()
+    time_machine.move_to(start + timedelta(days=days) - timedelta(seconds=1), tick=False)
+    assert _texts(agent.list()) == ["short lived"]
+    time_machine.move_to(start + timedelta(days=days), tick=False)
+    assert _texts(agent.list()) == []
+
+
+def test_list_filters_by_namespace_key_and_collection(world):
+    agent = make_agent(world.editor)
+    collection = gov_actions.create_collection(world.workspace, name="C")
+    agent.remember(namespace="a", key="x", text="a x")
+    agent.remember(namespace="a", key="y", text="a y", collectionId=str(collection.pk))
+    agent.remember(namespace="b", key="x", text="b x")
+    assert _texts(agent.list(namespace="a")) == ["a y", "a x"]
+    assert _texts(agent.list(key="x")) == ["b x", "a x"]
+    assert _texts(agent.list(namespace="a", key="x")) == ["a x"]
+    assert _texts(agent.list(collectionId=str(collection.pk))) == ["a y"]
+
+
+# --- retention/erasure.py: SPEC §8 erasure with receipts ---------------------------------------------
+
+
+def _memories(world, count: int, *, cite: bool = True) -> list[int]:
+    agent = make_agent(world.editor)
+    collection = gov_actions.create_collection(world.workspace, name="Cited")
+    passage = str(gov_actions.create_document(collection, title="d", text="Cited text.").current_version.passages.first().pk)
+    ids = []
+    for i in range(count):
+        body = {"citations": [passage]} if cite else {}
+        ids.append(agent.remember(namespace="n", text=f"memory {i}", **body).json()["memory"]["id"])
+    return [int(i) for i in ids]
+
+
+def test_an_erase_deletes_every_artifact_and_its_receipt_says_so(world):
+    ids = _memories(world, 3)
+    before = erasure.verify(ids)
+    assert before["clean"] is False and before["remaining"]["memory_version"] == 3 and before["remaining"]["citation"] == 3
+    receipt = erasure.erase_memories(ids + ids[:1], operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent", member_id=world.editor.pk)
+    artifacts = receipt.manifest["artifacts"]
+    assert (artifacts["memory_version"], artifacts["citation"], artifacts["memory_embedding"]) == (3, 3, 3)
+    assert receipt.manifest["requestedIds"] == 3 and sorted(receipt.memory_version_ids) == sorted(ids)
+    assert receipt.versions_erased == 3 and receipt.operation == Operation.FORGET
+    assert receipt.workspace_ref == world.workspace.pk and receipt.member_ref == world.editor.pk and receipt.actor_label == "agent"
+    assert receipt.verification["clean"] is True and not any(receipt.verification["remaining"].values())
+    assert receipt.unreachable_at == receipt.purged_at and receipt.requested_at <= receipt.purged_at
+    assert not MemoryVersion.objects.filter(pk__in=ids).exists()
+    assert erasure.erase_memories(ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent") is None  # nothing left: no receipt
+
+
+def test_a_dedupe_key_gives_one_receipt_for_one_piece_of_work(world):
+    first, second = _memories(world, 2, cite=False)
+    kwargs = {"operation": Operation.EXPIRY, "workspace_id": world.workspace.pk, "actor_label": "sweep", "dedupe_key": "expiry:x"}
+    assert erasure.erase_memories([first], **kwargs) is not None
+    assert erasure.erase_memories([second], **kwargs) is None
+    assert MemoryVersion.objects.filter(pk=second).exists()
+    assert DeletionReceipt.objects.filter(dedupe_key="expiry:x").count() == 1
+
+
+def test_the_receipt_keeps_the_earliest_moment_the_memories_became_unreachable(world):
+    ids = _memories(world, 2, cite=False)
+    stated = timezone.now() - timedelta(days=3)
+    earlier = stated - timedelta(days=1)
+    MemoryVersion.objects.filter(pk=ids[0]).update(unreachable_at=earlier)
+    receipt = erasure.erase_memories(ids, operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk, actor_label="x", unreachable_at=stated)
+    assert receipt.unreachable_at == earlier
+    later = _memories(world, 1, cite=False)
+    MemoryVersion.objects.filter(pk=later[0]).update(unreachable_at=stated + timedelta(days=1))
+    receipt = erasure.erase_memories(later, operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk, actor_label="x", unreachable_at=stated)
+    assert receipt.unreachable_at == stated  # a later mark does not move it
+
+
+def test_chunked_erasure_takes_every_row_once_one_receipt_per_chunk(world):
+    ids = _memories(world, 5, cite=False)
+    tally = erasure.erase_in_chunks(
+        MemoryVersion.objects.filter(pk__in=ids), operation=Operation.MEMBER_DELETE, workspace_id=world.workspace.pk,
+        member_id=world.editor.pk, actor_label="member", filters={"all": True}, chunk=2,
+    )
+    assert (tally.versions, tally.receipts, tally.chunks) == (5, 3, 3)
+    receipts = DeletionReceipt.objects.filter(operation=Operation.MEMBER_DELETE)
+    assert sorted(len(r.memory_version_ids) for r in receipts) == [1, 2, 2]
+    assert all(r.manifest["filters"] == {"all": True} for r in receipts)
+    assert len({r.requested_at for r in receipts}) == 1  # one request, several chunks
+    assert not MemoryVersion.objects.filter(pk__in=ids).exists()
+
+
+def test_chunked_expiry_states_the_computed_expiry_as_unreachable(world):
+    ids = _memories(world, 2, cite=False)
+    anchors = sorted(MemoryVersion.objects.filter(pk__in=ids).values_list("retention_anchor", flat=True))
+    erasure.erase_in_chunks(MemoryVersion.objects.filter(pk__in=ids), operation=Operation.EXPIRY, workspace_id=world.workspace.pk, member_id=None, actor_label="sweep", filters={}, expired_after_days=30)
+    receipt = DeletionReceipt.objects.get(operation=Operation.EXPIRY)
+    assert receipt.unreachable_at == anchors[0] + timedelta(days=30)
+
+
+def test_an_admin_erase_of_a_member_erases_all_and_audits_the_count(world):
+    from governance.models import AuditEvent
+
+    ids = _memories(world, 2)
+    assert erasure.erase_member_memories(world.editor, actor=world.owner.user, reason="request") == 2
+    assert not MemoryVersion.objects.filter(pk__in=ids).exists()
+    event = AuditEvent.objects.get(action="memories.admin_erased")
+    assert event.changes == {"versions": 2} and event.reason == "request"
+    assert erasure.erase_member_memories(world.editor, actor=world.owner.user) == 0
+
+
+def test_reverifying_a_receipt_finds_it_clean_and_audits_the_check(world):
+    from governance.models import AuditEvent
+
+    ids = _memories(world, 1)
+    receipt = erasure.erase_memories(ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent")
+    result = erasure.reverify_receipt(receipt, actor=world.owner.user, reason="audit")
+    assert result["clean"] is True
+    receipt.refresh_from_db()
+    assert receipt.verification == result
+    event = AuditEvent.objects.get(action="receipt.reverified")
+    assert event.changes["clean"] == [True, True] and event.reason == "audit"
