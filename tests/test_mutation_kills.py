@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math as _math
 import os
+import warnings
 from datetime import timedelta
 
 import numpy as np
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from governance import actions as gov_actions
 from governance.models import Collection, Document
-from memoryapp import ratelimit
+from memoryapp import masking, ratelimit
 from memoryapp.models import MemoryVersion, RememberHit
 from memoryapp.recall import service as recall_service
 from memoryapp.recall.bm25 import bm25_scores
@@ -225,6 +226,17 @@ def test_a_query_term_missing_from_every_memory_adds_nothing():
     assert not bm25_scores([], _CORPUS).any() and bm25_scores(["x"], []).size == 0
 
 
+def test_degenerate_bm25_parameters_score_zero_instead_of_nan_and_warn_nothing():
+    # The module's contract (bm25.py): k1 = 0, or b = 1 with an empty memory, makes tf + norm = 0;
+    # such a term scores 0, never NaN (a NaN score would poison the fused ranking).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        empty_doc = bm25_scores(["a"], [["a", "b"], [], ["c"], ["d"]], b=1.0)
+        no_k1 = bm25_scores(["a"], [["a", "b"], ["b"], ["c"]], k1=0.0)
+    assert np.isfinite(empty_doc).all() and empty_doc[1] == 0.0 and empty_doc[0] > 0
+    assert np.isfinite(no_k1).all() and no_k1[0] == pytest.approx(_math.log(2.5 / 1.5)) and no_k1[1] == no_k1[2] == 0.0
+
+
 def test_rrf_score_is_the_sum_of_one_over_60_plus_rank():
     fused = rrf({"bm25": [4, 2], "semantic": [2], "entity": []})
     assert list(fused) == [2, 4]
@@ -246,6 +258,8 @@ def test_a_ranking_holds_only_candidates_with_evidence():
     assert rank_by_scores(np.array([0.0, 2.0, -1.0, 2.0, np.nan, 0.5]), positive_only=True) == [1, 3, 5]
     assert rank_by_scores(np.array([np.nan, 1.0, 3.0]), positive_only=False) == [2, 1, 0]
     assert rank_by_scores(np.array([]), positive_only=True) == []
+    assert rank_by_scores(np.array([0.7]), positive_only=True) == [0]  # a single candidate is ranked
+    assert rank_by_scores(np.array([0.0]), positive_only=False) == [0]
 
 
 # --- memoryapp/gates.py: SPEC §2 rows 7-10, §4.1, §4.5 ----------------------------------------------
@@ -556,3 +570,38 @@ def test_reverifying_a_receipt_finds_it_clean_and_audits_the_check(world):
     assert receipt.verification == result
     event = AuditEvent.objects.get(action="receipt.reverified")
     assert event.changes["clean"] == [True, True] and event.reason == "audit"
+
+
+# --- memoryapp/masking/__init__.py: SPEC §4.1 ----------------------------------------------------
+def test_overlapping_detections_are_merged_never_dropped_and_keep_the_first_kind():
+    # Whatever two detectors overlap on is masked as one span: no part of either stays visible.
+    assert masking._select([(5, 9, "PHONE"), (0, 6, "CARD")]) == [(0, 9, "CARD")]
+    assert masking._select([(0, 4, "NUMBER"), (0, 8, "CARD")]) == [(0, 8, "CARD")]  # longest on ties
+    assert masking._select([(0, 4, "EMAIL"), (4, 8, "PHONE")]) == [(0, 4, "EMAIL"), (4, 8, "PHONE")]  # touching, not overlapping
+    assert masking._select([(3, 3, "EMAIL"), (2, 1, "EMAIL")]) == []  # empty spans are nothing
+    assert masking._select([(0, 10, "SECRET"), (2, 4, "EMAIL"), (6, 12, "PHONE")]) == [(0, 12, "SECRET")]
+
+
+def test_mask_replaces_each_value_with_its_typed_placeholder_and_reports_sorted_kinds():
+    result = masking.mask("Write ada@example.com or bo@example.org, card 4111 1111 1111 1111.")
+    assert result.text == "Write [EMAIL] or [EMAIL], card [CARD]."
+    assert result.kinds == ("CARD", "EMAIL")
+    assert masking.mask("a@example.com,b@example.com").text == "[EMAIL],[EMAIL]"
+    clean = masking.mask("Nothing personal here.")
+    assert clean == masking.MaskResult("Nothing personal here.", ())
+    assert masking.mask(result.text) == masking.MaskResult(result.text, ())  # idempotent: placeholders are not data
+    with pytest.raises(TypeError):
+        masking.mask(b"ada@example.com")
+
+
+def test_contains_personal_data_and_detect_kinds_agree_with_mask():
+    assert masking.contains_personal_data("call +1 212 555 0199") and masking.detect_kinds("call +1 212 555 0199") == ("PHONE",)
+    assert not masking.contains_personal_data("call me later") and masking.detect_kinds("call me later") == ()
+
+
+@pytest.mark.parametrize(
+    ("masked", "empty"),
+    [("[EMAIL]", True), ("[EMAIL] [PHONE]、。「」!?", True), ("  \u200b\t", True), ("", True), ("[EMAIL] a", False), ("[CARD] 5", False), ("[EMAIL] 東京", False), ("[SECRET] \u0301", False)],
+)
+def test_only_placeholders_spaces_punctuation_and_symbols_count_as_empty(masked, empty):
+    assert masking.is_effectively_empty(masked) is empty
