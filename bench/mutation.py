@@ -82,6 +82,11 @@ def configure(key: str) -> None:
     # MUTATION_BASELINE=1: the suite without tests/test_mutation_kills.py (the "before" score).
     skip = {"tests/test_mutation_kills.py"} if os.environ.get("MUTATION_BASELINE") == "1" else set()
     cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists() and t not in skip]
+    # MUTATION_KILLS_ONLY=1 (with --survivors): judge the baseline's undetected mutants by the kill
+    # tests alone — fast; a mutant they miss counts as surviving even if the slower suite, not
+    # reached in the baseline's time, would have killed it (so the score errs low).
+    if os.environ.get("MUTATION_KILLS_ONLY") == "1":
+        cfg.pytest_add_cli_args_test_selection = ["tests/test_mutation_kills.py"]
     mc._config = cfg
 
 

@@ -7,6 +7,7 @@
 #   bench/mutation.sh --report [module]  reprint the last results (var/mutation/*.json)
 #   MUTATION_BASELINE=1 bench/mutation.sh …   without tests/test_mutation_kills.py (the "before" score)
 #   bench/mutation.sh --survivors …     re-run only what the last run left undetected
+#   MUTATION_KILLS_ONLY=1 bench/mutation.sh --survivors …   …judged by tests/test_mutation_kills.py alone (fast)
 # Options: --jobs N (MUTATION_JOBS, default 2), --timeout SECONDS per module (MUTATION_TIMEOUT, 1800).
 # Prints each surviving mutant's diff and a per-module score table. Equivalent survivors, with the
 # reason, are in bench/mutation_equivalent.txt. Runs on SQLite; CPU-heavy, hence nice.

@@ -605,3 +605,30 @@ def test_contains_personal_data_and_detect_kinds_agree_with_mask():
 )
 def test_only_placeholders_spaces_punctuation_and_symbols_count_as_empty(masked, empty):
     assert masking.is_effectively_empty(masked) is empty
+
+
+def test_a_bound_credential_sees_only_memories_inside_its_set(world, scoped):
+    """§4.5: inside = in one of the set's collections, or cited; and every citation's document in
+    the set (listed, or in a listed collection)."""
+    unbound, agent = make_agent(world.editor), scoped["agent"]
+    inside, loose = str(scoped["inside"].pk), str(scoped["loose"].pk)
+    bodies = {
+        "in collection": {"collectionId": inside},
+        "cites inside": {"citations": [scoped["in"]]},
+        "cites listed": {"citations": [scoped["listed"]]},
+        "nowhere": {},
+        "in collection, cites outside": {"collectionId": inside, "citations": [scoped["neighbour"]]},
+        "outside collection, cites listed": {"collectionId": loose, "citations": [scoped["listed"]]},
+        "cites listed and outside": {"citations": [scoped["listed"], scoped["neighbour"]]},
+        "outside collection": {"collectionId": loose},
+    }
+    ids = {}
+    for text, body in bodies.items():
+        response = unbound.remember(namespace="n", text=f"{text} memo", **body)
+        assert response.status_code == 201, response.content
+        ids[text] = response.json()["memory"]["id"]
+    expected = {"in collection memo", "cites inside memo", "cites listed memo"}
+    assert set(_texts(agent.list(limit=50))) == expected
+    assert set(_texts(agent.recall(query="memo collection cites listed inside outside nowhere", limit=50))) <= expected
+    for text in ("nowhere", "in collection, cites outside", "outside collection, cites listed", "cites listed and outside"):
+        _refusal(agent.forget(memoryId=str(ids[text])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
