@@ -632,3 +632,41 @@ def test_a_bound_credential_sees_only_memories_inside_its_set(world, scoped):
     assert set(_texts(agent.recall(query="memo collection cites listed inside outside nowhere", limit=50))) <= expected
     for text in ("nowhere", "in collection, cites outside", "outside collection, cites listed", "cites listed and outside"):
         _refusal(agent.forget(memoryId=str(ids[text])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+
+
+# --- memoryapp/masking/text.py, common.py: SPEC §4.1 "look-alikes, full-width digits and invisible
+# characters do not hide a value"; what is not replaced stays exactly as written ------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail ada\u200b@example.com now", "mail [EMAIL] now"),  # zero-width space inside
+        ("mail ada@exa\u00admple.com", "mail [EMAIL]"),  # soft hyphen inside: covered by the placeholder
+        ("mail ada@example\u3002com", "mail [EMAIL]"),  # ideographic full stop
+        ("mail ada\ufe6bexample.com", "mail [EMAIL]"),  # small commercial at
+        ("card ４１１１ １１１１ １１１１ １１１１", "card [CARD]"),  # full-width digits
+        ("card 4111\u20131111\u20131111\u20131111", "card [CARD]"),  # en dashes
+        ("card \U0001d7d2\U0001d7cf\U0001d7cf\U0001d7cf 1111 1111 1111", "card [CARD]"),  # mathematical digits
+        ("id \u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669\u0660\u0661\u0662", "id [NUMBER]"),  # Arabic-Indic digits
+        ("Ｔｅｌｌ ｍｅ ada@example.com", "Ｔｅｌｌ ｍｅ [EMAIL]"),  # the rest stays as written
+        ("привет ada@example.com", "привет [EMAIL]"),  # a Cyrillic word is not folded
+    ],
+)
+def test_normalisation_does_not_let_a_value_hide_and_keeps_the_rest(text, expected):
+    assert masking.mask(text).text == expected
+
+
+def test_look_alike_letters_in_a_label_do_not_hide_a_secret():
+    masked = masking.mask("p\u0430ssword: Tr0ub4dor&3xyz")  # Cyrillic а in "password"
+    assert "SECRET" in masked.kinds and "Tr0ub4dor" not in masked.text
+    assert masked.text.startswith("p\u0430ssword")  # the label itself stays as written
+
+
+def test_digits_joined_by_underscores_or_middle_dots_are_still_one_number():
+    for text in ("ref 054_123_4567_89", "ref 054\u00b7123\u00b74567\u00b789"):
+        masked = masking.mask(text)
+        assert masked.kinds and not any(ch.isdigit() for ch in masked.text), text
+
+
+def test_dates_and_short_numbers_are_not_personal_data():
+    for text in ("on 2024-05-03", "on 03.05.2024", "on 5/3/24", "room 1204", "version 10.2.3"):
+        assert masking.mask(text).text == text, text
