@@ -103,7 +103,11 @@ def run_one(key: str, jobs: int, survivors_only: bool) -> None:
 
     names: tuple[str, ...] = ()
     if survivors_only:
-        names = tuple(n for n, e in previous(key).items() if e["status"] not in DETECTED)
+        equivalents = load_equivalents()
+        names = tuple(
+            n for n, e in previous(key).items()
+            if e["status"] not in DETECTED and n not in equivalents and not (e["status"] == "survived" and is_wording(e.get("diff", "")))
+        )
         print(f"re-running {len(names)} undetected mutants of {key}", flush=True)
         if not names:
             return
@@ -137,8 +141,22 @@ def collect(key: str, merge: bool) -> None:
             if status == "not checked" and name in before:
                 entry = before[name]
             mutants[name] = entry
+    if not mutants:
+        print(f"no mutants of {key} found in mutants/: the run failed, earlier results kept", flush=True)
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{key}.json").write_text(json.dumps(mutants, indent=1), encoding="utf-8")
+
+
+def fresh_mutants_dir() -> None:
+    """mutmut treats a file already in mutants/ as mutated: a leftover copy from another module's
+    run would silently give zero mutants, so the directory must really be gone."""
+    for _ in range(10):
+        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+        if not (ROOT / "mutants").exists():
+            return
+        time.sleep(1)
+    raise SystemExit("could not remove mutants/ (is another mutation run still going?)")
 
 
 def changed_modules() -> list[str]:
@@ -239,7 +257,7 @@ def main() -> int:
         parser.error(f"unknown module(s) {unknown}; known: {', '.join(MODULES)}")
     if not args.report:
         for key in keys:
-            shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+            fresh_mutants_dir()
             if not args.survivors:
                 (OUT / f"{key}.json").unlink(missing_ok=True)
             extra = ["--survivors"] if args.survivors else []
@@ -254,13 +272,14 @@ def main() -> int:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, 9)
                     proc.wait()
+                    time.sleep(2)  # let the killed mutant workers go before their files are read
                     print(f"[mutation] {key}: stopped after {args.timeout}s (raise --timeout)")
             print(f"[mutation] {key}: exit {proc.returncode} in {time.monotonic() - started:.0f}s", flush=True)
             with log.open("a") as out:
                 subprocess.run([sys.executable, __file__, "--collect", key, *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
             if os.environ.get("MUTATION_BASELINE") == "1" and (OUT / f"{key}.json").exists():
                 shutil.copy(OUT / f"{key}.json", OUT / f"{key}.baseline.json")
-        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+        fresh_mutants_dir()
     return report(keys)
 
 

@@ -354,6 +354,7 @@ def test_a_collection_must_be_readable_by_the_member_and_in_the_workspace(world)
     agent = make_agent(world.editor)
     secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
     elsewhere = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
+    gov_actions.create_collection(world.workspace, name="Open to all")  # another collection being readable proves nothing
     for collection in (secret, elsewhere):
         error = _refusal(agent.remember(namespace="n", text="x", collectionId=str(collection.pk)), 400, "VALIDATION_ERROR")
         assert list(error["details"]["fields"]) == ["collectionId"]
