@@ -12,6 +12,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from governance import actions as gov_actions
@@ -671,3 +672,48 @@ def test_digits_joined_by_underscores_or_middle_dots_are_still_one_number():
 def test_dates_and_short_numbers_are_not_personal_data():
     for text in ("on 2024-05-03", "on 03.05.2024", "on 5/3/24", "room 1204", "version 10.2.3"):
         assert masking.mask(text).text == text, text
+
+
+def test_chunked_erasure_with_one_row_per_chunk_ends_and_keeps_a_rows_unreachable_mark(world):
+    ids = _memories(world, 2, cite=False)
+    marked = timezone.now() - timedelta(hours=5)
+    MemoryVersion.objects.filter(pk=ids[1]).update(unreachable_at=marked)
+    tally = erasure.erase_in_chunks(
+        MemoryVersion.objects.filter(pk__in=ids), operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk,
+        member_id=world.editor.pk, actor_label="cascade", filters={}, chunk=1,
+    )
+    assert (tally.versions, tally.receipts, tally.chunks) == (2, 2, 2)  # and the run ends (an empty pick stops it)
+    receipt = DeletionReceipt.objects.get(memory_version_ids=[ids[1]])
+    assert receipt.unreachable_at == marked
+
+
+def test_tallies_add_up():
+    total = erasure.Tally(1, 2, 3)
+    assert total.add(erasure.Tally(4, 5, 6)) is total
+    assert (total.versions, total.receipts, total.chunks) == (5, 7, 9)
+
+
+@pytest.mark.parametrize("backup_days", [0, 7])
+def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(settings, backup_days):
+    settings.BACKUP_RETENTION_DAYS, settings.WAL_ARCHIVE_RETENTION_DAYS = backup_days, 3
+    purged = timezone.now()
+    window = erasure.residual_window(purged)
+    vendor = connection.vendor
+    assert set(window) == ({"database", "backups", "walArchives"} if vendor == "postgresql" else {"database", "backups"})
+    assert window["database"]["engine"] == vendor and window["database"]["statement"]
+    backups = window["backups"]
+    assert backups["retentionDays"] == backup_days
+    assert backups["until"] == (None if backup_days == 0 else (purged + timedelta(days=7)).isoformat())
+    assert backups["statement"] and (backup_days == 0 or "7 days" in backups["statement"])
+    if vendor == "postgresql":
+        assert window["walArchives"]["retentionDays"] == 3 and window["walArchives"]["until"] == (purged + timedelta(days=3)).isoformat()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_space_is_reclaimed_on_postgresql_only_and_never_inside_a_transaction():
+    assert erasure.reclaim_erased_space() is (connection.vendor == "postgresql")
+    with transaction.atomic():
+        assert erasure.reclaim_erased_space() is False
+        assert erasure.checkpoint_sqlite_wal() is False
+    if connection.vendor == "sqlite":
+        assert erasure.checkpoint_sqlite_wal() is True
