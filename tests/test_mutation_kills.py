@@ -717,3 +717,22 @@ def test_space_is_reclaimed_on_postgresql_only_and_never_inside_a_transaction():
         assert erasure.checkpoint_sqlite_wal() is False
     if connection.vendor == "sqlite":
         assert erasure.checkpoint_sqlite_wal() is True
+
+
+# A calendar date is never a phone or account number (masking/common.py is_date: one separator,
+# year first or day/month first, real month and day ranges, an optional hour).
+@pytest.mark.parametrize(
+    ("text", "is_date"),
+    [
+        ("2024-05-03", True), ("2024-01-01", True), ("2024-12-31", True), ("2024-05-03 12", True), ("2024-05-03T12", True),
+        ("2024-13-01", False), ("2024-00-10", False), ("2024-01-32", False), ("2024-01-00", False), ("2024-13-15", False),
+        ("0012-20-05", False),  # four digits first: a year, so 20 is a month
+        ("01.01.2024", True), ("31.12.2024", True), ("12/31/2024", True), ("05.20.2024", True), ("5/3/24", True),
+        ("32.01.2024", False), ("13.13.2024", False), ("32.05.2024", False), ("00.01.2024", False),
+        ("2024-05/03", False), ("12345", False), ("1.2", False),
+    ],
+)
+def test_what_counts_as_a_calendar_date(text, is_date):
+    from memoryapp.masking.common import is_date as date_check
+
+    assert date_check(text) is is_date
