@@ -645,6 +645,8 @@ def test_a_bound_credential_sees_only_memories_inside_its_set(world, scoped):
         ("mail ada@exa\u00admple.com", "mail [EMAIL]"),  # soft hyphen inside: covered by the placeholder
         ("mail ada@example\u3002com", "mail [EMAIL]"),  # ideographic full stop
         ("mail ada\ufe6bexample.com", "mail [EMAIL]"),  # small commercial at
+        ("mail ada\ufe0f@example.com", "mail [EMAIL]"),  # variation selector
+        ("mail ada@exam\U000e0100ple.com", "mail [EMAIL]"),  # variation selector supplement
         ("card ４１１１ １１１１ １１１１ １１１１", "card [CARD]"),  # full-width digits
         ("card 4111\u20131111\u20131111\u20131111", "card [CARD]"),  # en dashes
         ("card \U0001d7d2\U0001d7cf\U0001d7cf\U0001d7cf 1111 1111 1111", "card [CARD]"),  # mathematical digits
@@ -729,6 +731,7 @@ def test_space_is_reclaimed_on_postgresql_only_and_never_inside_a_transaction():
         ("0012-20-05", False),  # four digits first: a year, so 20 is a month
         ("01.01.2024", True), ("31.12.2024", True), ("12/31/2024", True), ("05.20.2024", True), ("5/3/24", True),
         ("32.01.2024", False), ("13.13.2024", False), ("32.05.2024", False), ("00.01.2024", False),
+        ("01/13/2024", True), ("05.32.2024", False),
         ("2024-05/03", False), ("12345", False), ("1.2", False),
     ],
 )
