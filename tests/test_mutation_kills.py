@@ -739,3 +739,29 @@ def test_what_counts_as_a_calendar_date(text, is_date):
     from memoryapp.masking.common import is_date as date_check
 
     assert date_check(text) is is_date
+
+
+@pytest.mark.parametrize(
+    ("written", "read_as"),
+    [
+        # invisible: left out (category Cf, the extra list, both variation-selector blocks, their ends included)
+        ("a\u200bb", "ab"), ("a\u00adb", "ab"), ("a\u034fb", "ab"), ("a\u3164b", "ab"), ("a\u2800b", "ab"),
+        ("a\ufe00b", "ab"), ("a\ufe0fb", "ab"), ("a\U000e0100b", "ab"), ("a\U000e01efb", "ab"),
+        # just outside those blocks: kept as written
+        ("a\ufe10b", "a\ufe10b"), ("a\U000e01f0b", "a\U000e01f0b"),
+        # full-width ASCII, its first and last characters; just past it: kept
+        ("\uff01\uff5e\uff20\uff11", "!~@1"), ("\uff5f", "\uff5f"),
+        # dashes, spaces, digits of other scripts, compatibility letters and digits, special stops
+        ("\u2010\u2212", "--"), ("a\u00a0b\u3000c", "a b c"), ("\u0663\u096a", "34"), ("\U0001d400\u2460", "A1"),
+        ("\u3002\u2028", ".\n"), ("é", "é"),
+        # a separator between digits
+        ("054_123\u00b74567", "054-123-4567"), ("a_b", "a_b"), ("5_x", "5_x"),
+    ],
+)
+def test_the_normalised_copy_detectors_read(written, read_as):
+    from memoryapp.masking.text import Work
+
+    work = Work.of(written)
+    assert work.text == read_as
+    assert len(work.starts) == len(work.ends) == len(work.text)
+    assert all(0 <= s < e <= len(written) for s, e in zip(work.starts, work.ends))
