@@ -173,6 +173,45 @@ def score_of(mutants: dict, equivalents: dict[str, str]) -> float | None:
     return 100.0 * detected / (len(mutants) - excluded) if len(mutants) > excluded else None
 
 
+def tally(mutants: dict, equivalents: dict[str, str]) -> Counter:
+    counts: Counter = Counter(total=len(mutants))
+    for name, entry in mutants.items():
+        status = entry["status"]
+        if status in DETECTED:
+            counts["detected"] += 1
+        elif status == "not checked":
+            counts["unchecked"] += 1
+        elif name in equivalents or (status == "survived" and is_wording(entry.get("diff", ""))):
+            counts["equivalent"] += 1
+        elif status == "no tests":
+            counts["no tests"] += 1
+        else:
+            counts["survived"] += 1
+    return counts
+
+
+def markdown(keys: list[str]) -> None:
+    """The docs/mutation.md table: baseline (without the kill tests) -> with them."""
+    equivalents = load_equivalents()
+    print("| module | files | mutants | baseline: detected / survived / no tests / unchecked → score | with the kill tests: detected / survived / no tests / unchecked → score | equivalent |")
+    print("|---|---|---|---|---|---|")
+    for key in keys:
+        after_path, base_path = OUT / f"{key}.json", OUT / f"{key}.baseline.json"
+        if not after_path.exists():
+            print(f"| {key} | {', '.join(MODULES[key][0])} | – | not run | not run | – |")
+            continue
+
+        def cell(path):
+            if not path.exists():
+                return "–"
+            c = tally(json.loads(path.read_text(encoding="utf-8")), equivalents)
+            score = score_of(json.loads(path.read_text(encoding="utf-8")), equivalents)
+            return f"{c['detected']} / {c['survived']} / {c['no tests']} / {c['unchecked']} → **{score:.1f}%**" if score is not None else "–"
+
+        after = tally(json.loads(after_path.read_text(encoding="utf-8")), equivalents)
+        print(f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if after_path != base_path else '–'} | {after['equivalent']} |")
+
+
 def report(keys: list[str]) -> int:
     equivalents = load_equivalents()
     rows, stale = [], set(equivalents)
@@ -239,6 +278,7 @@ def main() -> int:
     parser.add_argument("modules", nargs="*", help=f"any of: {', '.join(MODULES)} (default: all)")
     parser.add_argument("--changed", action="store_true", help="only the modules whose files differ from main")
     parser.add_argument("--report", action="store_true", help="print the last results without running")
+    parser.add_argument("--markdown", action="store_true", help="print the last results as the docs/mutation.md table")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATION_JOBS", "2")))
     parser.add_argument("--timeout", type=int, default=int(os.environ.get("MUTATION_TIMEOUT", "1800")), help="seconds per module")
     parser.add_argument("--survivors", action="store_true", help="re-run only the mutants the last run of each module left undetected")
@@ -255,6 +295,9 @@ def main() -> int:
     unknown = [k for k in keys if k not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {unknown}; known: {', '.join(MODULES)}")
+    if args.markdown:
+        markdown(keys)
+        return 0
     if not args.report:
         for key in keys:
             fresh_mutants_dir()

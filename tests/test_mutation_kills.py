@@ -18,13 +18,13 @@ from django.utils import timezone
 from governance import actions as gov_actions
 from governance.models import Collection, Document
 from memoryapp import masking, ratelimit
-from memoryapp.models import MemoryVersion, RememberHit
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, RememberHit
 from memoryapp.recall import service as recall_service
 from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.fusion import rank_by_scores, rrf
 from retention import erasure
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import make_agent
+from tests.conftest import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -765,3 +765,32 @@ def test_the_normalised_copy_detectors_read(written, read_as):
     assert work.text == read_as
     assert len(work.starts) == len(work.ends) == len(work.text)
     assert all(0 <= s < e <= len(written) for s, e in zip(work.starts, work.ends))
+
+
+def test_nothing_to_show_hides_nothing(world):
+    listed = make_agent(world.editor).list().json()
+    assert listed["memories"] == [] and listed["hidden"] == 0
+    recalled = make_agent(world.editor).recall(query="anything").json()
+    assert recalled["memories"] == [] and recalled["hidden"] == 0
+
+
+def test_the_members_agent_memories_leave_out_assistant_memories(world):
+    agent = make_agent(world.editor)
+    agent.remember(namespace="travel", text="agent memory")
+    assert agent.remember(namespace=ASSISTANT_NAMESPACE, key="tea", source="user_request", kind="preference", text="likes green tea").status_code == 201
+    api = client_for(world.editor)
+    listed = api.get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories").json()["memories"]
+    assert [m["text"] for m in listed] == ["agent memory"]
+    assert set(_texts(agent.list())) == {"agent memory", "likes green tea"}  # agents read both (README decision)
+
+
+def test_lists_are_newest_first_by_creation_then_by_id(world, time_machine):
+    agent = make_agent(world.editor)
+    start = timezone.now().replace(microsecond=0)
+    time_machine.move_to(start + timedelta(minutes=5), tick=False)
+    agent.remember(namespace="n", text="created later, stored first")
+    time_machine.move_to(start, tick=False)
+    agent.remember(namespace="n", text="created earlier, stored second")
+    agent.remember(namespace="n", text="same instant, stored third")
+    time_machine.move_to(start + timedelta(minutes=10), tick=False)
+    assert _texts(agent.list()) == ["created later, stored first", "same instant, stored third", "created earlier, stored second"]
