@@ -148,6 +148,23 @@ def test_a_refused_slot_refunds_nothing(window, credential_id):
     assert window.stored(credential_id) == 1
 
 
+def test_reset_clears_the_remember_budget_of_one_credential_only(window, credential_id):
+    other = credential_id + 2
+    window.limiter.reset(other)
+    window.limiter.acquire(credential_id, 5)
+    window.limiter.acquire(other, 5)
+    window.limiter.reset(credential_id)  # the default budget is the remembers'
+    assert window.stored(credential_id) == 0 and window.stored(other) == 1
+    window.limiter.reset(other)
+
+
+def test_a_turn_slot_is_refunded_to_the_turn_budget(window, credential_id):
+    window.limiter.acquire(credential_id, 5)
+    turn = window.limiter.acquire(credential_id, 5, "turn")
+    window.limiter.refund(turn)
+    assert window.stored(credential_id, "turn") == 0 and window.stored(credential_id) == 1
+
+
 def test_budgets_and_credentials_count_apart(window, credential_id):
     other = credential_id + 1
     window.limiter.reset(other)
@@ -179,6 +196,7 @@ def test_an_unreachable_redis_refuses_instead_of_admitting():
     with pytest.raises(ratelimit.ApiError) as refused:
         limiter.acquire(1, 120)
     assert refused.value.status == 503 and refused.value.code == "RATE_LIMIT_UNAVAILABLE"
+    assert isinstance(refused.value.message, str) and refused.value.message.strip()
     assert refused.value.headers == {"Retry-After": "5"}
     limiter.refund(ratelimit.Slot(True, 1, 0, 1, "h", 1))  # a lost refund is not an error
 
