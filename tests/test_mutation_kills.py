@@ -18,6 +18,7 @@ from django.utils import timezone
 from governance import actions as gov_actions
 from governance.models import Collection, Document
 from memoryapp import masking, ratelimit
+from memoryapp.access_log import ENTRY_ARTIFACT
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, RememberHit
 from memoryapp.recall import service as recall_service
 from memoryapp.recall.bm25 import bm25_scores
@@ -508,7 +509,8 @@ def _memories(world, count: int, *, cite: bool = True) -> list[int]:
     return [int(i) for i in ids]
 
 
-def test_an_erase_deletes_every_artifact_and_its_receipt_says_so(world):
+def test_an_erase_deletes_every_artifact_and_its_receipt_says_so(world, settings):
+    settings.BACKUP_RETENTION_DAYS = 7
     ids = _memories(world, 3)
     before = erasure.verify(ids)
     assert before["clean"] is False and before["remaining"]["memory_version"] == 3 and before["remaining"]["citation"] == 3
@@ -520,12 +522,18 @@ def test_an_erase_deletes_every_artifact_and_its_receipt_says_so(world):
     assert receipt.workspace_ref == world.workspace.pk and receipt.member_ref == world.editor.pk and receipt.actor_label == "agent"
     assert receipt.verification["clean"] is True and not any(receipt.verification["remaining"].values())
     assert receipt.unreachable_at == receipt.purged_at and receipt.requested_at <= receipt.purged_at
+    assert receipt.residual == erasure.residual_window(receipt.purged_at)
+    assert receipt.residual["backups"]["until"] == (receipt.purged_at + timedelta(days=7)).isoformat()
+    assert receipt.verification["remaining"][ENTRY_ARTIFACT] == 0 and "checkedAt" in receipt.verification
+    assert receipt.actor is None and receipt.actor_label == "agent"  # no user acted
     assert not MemoryVersion.objects.filter(pk__in=ids).exists()
     assert erasure.erase_memories(ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent") is None  # nothing left: no receipt
 
 
 def test_a_dedupe_key_gives_one_receipt_for_one_piece_of_work(world):
     first, second = _memories(world, 2, cite=False)
+    earlier = _memories(world, 1, cite=False)
+    assert erasure.erase_memories(earlier, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent") is not None  # no key
     kwargs = {"operation": Operation.EXPIRY, "workspace_id": world.workspace.pk, "actor_label": "sweep", "dedupe_key": "expiry:x"}
     assert erasure.erase_memories([first], **kwargs) is not None
     assert erasure.erase_memories([second], **kwargs) is None
@@ -571,11 +579,18 @@ def test_chunked_expiry_states_the_computed_expiry_as_unreachable(world):
 def test_an_admin_erase_of_a_member_erases_all_and_audits_the_count(world):
     from governance.models import AuditEvent
 
+    from governance.audit import actor_label
+
     ids = _memories(world, 2)
     assert erasure.erase_member_memories(world.editor, actor=world.owner.user, reason="request") == 2
     assert not MemoryVersion.objects.filter(pk__in=ids).exists()
+    receipt = DeletionReceipt.objects.get(operation=Operation.ADMIN_ERASE)
+    assert receipt.manifest["filters"] == {"member": world.editor.pk, "reason": "request"}
+    assert receipt.actor == world.owner.user and receipt.actor_label == actor_label(world.owner.user)
+    assert receipt.member_ref == world.editor.pk and receipt.workspace_ref == world.workspace.pk
     event = AuditEvent.objects.get(action="memories.admin_erased")
     assert event.changes == {"versions": 2} and event.reason == "request"
+    assert event.actor == world.owner.user and event.target == f"member #{world.editor.pk}" and event.workspace == world.workspace
     assert erasure.erase_member_memories(world.editor, actor=world.owner.user) == 0
 
 
@@ -713,7 +728,7 @@ def test_tallies_add_up():
     assert (total.versions, total.receipts, total.chunks) == (5, 7, 9)
 
 
-@pytest.mark.parametrize("backup_days", [0, 7])
+@pytest.mark.parametrize("backup_days", [0, 1, 7])
 def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(settings, backup_days):
     settings.BACKUP_RETENTION_DAYS, settings.WAL_ARCHIVE_RETENTION_DAYS = backup_days, 3
     purged = timezone.now()
@@ -723,8 +738,8 @@ def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(se
     assert window["database"]["engine"] == vendor and window["database"]["statement"]
     backups = window["backups"]
     assert backups["retentionDays"] == backup_days
-    assert backups["until"] == (None if backup_days == 0 else (purged + timedelta(days=7)).isoformat())
-    assert backups["statement"] and (backup_days == 0 or "7 days" in backups["statement"])
+    assert backups["until"] == (None if backup_days == 0 else (purged + timedelta(days=backup_days)).isoformat())
+    assert backups["statement"] and (backup_days == 0 or f"{backup_days} days" in backups["statement"])
     if vendor == "postgresql":
         assert window["walArchives"]["retentionDays"] == 3 and window["walArchives"]["until"] == (purged + timedelta(days=3)).isoformat()
 
