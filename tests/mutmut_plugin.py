@@ -16,8 +16,20 @@ from pathlib import Path
 _made: list[Path] = []
 
 
+def _clear_process_caches() -> None:
+    """The forked mutant runs inherit the caches the clean run filled: a cached answer of the
+    original code would hide a mutant (masking's per-character normalisation map, the limiter)."""
+    from memoryapp import ratelimit
+    from memoryapp.masking import text
+
+    text._CHAR_MAP.clear()
+    ratelimit._limiter.cache_clear()
+
+
 def pytest_sessionstart(session):
     from django.conf import settings
+
+    _clear_process_caches()
 
     db = settings.DATABASES["default"]
     if db["ENGINE"] != "django.db.backends.sqlite3":

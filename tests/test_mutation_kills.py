@@ -764,7 +764,7 @@ def test_space_is_reclaimed_on_postgresql_only_and_never_inside_a_transaction():
         ("0012-20-05", False),  # four digits first: a year, so 20 is a month
         ("01.01.2024", True), ("31.12.2024", True), ("12/31/2024", True), ("05.20.2024", True), ("5/3/24", True),
         ("32.01.2024", False), ("13.13.2024", False), ("32.05.2024", False), ("00.01.2024", False),
-        ("01/13/2024", True), ("05.32.2024", False),
+        ("01/13/2024", True), ("05.32.2024", False), ("13.01.2024", True),
         ("2024-05/03", False), ("12345", False), ("1.2", False),
     ],
 )
