@@ -25,7 +25,7 @@ from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.fusion import rank_by_scores, rrf
 from retention import erasure
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, make_agent
+from tests.conftest import AgentClient, client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -827,3 +827,40 @@ def test_lists_are_newest_first_by_creation_then_by_id(world, time_machine):
     agent.remember(namespace="n", text="same instant, stored third")
     time_machine.move_to(start + timedelta(minutes=10), tick=False)
     assert _texts(agent.list()) == ["created later, stored first", "same instant, stored third", "created earlier, stored second"]
+
+
+# gates rows 1-6 (SPEC §2): who may call at all, and with what
+def test_rows_1_to_3_refuse_with_their_codes_and_details(world, time_machine):
+    _refusal(AgentClient("").remember(namespace="n", text="x"), 401, "UNAUTHENTICATED")
+    revoked_credential, revoked_token = gov_actions.create_credential(world.editor, name="r", scopes=["memory:read", "memory:write"])
+    gov_actions.revoke_credential(revoked_credential, actor=world.editor.user)
+    _refusal(AgentClient(revoked_token).list(), 401, "UNAUTHENTICATED")
+    _, expiring_token = gov_actions.create_credential(world.editor, name="e", scopes=["memory:read"], expires_at=timezone.now() + timedelta(hours=1))
+    assert AgentClient(expiring_token).list().status_code == 200
+    time_machine.move_to(timezone.now() + timedelta(hours=2))
+    _refusal(AgentClient(expiring_token).list(), 401, "UNAUTHENTICATED")
+    time_machine.move_to(timezone.now() - timedelta(hours=2))
+    reader = make_agent(world.editor, scopes=("memory:read",))
+    error = _refusal(reader.remember(namespace="n", text="x"), 403, "INSUFFICIENT_SCOPE")
+    assert error["details"] == {"requiredScope": "memory:write"}
+    writer = make_agent(world.editor)
+    gov_actions.change_role(world.editor, "viewer", actor=world.owner.user)
+    error = _refusal(writer.remember(namespace="n", text="x"), 403, "INSUFFICIENT_ROLE")
+    assert error["details"] == {"requiredScope": "memory:write", "role": "viewer"}
+    assert writer.list().status_code == 200  # reading is still allowed to a viewer
+
+
+def test_row_5_names_which_switch_is_off(world):
+    agent = make_agent(world.editor)
+    gov_actions.set_remember_me(world.editor, False)
+    assert _refusal(agent.list(), 403, "AGENT_MEMORY_DISABLED")["details"] == {"reason": "member"}
+    gov_actions.update_settings(world.workspace, {"agentMemoriesEnabled": False}, actor=world.owner.user)
+    assert _refusal(agent.list(), 403, "AGENT_MEMORY_DISABLED")["details"] == {"reason": "workspace"}
+    gov_actions.set_ai_memory_available(world.workspace, False, actor=None)
+    assert _refusal(agent.list(), 403, "AGENT_MEMORY_DISABLED")["details"] == {"reason": "organization"}
+
+
+def test_row_6_a_body_that_is_not_an_object_is_a_validation_error(world):
+    agent = make_agent(world.editor)
+    error = _refusal(agent.call("remember", raw=b"[1, 2]"), 400, "VALIDATION_ERROR")
+    assert list(error["details"]["fields"]) == ["non_field_errors"]
