@@ -160,7 +160,9 @@ def fresh_mutants_dir() -> None:
 
 
 def changed_modules() -> list[str]:
-    names = subprocess.run(["git", "diff", "--name-only", "main", "--"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    # Against the merge base: what this branch (and the working tree) changed, not what main gained since.
+    base = subprocess.run(["git", "merge-base", "main", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    names = subprocess.run(["git", "diff", "--name-only", base, "--"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     return [key for key, (files, _) in MODULES.items() if any(fnmatch(n, f) for n in names for f in files)]
 
 
