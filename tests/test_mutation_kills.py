@@ -614,6 +614,7 @@ def test_overlapping_detections_are_merged_never_dropped_and_keep_the_first_kind
     assert masking._select([(0, 4, "NUMBER"), (0, 8, "CARD")]) == [(0, 8, "CARD")]  # longest on ties
     assert masking._select([(0, 4, "EMAIL"), (4, 8, "PHONE")]) == [(0, 4, "EMAIL"), (4, 8, "PHONE")]  # touching, not overlapping
     assert masking._select([(3, 3, "EMAIL"), (2, 1, "EMAIL")]) == []  # empty spans are nothing
+    assert masking._select([(3, 3, "EMAIL"), (5, 9, "PHONE")]) == [(5, 9, "PHONE")]  # and do not stop the rest
     assert masking._select([(0, 10, "SECRET"), (2, 4, "EMAIL"), (6, 12, "PHONE")]) == [(0, 12, "SECRET")]
 
 
