@@ -211,7 +211,7 @@ def markdown(keys: list[str]) -> None:
             return f"{c['detected']} / {c['survived']} / {c['no tests']} / {c['unchecked']} → **{score:.1f}%**" if score is not None else "–"
 
         after = tally(json.loads(after_path.read_text(encoding="utf-8")), equivalents)
-        print(f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if after_path != base_path else '–'} | {after['equivalent']} |")
+        print(f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} | {after['equivalent']} |")
 
 
 def report(keys: list[str]) -> int:
