@@ -1,0 +1,332 @@
+"""Mutation testing of the rule modules, one module at a time (issue 15 §1). Run via bench/mutation.sh.
+
+For each module: a fresh mutants/ copy, mutmut restricted to that module's files, pytest
+restricted to the test files that exercise it (mutmut then runs, per mutant, only the tests
+that reached the mutated function). Prints every surviving mutant's diff and a score table.
+Survivors judged equivalent (no test could tell them apart from the original) are listed in
+bench/mutation_equivalent.txt with the reason, and counted apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "var" / "mutation"
+EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.txt"
+
+# module key -> (files to mutate, test files that exercise them)
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "gates": (["memoryapp/gates.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "masking": (["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
+    "masking_detectors": (["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
+    "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),
+    "actions": (["memoryapp/actions.py"], ["tests/test_memories.py", "tests/test_spec_rules.py", "tests/test_gates.py", "tests/test_mutation_kills.py"]),
+    "erasure": (["retention/erasure.py"], ["tests/test_forgetting.py", "tests/test_lifecycle.py", "tests/test_mutation_kills.py"]),
+    "ratelimit": (["memoryapp/ratelimit.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], ["tests/test_recall_math.py", "tests/test_mutation_kills.py"]),
+    "recall_service": (["memoryapp/recall/service.py"], ["tests/test_recall.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "lifecycle": (["retention/lifecycle.py"], ["tests/test_lifecycle.py", "tests/test_lifecycle_cascades.py", "tests/test_lifecycle_matrix.py", "tests/test_mutation_kills.py"]),
+    "credits": (["retention/credits.py"], ["tests/test_credits.py", "tests/test_consolidation.py", "tests/test_mutation_kills.py"]),
+}
+
+DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
+_LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
+
+
+def is_wording(diff: str) -> bool:
+    """A mutant that only rewords a human-readable message (a string literal with a space in it,
+    wrapped in XX or case-changed). SPEC §3 fixes an error's code and details; its message is
+    for people (and translated), so no test should pin its letters. Such survivors are counted
+    as equivalent by this rule; a mutant that drops or nulls a message is not covered by it."""
+    removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    if len(removed) != 1 or len(added) != 1:
+        return False
+    old = [a or b for a, b in _LITERAL.findall(removed[0])]
+    new = [a or b for a, b in _LITERAL.findall(added[0])]
+    if len(old) != len(new) or _LITERAL.sub('""', removed[0]) != _LITERAL.sub('""', added[0]):
+        return False
+    changed = [(o, n) for o, n in zip(old, new) if o != n]
+    return len(changed) == 1 and " " in changed[0][0] and changed[0][1] in (f"XX{changed[0][0]}XX", changed[0][0].lower(), changed[0][0].upper())
+
+
+def load_equivalents() -> dict[str, str]:
+    """`mutant_name  reason` per line; '#' starts a comment."""
+    result = {}
+    if EQUIVALENT_FILE.exists():
+        for line in EQUIVALENT_FILE.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(" ")
+                result[name] = reason.strip()
+    return result
+
+
+def configure(key: str) -> None:
+    import mutmut.configuration as mc
+
+    files, tests = MODULES[key]
+    cfg = mc._load_config()
+    cfg.only_mutate = files
+    # MUTATION_BASELINE=1: the suite without tests/test_mutation_kills.py (the "before" score).
+    skip = {"tests/test_mutation_kills.py"} if os.environ.get("MUTATION_BASELINE") == "1" else set()
+    cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists() and t not in skip]
+    # MUTATION_KILLS_ONLY=1 (with --survivors): judge the baseline's undetected mutants by the kill
+    # tests alone — fast; a mutant they miss counts as surviving even if the slower suite, not
+    # reached in the baseline's time, would have killed it (so the score errs low).
+    if os.environ.get("MUTATION_KILLS_ONLY") == "1":
+        cfg.pytest_add_cli_args_test_selection = ["tests/test_mutation_kills.py"]
+    mc._config = cfg
+
+
+def previous(key: str) -> dict:
+    path = OUT / f"{key}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def run_one(key: str, jobs: int, survivors_only: bool) -> None:
+    """Child process: configure mutmut for one module and run it (results land in mutants/).
+    With survivors_only, only the mutants the last run did not detect are run again."""
+    configure(key)
+    from mutmut.__main__ import _run
+
+    names: tuple[str, ...] = ()
+    if survivors_only:
+        equivalents = load_equivalents()
+        names = tuple(
+            n for n, e in previous(key).items()
+            if e["status"] not in DETECTED and n not in equivalents and not (e["status"] == "survived" and is_wording(e.get("diff", "")))
+        )
+        print(f"re-running {len(names)} undetected mutants of {key}", flush=True)
+        if not names:
+            return
+    try:
+        _run(names, jobs)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+
+
+def collect(key: str, merge: bool) -> None:
+    """Child process: read mutants/*.meta (also after a timed-out run) into var/mutation/<key>.json.
+    With merge (a survivors-only re-run), a mutant not re-run keeps its earlier verdict: tests
+    were only added since, so a killed mutant stays killed."""
+    before = previous(key) if merge else {}
+    configure(key)
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+    from mutmut.utils.file_utils import walk_mutatable_files
+
+    mutants = {}
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        for name, code in data.exit_code_by_key.items():
+            status = status_by_exit_code[code]
+            entry = {"status": status, "path": str(path)}
+            if status not in DETECTED and status != "not checked":
+                entry["diff"] = get_diff_for_mutant(name, path=path)
+            if status == "not checked" and name in before:
+                entry = before[name]
+            mutants[name] = entry
+    if not mutants:
+        print(f"no mutants of {key} found in mutants/: the run failed, earlier results kept", flush=True)
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{key}.json").write_text(json.dumps(mutants, indent=1), encoding="utf-8")
+
+
+def fresh_mutants_dir() -> None:
+    """mutmut treats a file already in mutants/ as mutated: a leftover copy from another module's
+    run would silently give zero mutants, so the directory must really be gone."""
+    for _ in range(10):
+        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+        if not (ROOT / "mutants").exists():
+            return
+        time.sleep(1)
+    raise SystemExit("could not remove mutants/ (is another mutation run still going?)")
+
+
+def changed_modules() -> list[str]:
+    # Against the merge base: what this branch (and the working tree) changed, not what main gained since.
+    base = subprocess.run(["git", "merge-base", "main", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    names = subprocess.run(["git", "diff", "--name-only", base, "--"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return [key for key, (files, _) in MODULES.items() if any(fnmatch(n, f) for n in names for f in files)]
+
+
+def score_of(mutants: dict, equivalents: dict[str, str]) -> float | None:
+    detected = sum(e["status"] in DETECTED for e in mutants.values())
+    excluded = sum(
+        e["status"] == "not checked" or (e["status"] not in DETECTED and (n in equivalents or (e["status"] == "survived" and is_wording(e.get("diff", "")))))
+        for n, e in mutants.items()
+    )
+    return 100.0 * detected / (len(mutants) - excluded) if len(mutants) > excluded else None
+
+
+def tally(mutants: dict, equivalents: dict[str, str]) -> Counter:
+    counts: Counter = Counter(total=len(mutants))
+    for name, entry in mutants.items():
+        status = entry["status"]
+        if status in DETECTED:
+            counts["detected"] += 1
+        elif status == "not checked":
+            counts["unchecked"] += 1
+        elif name in equivalents or (status == "survived" and is_wording(entry.get("diff", ""))):
+            counts["equivalent"] += 1
+        elif status == "no tests":
+            counts["no tests"] += 1
+        else:
+            counts["survived"] += 1
+    return counts
+
+
+def markdown(keys: list[str]) -> None:
+    """The docs/mutation.md table: baseline (without the kill tests) -> with them."""
+    equivalents = load_equivalents()
+    print("| module | files | mutants | baseline: detected / survived / no tests / unchecked → score | with the kill tests: detected / survived / no tests / unchecked → score | equivalent |")
+    print("|---|---|---|---|---|---|")
+    for key in keys:
+        after_path, base_path = OUT / f"{key}.json", OUT / f"{key}.baseline.json"
+        if not after_path.exists():
+            print(f"| {key} | {', '.join(MODULES[key][0])} | – | not run | not run | – |")
+            continue
+
+        def cell(path):
+            if not path.exists():
+                return "–"
+            c = tally(json.loads(path.read_text(encoding="utf-8")), equivalents)
+            score = score_of(json.loads(path.read_text(encoding="utf-8")), equivalents)
+            return f"{c['detected']} / {c['survived']} / {c['no tests']} / {c['unchecked']} → **{score:.1f}%**" if score is not None else "–"
+
+        after = tally(json.loads(after_path.read_text(encoding="utf-8")), equivalents)
+        print(f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} | {after['equivalent']} |")
+
+
+def report(keys: list[str]) -> int:
+    equivalents = load_equivalents()
+    rows, stale = [], set(equivalents)
+    for key in keys:
+        path = OUT / f"{key}.json"
+        if not path.exists():
+            rows.append((key, None))
+            continue
+        mutants = json.loads(path.read_text(encoding="utf-8"))
+        counts = Counter()
+        untested: Counter[str] = Counter()
+        print(f"\n=== {key}: surviving mutants ===")
+        for name, entry in sorted(mutants.items()):
+            status = entry["status"]
+            if status in DETECTED:
+                counts["killed" if status != "timeout" else "timeout"] += 1
+                continue
+            if name in equivalents:
+                stale.discard(name)
+                counts["equivalent"] += 1
+                continue
+            if status == "not checked":
+                counts["not checked"] += 1
+                continue
+            if status == "no tests":
+                counts["no tests"] += 1
+                untested[name.split("__mutmut_")[0]] += 1
+                continue
+            if status == "survived" and is_wording(entry.get("diff", "")):
+                counts["equivalent"] += 1
+                counts["wording"] += 1
+                continue
+            counts["survived"] += 1
+            print(f"--- {name} ({status})\n{entry.get('diff', '')}")
+        for function, n in sorted(untested.items()):
+            print(f"--- no selected test reaches {function}: {n} mutants")
+        counts["total"] = len(mutants)
+        baseline = OUT / f"{key}.baseline.json"
+        if baseline.exists():
+            counts["before"] = score_of(json.loads(baseline.read_text(encoding="utf-8")), equivalents)
+        rows.append((key, counts))
+    print("\nmodule       killed  timeout  survived  no-tests  equivalent  unchecked  total  score  (baseline: without the kill tests)")
+    for key, c in rows:
+        if c is None:
+            print(f"{key:<12} (no result: the run failed, see its log)")
+            continue
+        denominator = c["total"] - c["equivalent"] - c["not checked"]
+        score = 100.0 * (c["killed"] + c["timeout"]) / denominator if denominator else 100.0
+        print(f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%" + (f"  (baseline {c['before']:.1f}%)" if c.get("before") is not None else ""))
+    print(f"equivalent includes {sum(c['wording'] for _, c in rows if c)} message-wording mutants (see is_wording) and the entries of {EQUIVALENT_FILE.name}")
+    print("score = (killed + timeout) / (total - equivalent - unchecked); unchecked = not reached before --timeout; 'no-tests' = no selected test reached the mutated function")
+    ours = {n for n in stale if any(n.startswith(p) for k in keys for p in prefixes(k))}
+    for name in sorted(ours):
+        print(f"note: equivalent entry {name} is no longer a survivor (killed, renamed or gone): drop it from {EQUIVALENT_FILE.name}")
+    return 0
+
+
+def prefixes(key: str) -> list[str]:
+    return [f.replace("/*.py", ".").replace(".py", ".").replace("/", ".") for f in MODULES[key][0]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("modules", nargs="*", help=f"any of: {', '.join(MODULES)} (default: all)")
+    parser.add_argument("--changed", action="store_true", help="only the modules whose files differ from main")
+    parser.add_argument("--report", action="store_true", help="print the last results without running")
+    parser.add_argument("--markdown", action="store_true", help="print the last results as the docs/mutation.md table")
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATION_JOBS", "2")))
+    parser.add_argument("--timeout", type=int, default=int(os.environ.get("MUTATION_TIMEOUT", "1800")), help="seconds per module")
+    parser.add_argument("--survivors", action="store_true", help="re-run only the mutants the last run of each module left undetected")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--collect", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        run_one(args.one, args.jobs, args.survivors)
+        return 0
+    if args.collect:
+        collect(args.collect, args.survivors)
+        return 0
+    keys = changed_modules() if args.changed else (args.modules or list(MODULES))
+    unknown = [k for k in keys if k not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; known: {', '.join(MODULES)}")
+    if args.markdown:
+        markdown(keys)
+        return 0
+    if not args.report:
+        for key in keys:
+            fresh_mutants_dir()
+            if not args.survivors:
+                (OUT / f"{key}.json").unlink(missing_ok=True)
+            extra = ["--survivors"] if args.survivors else []
+            OUT.mkdir(parents=True, exist_ok=True)
+            log = OUT / f"{key}.log"
+            started = time.monotonic()
+            print(f"[mutation] {key}: running (log {log.relative_to(ROOT)}) ...", flush=True)
+            with log.open("w") as out:
+                proc = subprocess.Popen([sys.executable, __file__, "--one", key, "--jobs", str(args.jobs), *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    proc.wait(timeout=args.timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
+                    time.sleep(2)  # let the killed mutant workers go before their files are read
+                    print(f"[mutation] {key}: stopped after {args.timeout}s (raise --timeout)")
+            print(f"[mutation] {key}: exit {proc.returncode} in {time.monotonic() - started:.0f}s", flush=True)
+            with log.open("a") as out:
+                subprocess.run([sys.executable, __file__, "--collect", key, *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+            if os.environ.get("MUTATION_BASELINE") == "1" and (OUT / f"{key}.json").exists():
+                shutil.copy(OUT / f"{key}.json", OUT / f"{key}.baseline.json")
+        fresh_mutants_dir()
+    return report(keys)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
