@@ -557,8 +557,13 @@ def test_the_receipt_keeps_the_earliest_moment_the_memories_became_unreachable(w
 def test_chunked_erasure_takes_every_row_once_one_receipt_per_chunk(world):
     ids = _memories(world, 5, cite=False)
     tally = erasure.erase_in_chunks(
-        MemoryVersion.objects.filter(pk__in=ids), operation=Operation.MEMBER_DELETE, workspace_id=world.workspace.pk,
-        member_id=world.editor.pk, actor_label="member", filters={"all": True}, chunk=2,
+        MemoryVersion.objects.filter(pk__in=ids),
+        operation=Operation.MEMBER_DELETE,
+        workspace_id=world.workspace.pk,
+        member_id=world.editor.pk,
+        actor_label="member",
+        filters={"all": True},
+        chunk=2,
     )
     assert (tally.versions, tally.receipts, tally.chunks) == (5, 3, 3)
     receipts = DeletionReceipt.objects.filter(operation=Operation.MEMBER_DELETE)
@@ -571,18 +576,20 @@ def test_chunked_erasure_takes_every_row_once_one_receipt_per_chunk(world):
 def test_chunked_expiry_states_the_computed_expiry_as_unreachable(world):
     ids = _memories(world, 2, cite=False)
     anchors = sorted(MemoryVersion.objects.filter(pk__in=ids).values_list("retention_anchor", flat=True))
-    erasure.erase_in_chunks(MemoryVersion.objects.filter(pk__in=ids), operation=Operation.EXPIRY, workspace_id=world.workspace.pk, member_id=None, actor_label="sweep", filters={}, expired_after_days=30)
+    erasure.erase_in_chunks(
+        MemoryVersion.objects.filter(pk__in=ids), operation=Operation.EXPIRY, workspace_id=world.workspace.pk, member_id=None, actor_label="sweep", filters={}, expired_after_days=30
+    )
     receipt = DeletionReceipt.objects.get(operation=Operation.EXPIRY)
     assert receipt.unreachable_at == anchors[0] + timedelta(days=30)
 
 
 def test_an_admin_erase_of_a_member_erases_all_and_audits_the_count(world):
-    from governance.models import AuditEvent
-
     from governance.audit import actor_label
+    from governance.models import AuditEvent
+    from retention.previews import erase_member_memories
 
     ids = _memories(world, 2)
-    assert erasure.erase_member_memories(world.editor, actor=world.owner.user, reason="request") == 2
+    assert erase_member_memories(world.editor, actor=world.owner.user, reason="request") == 2
     assert not MemoryVersion.objects.filter(pk__in=ids).exists()
     receipt = DeletionReceipt.objects.get(operation=Operation.ADMIN_ERASE)
     assert receipt.manifest["filters"] == {"member": world.editor.pk, "reason": "request"}
@@ -591,7 +598,7 @@ def test_an_admin_erase_of_a_member_erases_all_and_audits_the_count(world):
     event = AuditEvent.objects.get(action="memories.admin_erased")
     assert event.changes == {"versions": 2} and event.reason == "request"
     assert event.actor == world.owner.user and event.target == f"member #{world.editor.pk}" and event.workspace == world.workspace
-    assert erasure.erase_member_memories(world.editor, actor=world.owner.user) == 0
+    assert erase_member_memories(world.editor, actor=world.owner.user) == 0
 
 
 def test_reverifying_a_receipt_finds_it_clean_and_audits_the_check(world):
@@ -715,8 +722,13 @@ def test_chunked_erasure_with_one_row_per_chunk_ends_and_keeps_a_rows_unreachabl
     marked = timezone.now() - timedelta(hours=5)
     MemoryVersion.objects.filter(pk=ids[1]).update(unreachable_at=marked)
     tally = erasure.erase_in_chunks(
-        MemoryVersion.objects.filter(pk__in=ids), operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk,
-        member_id=world.editor.pk, actor_label="cascade", filters={}, chunk=1,
+        MemoryVersion.objects.filter(pk__in=ids),
+        operation=Operation.CASCADE_DOCUMENT,
+        workspace_id=world.workspace.pk,
+        member_id=world.editor.pk,
+        actor_label="cascade",
+        filters={},
+        chunk=1,
     )
     assert (tally.versions, tally.receipts, tally.chunks) == (2, 2, 2)  # and the run ends (an empty pick stops it)
     receipt = DeletionReceipt.objects.get(memory_version_ids=[ids[1]])
@@ -760,13 +772,32 @@ def test_space_is_reclaimed_on_postgresql_only_and_never_inside_a_transaction():
 @pytest.mark.parametrize(
     ("text", "is_date"),
     [
-        ("2024-05-03", True), ("2024-01-01", True), ("2024-12-31", True), ("2024-05-03 12", True), ("2024-05-03T12", True),
-        ("2024-13-01", False), ("2024-00-10", False), ("2024-01-32", False), ("2024-01-00", False), ("2024-13-15", False),
+        ("2024-05-03", True),
+        ("2024-01-01", True),
+        ("2024-12-31", True),
+        ("2024-05-03 12", True),
+        ("2024-05-03T12", True),
+        ("2024-13-01", False),
+        ("2024-00-10", False),
+        ("2024-01-32", False),
+        ("2024-01-00", False),
+        ("2024-13-15", False),
         ("0012-20-05", False),  # four digits first: a year, so 20 is a month
-        ("01.01.2024", True), ("31.12.2024", True), ("12/31/2024", True), ("05.20.2024", True), ("5/3/24", True),
-        ("32.01.2024", False), ("13.13.2024", False), ("32.05.2024", False), ("00.01.2024", False),
-        ("01/13/2024", True), ("05.32.2024", False), ("13.01.2024", True),
-        ("2024-05/03", False), ("12345", False), ("1.2", False),
+        ("01.01.2024", True),
+        ("31.12.2024", True),
+        ("12/31/2024", True),
+        ("05.20.2024", True),
+        ("5/3/24", True),
+        ("32.01.2024", False),
+        ("13.13.2024", False),
+        ("32.05.2024", False),
+        ("00.01.2024", False),
+        ("01/13/2024", True),
+        ("05.32.2024", False),
+        ("13.01.2024", True),
+        ("2024-05/03", False),
+        ("12345", False),
+        ("1.2", False),
     ],
 )
 def test_what_counts_as_a_calendar_date(text, is_date):
@@ -779,17 +810,32 @@ def test_what_counts_as_a_calendar_date(text, is_date):
     ("written", "read_as"),
     [
         # invisible: left out (category Cf, the extra list, both variation-selector blocks, their ends included)
-        ("a\u200bb", "ab"), ("a\u00adb", "ab"), ("a\u034fb", "ab"), ("a\u3164b", "ab"), ("a\u2800b", "ab"),
-        ("a\ufe00b", "ab"), ("a\ufe0fb", "ab"), ("a\U000e0100b", "ab"), ("a\U000e01efb", "ab"),
+        ("a\u200bb", "ab"),
+        ("a\u00adb", "ab"),
+        ("a\u034fb", "ab"),
+        ("a\u3164b", "ab"),
+        ("a\u2800b", "ab"),
+        ("a\ufe00b", "ab"),
+        ("a\ufe0fb", "ab"),
+        ("a\U000e0100b", "ab"),
+        ("a\U000e01efb", "ab"),
         # just outside those blocks: kept as written
-        ("a\ufe10b", "a\ufe10b"), ("a\U000e01f0b", "a\U000e01f0b"),
+        ("a\ufe10b", "a\ufe10b"),
+        ("a\U000e01f0b", "a\U000e01f0b"),
         # full-width ASCII, its first and last characters; just past it: kept
-        ("\uff01\uff5e\uff20\uff11", "!~@1"), ("\uff5f", "\uff5f"),
+        ("\uff01\uff5e\uff20\uff11", "!~@1"),
+        ("\uff5f", "\uff5f"),
         # dashes, spaces, digits of other scripts, compatibility letters and digits, special stops
-        ("\u2010\u2212", "--"), ("a\u00a0b\u3000c", "a b c"), ("\u0663\u096a", "34"), ("\U0001d400\u2460", "A1"),
-        ("\u3002\u2028", ".\n"), ("é", "é"),
+        ("\u2010\u2212", "--"),
+        ("a\u00a0b\u3000c", "a b c"),
+        ("\u0663\u096a", "34"),
+        ("\U0001d400\u2460", "A1"),
+        ("\u3002\u2028", ".\n"),
+        ("é", "é"),
         # a separator between digits
-        ("054_123\u00b74567", "054-123-4567"), ("a_b", "a_b"), ("5_x", "5_x"),
+        ("054_123\u00b74567", "054-123-4567"),
+        ("a_b", "a_b"),
+        ("5_x", "5_x"),
     ],
 )
 def test_the_normalised_copy_detectors_read(written, read_as):
