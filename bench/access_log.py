@@ -91,7 +91,17 @@ def main() -> None:
     listed, unlisted = ids[: len(ids) // 2], ids[len(ids) // 2 :]
     AccessEntry.objects.bulk_create(
         [
-            AccessEntry(workspace=workspace, member=member, credential_ref=credential.pk, credential_name="bench", operation="recall", surface="mcp", at=now, returned=10, memories=[{"id": i, "v": 1} for i in rng.sample(listed, 10)])
+            AccessEntry(
+                workspace=workspace,
+                member=member,
+                credential_ref=credential.pk,
+                credential_name="bench",
+                operation="recall",
+                surface="mcp",
+                at=now,
+                returned=10,
+                memories=[{"id": i, "v": 1} for i in rng.sample(listed, 10)],
+            )
             for _ in range(args.entries)
         ],
         batch_size=2000,

@@ -19,7 +19,30 @@ import time
 from _setup import ROOT, pct, setup
 
 QUERIES = ["which editor", "shipping deadline osaka", "aisle seat", "report language", "weekly review", "coffee or tea", "release budget"]
-WORDS = ["shipping", "warehouse", "invoice", "vim", "emacs", "python", "meeting", "lunch", "aisle", "window", "seat", "japanese", "english", "deadline", "budget", "report", "review", "osaka", "tokyo", "coffee", "tea", "weekly"]
+WORDS = [
+    "shipping",
+    "warehouse",
+    "invoice",
+    "vim",
+    "emacs",
+    "python",
+    "meeting",
+    "lunch",
+    "aisle",
+    "window",
+    "seat",
+    "japanese",
+    "english",
+    "deadline",
+    "budget",
+    "report",
+    "review",
+    "osaka",
+    "tokyo",
+    "coffee",
+    "tea",
+    "weekly",
+]
 
 
 def prepare() -> list[str]:
@@ -34,7 +57,10 @@ def prepare() -> list[str]:
     tokens = []
     for m in range(50):
         member = actions.add_member(workspace, f"load{m}@x.test", role="editor")
-        rows = [MemoryVersion(workspace=workspace, member=member, namespace="prefs", text="Note: " + " ".join(rng.choice(WORDS) for _ in range(12)), text_sha256="0" * 64, text_length=0) for _ in range(300)]
+        rows = [
+            MemoryVersion(workspace=workspace, member=member, namespace="prefs", text="Note: " + " ".join(rng.choice(WORDS) for _ in range(12)), text_sha256="0" * 64, text_length=0)
+            for _ in range(300)
+        ]
         MemoryVersion.objects.bulk_create(rows)
         MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member)])
         for _ in range(4):
@@ -122,7 +148,9 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=20)
-        print(f"gunicorn {workers} worker(s): {total / elapsed:7.1f} req/s   p50 {pct(latencies, 50):7.1f} ms   p95 {pct(latencies, 95):7.1f} ms   p99 {pct(latencies, 99):7.1f} ms   errors {errors} of {total}")
+        print(
+            f"gunicorn {workers} worker(s): {total / elapsed:7.1f} req/s   p50 {pct(latencies, 50):7.1f} ms   p95 {pct(latencies, 95):7.1f} ms   p99 {pct(latencies, 99):7.1f} ms   errors {errors} of {total}"
+        )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,14 @@ EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.txt"
 # module key -> (files to mutate, test files that exercise them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
     "gates": (["memoryapp/gates.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
-    "masking": (["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
-    "masking_detectors": (["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py"], ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"]),
+    "masking": (
+        ["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"],
+        ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"],
+    ),
+    "masking_detectors": (
+        ["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py"],
+        ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"],
+    ),
     "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),
     "actions": (["memoryapp/actions.py"], ["tests/test_memories.py", "tests/test_spec_rules.py", "tests/test_gates.py", "tests/test_mutation_kills.py"]),
     "erasure": (["retention/erasure.py"], ["tests/test_forgetting.py", "tests/test_lifecycle.py", "tests/test_mutation_kills.py"]),
@@ -104,10 +110,7 @@ def run_one(key: str, jobs: int, survivors_only: bool) -> None:
     names: tuple[str, ...] = ()
     if survivors_only:
         equivalents = load_equivalents()
-        names = tuple(
-            n for n, e in previous(key).items()
-            if e["status"] not in DETECTED and n not in equivalents and not (e["status"] == "survived" and is_wording(e.get("diff", "")))
-        )
+        names = tuple(n for n, e in previous(key).items() if e["status"] not in DETECTED and n not in equivalents and not (e["status"] == "survived" and is_wording(e.get("diff", ""))))
         print(f"re-running {len(names)} undetected mutants of {key}", flush=True)
         if not names:
             return
@@ -168,10 +171,7 @@ def changed_modules() -> list[str]:
 
 def score_of(mutants: dict, equivalents: dict[str, str]) -> float | None:
     detected = sum(e["status"] in DETECTED for e in mutants.values())
-    excluded = sum(
-        e["status"] == "not checked" or (e["status"] not in DETECTED and (n in equivalents or (e["status"] == "survived" and is_wording(e.get("diff", "")))))
-        for n, e in mutants.items()
-    )
+    excluded = sum(e["status"] == "not checked" or (e["status"] not in DETECTED and (n in equivalents or (e["status"] == "survived" and is_wording(e.get("diff", ""))))) for n, e in mutants.items())
     return 100.0 * detected / (len(mutants) - excluded) if len(mutants) > excluded else None
 
 
@@ -211,7 +211,9 @@ def markdown(keys: list[str]) -> None:
             return f"{c['detected']} / {c['survived']} / {c['no tests']} / {c['unchecked']} → **{score:.1f}%**" if score is not None else "–"
 
         after = tally(json.loads(after_path.read_text(encoding="utf-8")), equivalents)
-        print(f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} | {after['equivalent']} |")
+        print(
+            f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} | {after['equivalent']} |"
+        )
 
 
 def report(keys: list[str]) -> int:
@@ -262,7 +264,10 @@ def report(keys: list[str]) -> int:
             continue
         denominator = c["total"] - c["equivalent"] - c["not checked"]
         score = 100.0 * (c["killed"] + c["timeout"]) / denominator if denominator else 100.0
-        print(f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%" + (f"  (baseline {c['before']:.1f}%)" if c.get("before") is not None else ""))
+        print(
+            f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%"
+            + (f"  (baseline {c['before']:.1f}%)" if c.get("before") is not None else "")
+        )
     print(f"equivalent includes {sum(c['wording'] for _, c in rows if c)} message-wording mutants (see is_wording) and the entries of {EQUIVALENT_FILE.name}")
     print("score = (killed + timeout) / (total - equivalent - unchecked); unchecked = not reached before --timeout; 'no-tests' = no selected test reached the mutated function")
     ours = {n for n in stale if any(n.startswith(p) for k in keys for p in prefixes(k))}

@@ -42,7 +42,13 @@ def main() -> None:
     for member in members:
         rows = [
             MemoryVersion(
-                workspace=workspace, member=member, namespace=ASSISTANT_NAMESPACE if i < 50 else "bench", key=f"k{i}", text="bench note", text_sha256="0" * 64, text_length=10,
+                workspace=workspace,
+                member=member,
+                namespace=ASSISTANT_NAMESPACE if i < 50 else "bench",
+                key=f"k{i}",
+                text="bench note",
+                text_sha256="0" * 64,
+                text_length=10,
                 retention_anchor=now - timedelta(days=rng.choice((5, 45)), hours=rng.randint(0, 23)),
             )
             for i in range(args.versions + 50)
@@ -55,8 +61,19 @@ def main() -> None:
     per_member = args.entries // len(members)
     for member in members:
         AccessEntry.objects.bulk_create(
-            [AccessEntry(workspace=workspace, member=member, credential_ref=1, credential_name="bench", operation="recall", surface="mcp", returned=10,
-                         memories=[{"id": pk, "v": 1} for pk in rng.sample(all_ids[member.pk], 10)]) for _ in range(per_member)],
+            [
+                AccessEntry(
+                    workspace=workspace,
+                    member=member,
+                    credential_ref=1,
+                    credential_name="bench",
+                    operation="recall",
+                    surface="mcp",
+                    returned=10,
+                    memories=[{"id": pk, "v": 1} for pk in rng.sample(all_ids[member.pk], 10)],
+                )
+                for _ in range(per_member)
+            ],
             batch_size=2000,
         )
     with connection.cursor() as cursor:
@@ -70,8 +87,10 @@ def main() -> None:
     manifest = previews.plan_retention(ask_history, days=30, grace=30, now=now).manifest()
     start = time.perf_counter()
     applied = lifecycle.apply_retention(workspace.pk, 30, 30, now)
-    print(f"{'retention 90 → 30 days, applied':<48} {(time.perf_counter() - start) * 1000:7.0f} ms   erased {applied['agentVersionsErased']:,} (preview {manifest['agentMemories']['versions']:,}), "
-          f"to Expired {applied['assistantExpired']} (preview {manifest['assistantMemoriesToExpired']}), receipts {applied['receipts']}")
+    print(
+        f"{'retention 90 → 30 days, applied':<48} {(time.perf_counter() - start) * 1000:7.0f} ms   erased {applied['agentVersionsErased']:,} (preview {manifest['agentMemories']['versions']:,}), "
+        f"to Expired {applied['assistantExpired']} (preview {manifest['assistantMemoriesToExpired']}), receipts {applied['receipts']}"
+    )
     manifest = previews.plan_owner_bulk_delete(workspace).manifest()
     start = time.perf_counter()
     result = memory_actions.delete_all_agent_memories(workspace, actor=None)

@@ -23,8 +23,52 @@ import time
 
 from _setup import ROOT, pct, setup, summary, timed
 
-WORDS = ["shipping", "warehouse", "invoice", "vim", "emacs", "python", "rust", "meeting", "lunch", "aisle", "window", "seat", "japanese", "english", "french", "deadline", "budget", "report", "dashboard", "release", "review", "design", "database", "cache", "queue", "osaka", "tokyo", "berlin", "coffee", "tea", "morning", "evening", "weekly", "monthly"]
-QUERIES = ["which editor does the user prefer", "shipping deadline from osaka", "preferred seat on flights", "language for reports", "weekly review meeting time", "coffee or tea in the morning", "release budget dashboard", "大阪倉庫の出荷"]
+WORDS = [
+    "shipping",
+    "warehouse",
+    "invoice",
+    "vim",
+    "emacs",
+    "python",
+    "rust",
+    "meeting",
+    "lunch",
+    "aisle",
+    "window",
+    "seat",
+    "japanese",
+    "english",
+    "french",
+    "deadline",
+    "budget",
+    "report",
+    "dashboard",
+    "release",
+    "review",
+    "design",
+    "database",
+    "cache",
+    "queue",
+    "osaka",
+    "tokyo",
+    "berlin",
+    "coffee",
+    "tea",
+    "morning",
+    "evening",
+    "weekly",
+    "monthly",
+]
+QUERIES = [
+    "which editor does the user prefer",
+    "shipping deadline from osaka",
+    "preferred seat on flights",
+    "language for reports",
+    "weekly review meeting time",
+    "coffee or tea in the morning",
+    "release budget dashboard",
+    "大阪倉庫の出荷",
+]
 
 
 def sentence(rng: random.Random, i: int) -> str:
@@ -136,7 +180,9 @@ def main() -> None:
     print(summary(f"query embedding alone ({embedder.id})", embedding) + f"   over 800 ms: {sum(1 for v in embedding if v > 800)}")
     unlogged = timed(do_recall_unlogged, args.n)
     print(summary("  the same read without its access entry", unlogged))
-    print(f"{'  cost of the access entry (one INSERT)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)")
+    print(
+        f"{'  cost of the access entry (one INSERT)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
+    )
     print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
     p50s = {}
     for size in (100, 1000, 5000):

@@ -238,8 +238,16 @@ def load(conversations: list[Conversation], embedders: list[str]) -> dict[tuple[
                     admission = gates.admit(token, "remember", {"namespace": "locomo", "text": text})
                     # store_version directly: actions.remember would add the 120/hour rate limit.
                     version, _ = store_version(
-                        workspace=workspace, member=admission.ctx.member, credential=admission.ctx.credential, namespace="locomo",
-                        key=None, content=admission.content, kind="", source="agent", collection_id=None, passages=admission.passages,
+                        workspace=workspace,
+                        member=admission.ctx.member,
+                        credential=admission.ctx.credential,
+                        namespace="locomo",
+                        key=None,
+                        content=admission.content,
+                        kind="",
+                        source="agent",
+                        collection_id=None,
+                        passages=admission.passages,
                     )
                     index_of[version.pk] = index
             members[(conversation.name, name)] = (token, index_of)
@@ -307,11 +315,7 @@ def plain_cosine(candidates, query_vector, name: str) -> list[int]:
 def summarise(rows: list[tuple[Question, dict[str, float]]]) -> dict:
     keys = ("R@5", "R@10", "MRR@10", "hit@5")
     overall = {k: statistics.fmean(s[k] for _, s in rows) for k in keys} if rows else {}
-    per_cat = {
-        CATEGORIES[c]: {k: statistics.fmean(s[k] for q, s in rows if q.category == c) for k in keys}
-        for c in CATEGORIES
-        if any(q.category == c for q, _ in rows)
-    }
+    per_cat = {CATEGORIES[c]: {k: statistics.fmean(s[k] for q, s in rows if q.category == c) for k in keys} for c in CATEGORIES if any(q.category == c for q, _ in rows)}
     return {"overall": overall, "category": per_cat}
 
 

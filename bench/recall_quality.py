@@ -98,8 +98,16 @@ def load(data: dict, stored_embedder: str):
             admission = gates.admit(token, "remember", body)
             # store_version directly: actions.remember would add the 120/hour rate limit.
             version, _ = store_version(
-                workspace=workspace, member=member, credential=admission.ctx.credential, namespace=memory["ns"],
-                key=None, content=admission.content, kind="", source="agent", collection_id=None, passages=admission.passages,
+                workspace=workspace,
+                member=member,
+                credential=admission.ctx.credential,
+                namespace=memory["ns"],
+                key=None,
+                content=admission.content,
+                kind="",
+                source="agent",
+                collection_id=None,
+                passages=admission.passages,
             )
             pk_of[memory["id"]] = version.pk
     return token, member, pk_of
@@ -252,9 +260,11 @@ def run(data: dict, args) -> int:
     ]
     queries = data["queries"]
     n_mem = len(data["memories"])
-    print(f"Recall quality — {n_mem} memories ({sum(1 for m in data['memories'] if m.get('cites'))} citing passages), "
-          f"{len(data['documents'])} documents, {len(data['entities'])} entities, {len(queries)} queries "
-          f"(load {load_s:.1f}s; stored embedder {stored!r})")
+    print(
+        f"Recall quality — {n_mem} memories ({sum(1 for m in data['memories'] if m.get('cites'))} citing passages), "
+        f"{len(data['documents'])} documents, {len(data['entities'])} entities, {len(queries)} queries "
+        f"(load {load_s:.1f}s; stored embedder {stored!r})"
+    )
     counts = "  ".join(f"{name} {sum(1 for q in queries if pred(q))}" for name, pred in groups)
     print(f"queries per group: {counts}\n")
     width = max(len(m) for m in methods)

@@ -48,7 +48,7 @@ def main() -> None:
     chained = receipts.append
     with_chain, without = [], []
     for i in range(args.erases + 10):
-        for mode in ((True, False) if i % 2 else (False, True)):
+        for mode in (True, False) if i % 2 else (False, True):
             erasure.receipts.append = chained if mode else plain_create
             start = time.perf_counter()
             erase_one()

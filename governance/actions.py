@@ -165,9 +165,7 @@ def create_credential(
     bound context set (given, or named by `context_set_id`) must be a live set of the workspace."""
     if context_set_id is not None:
         context_set = ContextSet.objects.filter(pk=context_set_id).first()
-    if (context_set_id is not None or context_set is not None) and (
-        context_set is None or context_set.workspace_id != member.workspace_id or context_set.deleted_at is not None
-    ):
+    if (context_set_id is not None or context_set is not None) and (context_set is None or context_set.workspace_id != member.workspace_id or context_set.deleted_at is not None):
         raise validation_error({"contextSetId": ["No such context set."]})
     unknown = [s for s in scopes if s not in MEMORY_SCOPES]
     if unknown:
@@ -188,7 +186,13 @@ def create_credential(
         token_hash=issued.token_hash,
         expires_at=expires_at,
     )
-    audit("credential.created", workspace=member.workspace, actor=member.user, target=f"credential {credential.prefix}", changes={"name": name, "scopes": credential.scopes, "contextSetId": context_set.pk if context_set else None})
+    audit(
+        "credential.created",
+        workspace=member.workspace,
+        actor=member.user,
+        target=f"credential {credential.prefix}",
+        changes={"name": name, "scopes": credential.scopes, "contextSetId": context_set.pk if context_set else None},
+    )
     return credential, issued.token
 
 
@@ -240,9 +244,7 @@ def _link_entities(workspace_id: int, passages: list[Passage]) -> None:
 def _add_version(document: Document, text: str) -> DocumentVersion:
     number = (document.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
     version = DocumentVersion.objects.create(document=document, number=number)
-    passages = Passage.objects.bulk_create(
-        Passage(version=version, document=document, position=i, text=chunk, sha256=Passage.hash_text(chunk)) for i, chunk in enumerate(split_passages(text))
-    )
+    passages = Passage.objects.bulk_create(Passage(version=version, document=document, position=i, text=chunk, sha256=Passage.hash_text(chunk)) for i, chunk in enumerate(split_passages(text)))
     if not passages or passages[0].pk is None:  # backends that do not return ids from bulk_create
         passages = list(version.passages.all())
     _link_entities(document.workspace_id, passages)
@@ -322,7 +324,14 @@ def rename_workspace(workspace: Workspace, name: str, *, actor: Actor) -> Worksp
 def set_ai_memory_available(workspace: Workspace, available: bool, *, actor: Actor, reason: str = "") -> Workspace:
     workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
     if workspace.ai_memory_available != available:
-        audit("workspace.ai_memory_available", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"aiMemoryAvailable": [workspace.ai_memory_available, available]}, reason=reason)
+        audit(
+            "workspace.ai_memory_available",
+            workspace=workspace,
+            actor=actor,
+            target=f"workspace #{workspace.pk}",
+            changes={"aiMemoryAvailable": [workspace.ai_memory_available, available]},
+            reason=reason,
+        )
         workspace.ai_memory_available = available
         workspace.save(update_fields=["ai_memory_available"])
     return workspace

@@ -59,6 +59,7 @@ for _model, _base in ((User, UserAdmin), (Group, GroupAdmin)):
         admin.site.unregister(_model)
     admin.site.register(_model, type(_base.__name__, (RefuseUnknownActionsMixin, _base), {}))
 
+
 class ThrottledAdminLoginForm(ThrottledLoginMixin, AdminAuthenticationForm):
     pass
 
@@ -145,9 +146,13 @@ class WorkspaceAdmin(GovernedAdmin):
     ]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            active_members=count_of(Member.objects.filter(left_at__isnull=True)),
-            active_credentials=count_of(_active_credentials()),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                active_members=count_of(Member.objects.filter(left_at__isnull=True)),
+                active_credentials=count_of(_active_credentials()),
+            )
         )
 
     def has_add_permission(self, request, *args) -> bool:
@@ -245,7 +250,7 @@ def _member_erase_manifests(request, queryset: QuerySet[Member]) -> list[Summary
         manifest = previews.preview_member_erase(member, actor=request.user)
         who = f"{member.user.email or member.user.username} — {member}"
         lines.append(Summary(f"{who}: memory versions to erase", manifest["artifacts"]["memory_version"]))
-        lines.append(Summary(f"{who}: memories (current versions), of which assistant memories", f'{manifest["memories"]} / {manifest.get("assistantMemories", 0)}'))
+        lines.append(Summary(f"{who}: memories (current versions), of which assistant memories", f"{manifest['memories']} / {manifest.get('assistantMemories', 0)}"))
         for artifact, label in ARTIFACT_LABELS.items():
             if artifact != "memory_version":
                 lines.append(Summary(f"{who}: {label}", manifest["artifacts"][artifact]))

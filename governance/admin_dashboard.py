@@ -103,7 +103,7 @@ def bar_chart(title: str, series: dict[date, float], days: list[date], *, unit: 
         '<line x1="{pl}" y1="{base}" x2="{w}" y2="{base}" stroke="#999"/>'
         '<text x="{tx}" y="{ty}" font-size="10" text-anchor="end" fill="#666">{peak}</text>'
         '<text x="{tx}" y="{base}" font-size="10" text-anchor="end" fill="#666">0</text>'
-        '{bars}'
+        "{bars}"
         '<text x="{pl}" y="{h2}" font-size="10" fill="#666">{first}</text>'
         '<text x="{w4}" y="{h2}" font-size="10" text-anchor="end" fill="#666">{last}</text>'
         "</svg>",
@@ -184,10 +184,7 @@ def charts(now: datetime | None = None) -> list[Chart]:
     days = _days(today)
     since = timezone.make_aware(datetime.combine(days[0], datetime.min.time()))
 
-    remembers = {
-        _as_date(row["day"]): row["n"]
-        for row in MemoryVersion.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("pk")).order_by()
-    }
+    remembers = {_as_date(row["day"]): row["n"] for row in MemoryVersion.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("pk")).order_by()}
     erased = {
         _as_date(row["day"]): row["n"] or 0
         for row in DeletionReceipt.objects.filter(purged_at__gte=since)

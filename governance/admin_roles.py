@@ -53,9 +53,7 @@ def sync_staff_groups(apps, using: str = "default") -> None:
         for model in app_config.get_models():
             opts = model._meta
             ct = content_type(opts.app_label, opts.model_name)
-            permission, _ = Permission.objects.db_manager(using).get_or_create(
-                content_type=ct, codename=f"view_{opts.model_name}", defaults={"name": f"Can view {opts.verbose_name_raw}"}
-            )
+            permission, _ = Permission.objects.db_manager(using).get_or_create(content_type=ct, codename=f"view_{opts.model_name}", defaults={"name": f"Can view {opts.verbose_name_raw}"})
             view_permissions.append(permission)
 
     governed_permissions = []

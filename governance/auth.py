@@ -29,11 +29,7 @@ class PersonalTokenAuthentication(authentication.BaseAuthentication):
         except UnicodeDecodeError as exc:
             raise exceptions.AuthenticationFailed("Malformed token header.") from exc
         prefix = tokens.split_prefix(raw, PERSONAL_TOKEN_KIND)
-        row = (
-            PersonalToken.objects.select_related("user").filter(prefix=prefix, revoked_at__isnull=True).first()
-            if prefix
-            else None
-        )
+        row = PersonalToken.objects.select_related("user").filter(prefix=prefix, revoked_at__isnull=True).first() if prefix else None
         if not tokens.matches(raw, row.token_hash if row else None) or not row.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid token.")
         _touch(PersonalToken, row)
@@ -48,11 +44,7 @@ def active_membership(user: object, workspace_id: int) -> Member | None:
     handler reads, or None: a workspace you do not belong to looks like one that does not exist."""
     if not getattr(user, "is_authenticated", False):
         return None
-    return (
-        Member.objects.select_related("workspace", "workspace__ask_history", "user")
-        .filter(workspace_id=workspace_id, user=user, left_at__isnull=True)
-        .first()
-    )
+    return Member.objects.select_related("workspace", "workspace__ask_history", "user").filter(workspace_id=workspace_id, user=user, left_at__isnull=True).first()
 
 
 def find_credential(raw_token: str | None) -> Credential | None:
@@ -67,10 +59,7 @@ def find_credential(raw_token: str | None) -> Credential | None:
     if prefix:
         row = (
             # Only what the gate reads: compiling a wider select_related cost more than the query.
-            Credential.objects.select_related("member", "workspace", "workspace__ask_history")
-            .filter(prefix=prefix)
-            .order_by()
-            .first()
+            Credential.objects.select_related("member", "workspace", "workspace__ask_history").filter(prefix=prefix).order_by().first()
         )
     if not tokens.matches(raw_token, row.token_hash if row else None):
         return None

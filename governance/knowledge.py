@@ -33,11 +33,7 @@ def readable_collections(member: Member) -> QuerySet[Collection]:
 
 def readable_documents(member: Member) -> QuerySet[Document]:
     now = timezone.now()
-    return Document.objects.filter(
-        Q(workspace_id=member.workspace_id)
-        & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        & Q(collection__in=readable_collections(member).values("id"))
-    )
+    return Document.objects.filter(Q(workspace_id=member.workspace_id) & (Q(expires_at__isnull=True) | Q(expires_at__gt=now)) & Q(collection__in=readable_collections(member).values("id")))
 
 
 def context_set_document_ids(context_set: ContextSet) -> set[int]:

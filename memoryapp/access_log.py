@@ -141,7 +141,7 @@ def strike_counts(version_ids: Sequence[int], *, member_id: int | None = None) -
     if not ids:
         return counts
     erased = set(ids)
-    for memories, in _rows(*_listing_sql(ids, member_id, select="memories")):
+    for (memories,) in _rows(*_listing_sql(ids, member_id, select="memories")):
         refs = json.loads(memories) if isinstance(memories, str) else memories
         struck = sum(1 for ref in refs if int(ref["id"]) in erased)
         if struck >= len(refs):
@@ -171,7 +171,7 @@ def strike_counts_in_order(batches: Sequence[Sequence[int]], *, member_id: int |
         rows = _rows(f"SELECT memories FROM {_TABLE} WHERE member_id = %s", [member_id])
     else:
         rows = _rows(*_listing_sql(sorted(batch_of), member_id, select="memories"))
-    for memories, in rows:
+    for (memories,) in rows:
         refs = json.loads(memories) if isinstance(memories, str) else memories
         hits = [batch_of[int(ref["id"])] for ref in refs if int(ref["id"]) in batch_of]
         if not hits:
@@ -311,12 +311,7 @@ def daily_counts(workspace: Workspace, *, since: date, until: date, operation: s
     queryset = AccessEntry.objects.filter(workspace=workspace, at__gte=max(start, _retention_start()), at__lt=end)
     if operation:
         queryset = queryset.filter(operation=operation)
-    rows = (
-        queryset.annotate(day=TruncDate("at", tzinfo=UTC))
-        .values("day", "operation", "surface")
-        .annotate(reads=Count("id"), memories=Sum("returned"))
-        .order_by("-day", "operation", "surface")
-    )
+    rows = queryset.annotate(day=TruncDate("at", tzinfo=UTC)).values("day", "operation", "surface").annotate(reads=Count("id"), memories=Sum("returned")).order_by("-day", "operation", "surface")
     days: dict[date, dict[str, Any]] = {}
     for row in rows:
         day = days.setdefault(row["day"], {"date": row["day"].isoformat(), "reads": 0, "memoriesReturned": 0, "byOperation": {}, "bySurface": {}})

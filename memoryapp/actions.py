@@ -75,8 +75,7 @@ def fresh_check(version: MemoryVersion, passages: list[Passage]) -> Recheck:
     """A version just written cites passages checked readable in this request: all current,
     so its answer needs no re-check queries."""
     citations = [
-        CheckedCitation(Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256), CURRENT)
-        for i, p in enumerate(passages)
+        CheckedCitation(Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256), CURRENT) for i, p in enumerate(passages)
     ]
     return Recheck(visible=[version], hidden=0, citations={version.pk: citations}, passage_ids={version.pk: [p.pk for p in passages]})
 
@@ -111,7 +110,9 @@ def store_version(
         Member.objects.select_for_update().filter(pk=member.pk).exists()
         stored = MemoryVersion.objects.filter(member=member).count()
         if stored >= settings.MAX_VERSIONS_PER_MEMBER:
-            raise ApiError(409, "AGENT_MEMORY_FULL", f"The member already has {settings.MAX_VERSIONS_PER_MEMBER} stored memory versions in this workspace.", {"limit": settings.MAX_VERSIONS_PER_MEMBER})
+            raise ApiError(
+                409, "AGENT_MEMORY_FULL", f"The member already has {settings.MAX_VERSIONS_PER_MEMBER} stored memory versions in this workspace.", {"limit": settings.MAX_VERSIONS_PER_MEMBER}
+            )
         now = timezone.now()
         number, superseded = 1, 0
         if key is not None:
@@ -138,8 +139,7 @@ def store_version(
         )
         version.save()
         Citation.objects.bulk_create(
-            Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256)
-            for i, p in enumerate(passages)
+            Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256) for i, p in enumerate(passages)
         )
         entry.memory = version
         entry.save(force_insert=True)
@@ -163,9 +163,7 @@ def decode_position(cursor: str, member: Member) -> tuple[datetime, int]:
 def filtered_versions(admission: gates.Admission) -> QuerySet[MemoryVersion]:
     """The member's live versions matching the read filters and the credential's context set."""
     ctx, data = admission.ctx, admission.data
-    queryset = member_versions(
-        ctx.member, ctx.ask_history, as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId")
-    )
+    queryset = member_versions(ctx.member, ctx.ask_history, as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId"))
     if admission.scope is not None:
         queryset = queryset.filter(gates.in_scope_q(admission.scope))
     return queryset
@@ -263,7 +261,15 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
     version = queryset.filter(pk=memory_id).first()
     if version is None:
         raise memory_not_found()
-    receipt = erase_memories(chain_ids(version), operation=Operation.MEMBER_DELETE, workspace_id=member.workspace_id, member_id=member.pk, actor=member.user, actor_label=member_label(member), filters={"memoryId": str(memory_id)})
+    receipt = erase_memories(
+        chain_ids(version),
+        operation=Operation.MEMBER_DELETE,
+        workspace_id=member.workspace_id,
+        member_id=member.pk,
+        actor=member.user,
+        actor_label=member_label(member),
+        filters={"memoryId": str(memory_id)},
+    )
     if receipt is None:
         raise memory_not_found()
     return {"deleted": receipt.versions_erased, "receiptId": str(receipt.pk)}

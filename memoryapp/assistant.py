@@ -80,8 +80,16 @@ def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str,
     check_topic(topic)
     content = gates.mask_content(summary, details or [])
     return store_version(
-        workspace=member.workspace, member=member, credential=None, namespace=ASSISTANT_NAMESPACE, key=topic,
-        content=content, kind=kind, source=source, collection_id=None, passages=[],
+        workspace=member.workspace,
+        member=member,
+        credential=None,
+        namespace=ASSISTANT_NAMESPACE,
+        key=topic,
+        content=content,
+        kind=kind,
+        source=source,
+        collection_id=None,
+        passages=[],
     )
 
 
@@ -119,9 +127,7 @@ def reactivate_assistant_memory(member: Member, memory_id: int) -> MemoryVersion
     if version.state == MemoryState.ACTIVE and version.retention_anchor > retention_cutoff(ask_history, now):
         return version
     grace_cutoff = now - timedelta(days=ask_history.agent_memory_retention_days + ask_history.expired_grace_days)
-    reactivated = MemoryVersion.objects.filter(pk=version.pk, unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff).update(
-        state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now
-    )
+    reactivated = MemoryVersion.objects.filter(pk=version.pk, unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff).update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
     if not reactivated:
         raise memory_not_found()
     version.refresh_from_db()

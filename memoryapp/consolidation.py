@@ -212,9 +212,15 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
     try:
         with transaction.atomic():
             record = credits.charge(
-                workspace=workspace, member=member, category=UsageCategory.AI_MEMORY, model_name=extraction.model_name,
-                conversation_id=consolidation.conversation_id, input_tokens=extraction.input_tokens, output_tokens=extraction.output_tokens,
-                input_cost=input_cost, output_cost=output_cost,
+                workspace=workspace,
+                member=member,
+                category=UsageCategory.AI_MEMORY,
+                model_name=extraction.model_name,
+                conversation_id=consolidation.conversation_id,
+                input_tokens=extraction.input_tokens,
+                output_tokens=extraction.output_tokens,
+                input_cost=input_cost,
+                output_cost=output_cost,
             )
             stored_ids, dropped = _store(member, extraction)
     except credits.CreditRefused as exc:
@@ -223,8 +229,14 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
         log.warning("consolidation #%s: store refused (%s)", consolidation_id, exc)
         return _finish(consolidation, ConsolidationStatus.FAILED, "store_error", model_name=extraction.model_name)
     return _finish(
-        consolidation, ConsolidationStatus.DONE, "", model_name=extraction.model_name, usage_record=record,
-        found=len(extraction.memories), stored_ids=stored_ids, dropped=dropped,
+        consolidation,
+        ConsolidationStatus.DONE,
+        "",
+        model_name=extraction.model_name,
+        usage_record=record,
+        found=len(extraction.memories),
+        stored_ids=stored_ids,
+        dropped=dropped,
     )
 
 
@@ -248,11 +260,21 @@ def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
     return stored, dropped
 
 
-def _finish(consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record: UsageRecord | None = None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0) -> dict[str, Any]:
+def _finish(
+    consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record: UsageRecord | None = None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0
+) -> dict[str, Any]:
     now = timezone.now()
     Consolidation.objects.filter(pk=consolidation.pk).update(
-        status=status, reason=reason, model_name=model_name, usage_record=usage_record, memories_found=found,
-        memories_stored=len(stored_ids or []), memory_ids=stored_ids or [], messages=[], finished_at=now, input_purged_at=now,
+        status=status,
+        reason=reason,
+        model_name=model_name,
+        usage_record=usage_record,
+        memories_found=found,
+        memories_stored=len(stored_ids or []),
+        memory_ids=stored_ids or [],
+        messages=[],
+        finished_at=now,
+        input_purged_at=now,
     )
     return {"status": status, "reason": reason or None, "found": found, "stored": len(stored_ids or []), "dropped": dropped}
 
@@ -266,9 +288,9 @@ def sweep_stale_consolidations(now: datetime | None = None) -> dict[str, int]:
     """Beat job: give up on consolidations still queued or running after STALE_AFTER, purging
     their input (claimed by a conditional UPDATE; nothing is charged)."""
     now = now or timezone.now()
-    expired = Consolidation.objects.filter(
-        status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER
-    ).update(status=ConsolidationStatus.FAILED, reason="expired", messages=[], finished_at=now, input_purged_at=now)
+    expired = Consolidation.objects.filter(status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER).update(
+        status=ConsolidationStatus.FAILED, reason="expired", messages=[], finished_at=now, input_purged_at=now
+    )
     return {"expired": expired}
 
 

@@ -239,4 +239,3 @@ def _access_batches(queryset: QuerySet[AccessEntry], member: Member) -> Iterator
     for entries in _keyset(queryset):
         visible, hidden = access_log.readable_versions(member, entries)
         yield [access_log.entry_json(entry, visible, hidden) for entry in entries]
-

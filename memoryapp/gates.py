@@ -209,12 +209,7 @@ def check_memory_in_scope(admission: Admission, memory_ids: list[int]) -> None:
 def readable_cited_passages(ctx: AgentContext, wanted: list[int]) -> dict[int, Passage]:
     if not wanted:
         return {}
-    return {
-        passage.pk: passage
-        for passage in Passage.objects.select_related("document").filter(
-            pk__in=wanted, document__workspace_id=ctx.workspace.pk, document__in=readable_documents(ctx.member)
-        )
-    }
+    return {passage.pk: passage for passage in Passage.objects.select_related("document").filter(pk__in=wanted, document__workspace_id=ctx.workspace.pk, document__in=readable_documents(ctx.member))}
 
 
 def require_citations(wanted: list[int], found: dict[int, Passage]) -> list[Passage]:

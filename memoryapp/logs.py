@@ -90,32 +90,39 @@ def current() -> dict[str, Any]:
 
 
 # --- the two lines this project writes ---------------------------------------------------------------
-def request_line(*, request_id: str, transport: str, route: str, method: str, status: int, code: str, seconds: float,
-                 credential_id: int | None = None, workspace_id: int | None = None) -> None:
+def request_line(*, request_id: str, transport: str, route: str, method: str, status: int, code: str, seconds: float, credential_id: int | None = None, workspace_id: int | None = None) -> None:
     level = logging.ERROR if status >= 500 else logging.INFO
-    request_logger.log(level, "request", extra={
-        "request_id": request_id,
-        "transport": transport,
-        "route": route,
-        "method": method,
-        "status": status,
-        "code": code,
-        "duration_ms": round(seconds * 1000, 2),
-        "credential_id": credential_id,
-        "workspace_id": workspace_id,
-    })
+    request_logger.log(
+        level,
+        "request",
+        extra={
+            "request_id": request_id,
+            "transport": transport,
+            "route": route,
+            "method": method,
+            "status": status,
+            "code": code,
+            "duration_ms": round(seconds * 1000, 2),
+            "credential_id": credential_id,
+            "workspace_id": workspace_id,
+        },
+    )
 
 
 def task_line(*, task: str, task_id: str, outcome: str, seconds: float | None, error_type: str | None = None, retries: int = 0) -> None:
     level = logging.ERROR if outcome == "failure" else logging.WARNING if outcome == "retry" else logging.INFO
-    task_logger.log(level, "task", extra={
-        "task": task,
-        "task_id": task_id,
-        "outcome": outcome,
-        "duration_ms": round(seconds * 1000, 2) if seconds is not None else None,
-        "error_type": error_type,
-        "retries": retries,
-    })
+    task_logger.log(
+        level,
+        "task",
+        extra={
+            "task": task,
+            "task_id": task_id,
+            "outcome": outcome,
+            "duration_ms": round(seconds * 1000, 2) if seconds is not None else None,
+            "error_type": error_type,
+            "retries": retries,
+        },
+    )
 
 
 def frames_only(exc_type: type[BaseException] | None, tb: TracebackType | None) -> str:

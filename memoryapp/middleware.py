@@ -43,10 +43,7 @@ class BodySizeLimitMiddleware:
 class SecurityHeadersMiddleware:
     """A strict content-security policy: pages ship their own stylesheet and script, nothing else."""
 
-    POLICY = (
-        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-        "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
-    )
+    POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
@@ -105,8 +102,15 @@ class RequestLogMiddleware:
             match = getattr(request, "resolver_match", None)
             workspace_id = fields.get("workspace_id") or (match.kwargs.get("ws_id") if match else None)
             logs.request_line(
-                request_id=request_id, transport="http", route=route, method=request.method or "", status=response.status_code,
-                code=code, seconds=seconds, credential_id=fields.get("credential_id"), workspace_id=workspace_id,
+                request_id=request_id,
+                transport="http",
+                route=route,
+                method=request.method or "",
+                status=response.status_code,
+                code=code,
+                seconds=seconds,
+                credential_id=fields.get("credential_id"),
+                workspace_id=workspace_id,
             )
         response["X-Request-ID"] = request_id
         return response

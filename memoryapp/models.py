@@ -43,8 +43,23 @@ class MemoryVersion(models.Model):
     content_digests = frozenset({"text_sha256", "text_length", "masked_kinds"})
     metadata_fields = frozenset(
         {
-            "id", "workspace", "member", "credential", "source", "namespace", "key", "collection_id", "version", "valid_from",
-            "valid_to", "created_at", "retention_anchor", "state", "expired_at", "unreachable_at", "unreachable_reason",
+            "id",
+            "workspace",
+            "member",
+            "credential",
+            "source",
+            "namespace",
+            "key",
+            "collection_id",
+            "version",
+            "valid_from",
+            "valid_to",
+            "created_at",
+            "retention_anchor",
+            "state",
+            "expired_at",
+            "unreachable_at",
+            "unreachable_reason",
         }
     )
 

@@ -140,5 +140,3 @@ def _limiter(backend: str, url: str | None):
 
 def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
     return _limiter(settings.RATE_LIMIT_BACKEND, settings.REDIS_URL)
-
-

@@ -29,8 +29,7 @@ def memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHistor
         "source": version.source,
         "collectionId": str(version.collection_id) if version.collection_id else None,
         "citations": [
-            {"passageId": str(c.citation.passage_id), "documentId": str(c.citation.document_id), "sha256": c.citation.sha256, "sourceState": c.state}
-            for c in checked.citations.get(version.pk, [])
+            {"passageId": str(c.citation.passage_id), "documentId": str(c.citation.document_id), "sha256": c.citation.sha256, "sourceState": c.state} for c in checked.citations.get(version.pk, [])
         ],
         "sourceState": checked.source_state(version.pk),
         "version": version.version,

@@ -146,9 +146,7 @@ class RememberBody(StrictSerializer):
         namespace = attrs["namespace"]
         if source != "agent":
             if namespace != ASSISTANT_NAMESPACE or not attrs.get("key"):
-                raise serializers.ValidationError(
-                    {"namespace": [f"A memory with source {source!r} belongs in namespace {ASSISTANT_NAMESPACE!r} with a key (its topic)."]}
-                )
+                raise serializers.ValidationError({"namespace": [f"A memory with source {source!r} belongs in namespace {ASSISTANT_NAMESPACE!r} with a key (its topic)."]})
         elif namespace == ASSISTANT_NAMESPACE:
             raise serializers.ValidationError({"namespace": [f"{ASSISTANT_NAMESPACE!r} is reserved for assistant memories (source user_request or assistant_initiated)."]})
         if len(set(attrs.get("citations", []))) != len(attrs.get("citations", [])):

@@ -103,10 +103,26 @@ def clean_sentence(text: str) -> str:
 
 # --- offline rules ---------------------------------------------------------------------------------
 LANGUAGES = {
-    "english": "English", "japanese": "Japanese", "hebrew": "Hebrew", "chinese": "Chinese", "korean": "Korean",
-    "french": "French", "german": "German", "spanish": "Spanish", "italian": "Italian", "portuguese": "Portuguese",
-    "英語": "English", "日本語": "Japanese", "ヘブライ語": "Hebrew", "中国語": "Chinese", "韓国語": "Korean",
-    "フランス語": "French", "ドイツ語": "German", "スペイン語": "Spanish", "イタリア語": "Italian", "ポルトガル語": "Portuguese",
+    "english": "English",
+    "japanese": "Japanese",
+    "hebrew": "Hebrew",
+    "chinese": "Chinese",
+    "korean": "Korean",
+    "french": "French",
+    "german": "German",
+    "spanish": "Spanish",
+    "italian": "Italian",
+    "portuguese": "Portuguese",
+    "英語": "English",
+    "日本語": "Japanese",
+    "ヘブライ語": "Hebrew",
+    "中国語": "Chinese",
+    "韓国語": "Korean",
+    "フランス語": "French",
+    "ドイツ語": "German",
+    "スペイン語": "Spanish",
+    "イタリア語": "Italian",
+    "ポルトガル語": "Portuguese",
 }
 _EN_LANG = "|".join(k for k in LANGUAGES if k.isascii())
 _JA_LANG = "|".join(k for k in LANGUAGES if not k.isascii())
@@ -215,7 +231,11 @@ class OfflineRulesModel:
                 out.append(ExtractedMemory("fact", "job_role", f"役職: {clean_sentence(role_ja.group('role'))}"))
         tools = RULES_EN_TOOLS.search(sentence) or RULES_JA_TOOLS.search(sentence)
         if tools:
-            out.append(ExtractedMemory("fact", "frequently_used_tools", f"Often uses {clean_sentence(tools.group('what'))}" if tools.re is RULES_EN_TOOLS else f"よく使うもの: {clean_sentence(tools.group('what'))}"))
+            out.append(
+                ExtractedMemory(
+                    "fact", "frequently_used_tools", f"Often uses {clean_sentence(tools.group('what'))}" if tools.re is RULES_EN_TOOLS else f"よく使うもの: {clean_sentence(tools.group('what'))}"
+                )
+            )
         if not lang:
             prefer = RULES_EN_PREFER.search(sentence) or RULES_JA_PREFER.search(sentence)
             if prefer:

@@ -112,9 +112,7 @@ def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None 
     collection_ids = {v.collection_id for v in versions if v.collection_id} | {p.document.collection_id for p in passages.values()}
     readable: set[int] = set()
     if collection_ids:
-        readable = set(
-            Collection.objects.filter(Q(pk__in=collection_ids, workspace_id=member.workspace_id) & readable_collections_q(member)).values_list("pk", flat=True).distinct()
-        )
+        readable = set(Collection.objects.filter(Q(pk__in=collection_ids, workspace_id=member.workspace_id) & readable_collections_q(member)).values_list("pk", flat=True).distinct())
     visible: list[MemoryVersion] = []
     checked_by_memory: dict[int, list[CheckedCitation]] = {}
     hidden = 0
@@ -127,12 +125,7 @@ def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None 
         for citation in by_memory.get(version.pk, []):
             passage = passages.get(citation.passage_id)
             document = passage.document if passage else None
-            if (
-                document is None
-                or document.workspace_id != member.workspace_id
-                or (document.expires_at is not None and document.expires_at <= now)
-                or document.collection_id not in readable
-            ):
+            if document is None or document.workspace_id != member.workspace_id or (document.expires_at is not None and document.expires_at <= now) or document.collection_id not in readable:
                 ok = False
                 break
             changed = document.current_version_id != citation.document_version_id or passage.sha256 != citation.sha256

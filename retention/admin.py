@@ -134,7 +134,22 @@ class DeletionReceiptAdmin(GovernedAdmin):
 
 @admin.register(UsageRecord)
 class UsageRecordAdmin(GovernedAdmin):
-    list_display = ("id", "created_at", "workspace", "member_display", "role", "category", "model_name", "input_tokens", "output_tokens", "memory_tokens", "input_cost", "output_cost", "status", "settled_at")
+    list_display = (
+        "id",
+        "created_at",
+        "workspace",
+        "member_display",
+        "role",
+        "category",
+        "model_name",
+        "input_tokens",
+        "output_tokens",
+        "memory_tokens",
+        "input_cost",
+        "output_cost",
+        "status",
+        "settled_at",
+    )
     list_select_related = ("workspace", "member__user")
     list_filter = ("workspace", ("member__user", admin.RelatedOnlyFieldListFilter), "category", "status", ("created_at", admin.DateFieldListFilter))
     search_fields = ("#id", "=conversation_id", "=model_name", "member__user__email")

@@ -84,9 +84,7 @@ def price_for(model_name: str) -> ModelPrice | None:
 
 
 def system_model_price(model_name: str) -> ModelPrice:
-    price, _ = ModelPrice.objects.get_or_create(
-        model_name=model_name, defaults={"input_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[0], "output_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[1]}
-    )
+    price, _ = ModelPrice.objects.get_or_create(model_name=model_name, defaults={"input_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[0], "output_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[1]})
     return price
 
 
@@ -164,12 +162,20 @@ def grant_credits(workspace: Workspace, amount: Decimal, *, actor: Actor = None,
             raise ValueError("the balance would be out of range")
         entry = LedgerEntry.objects.create(workspace=workspace, kind=LedgerKind.GRANT, amount=amount, actor_label=actor_label(actor), note=note[:200])
         CreditAccount.objects.filter(pk=account.pk).update(balance=F("balance") + amount, updated_at=timezone.now())
-        audit("credits.granted", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"amount": str(amount), "balance": [str(account.balance), str(new_balance)], "ledgerEntryId": entry.pk})
+        audit(
+            "credits.granted",
+            workspace=workspace,
+            actor=actor,
+            target=f"workspace #{workspace.pk}",
+            changes={"amount": str(amount), "balance": [str(account.balance), str(new_balance)], "ledgerEntryId": entry.pk},
+        )
     return Grant(entry=entry, balance=new_balance)
 
 
 # --- quotas (owner API and admin) ----------------------------------------------------------------
-def _set_quota(model: type[MemberQuota] | type[RoleQuota], owner: dict[str, Any], *, limit: Decimal, period: str, actor: Actor, workspace: Workspace, action: str, target: str) -> MemberQuota | RoleQuota:
+def _set_quota(
+    model: type[MemberQuota] | type[RoleQuota], owner: dict[str, Any], *, limit: Decimal, period: str, actor: Actor, workspace: Workspace, action: str, target: str
+) -> MemberQuota | RoleQuota:
     """Create or change the quota row `owner` names, under its row lock; a new period starts now,
     an unchanged one keeps what it has used (after rolling it if it is due)."""
     limit = money(limit)
@@ -324,8 +330,17 @@ def record_reply_usage(member: Member, *, conversation_id: str, model_name: str,
         raise ApiError(400, "UNKNOWN_MODEL", "This model has no price in the price table; ask a platform admin to add it.", {"model": model_name})
     input_cost, output_cost = cost_of(price, input_tokens, output_tokens)
     return charge(
-        workspace=member.workspace, member=member, category=UsageCategory.REPLY, model_name=model_name, conversation_id=conversation_id,
-        input_tokens=input_tokens, output_tokens=output_tokens, memory_tokens=memory_tokens, input_cost=input_cost, output_cost=output_cost, enforce=False,
+        workspace=member.workspace,
+        member=member,
+        category=UsageCategory.REPLY,
+        model_name=model_name,
+        conversation_id=conversation_id,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        memory_tokens=memory_tokens,
+        input_cost=input_cost,
+        output_cost=output_cost,
+        enforce=False,
     )
 
 
@@ -368,6 +383,7 @@ SETTLE_CHUNK = 500
 def settle_usage() -> dict[str, int]:
     """Pending usage → one ledger entry each. The unique usage_record on the ledger makes a
     replayed chunk (a crash between insert and status update, or a second runner) a no-op."""
+
     def step() -> tuple[int, int]:
         chunk = list(
             UsageRecord.objects.select_for_update(skip_locked=True)
@@ -380,7 +396,9 @@ def settle_usage() -> dict[str, int]:
         now = timezone.now()
         LedgerEntry.objects.bulk_create(
             [
-                LedgerEntry(workspace_id=r.workspace_id, kind=LedgerKind.USAGE, amount=-(r.input_cost + r.output_cost), usage_record_id=r.pk, member_ref=r.member_id, actor_label="system", created_at=now)
+                LedgerEntry(
+                    workspace_id=r.workspace_id, kind=LedgerKind.USAGE, amount=-(r.input_cost + r.output_cost), usage_record_id=r.pk, member_ref=r.member_id, actor_label="system", created_at=now
+                )
                 for r in chunk
             ],
             ignore_conflicts=True,
@@ -428,9 +446,18 @@ def _rollup_day(workspace_id: int, day: date) -> int:
         row = merged.get(key)
         if row is None:
             merged[key] = UsageRollup(
-                workspace_id=workspace_id, day=day, member_ref=key[0], role=key[1], category=key[2], records=g["n"],
-                input_tokens=g["input_tokens_sum"], output_tokens=g["output_tokens_sum"], memory_tokens=g["memory_tokens_sum"],
-                input_cost=g["input_cost_sum"], output_cost=g["output_cost_sum"], computed_at=now,
+                workspace_id=workspace_id,
+                day=day,
+                member_ref=key[0],
+                role=key[1],
+                category=key[2],
+                records=g["n"],
+                input_tokens=g["input_tokens_sum"],
+                output_tokens=g["output_tokens_sum"],
+                memory_tokens=g["memory_tokens_sum"],
+                input_cost=g["input_cost_sum"],
+                output_cost=g["output_cost_sum"],
+                computed_at=now,
             )
         else:  # several removed members (member_id NULL) fold into member_ref 0
             row.records += g["n"]
@@ -470,7 +497,10 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
     ledger = LedgerEntry.objects.filter(workspace_id=OuterRef("workspace_id")).order_by().values("workspace_id").annotate(s=Sum("amount")).values("s")
     pending = (
         UsageRecord.objects.filter(workspace_id=OuterRef("workspace_id"), status=UsageStatus.PENDING)
-        .order_by().values("workspace_id").annotate(s=Sum(F("input_cost") + F("output_cost"), output_field=_decimal())).values("s")
+        .order_by()
+        .values("workspace_id")
+        .annotate(s=Sum(F("input_cost") + F("output_cost"), output_field=_decimal()))
+        .values("s")
     )
     accounts = CreditAccount.objects.select_related("workspace").annotate(
         ledger_sum=Coalesce(Subquery(ledger, output_field=_decimal()), Value(ZERO), output_field=_decimal()),
@@ -492,7 +522,15 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
             if updated and changed:
                 recorded += 1
                 if new_value is not None:
-                    audit("credits.discrepancy", workspace=account.workspace, target=f"workspace #{account.workspace_id}", changes={"balance": str(account.balance), "ledgerExpected": str(expected), "difference": str(difference)}, reason="Balance does not equal the ledger minus pending usage.")
+                    audit(
+                        "credits.discrepancy",
+                        workspace=account.workspace,
+                        target=f"workspace #{account.workspace_id}",
+                        changes={"balance": str(account.balance), "ledgerExpected": str(expected), "difference": str(difference)},
+                        reason="Balance does not equal the ledger minus pending usage.",
+                    )
                 else:
-                    audit("credits.reconciled", workspace=account.workspace, target=f"workspace #{account.workspace_id}", changes={"balance": str(account.balance), "previousDifference": str(previous)})
+                    audit(
+                        "credits.reconciled", workspace=account.workspace, target=f"workspace #{account.workspace_id}", changes={"balance": str(account.balance), "previousDifference": str(previous)}
+                    )
     return {"checked": checked, "discrepancies": discrepancies, "recorded": recorded}

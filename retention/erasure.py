@@ -68,7 +68,8 @@ def _database_residual() -> dict[str, Any]:
 
 def _backups_residual(purged_at: datetime) -> dict[str, Any]:
     return _kept_for(
-        settings.BACKUP_RETENTION_DAYS, purged_at,
+        settings.BACKUP_RETENTION_DAYS,
+        purged_at,
         none="No database backups are configured; nothing remains in backups.",
         kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days.",
     )
@@ -76,7 +77,8 @@ def _backups_residual(purged_at: datetime) -> dict[str, Any]:
 
 def _wal_archive_residual(purged_at: datetime) -> dict[str, Any]:
     return _kept_for(
-        settings.WAL_ARCHIVE_RETENTION_DAYS, purged_at,
+        settings.WAL_ARCHIVE_RETENTION_DAYS,
+        purged_at,
         none="No WAL archiving is configured; no archived segment keeps these rows.",
         kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days.",
     )

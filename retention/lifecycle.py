@@ -93,7 +93,13 @@ class RetentionScope:
         return {"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": self.cutoff.isoformat(), "namespaces": "every namespace except assistant"}
 
     def grace_filters(self, days: int, grace: int) -> dict[str, Any]:
-        return {"rule": "agentMemoryRetentionDays + expiredGraceDays", "retentionDays": days, "expiredGraceDays": grace, "namespace": ASSISTANT_NAMESPACE, "lastUpdatedBefore": self.grace_cutoff.isoformat()}
+        return {
+            "rule": "agentMemoryRetentionDays + expiredGraceDays",
+            "retentionDays": days,
+            "expiredGraceDays": grace,
+            "namespace": ASSISTANT_NAMESPACE,
+            "lastUpdatedBefore": self.grace_cutoff.isoformat(),
+        }
 
 
 def retention_scope(workspace_id: int, days: int, grace: int, now: datetime) -> RetentionScope:
@@ -203,4 +209,3 @@ def access_log_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[st
         "accessEntriesExpired": run_in_chunks(lambda: access_log.delete_chunk(expired, chunk), chunk=chunk),
         "accessEntriesOfDepartedMembers": run_in_chunks(lambda: access_log.delete_chunk(departed, chunk), chunk=chunk),
     }
-

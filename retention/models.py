@@ -278,8 +278,23 @@ class Consolidation(models.Model):
     content_digests = frozenset({"message_count"})
     metadata_fields = frozenset(
         {
-            "id", "workspace", "member", "agent", "credential_ref", "conversation_id", "anonymous", "status", "reason", "model_name",
-            "memories_found", "memories_stored", "memory_ids", "usage_record", "created_at", "finished_at", "input_purged_at",
+            "id",
+            "workspace",
+            "member",
+            "agent",
+            "credential_ref",
+            "conversation_id",
+            "anonymous",
+            "status",
+            "reason",
+            "model_name",
+            "memories_found",
+            "memories_stored",
+            "memory_ids",
+            "usage_record",
+            "created_at",
+            "finished_at",
+            "input_purged_at",
         }
     )
 

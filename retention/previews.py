@@ -123,7 +123,9 @@ def _current_counts(ids: Sequence[int]) -> tuple[int, int]:
             )
             current, assistant = cursor.fetchone()
         return int(current), int(assistant)
-    counts = MemoryVersion.objects.filter(pk__in=ids).aggregate(current=Count("id", filter=Q(valid_to__isnull=True)), assistant=Count("id", filter=Q(namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True)))
+    counts = MemoryVersion.objects.filter(pk__in=ids).aggregate(
+        current=Count("id", filter=Q(valid_to__isnull=True)), assistant=Count("id", filter=Q(namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True))
+    )
     return counts["current"], counts["assistant"]
 
 
@@ -296,4 +298,3 @@ def change_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Act
     if retention_changed:
         applied = apply_retention(workspace.pk, plan.days, plan.grace, now, actor_label=f"{label_of(actor)} (retention setting changed)")
     return {"settings": settings_json(saved), "applied": applied, "manifest": manifest if retention_changed else None}
-

@@ -41,8 +41,19 @@ ZERO_HASH = "0" * 64
 ALGORITHM = "Ed25519"
 PUBLIC_KEY_PATH = "/.well-known/receipt-signing-key"
 CANONICAL_FIELDS = (
-    "chainSeq", "previousHash", "workspaceRef", "memberRef", "operation", "actorLabel", "manifest",
-    "memoryVersionIds", "requestedAt", "unreachableAt", "purgedAt", "residual", "dedupeKey",
+    "chainSeq",
+    "previousHash",
+    "workspaceRef",
+    "memberRef",
+    "operation",
+    "actorLabel",
+    "manifest",
+    "memoryVersionIds",
+    "requestedAt",
+    "unreachableAt",
+    "purgedAt",
+    "residual",
+    "dedupeKey",
 )
 PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature")
 
@@ -192,8 +203,7 @@ def lock_head(workspace_ref: int) -> tuple[int, int, str]:
         table = ReceiptChain._meta.db_table
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {table} (workspace_ref, seq, head_hash, updated_at) VALUES (%s, 0, %s, now())"
-                f" ON CONFLICT (workspace_ref) DO UPDATE SET seq = {table}.seq RETURNING id, seq, head_hash",
+                f"INSERT INTO {table} (workspace_ref, seq, head_hash, updated_at) VALUES (%s, 0, %s, now()) ON CONFLICT (workspace_ref) DO UPDATE SET seq = {table}.seq RETURNING id, seq, head_hash",
                 [workspace_ref, ZERO_HASH],
             )
             return cursor.fetchone()

@@ -101,11 +101,13 @@ def _tokens(rng: random.Random, count: int) -> list[str]:
         lambda: pick(hex_lower, 32) + "-us" + str(rng.randint(1, 20)),
         lambda: str(rng.randint(10**8, 10**9 - 1)) + ":" + pick(alnum + "-_", 35),
         lambda: "AccountKey=" + base64.b64encode(rng.randbytes(64)).decode(),
-        lambda: _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-        + "."
-        + _b64url(json.dumps({"sub": pick(alnum, 8), "iat": rng.randint(10**9, 2 * 10**9)}).encode())
-        + "."
-        + _b64url(hashlib.sha256(rng.randbytes(16)).digest()),
+        lambda: (
+            _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+            + "."
+            + _b64url(json.dumps({"sub": pick(alnum, 8), "iat": rng.randint(10**9, 2 * 10**9)}).encode())
+            + "."
+            + _b64url(hashlib.sha256(rng.randbytes(16)).digest())
+        ),
         lambda: base64.b64encode(rng.randbytes(30)).decode(),  # an AWS-secret-like random blob (40 chars)
     )
     return [makers[i % len(makers)]() for i in range(count)]

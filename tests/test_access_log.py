@@ -135,7 +135,10 @@ def test_the_member_sees_their_entries_with_filters_and_a_signed_cursor(world, a
     assert error_code(client_for(world.owner).get(url(world, limit=3, cursor=page["nextCursor"]))) == "VALIDATION_ERROR"
 
 
-@pytest.mark.parametrize("params", [{"operation": "forget"}, {"from": "yesterday"}, {"to": "2026-13-01"}, {"from": "2026-02-02", "to": "2026-02-01"}, {"credential": "x"}, {"limit": "0"}, {"scope": "all"}, {"cursor": "garbage"}])
+@pytest.mark.parametrize(
+    "params",
+    [{"operation": "forget"}, {"from": "yesterday"}, {"to": "2026-13-01"}, {"from": "2026-02-02", "to": "2026-02-01"}, {"credential": "x"}, {"limit": "0"}, {"scope": "all"}, {"cursor": "garbage"}],
+)
 def test_bad_filters_are_refused_with_a_validation_error(world, params):
     response = client_for(world.editor).get(url(world, **params))
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
@@ -335,7 +338,7 @@ def test_the_page_shows_each_access_expandable_to_the_memories_returned(world):
     html = page_of(world.editor)
     assert "Access history" in html
     assert "<em>claude-desktop</em> recalled 3 memories" in html
-    section = html[html.index('id="access-history"'):]
+    section = html[html.index('id="access-history"') :]
     assert "<details>" in section and "Prefers green tea" in section and "Visits Osaka monthly" in section
     assert "Likes jazz" not in html and "1 memory it received has been erased since." in section
     japanese = page_of(world.editor, "ja")

@@ -104,9 +104,7 @@ def test_reverifying_a_receipt_of_a_deleted_workspace_keeps_its_id_in_the_audit_
 
 
 def test_a_superuser_creates_a_workspace_with_its_settings_row_owner_and_audit_event(db, staff):
-    response = browser(staff.superuser).post(
-        admin_url(Workspace, "add"), {"name": "Initech", "owner_email": "boss@initech.test", "ai_memory_available": "on", "retains_history": "on"}
-    )
+    response = browser(staff.superuser).post(admin_url(Workspace, "add"), {"name": "Initech", "owner_email": "boss@initech.test", "ai_memory_available": "on", "retains_history": "on"})
     assert response.status_code == 302, response.content.decode()[:2000]
     workspace = Workspace.objects.get(name="Initech")
     assert workspace.ask_history.agent_memories_enabled is False

@@ -59,9 +59,7 @@ def plant(member, *, text: str, detail: str, kind: str, key: str) -> Planted:
     assert agent.remember(namespace="notes", key=key, text=text).status_code == 201
     agent_version = MemoryVersion.objects.get(member=member, namespace="notes", key=key)
     assistant_version, _ = add_assistant_memory(member, kind=kind, topic=f"{key}_topic", summary=text, details=[detail])
-    consolidation = Consolidation.objects.create(
-        workspace=member.workspace, member=member, conversation_id=f"conv-{key}", messages=[{"role": "user", "content": text}], message_count=1
-    )
+    consolidation = Consolidation.objects.create(workspace=member.workspace, member=member, conversation_id=f"conv-{key}", messages=[{"role": "user", "content": text}], message_count=1)
     return Planted(agent_version, assistant_version, consolidation)
 
 

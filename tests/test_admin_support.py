@@ -125,7 +125,17 @@ def everything(world, memories):
     RememberHit.objects.get_or_create(credential_id=0)  # the Redis rate limiter writes none
     spare = MemoryVersion.objects.create(workspace=world.workspace, member=world.owner, namespace="scratch", key="tmp", text="nothing personal")
     erase_memories([spare.pk], operation="forget", workspace_id=world.workspace.pk, member_id=world.owner.pk, actor_label="test")
-    record = UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="offline-rules-v1", input_tokens=100, output_tokens=20, input_cost=Decimal("0.5"), output_cost=Decimal("0.25"))
+    record = UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        role="editor",
+        category="ai_memory",
+        model_name="offline-rules-v1",
+        input_tokens=100,
+        output_tokens=20,
+        input_cost=Decimal("0.5"),
+        output_cost=Decimal("0.25"),
+    )
     credits.grant_credits(world.workspace, Decimal("100"), note="welcome")
     credits.set_member_quota(world.editor, limit=Decimal("10"), period="month", actor=world.owner.user)
     credits.set_role_quota(world.workspace, "editor", limit=Decimal("50"), period="month", actor=world.owner.user)

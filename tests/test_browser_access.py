@@ -37,11 +37,14 @@ def agent_read(world):
     over REST, and one is forgotten since."""
     _, token = g.create_credential(world.editor, name="claude-desktop", scopes=["memory:read", "memory:write"])
     agent = AgentClient(token)
-    ids = [agent.remember(namespace="prefs", key=key, text=text).json()["memory"]["id"] for key, text in (
-        ("drink", "Prefers green tea in the afternoon."),
-        ("music", "Listens to jazz while writing reports."),
-        ("travel", "Visits the Osaka office every month."),
-    )]
+    ids = [
+        agent.remember(namespace="prefs", key=key, text=text).json()["memory"]["id"]
+        for key, text in (
+            ("drink", "Prefers green tea in the afternoon."),
+            ("music", "Listens to jazz while writing reports."),
+            ("travel", "Visits the Osaka office every month."),
+        )
+    ]
     assert not mcp.run_operation(token, "recall", {"query": "tea jazz Osaka", "limit": 3}).is_error
     assert agent.list(limit=2).status_code == 200
     assert agent.forget(memoryId=ids[1]).status_code == 200

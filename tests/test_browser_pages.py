@@ -200,11 +200,30 @@ def test_agent_memories_page_and_usage_page(world, open_session):
     agent.remember(namespace="crm", key="account_tier", text="Nagano Foods moved to Enterprise Plus.")
     agent.remember(namespace="projects", key="q3_launch", text="Owns the Q3 launch checklist.")
     for days in range(0, 20, 3):
-        UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="offline-rules-v1",
-                                   input_tokens=1500 + days * 40, output_tokens=300, input_cost=Decimal("0.015") + Decimal(days) / 1000, output_cost=Decimal("0.012"),
-                                   created_at=timezone.now() - timedelta(days=days))
-    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="chat-model",
-                               input_tokens=2400, output_tokens=350, memory_tokens=120, input_cost=Decimal("0.012"), output_cost=Decimal("0.007"))
+        UsageRecord.objects.create(
+            workspace=world.workspace,
+            member=world.editor,
+            role="editor",
+            category="ai_memory",
+            model_name="offline-rules-v1",
+            input_tokens=1500 + days * 40,
+            output_tokens=300,
+            input_cost=Decimal("0.015") + Decimal(days) / 1000,
+            output_cost=Decimal("0.012"),
+            created_at=timezone.now() - timedelta(days=days),
+        )
+    UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        role="editor",
+        category="reply",
+        model_name="chat-model",
+        input_tokens=2400,
+        output_tokens=350,
+        memory_tokens=120,
+        input_cost=Decimal("0.012"),
+        output_cost=Decimal("0.007"),
+    )
     session = open_session()
     session.login("editor@acme.test", "pw-editor-123")
     page = session.page
@@ -224,7 +243,9 @@ def test_agent_memories_page_and_usage_page(world, open_session):
 
 
 def test_every_page_in_japanese(world, open_session):
-    assistant.add_assistant_memory(world.editor, kind="instruction", topic="demo_product_code", summary="デモ製品のコードネームは Aurora です。", details=["製品紹介ではこのコードネームを使う"], source=Source.USER_REQUEST)
+    assistant.add_assistant_memory(
+        world.editor, kind="instruction", topic="demo_product_code", summary="デモ製品のコードネームは Aurora です。", details=["製品紹介ではこのコードネームを使う"], source=Source.USER_REQUEST
+    )
     assistant.add_assistant_memory(world.editor, kind="fact", topic="job_title", summary="マーケティング担当者です。", details=[], source=Source.AI_EXTRACTED)
     assistant.add_assistant_memory(world.editor, kind="preference", topic="preferred_language", summary="日本語で回答する", details=[], source=Source.ASSISTANT_INITIATED)
     make_agent(world.editor).remember(namespace="crm", key="tier", text="長野フーズはエンタープライズプランです。")

@@ -30,8 +30,16 @@ def plant(member, count: int, *, namespace: str, days_old: int) -> list[int]:
     anchor = timezone.now() - timedelta(days=days_old, hours=6)
     MemoryVersion.objects.bulk_create(
         MemoryVersion(
-            workspace_id=member.workspace_id, member=member, namespace=namespace, key=f"{namespace}_{i}", text=f"planted note {i}", text_sha256="0" * 64, text_length=14,
-            created_at=anchor, valid_from=anchor, retention_anchor=anchor + timedelta(seconds=i),
+            workspace_id=member.workspace_id,
+            member=member,
+            namespace=namespace,
+            key=f"{namespace}_{i}",
+            text=f"planted note {i}",
+            text_sha256="0" * 64,
+            text_length=14,
+            created_at=anchor,
+            valid_from=anchor,
+            retention_anchor=anchor + timedelta(seconds=i),
         )
         for i in range(count)
     )
@@ -57,8 +65,17 @@ def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(w
     plant(world.editor, AGENT_MEMORIES - 700, namespace="projects", days_old=45)
     plant(world.editor, 25, namespace="recent", days_old=3)  # younger than 30 days: kept
     plant(world.editor, ASSISTANT_MEMORIES, namespace=ASSISTANT_NAMESPACE, days_old=40)
-    AccessEntry.objects.create(workspace=world.workspace, member=world.owner, credential_ref=1, credential_name="claude-desktop", operation="recall", surface="mcp",
-                               returned=3, hidden=0, memories=[{"id": pk, "v": 1} for pk in owner_ids[:3]])
+    AccessEntry.objects.create(
+        workspace=world.workspace,
+        member=world.owner,
+        credential_ref=1,
+        credential_name="claude-desktop",
+        operation="recall",
+        surface="mcp",
+        returned=3,
+        hidden=0,
+        memories=[{"id": pk, "v": 1} for pk in owner_ids[:3]],
+    )
     session = Session(chromium, live_server.url, language)
     try:
         session.login("owner@acme.test", "pw-owner-123")

@@ -180,7 +180,14 @@ def test_bad_memories_in_an_answer_are_dropped_and_the_rest_stored(world, ready,
     agent, client = ready
     chat_server.default = (
         200,
-        {"memories": [{"type": "fact", "topic": "bad topic!", "summary": "x"}, {"type": "fact", "topic": "job_role", "summary": "[EMAIL]"}, {"type": "fact", "topic": "team", "summary": "Works in the data team"}, "junk"]},
+        {
+            "memories": [
+                {"type": "fact", "topic": "bad topic!", "summary": "x"},
+                {"type": "fact", "topic": "job_role", "summary": "[EMAIL]"},
+                {"type": "fact", "topic": "team", "summary": "Works in the data team"},
+                "junk",
+            ]
+        },
         0.0,
     )
     post_turn(client, agent, user_says("hello"), capture=django_capture_on_commit_callbacks)

@@ -171,10 +171,7 @@ def test_a_new_period_counts_as_fresh_before_the_reset_job_runs(world, agent, st
 def test_parallel_consolidations_never_overdraw(world, agent):
     price_stub_model()
     grant(world.workspace, str(STUB_COST * 3 + Decimal("1.5")))  # room for exactly three
-    ids = [
-        Consolidation.objects.create(workspace=world.workspace, member=world.editor, agent=agent, conversation_id=f"c{i}", messages=user_says("hi"), message_count=2).pk
-        for i in range(10)
-    ]
+    ids = [Consolidation.objects.create(workspace=world.workspace, member=world.editor, agent=agent, conversation_id=f"c{i}", messages=user_says("hi"), message_count=2).pk for i in range(10)]
     barrier = threading.Barrier(len(ids))
     results: dict[int, dict] = {}
 

@@ -55,8 +55,10 @@ def post_turn(agent_client, agent: Agent | int, messages, *, anonymous: bool | N
     body = {"agentId": str(getattr(agent, "pk", agent)), "conversationId": conversation_id, "messages": messages}
     if anonymous is not None:
         body["anonymous"] = anonymous
+
     def send():
         return agent_client.client.generic("POST", "/api/agent/v1/conversations/turns", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent_client.token}")
+
     if capture is None:
         return send()
     with capture(execute=True):

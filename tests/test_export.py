@@ -71,7 +71,9 @@ def marked(world):
     agent.forget(namespace=f"ns-{MARK}", key=f"gone_{MARK}")
     assistant.add_assistant_memory(world.editor, kind="fact", topic=f"{MARK}_topic", summary=f"{MARK} assistant", details=[f"{MARK} detail"])
     agent.list()
-    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="m", conversation_id=f"conv-{MARK}", input_tokens=3, input_cost=Decimal("0.01"))
+    UsageRecord.objects.create(
+        workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="m", conversation_id=f"conv-{MARK}", input_tokens=3, input_cost=Decimal("0.01")
+    )
     return {"agent": agent, "token": token, "passage": passage}
 
 
@@ -191,8 +193,15 @@ def fill(member, count: int, batch: str = "a") -> None:
     half, now = count // 2, timezone.now()
     rows = [
         MemoryVersion(
-            workspace=member.workspace, member=member, namespace="bulk", key=f"{batch}{i % half}", version=1 + i // half, valid_to=now if i < half else None,
-            text=f"Bulk memory {i} " + "x" * 200, text_sha256="0" * 64, text_length=210,
+            workspace=member.workspace,
+            member=member,
+            namespace="bulk",
+            key=f"{batch}{i % half}",
+            version=1 + i // half,
+            valid_to=now if i < half else None,
+            text=f"Bulk memory {i} " + "x" * 200,
+            text_sha256="0" * 64,
+            text_length=210,
         )
         for i in range(count)
     ]

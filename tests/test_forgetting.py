@@ -24,7 +24,21 @@ def test_the_canary_is_seen_on_every_surface_then_on_none(world):
     report = run_check(world)
     assert report["clean"] is True
     assert report["memberId"] == str(world.owner.pk)
-    expected = {"agentList", "agentListAsOf", "recallExactWords", "recallParaphrase", "recallParaphraseAllNamespaces", "memberApi", "tableMemoryVersionById", "tableMemoryVersionByText", "tableCitation", "tableMemoryEmbedding", "recallTermsByText", "embeddingSimilarity", "accessLogEntries"}
+    expected = {
+        "agentList",
+        "agentListAsOf",
+        "recallExactWords",
+        "recallParaphrase",
+        "recallParaphraseAllNamespaces",
+        "memberApi",
+        "tableMemoryVersionById",
+        "tableMemoryVersionByText",
+        "tableCitation",
+        "tableMemoryEmbedding",
+        "recallTermsByText",
+        "embeddingSimilarity",
+        "accessLogEntries",
+    }
     assert expected <= set(report["surfaces"])
     for name, seen in report["surfaces"].items():
         assert seen["before"] >= 1, name

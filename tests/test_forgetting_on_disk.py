@@ -70,8 +70,22 @@ def deployment(tmp_path):
     log = tmp_path / "servers.log"
     with log.open("wb") as out:
         processes = [
-            subprocess.Popen([sys.executable, "-m", "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], cwd=BASE_DIR, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL),
-            subprocess.Popen([sys.executable, "-m", "celery", "-A", "memoryapp", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"], cwd=BASE_DIR, env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL),
+            subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                cwd=BASE_DIR,
+                env=env,
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+            ),
+            subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "memoryapp", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"],
+                cwd=BASE_DIR,
+                env=env,
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+            ),
         ]
     base = f"http://127.0.0.1:{port}"
     wait_until_serving(f"{base}/readyz", processes, log)

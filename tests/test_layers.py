@@ -64,11 +64,13 @@ def test_grimp_counts_imports_inside_functions(tmp_path, monkeypatch):
     package = tmp_path / "layerprobe"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "low.py").write_text(textwrap.dedent("""
+    (package / "low.py").write_text(
+        textwrap.dedent("""
         def helper():
             from layerprobe import high  # hidden inside a function
             return high
-    """))
+    """)
+    )
     (package / "high.py").write_text("from layerprobe import low\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     graph = grimp.build_graph("layerprobe", cache_dir=None)

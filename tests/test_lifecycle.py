@@ -263,8 +263,15 @@ def plant_expired(member, count: int, *, namespace: str = "bulk", days_old: int 
     anchor = timezone.now() - timedelta(days=days_old)
     rows = MemoryVersion.objects.bulk_create(
         MemoryVersion(
-            workspace_id=member.workspace_id, member=member, namespace=namespace, text=f"bulk note {i}", text_sha256="0" * 64, text_length=11,
-            created_at=anchor + timedelta(seconds=i), valid_from=anchor, retention_anchor=anchor + timedelta(seconds=i),
+            workspace_id=member.workspace_id,
+            member=member,
+            namespace=namespace,
+            text=f"bulk note {i}",
+            text_sha256="0" * 64,
+            text_length=11,
+            created_at=anchor + timedelta(seconds=i),
+            valid_from=anchor,
+            retention_anchor=anchor + timedelta(seconds=i),
         )
         for i in range(count)
     )

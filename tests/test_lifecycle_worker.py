@@ -26,11 +26,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parent.parent
 CELERY = str(Path(sys.executable).with_name("celery"))
-FAST_BEAT = '''
+FAST_BEAT = """
 from datetime import timedelta
 from memoryapp.celery import app
 app.conf.beat_schedule = {"cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(seconds=2), "options": {"expires": 10}}}
-'''
+"""
 
 
 def test_database_url() -> str:
@@ -67,7 +67,9 @@ def worker_and_beat(tmp_path):
     }
     logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}  # noqa: SIM115 -- closed in the finally below
     processes = [
-        subprocess.Popen([CELERY, "-A", "memoryapp", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT),
+        subprocess.Popen(
+            [CELERY, "-A", "memoryapp", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT
+        ),
         subprocess.Popen([CELERY, "-A", "fastbeat", "beat", "-s", str(tmp_path / "schedule"), "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["beat"], stderr=subprocess.STDOUT),
     ]
     eager = celery_app.conf.task_always_eager

@@ -132,7 +132,9 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
 
     member = client_for(world.editor)
     member.force_login(world.editor.user)
-    added = member.post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": f"topic_{MARKER}", "summary": f"{MARKER} summary {PII}", "details": [f"{MARKER} detail {PII}"]}, format="json")
+    added = member.post(
+        f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": f"topic_{MARKER}", "summary": f"{MARKER} summary {PII}", "details": [f"{MARKER} detail {PII}"]}, format="json"
+    )
     assert added.status_code == 201, added.content
     assert member.get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories", {"namespace": f"ns_{MARKER}"}).status_code == 200
     assert member.get(f"/w/{world.workspace.pk}/what-bundata-remembers/", {"namespace": f"ns_{MARKER}"}).status_code == 200
@@ -201,12 +203,10 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
 
 def test_a_sane_request_id_is_kept_and_echoed_and_anything_else_replaced(world, every_record):
     agent = make_agent(world.editor)
-    kept = agent.client.generic("POST", "/api/agent/v1/memories/list", "{}", content_type="application/json",
-                                HTTP_AUTHORIZATION=f"Bearer {agent.token}", HTTP_X_REQUEST_ID="lb-7f3a9c21-0001")
+    kept = agent.client.generic("POST", "/api/agent/v1/memories/list", "{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent.token}", HTTP_X_REQUEST_ID="lb-7f3a9c21-0001")
     assert kept["X-Request-ID"] == "lb-7f3a9c21-0001"
     for hostile in (f"{MARKER} {PII}", "x" * 300, "short", "<script>"):
-        replaced = agent.client.generic("POST", "/api/agent/v1/memories/list", "{}", content_type="application/json",
-                                        HTTP_AUTHORIZATION=f"Bearer {agent.token}", HTTP_X_REQUEST_ID=hostile)
+        replaced = agent.client.generic("POST", "/api/agent/v1/memories/list", "{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent.token}", HTTP_X_REQUEST_ID=hostile)
         assert re.fullmatch(r"[0-9a-f]{32}", replaced["X-Request-ID"])
     ids = [line["request_id"] for line in every_record.of("memoryapp.request")]
     assert "lb-7f3a9c21-0001" in ids and not any(MARKER in i for i in ids)

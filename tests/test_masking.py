@@ -335,17 +335,13 @@ def api_tokens(draw) -> str:
         body = draw(st.text(alnum, min_size=20, max_size=48))
         return "sk-" + body + draw(st.sampled_from(string.digits))
     if shape == "stripe":
-        return draw(st.sampled_from(["sk", "pk", "rk"])) + "_" + draw(st.sampled_from(["live", "test"])) + "_" + draw(
-            st.text(alnum, min_size=24, max_size=40)
-        )
+        return draw(st.sampled_from(["sk", "pk", "rk"])) + "_" + draw(st.sampled_from(["live", "test"])) + "_" + draw(st.text(alnum, min_size=24, max_size=40))
     if shape == "ghp":
         return draw(st.sampled_from(["ghp", "gho", "ghs"])) + "_" + draw(st.text(alnum, min_size=36, max_size=36))
     if shape == "pat":
         return "github_pat_" + draw(st.text(alnum + "_", min_size=60, max_size=82))
     if shape == "xox":
-        return "xox" + draw(st.sampled_from("baprs")) + "-" + draw(st.text(string.digits, min_size=10, max_size=13)) + "-" + draw(
-            st.text(alnum, min_size=10, max_size=24)
-        )
+        return "xox" + draw(st.sampled_from("baprs")) + "-" + draw(st.text(string.digits, min_size=10, max_size=13)) + "-" + draw(st.text(alnum, min_size=10, max_size=24))
     if shape == "akia":
         return "AKIA" + draw(st.text(string.ascii_uppercase + string.digits, min_size=16, max_size=16))
     if shape == "aiza":

@@ -148,9 +148,11 @@ def test_a_conversation_id_with_personal_data_is_refused(world, agent, conversat
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
     assert "conversationId" in response.json()["error"]["details"]["fields"]
     usage = agent.client.generic(
-        "POST", "/api/agent/v1/usage/replies",
+        "POST",
+        "/api/agent/v1/usage/replies",
         json.dumps({"conversationId": conversation_id, "model": "gpt-x", "inputTokens": 1, "outputTokens": 1}),
-        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent.token}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {agent.token}",
     )
     assert usage.status_code == 400 and error_code(usage) == "VALIDATION_ERROR"
     assert Consolidation.objects.filter(conversation_id=conversation_id).count() == 0

@@ -121,9 +121,21 @@ def test_traffic_shows_in_the_histograms_and_counters_and_no_label_holds_content
             assert set(s.labels) <= ALLOWED_LABELS, (family.name, s.labels)
             for value in s.labels.values():
                 assert re.fullmatch(r"[A-Za-z0-9_.:@<>/+-]{1,120}", value), (family.name, s.labels)
-    for name in ("gam_http_request_duration_seconds", "gam_http_responses", "gam_agent_operation_duration_seconds", "gam_agent_operations",
-                 "gam_masking_detections", "gam_recalls", "gam_recall_query_embedding_seconds", "gam_deletion_receipts", "gam_erased_memory_versions",
-                 "gam_broker_up", "gam_broker_queue_depth", "gam_erase_backlog_versions", "gam_erase_backlog_oldest_seconds"):
+    for name in (
+        "gam_http_request_duration_seconds",
+        "gam_http_responses",
+        "gam_agent_operation_duration_seconds",
+        "gam_agent_operations",
+        "gam_masking_detections",
+        "gam_recalls",
+        "gam_recall_query_embedding_seconds",
+        "gam_deletion_receipts",
+        "gam_erased_memory_versions",
+        "gam_broker_up",
+        "gam_broker_queue_depth",
+        "gam_erase_backlog_versions",
+        "gam_erase_backlog_oldest_seconds",
+    ):
         assert name in families, name
 
 
@@ -248,4 +260,3 @@ def test_a_scrape_in_multiprocess_mode_reads_every_process(tmp_path):
     counts = {tuple(sorted(s.labels.items())): s.value for s in families["gam_http_request_duration_seconds"].samples if s.name.endswith("_count")}
     assert counts[(("method", "POST"), ("route", "agent-recall"))] == 2
     assert counts[(("method", "GET"), ("route", "pages:usage"))] == 1
-

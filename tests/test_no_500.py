@@ -106,7 +106,11 @@ def test_paired_surrogate_escapes_are_text_and_are_stored(agent):
 # --- instants -------------------------------------------------------------------------------------
 offsets = st.integers(min_value=-14 * 60, max_value=14 * 60).map(lambda minutes: timezone(timedelta(minutes=minutes)))
 any_instant = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59), timezones=offsets).map(lambda d: d.isoformat())
-edge_instant = st.one_of(st.sampled_from(EXTREMES), st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(2, 1, 3), timezones=offsets).map(lambda d: d.isoformat()), st.datetimes(min_value=datetime(9998, 12, 30), max_value=datetime(9999, 12, 31, 23, 59, 59), timezones=offsets).map(lambda d: d.isoformat()))
+edge_instant = st.one_of(
+    st.sampled_from(EXTREMES),
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(2, 1, 3), timezones=offsets).map(lambda d: d.isoformat()),
+    st.datetimes(min_value=datetime(9998, 12, 30), max_value=datetime(9999, 12, 31, 23, 59, 59), timezones=offsets).map(lambda d: d.isoformat()),
+)
 instants = st.one_of(any_instant, edge_instant)
 
 

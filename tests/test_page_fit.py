@@ -91,8 +91,9 @@ def long_content(world):
     for i in range(3):
         assert agent.remember(namespace="temporary", key=f"note_{i}", text=f"Temporary note {i}").status_code == 201
         assert agent.forget(namespace="temporary", key=f"note_{i}").status_code == 200
-    version, _ = assistant.add_assistant_memory(owner, kind="instruction", topic=LONG_TOPIC, summary=JAPANESE[:900],
-                                                details=[LONG_URL, "箇条書きで、結論を先に書く", "x" * 200], source=Source.USER_REQUEST)
+    version, _ = assistant.add_assistant_memory(
+        owner, kind="instruction", topic=LONG_TOPIC, summary=JAPANESE[:900], details=[LONG_URL, "箇条書きで、結論を先に書く", "x" * 200], source=Source.USER_REQUEST
+    )
     assistant.add_assistant_memory(owner, kind="preference", topic="preferred_language", summary="日本語で回答する", details=[], source=Source.ASSISTANT_INITIATED)
     expired, _ = assistant.add_assistant_memory(owner, kind="fact", topic="old_office_location", summary="The office used to be in Shinagawa.", details=[], source=Source.AI_EXTRACTED)
     MemoryVersion.objects.filter(pk=expired.pk).update(retention_anchor=timezone.now() - timedelta(days=100))
@@ -102,10 +103,17 @@ def long_content(world):
     for i in range(60):
         member = (owner, world.editor, long_member)[i % 3]
         UsageRecord.objects.create(
-            workspace=world.workspace, member=member, role=member.role, category="reply" if i % 4 == 0 else "ai_memory",
+            workspace=world.workspace,
+            member=member,
+            role=member.role,
+            category="reply" if i % 4 == 0 else "ai_memory",
             model_name="offline-rules-v1" if i % 4 else "a-very-long-chat-model-name-2025-preview-experimental",
-            input_tokens=1500 + i * 40, output_tokens=300 + i, memory_tokens=120 if i % 4 == 0 else 0,
-            input_cost=Decimal("0.015") + Decimal(i) / 1000, output_cost=Decimal("0.012"), created_at=timezone.now() - timedelta(hours=9 * i),
+            input_tokens=1500 + i * 40,
+            output_tokens=300 + i,
+            memory_tokens=120 if i % 4 == 0 else 0,
+            input_cost=Decimal("0.015") + Decimal(i) / 1000,
+            output_cost=Decimal("0.012"),
+            created_at=timezone.now() - timedelta(hours=9 * i),
         )
     return version
 
@@ -149,8 +157,20 @@ def visit(session: Session, path: str, name: str, language: str, *, expect_statu
 
 
 def test_every_page_route_is_checked_for_fit():
-    covered = {"home", "login", "ai-memory", "ai-memory-add", "ai-memory-edit", "ai-memory-delete", "agent-memories", "agent-memories-delete-all",
-               "agent-access", "ask-history", "ask-history-delete-all", "usage"}
+    covered = {
+        "home",
+        "login",
+        "ai-memory",
+        "ai-memory-add",
+        "ai-memory-edit",
+        "ai-memory-delete",
+        "agent-memories",
+        "agent-memories-delete-all",
+        "agent-access",
+        "ask-history",
+        "ask-history-delete-all",
+        "usage",
+    }
     assert page_route_names() == covered | POST_ONLY
 
 
@@ -158,8 +178,7 @@ def test_post_only_page_routes_answer_405_to_a_get(world):
     client = Client()
     client.force_login(world.owner.user)
     ws = world.workspace.pk
-    for path in (f"/w/{ws}/ai-memory/preference/", f"/w/{ws}/ai-memory/1/reactivate/", f"/w/{ws}/settings/agent-access/1/revoke/",
-                 f"/w/{ws}/what-bundata-remembers/1/delete/", "/accounts/logout/"):
+    for path in (f"/w/{ws}/ai-memory/preference/", f"/w/{ws}/ai-memory/1/reactivate/", f"/w/{ws}/settings/agent-access/1/revoke/", f"/w/{ws}/what-bundata-remembers/1/delete/", "/accounts/logout/"):
         assert client.get(path).status_code == 405, path
 
 
@@ -232,6 +251,7 @@ def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_us
             check(nobody, "no_workspace", language, width)
     finally:
         nobody.context.close()
+
 
 def test_the_admin_index_fits(world, chromium, live_server, django_user_model):  # noqa: F811
     long_content(world)

@@ -322,7 +322,9 @@ def test_ai_memory_empty_state(world):
 def test_adding_a_memory_stores_a_manual_memory_and_shows_its_tag(world):
     client = browser(world.editor)
     assert client.get(f"/w/{world.workspace.pk}/ai-memory/add/").status_code == 200
-    response = client.post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "preference", "topic": "communication_style", "summary": "Answer in Japanese", "details": "Short answers\n\nBullet points\n"}, follow=True)
+    response = client.post(
+        f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "preference", "topic": "communication_style", "summary": "Answer in Japanese", "details": "Short answers\n\nBullet points\n"}, follow=True
+    )
     version = MemoryVersion.objects.get(member=world.editor, namespace=ASSISTANT_NAMESPACE, key="communication_style")
     assert version.source == Source.MANUAL and version.kind == "preference"
     assert version.details == "Short answers\nBullet points"
@@ -417,12 +419,15 @@ def test_the_refresh_button_reloads_the_list(world):
     assert f'href="/w/{world.workspace.pk}/ai-memory/"' in html and "Refresh" in html
 
 
-@pytest.mark.parametrize("source,label,css", [
-    (Source.USER_REQUEST, "User request", "badge--user_request"),
-    (Source.ASSISTANT_INITIATED, "Assistant recorded", "badge--assistant_initiated"),
-    (Source.AI_EXTRACTED, "AI extracted", "badge--ai_extracted"),
-    (Source.MANUAL, "Manual", "badge--manual"),
-])
+@pytest.mark.parametrize(
+    "source,label,css",
+    [
+        (Source.USER_REQUEST, "User request", "badge--user_request"),
+        (Source.ASSISTANT_INITIATED, "Assistant recorded", "badge--assistant_initiated"),
+        (Source.AI_EXTRACTED, "AI extracted", "badge--ai_extracted"),
+        (Source.MANUAL, "Manual", "badge--manual"),
+    ],
+)
 def test_source_tags_carry_their_text_and_colour(world, source, label, css):
     assistant.add_assistant_memory(world.editor, kind="fact", topic="tagged", summary="Tagged memory", details=[], source=source)
     html = text_of(browser(world.editor).get(url(world, "ai-memory")))
@@ -587,8 +592,16 @@ def test_deletion_receipts_are_those_of_this_workspace_only(world):
 # --- Usage ---------------------------------------------------------------------------------------
 def usage(world, member, *, category="ai_memory", days_ago=0, memory_tokens=0):
     return UsageRecord.objects.create(
-        workspace=world.workspace, member=member, role=member.role, category=category, model_name="offline-rules-v1",
-        input_tokens=1200, output_tokens=300, memory_tokens=memory_tokens, input_cost=Decimal("0.012"), output_cost=Decimal("0.006"),
+        workspace=world.workspace,
+        member=member,
+        role=member.role,
+        category=category,
+        model_name="offline-rules-v1",
+        input_tokens=1200,
+        output_tokens=300,
+        memory_tokens=memory_tokens,
+        input_cost=Decimal("0.012"),
+        output_cost=Decimal("0.006"),
         created_at=timezone.now() - timedelta(days=days_ago),
     )
 
@@ -671,10 +684,10 @@ def _po_entries(path):
             continue
         elif line.startswith("msgid_plural "):
             field = "msgid_plural"
-            current[field] = eval(line[len("msgid_plural "):])  # noqa: S307 - a quoted .po string literal
+            current[field] = eval(line[len("msgid_plural ") :])  # noqa: S307 - a quoted .po string literal
         elif line.startswith("msgid "):
             field = "msgid"
-            current[field] = eval(line[len("msgid "):])  # noqa: S307
+            current[field] = eval(line[len("msgid ") :])  # noqa: S307
         elif line.startswith("msgstr"):
             key, _, value = line.partition(" ")
             field = ("msgstr", key)

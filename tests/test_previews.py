@@ -33,19 +33,23 @@ ARTIFACTS = previews.ARTIFACTS
 
 
 # --- generated workspaces -----------------------------------------------------------------------
-memory_spec = st.fixed_dictionaries({
-    "assistant": st.booleans(),
-    "age_days": st.integers(min_value=0, max_value=60),
-    "versions": st.integers(min_value=1, max_value=3),
-    "citations": st.integers(min_value=0, max_value=2),
-    "embedded": st.booleans(),
-    "expired": st.booleans(),  # assistant memories only: already moved to Expired
-})
+memory_spec = st.fixed_dictionaries(
+    {
+        "assistant": st.booleans(),
+        "age_days": st.integers(min_value=0, max_value=60),
+        "versions": st.integers(min_value=1, max_value=3),
+        "citations": st.integers(min_value=0, max_value=2),
+        "embedded": st.booleans(),
+        "expired": st.booleans(),  # assistant memories only: already moved to Expired
+    }
+)
 member_spec = st.lists(memory_spec, min_size=0, max_size=6)
-world_spec = st.fixed_dictionaries({
-    "members": st.lists(member_spec, min_size=1, max_size=3),
-    "reads": st.lists(st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=5), max_size=6),
-})
+world_spec = st.fixed_dictionaries(
+    {
+        "members": st.lists(member_spec, min_size=1, max_size=3),
+        "reads": st.lists(st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=5), max_size=6),
+    }
+)
 
 
 @dataclass
@@ -70,8 +74,18 @@ def build(spec: dict, now) -> Generated:
             for v in range(memory["versions"]):
                 current = v == memory["versions"] - 1
                 version = MemoryVersion.objects.create(
-                    workspace=workspace, member=member, namespace=namespace, key=f"k{index}", text=fake.sentence(), text_sha256="0" * 64, text_length=10,
-                    version=v + 1, valid_from=anchor, valid_to=None if current else anchor, created_at=anchor, retention_anchor=anchor - timedelta(days=v),
+                    workspace=workspace,
+                    member=member,
+                    namespace=namespace,
+                    key=f"k{index}",
+                    text=fake.sentence(),
+                    text_sha256="0" * 64,
+                    text_length=10,
+                    version=v + 1,
+                    valid_from=anchor,
+                    valid_to=None if current else anchor,
+                    created_at=anchor,
+                    retention_anchor=anchor - timedelta(days=v),
                     state=MemoryState.EXPIRED if memory["assistant"] and memory["expired"] else MemoryState.ACTIVE,
                 )
                 ids.append((version.pk, v + 1))
@@ -83,8 +97,15 @@ def build(spec: dict, now) -> Generated:
             listed = sorted({ids[p % len(ids)] for p in picks}) if ids else []
             if listed:
                 AccessEntry.objects.create(
-                    workspace=workspace, member=member, credential_ref=1, credential_name="gen", operation="recall", surface="rest",
-                    returned=len(listed), hidden=0, memories=[{"id": pk, "v": v} for pk, v in listed],
+                    workspace=workspace,
+                    member=member,
+                    credential_ref=1,
+                    credential_name="gen",
+                    operation="recall",
+                    surface="rest",
+                    returned=len(listed),
+                    hidden=0,
+                    memories=[{"id": pk, "v": v} for pk, v in listed],
                 )
     return Generated(workspace, owner, members)
 
@@ -160,10 +181,16 @@ def test_a_retention_change_erases_and_expires_exactly_what_its_preview_counted(
 
 # --- the API: dryRun ------------------------------------------------------------------------------
 def seeded(world) -> Generated:
-    spec = {"members": [[{"assistant": False, "age_days": 40, "versions": 2, "citations": 1, "embedded": True, "expired": False}] * 3,
-                        [{"assistant": True, "age_days": 40, "versions": 1, "citations": 0, "embedded": True, "expired": False},
-                         {"assistant": False, "age_days": 5, "versions": 1, "citations": 2, "embedded": True, "expired": False}]],
-            "reads": [[0, 1, 2], [3]]}
+    spec = {
+        "members": [
+            [{"assistant": False, "age_days": 40, "versions": 2, "citations": 1, "embedded": True, "expired": False}] * 3,
+            [
+                {"assistant": True, "age_days": 40, "versions": 1, "citations": 0, "embedded": True, "expired": False},
+                {"assistant": False, "age_days": 5, "versions": 1, "citations": 2, "embedded": True, "expired": False},
+            ],
+        ],
+        "reads": [[0, 1, 2], [3]],
+    }
     return build(spec, timezone.now())
 
 

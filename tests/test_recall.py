@@ -24,8 +24,25 @@ from memoryapp.recall.tokenize import stem_terms, tokenize
 from tests.conftest import make_agent
 
 MEMORY_KEYS = {
-    "id", "type", "evidence", "trust", "namespace", "key", "text", "kind", "details", "source", "collectionId",
-    "citations", "sourceState", "version", "validFrom", "validTo", "createdAt", "expiresAt", "masked",
+    "id",
+    "type",
+    "evidence",
+    "trust",
+    "namespace",
+    "key",
+    "text",
+    "kind",
+    "details",
+    "source",
+    "collectionId",
+    "citations",
+    "sourceState",
+    "version",
+    "validFrom",
+    "validTo",
+    "createdAt",
+    "expiresAt",
+    "masked",
 }
 
 DISTRACTORS = [
@@ -387,9 +404,15 @@ def test_only_the_newest_300_candidates_are_considered(agent, world):
         stamp = now - timedelta(seconds=1000 - i)
         versions.append(
             MemoryVersion(
-                workspace=world.workspace, member=world.editor, namespace="bulk", text=text,
-                text_sha256=hashlib.sha256(text.encode()).hexdigest(), text_length=len(text),
-                valid_from=stamp, created_at=stamp, retention_anchor=stamp,
+                workspace=world.workspace,
+                member=world.editor,
+                namespace="bulk",
+                text=text,
+                text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                text_length=len(text),
+                valid_from=stamp,
+                created_at=stamp,
+                retention_anchor=stamp,
             )
         )
     created = MemoryVersion.objects.bulk_create(versions)

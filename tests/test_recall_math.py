@@ -45,7 +45,14 @@ def cos(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_tokenize_latin_words_split_on_non_word_chars():
     assert tokenize("Hello, world! It's 2024; e-mail me.") == [
-        "hello", "world", "it", "s", "2024", "e", "mail", "me",
+        "hello",
+        "world",
+        "it",
+        "s",
+        "2024",
+        "e",
+        "mail",
+        "me",
     ]
 
 
@@ -147,8 +154,7 @@ def test_bm25_matches_rank_bm25_on_fixed_corpora(corpus, query):
     assert_same_scores(query.split(), docs)
 
 
-@pytest.mark.parametrize("params", [dict(k1=1.2, b=0.75, epsilon=0.25), dict(k1=2.0, b=0.3, epsilon=0.5),
-                                    dict(k1=0.9, b=0.0, epsilon=0.1)])
+@pytest.mark.parametrize("params", [dict(k1=1.2, b=0.75, epsilon=0.25), dict(k1=2.0, b=0.3, epsilon=0.5), dict(k1=0.9, b=0.0, epsilon=0.1)])
 def test_bm25_matches_rank_bm25_with_other_parameters(params):
     docs = [d.split() for d in CORPORA[0] + CORPORA[1]]
     assert_same_scores(["a", "window", "seats", "the"], docs, **params)
@@ -232,10 +238,7 @@ def test_hashing_is_deterministic_and_normalised(hashing):
 def test_hashing_is_stable_across_processes(hashing):
     """Python's str hash is salted per process; the embedder must not depend on it."""
     text = "Stable across processes: 東京 שלום"
-    code = (
-        "import sys; from memoryapp.recall.embedders import HashingEmbedder; "
-        f"sys.stdout.write(HashingEmbedder(256).embed([{text!r}])[0].tobytes().hex())"
-    )
+    code = f"import sys; from memoryapp.recall.embedders import HashingEmbedder; sys.stdout.write(HashingEmbedder(256).embed([{text!r}])[0].tobytes().hex())"
     outs = set()
     for seed in ("1", "2"):
         res = subprocess.run(
@@ -251,11 +254,13 @@ def test_hashing_is_stable_across_processes(hashing):
 
 
 def test_hashing_similar_texts_are_closer(hashing):
-    v = hashing.embed([
-        "The member prefers window seats on long flights",
-        "She likes window seats when flying long distances",
-        "Quarterly tax filing deadline is in April",
-    ])
+    v = hashing.embed(
+        [
+            "The member prefers window seats on long flights",
+            "She likes window seats when flying long distances",
+            "Quarterly tax filing deadline is in April",
+        ]
+    )
     assert cos(v[0], v[1]) > cos(v[0], v[2]) + 0.15
     # morphology via character n-grams
     w = hashing.embed(["flights", "flight", "banana"])
@@ -323,11 +328,13 @@ def test_minilm_matches_reference_values(minilm):
 
 
 def test_minilm_paraphrase_closer_than_unrelated(minilm):
-    cat, kitten, tax = minilm.embed([
-        "The cat sits on the mat",
-        "A kitten is resting on a rug",
-        "Quarterly tax filing deadline is in April",
-    ])
+    cat, kitten, tax = minilm.embed(
+        [
+            "The cat sits on the mat",
+            "A kitten is resting on a rug",
+            "Quarterly tax filing deadline is in April",
+        ]
+    )
     assert float(cat @ kitten) > float(cat @ tax) + 0.3
 
 

@@ -197,7 +197,13 @@ def test_bm25_leaves_out_candidates_below_the_relative_floor():
 
 def test_cosine_ranking_holds_only_candidates_within_the_margin_of_the_best(e5, settings):
     settings.MEMORY_EMBEDDER = "e5"
-    memories = ["Likes window seats on long-haul flights.", "Books aisle seats for short flights.", "Vegetarian; avoid steakhouses.", "Runs the Kubernetes clusters on GKE.", "Quarterly tax filing is due in April."]
+    memories = [
+        "Likes window seats on long-haul flights.",
+        "Books aisle seats for short flights.",
+        "Vegetarian; avoid steakhouses.",
+        "Runs the Kubernetes clusters on GKE.",
+        "Quarterly tax filing is due in April.",
+    ]
     vectors = e5.embed(memories)
     candidates = [service.Candidate(i, None, embedder_id=e5.id, dim=e5.dim, vector=to_bytes(v), terms=[]) for i, v in enumerate(vectors)]
     ranking, flag = service.semantic_ranking("where do I like to sit on a plane", candidates)

@@ -104,9 +104,16 @@ def _plant_versions(member: Member, count: int) -> None:
         assistant = i % 5 == 0
         rows.append(
             MemoryVersion(
-                workspace=member.workspace, member=member, namespace=ASSISTANT_NAMESPACE if assistant else "bulk", key=f"k{i // 2}" if not assistant else f"topic_{i}",
-                version=1 + i % 2 if not assistant else 1, valid_to=now if (not assistant and i % 2 == 0) else None,
-                source="manual" if assistant else "agent", text=f"planted {i}", text_sha256="0" * 64, text_length=9,
+                workspace=member.workspace,
+                member=member,
+                namespace=ASSISTANT_NAMESPACE if assistant else "bulk",
+                key=f"k{i // 2}" if not assistant else f"topic_{i}",
+                version=1 + i % 2 if not assistant else 1,
+                valid_to=now if (not assistant and i % 2 == 0) else None,
+                source="manual" if assistant else "agent",
+                text=f"planted {i}",
+                text_sha256="0" * 64,
+                text_length=9,
             )
         )
     MemoryVersion.objects.bulk_create(rows, batch_size=1000)
@@ -168,7 +175,11 @@ def test_a_query_may_hold_1000_characters_and_no_more(agent):
 def test_details_are_masked_before_they_are_stored(world):
     agent = make_agent(world.editor)
     response = agent.remember(
-        namespace=ASSISTANT_NAMESPACE, key="contact", source="user_request", kind="fact", text="How to reach the member",
+        namespace=ASSISTANT_NAMESPACE,
+        key="contact",
+        source="user_request",
+        kind="fact",
+        text="How to reach the member",
         details=["mail ada@example.com", "phone +1 (212) 555-0199", "card 4111 1111 1111 1111"],
     )
     assert response.status_code == 201, response.content

@@ -19,8 +19,16 @@ def records(world, member, count: int) -> list[UsageRecord]:
     now = timezone.now()
     return [
         UsageRecord.objects.create(
-            workspace=world.workspace, member=member, role=member.role, category="ai_memory", model_name=f"model-{i:03d}",
-            input_tokens=1000 + i, output_tokens=100, input_cost=Decimal("0.010"), output_cost=Decimal("0.002"), created_at=now - timedelta(hours=i),
+            workspace=world.workspace,
+            member=member,
+            role=member.role,
+            category="ai_memory",
+            model_name=f"model-{i:03d}",
+            input_tokens=1000 + i,
+            output_tokens=100,
+            input_cost=Decimal("0.010"),
+            output_cost=Decimal("0.002"),
+            created_at=now - timedelta(hours=i),
         )
         for i in range(count)
     ]

@@ -43,7 +43,9 @@ def test_every_member_reads_settings(world, who):
     assert body == {"agentMemoriesEnabled": True, "agentMemoryRetentionDays": 90, "expiredGraceDays": 30, "retentionAppliesToExistingMemories": True}
 
 
-@pytest.mark.parametrize("body", [{"agentMemoryRetentionDays": 0}, {"agentMemoryRetentionDays": 366}, {"expiredGraceDays": 91}, {"expiredGraceDays": -1}, {"agentMemoriesEnabled": "maybe"}, {"unknown": 1}])
+@pytest.mark.parametrize(
+    "body", [{"agentMemoryRetentionDays": 0}, {"agentMemoryRetentionDays": 366}, {"expiredGraceDays": 91}, {"expiredGraceDays": -1}, {"agentMemoriesEnabled": "maybe"}, {"unknown": 1}]
+)
 def test_settings_validation(world, body):
     response = client_for(world.owner).put(url(world, "ask-history/settings"), body, format="json")
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"

@@ -65,4 +65,3 @@ class WorkspaceAPIView(APIView):
         serializer = serializer_class(data=data, partial=partial)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
-

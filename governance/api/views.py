@@ -68,9 +68,7 @@ class CredentialsView(WorkspaceAPIView):
     @extend_schema(request=s.CredentialBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CredentialBody)
-        credential, token = actions.create_credential(
-            self.member, name=data["name"], scopes=data["scopes"], context_set_id=data.get("contextSetId"), expires_at=data.get("expiresAt")
-        )
+        credential, token = actions.create_credential(self.member, name=data["name"], scopes=data["scopes"], context_set_id=data.get("contextSetId"), expires_at=data.get("expiresAt"))
         return Response({**credential_json(credential), "token": token}, status=201)
 
 
@@ -151,7 +149,9 @@ class DocumentsView(WorkspaceAPIView):
 
     def get(self, request, ws_id):
         documents = readable_documents(self.member).order_by("id")
-        return Response({"documents": [{"id": str(d.pk), "title": d.title, "collectionId": str(d.collection_id), "versionId": str(d.current_version_id), "expiresAt": iso(d.expires_at)} for d in documents]})
+        return Response(
+            {"documents": [{"id": str(d.pk), "title": d.title, "collectionId": str(d.collection_id), "versionId": str(d.current_version_id), "expiresAt": iso(d.expires_at)} for d in documents]}
+        )
 
     @extend_schema(request=s.DocumentBody, responses={201: dict})
     def post(self, request, ws_id):

@@ -6,23 +6,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0001_initial'),
+        ("governance", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('vector_memory', models.BooleanField(default=False, help_text='"Vector memory": conversations with this agent may be consolidated into AI memories.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agents', to='governance.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=120)),
+                ("vector_memory", models.BooleanField(default=False, help_text='"Vector memory": conversations with this agent may be consolidated into AI memories.')),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="agents", to="governance.workspace")),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
     ]

@@ -15,13 +15,12 @@ def remove_staff_groups(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0002_agent'),
-        ('memoryapp', '0001_initial'),
-        ('retention', '0001_initial'),
-        ('auth', '0012_alter_user_first_name_max_length'),
-        ('contenttypes', '0002_remove_content_type_name'),
+        ("governance", "0002_agent"),
+        ("memoryapp", "0001_initial"),
+        ("retention", "0001_initial"),
+        ("auth", "0012_alter_user_first_name_max_length"),
+        ("contenttypes", "0002_remove_content_type_name"),
     ]
 
     operations = [

@@ -187,12 +187,14 @@ class AccessLogView(WorkspaceAPIView):
         limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
         entries, next_cursor = access_log.page_of(access_log.member_entries(self.member, filters), self.member, limit=limit, cursor=params.get("cursor"))
         visible, hidden = access_log.readable_versions(self.member, entries)
-        return Response({
-            "scope": "member",
-            "retentionDays": settings.ACCESS_LOG_RETENTION_DAYS,
-            "entries": [access_log.entry_json(entry, visible, hidden) for entry in entries],
-            "nextCursor": next_cursor,
-        })
+        return Response(
+            {
+                "scope": "member",
+                "retentionDays": settings.ACCESS_LOG_RETENTION_DAYS,
+                "entries": [access_log.entry_json(entry, visible, hidden) for entry in entries],
+                "nextCursor": next_cursor,
+            }
+        )
 
     def daily(self, params, operation: str | None, since: date | None, until: date | None) -> dict[str, Any]:
         if not self.member.has_perm(MANAGE):

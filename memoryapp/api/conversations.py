@@ -99,13 +99,21 @@ class TurnsView(APIView):
         slot = limiter.acquire(ctx.credential.pk, settings.AGENT_TURNS_PER_HOUR, bucket="turn")
         if not slot.allowed:
             raise ApiError(
-                429, "AGENT_MEMORY_RATE_LIMITED", f"At most {slot.limit} conversation turns per credential per hour.",
-                {"retryAfterSeconds": slot.reset_seconds}, headers=slot.headers(),
+                429,
+                "AGENT_MEMORY_RATE_LIMITED",
+                f"At most {slot.limit} conversation turns per credential per hour.",
+                {"retryAfterSeconds": slot.reset_seconds},
+                headers=slot.headers(),
             )
         try:
             submitted = submit_turn(
-                workspace=ctx.workspace, member=ctx.member, agent=agent, credential_id=ctx.credential.pk,
-                conversation_id=data["conversationId"], anonymous=data["anonymous"], messages=[dict(m) for m in data["messages"]],
+                workspace=ctx.workspace,
+                member=ctx.member,
+                agent=agent,
+                credential_id=ctx.credential.pk,
+                conversation_id=data["conversationId"],
+                anonymous=data["anonymous"],
+                messages=[dict(m) for m in data["messages"]],
             )
         except BaseException:
             limiter.refund(slot)
@@ -122,8 +130,12 @@ class ReplyUsageView(APIView):
     def post(self, request):
         ctx, data = _admit(request, "recall", ReplyUsageBody)
         record = credits.record_reply_usage(
-            ctx.member, conversation_id=data["conversationId"], model_name=data["model"],
-            input_tokens=data["inputTokens"], output_tokens=data["outputTokens"], memory_tokens=data["memoryTokens"],
+            ctx.member,
+            conversation_id=data["conversationId"],
+            model_name=data["model"],
+            input_tokens=data["inputTokens"],
+            output_tokens=data["outputTokens"],
+            memory_tokens=data["memoryTokens"],
         )
         return Response({"usage": credits.usage_json(record)}, status=201)
 

@@ -86,6 +86,7 @@ class ForgetView(AgentOperationView):
 # --- member and owner endpoints ----------------------------------------------------------------
 DRY_RUN_PARAMETER = OpenApiParameter(DRY_RUN, str, required=False, enum=["1", "true", "0", "false"], description="1 or true: answer {dryRun, manifest} and erase nothing")
 
+
 class AgentMemoriesView(WorkspaceAPIView):
     """The member's own agent memories (never anyone else's, whatever the role)."""
 

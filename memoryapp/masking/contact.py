@@ -53,15 +53,22 @@ _LOCAL_CH = r"(?:(?![" + _CJK + r"])[" + _ATEXT + r"])"
 _LOCAL = _LOCAL_CH + r"++(?:\." + _LOCAL_CH + r"++)*+"
 _NOT_AFTER_LOCAL = r"(?<!" + _LOCAL_CH + r")(?<!\.)"
 _EMAIL_RE = re.compile(
-    r"(?:(?<=[" + _CJK + r"])|" + _NOT_AFTER_LOCAL + r")" + _LOCAL
-    + r"@(?:" + _LABEL + r"\.)+"
+    r"(?:(?<=[" + _CJK + r"])|" + _NOT_AFTER_LOCAL + r")" + _LOCAL + r"@(?:" + _LABEL + r"\.)+"
     r"(?:(?i:xn--)[A-Za-z0-9\-]{1,59}(?![A-Za-z0-9\-])|[A-Za-z]{2,63}(?![A-Za-z0-9\-])|[^\W\d_\x00-\x7f]{2,24}(?![\w\-]))"
 )
 # the "(at)" / "[dot]" form people write to keep addresses from robots
 _EMAIL_OBFUSCATED_RE = re.compile(
-    r"(?:(?<=[" + _CJK + r"])|" + _NOT_AFTER_LOCAL + r")" + _LOCAL
-    + r"[ \t]*+[\[(\{][ \t]*+(?i:at)[ \t]*+[\])\}][ \t]*+" + _LABEL
-    + r"(?:[ \t]*+(?:[\[(\{][ \t]*+(?i:dot)[ \t]*+[\])\}]|\.)[ \t]*+" + _LABEL + r")+"
+    r"(?:(?<=["
+    + _CJK
+    + r"])|"
+    + _NOT_AFTER_LOCAL
+    + r")"
+    + _LOCAL
+    + r"[ \t]*+[\[(\{][ \t]*+(?i:at)[ \t]*+[\])\}][ \t]*+"
+    + _LABEL
+    + r"(?:[ \t]*+(?:[\[(\{][ \t]*+(?i:dot)[ \t]*+[\])\}]|\.)[ \t]*+"
+    + _LABEL
+    + r")+"
 )
 
 
@@ -101,9 +108,7 @@ def stage_email(work: str) -> list[Span]:
 # --------------------------------------------------------------------------------------------
 # Phones
 # --------------------------------------------------------------------------------------------
-_EXTENSION_RE = re.compile(
-    r"[ \t]*+(?:[,;][ \t]*+)?\(?(?:(?i:x|ext|extn|extension|ext\s*no)\.?|内線|#|שלוחה)[ \t]*+[:.]?[ \t]*+[0-9]{1,6}(?![0-9])\)?"
-)
+_EXTENSION_RE = re.compile(r"[ \t]*+(?:[,;][ \t]*+)?\(?(?:(?i:x|ext|extn|extension|ext\s*no)\.?|内線|#|שלוחה)[ \t]*+[:.]?[ \t]*+[0-9]{1,6}(?![0-9])\)?")
 
 # -- phones ---------------------------------------------------------------------
 # A window is a maximal run of characters that can appear inside a phone
@@ -125,14 +130,9 @@ _DATE_LIKE_RE = re.compile(
     r"(?:[ T][0-9]{1,2})?"
 )
 # a date anywhere inside a candidate ("01.01.1900 - 1900/1/1") disqualifies it
-_DATE_INSIDE_RE = re.compile(
-    r"(?<![0-9])(?:[0-9]{4}([-./])[0-9]{1,2}\1[0-9]{1,2}|[0-9]{1,2}([-./])[0-9]{1,2}\2[0-9]{2,4})(?![0-9])"
-)
+_DATE_INSIDE_RE = re.compile(r"(?<![0-9])(?:[0-9]{4}([-./])[0-9]{1,2}\1[0-9]{1,2}|[0-9]{1,2}([-./])[0-9]{1,2}\2[0-9]{2,4})(?![0-9])")
 _IPV4_RE = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
-_NANP_SHAPE_RE = re.compile(
-    r"(?:\+?1[-. ]?)?(?:\([2-9][0-9]{2}\)[ ]?|[2-9][0-9]{2}[-. ])[0-9]{3}[-. ][0-9]{4}"
-)
-
+_NANP_SHAPE_RE = re.compile(r"(?:\+?1[-. ]?)?(?:\([2-9][0-9]{2}\)[ ]?|[2-9][0-9]{2}[-. ])[0-9]{3}[-. ][0-9]{4}")
 
 
 def _trim_brackets(text: str, start: int, end: int) -> tuple[int, int]:
@@ -321,9 +321,7 @@ def _raw_phone_ok(raw: str) -> bool:
     return False
 
 
-def _segment_leftovers(
-    work: str, ws: int, we: int, spans: list[tuple[int, int]], budget: list[int]
-) -> list[tuple[int, int]]:
+def _segment_leftovers(work: str, ws: int, we: int, spans: list[tuple[int, int]], budget: list[int]) -> list[tuple[int, int]]:
     """Second chance for digits the matcher left in a window.
 
     PhoneNumberMatcher cannot split space-separated lists of numbers that
@@ -394,13 +392,7 @@ def _drop_glued_token(work: str, s: int, e: int) -> tuple[int, int]:
     tail_start = first.end() if first is not None else e
     while tail_start < e and work[tail_start] in " \t":
         tail_start += 1
-    if (
-        first is not None
-        and first.group().startswith("00")
-        and len(first.group()) <= 5
-        and tail_start < e
-        and _phone_good(work[tail_start:e])
-    ):
+    if first is not None and first.group().startswith("00") and len(first.group()) <= 5 and tail_start < e and _phone_good(work[tail_start:e]):
         # "0020 050-234-0000": the end of the previous number read as the
         # "00" international call prefix; the rest is a number of its own
         return tail_start, e

@@ -89,12 +89,8 @@ def stage_cards(work: str) -> list[Span]:
 
 
 # -- Israeli ID ---------------------------------------------------------------------------------
-_IL_ID_RE = re.compile(
-    r"[0-9](?<![0-9+][0-9])(?<![0-9][.,][0-9])(?:[0-9]{8}|[0-9]{6,7}-[0-9])(?![0-9])(?![.,][0-9])"
-)
-_IL_ID_GROUPED_RE = re.compile(
-    r"[0-9](?<![0-9+][0-9])(?<![0-9][ \-.][0-9])[0-9]{2}(?P<s>[ \-])[0-9]{3}(?P=s)[0-9]{3}(?![0-9])(?![ \-.][0-9])"
-)
+_IL_ID_RE = re.compile(r"[0-9](?<![0-9+][0-9])(?<![0-9][.,][0-9])(?:[0-9]{8}|[0-9]{6,7}-[0-9])(?![0-9])(?![.,][0-9])")
+_IL_ID_GROUPED_RE = re.compile(r"[0-9](?<![0-9+][0-9])(?<![0-9][ \-.][0-9])[0-9]{2}(?P<s>[ \-])[0-9]{3}(?P=s)[0-9]{3}(?![0-9])(?![ \-.][0-9])")
 
 
 def stage_il_id(work: str) -> list[Span]:
@@ -160,9 +156,7 @@ def stage_ssn(work: str) -> list[Span]:
 # -- digit groups adding up to 10 or more digits ------------------------------------------------
 # Groups of 1–5 digits (a sixth digit ends the run: "ISBN 978-3-16-148410-0" is not one run)
 # joined by one separator each. Possessive, so the scan is linear.
-_GROUPED_RE = re.compile(
-    r"(?<![0-9])\+?\(?[0-9]{1,5}+(?![0-9])\)?(?:(?:[ \-./]| {2}|- | -)\(?[0-9]{1,5}+(?![0-9])\)?)++"
-)
+_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]{1,5}+(?![0-9])\)?(?:(?:[ \-./]| {2}|- | -)\(?[0-9]{1,5}+(?![0-9])\)?)++")
 _CURRENCY_NEAR_RE = re.compile(r"[ \t]?(?:[€$£¥₪₩₹]|円|万|(?i:eur|usd|jpy|ils|gbp|chf|nis)\b|,[0-9]{2}(?![0-9]))")
 _CURRENCY_BEFORE_RE = re.compile(r"(?:[€$£¥₪₩₹]|(?i:eur|usd|jpy|ils|gbp|chf|nis))[ \t]?\Z")
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .])[0-9]{3})(?:\1[0-9]{3})*")
@@ -183,9 +177,7 @@ def _group_run_kind(work: str, s: int, e: int) -> str | None:
             return None
         if "-" not in run and " " not in run and not (len(groups) >= 3 and all(2 <= len(g) <= 4 for g in groups)):
             return None  # version-like ("10.0.19045.3693"): phones with dots use groups of 2–4
-    if _THOUSANDS_RE.fullmatch(run) and (
-        _CURRENCY_NEAR_RE.match(work, e) or _CURRENCY_BEFORE_RE.search(work, max(0, s - 5), s)
-    ):
+    if _THOUSANDS_RE.fullmatch(run) and (_CURRENCY_NEAR_RE.match(work, e) or _CURRENCY_BEFORE_RE.search(work, max(0, s - 5), s)):
         return None  # an amount of money: "1 234 567 890 €"
     compact = re.sub(r"[^0-9]", "", run)
     if len(compact) in (10, 13) and _stdnum_isbn.is_valid(compact):

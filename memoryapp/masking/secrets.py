@@ -66,10 +66,27 @@ Span = tuple[int, int, str]
 # Known token shapes
 # --------------------------------------------------------------------------------------------
 _DETECT_SECRETS_PLUGINS = (
-    ArtifactoryDetector, AWSKeyDetector, AzureStorageKeyDetector, CloudantDetector, DiscordBotTokenDetector,
-    GitHubTokenDetector, GitLabTokenDetector, IbmCloudIamDetector, IbmCosHmacDetector, JwtTokenDetector,
-    MailchimpDetector, NpmDetector, OpenAIDetector, PypiTokenDetector, SendGridDetector, SlackDetector,
-    SoftlayerDetector, SquareOAuthDetector, StripeDetector, TelegramBotTokenDetector, TwilioKeyDetector,
+    ArtifactoryDetector,
+    AWSKeyDetector,
+    AzureStorageKeyDetector,
+    CloudantDetector,
+    DiscordBotTokenDetector,
+    GitHubTokenDetector,
+    GitLabTokenDetector,
+    IbmCloudIamDetector,
+    IbmCosHmacDetector,
+    JwtTokenDetector,
+    MailchimpDetector,
+    NpmDetector,
+    OpenAIDetector,
+    PypiTokenDetector,
+    SendGridDetector,
+    SlackDetector,
+    SoftlayerDetector,
+    SquareOAuthDetector,
+    StripeDetector,
+    TelegramBotTokenDetector,
+    TwilioKeyDetector,
 )
 # Patterns of detect-secrets that backtrack quadratically on adversarial text (found by
 # bench/masking.py) are left out; a linear pattern below covers each: JWT (an unbounded run
@@ -81,9 +98,7 @@ _SUPERLINEAR = {
     NpmDetector.denylist[0].pattern,
     AWSKeyDetector.denylist[1].pattern,
 }
-_SHAPES: tuple[re.Pattern, ...] = tuple(
-    rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist if rx.pattern not in _SUPERLINEAR
-) + (
+_SHAPES: tuple[re.Pattern, ...] = tuple(rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist if rx.pattern not in _SUPERLINEAR) + (
     re.compile(r"_authToken(?<![A-Za-z0-9]_authToken)[ \t]*+=[ \t]*+(?!\[[A-Z_]+\])(\S++)"),  # .npmrc
     # shapes detect-secrets does not list (or lists narrower)
     re.compile(r"sk-(?<![A-Za-z0-9_]sk-)(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{16,}"),  # OpenAI / Anthropic
@@ -155,9 +170,7 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     TwilioKeyDetector.denylist[1].pattern: ("SK",),
     **{rx.pattern: ("gl", "GR1348941") for rx in GitLabTokenDetector.denylist},
 }
-_SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = tuple(
-    (rx, _TRIGGERS.get(rx.pattern), bool(rx.flags & re.IGNORECASE)) for rx in _SHAPES
-)
+_SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = tuple((rx, _TRIGGERS.get(rx.pattern), bool(rx.flags & re.IGNORECASE)) for rx in _SHAPES)
 
 
 def _stage_token_shapes(work: str) -> list[Span]:
@@ -204,19 +217,45 @@ def _stage_private_keys(work: str) -> list[Span]:
 # --------------------------------------------------------------------------------------------
 # Words whose value is always a secret (password-like: prose values may be plain words).
 _PASSWORD_WORDS = (
-    "password", "passwd", "passwort", "passphrase", "passcode", "kennwort", "contrasena", "contraseña",
-    "motdepasse", "wachtwoord", "senha", "пароль", "пароля",
+    "password",
+    "passwd",
+    "passwort",
+    "passphrase",
+    "passcode",
+    "kennwort",
+    "contrasena",
+    "contraseña",
+    "motdepasse",
+    "wachtwoord",
+    "senha",
+    "пароль",
+    "пароля",
 )
 _PASSWORD_SEGMENTS = frozenset({"pass", "pwd", "pw", "pin", "pincode", "mdp", "passwd", "pword", "pswd", "pass_phrase"})
 # Words whose value is a secret when it looks like one (token-like).
 _TOKEN_WORDS = (
-    "secret", "token", "apikey", "credential", "creds", "privatekey", "accesskey", "accountkey", "authkey",
-    "signingkey", "encryptionkey", "masterkey", "sessionkey", "clientkey", "servicekey", "webhook", "bearer",
-    "authorization", "cookie", "sessionid",
+    "secret",
+    "token",
+    "apikey",
+    "credential",
+    "creds",
+    "privatekey",
+    "accesskey",
+    "accountkey",
+    "authkey",
+    "signingkey",
+    "encryptionkey",
+    "masterkey",
+    "sessionkey",
+    "clientkey",
+    "servicekey",
+    "webhook",
+    "bearer",
+    "authorization",
+    "cookie",
+    "sessionid",
 ) + tuple(w.replace("_?", "") for w in _DS_KEYWORDS if "_?" in w)  # detect-secrets' keyword list
-_TOKEN_SEGMENTS = frozenset(
-    {"key", "auth", "sig", "signature", "salt", "session", "sid", "jwt", "cvv", "cvc", "license", "otp", "totp", "hmac", "sasl", "creds"}
-)
+_TOKEN_SEGMENTS = frozenset({"key", "auth", "sig", "signature", "salt", "session", "sid", "jwt", "cvv", "cvc", "license", "otp", "totp", "hmac", "sasl", "creds"})
 
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEGMENT_SPLIT_RE = re.compile(r"[_.\-\s]+")
@@ -242,8 +281,33 @@ def label_class(label: str) -> str | None:
 
 
 _COUNT_SEGMENTS = frozenset(
-    {"max", "min", "limit", "limits", "count", "num", "number", "length", "len", "size", "ttl", "timeout", "expiry",
-     "expires", "lifetime", "budget", "used", "remaining", "tokens", "per", "rate", "window", "type", "name", "id"}
+    {
+        "max",
+        "min",
+        "limit",
+        "limits",
+        "count",
+        "num",
+        "number",
+        "length",
+        "len",
+        "size",
+        "ttl",
+        "timeout",
+        "expiry",
+        "expires",
+        "lifetime",
+        "budget",
+        "used",
+        "remaining",
+        "tokens",
+        "per",
+        "rate",
+        "window",
+        "type",
+        "name",
+        "id",
+    }
 )
 
 
@@ -279,10 +343,7 @@ def entropy(value: str) -> float:
     return _ENTROPY.calculate_shannon_entropy(value)
 
 
-_QUOTED_BODY_RE = {
-    opener: re.compile(r"(?:[^" + re.escape(closer) + r"\\\n]|\\[^\n])*+")
-    for opener, closer in _CLOSERS.items()
-}
+_QUOTED_BODY_RE = {opener: re.compile(r"(?:[^" + re.escape(closer) + r"\\\n]|\\[^\n])*+") for opener, closer in _CLOSERS.items()}
 
 
 def _quoted_end(work: str, i: int, quote: str) -> int:
@@ -537,7 +598,7 @@ _TOKEN_LABEL_RE = re.compile(r"(?i:token|api|access|auth|refresh|private|client|
 
 
 def _stage_prose(work: str) -> list[Span]:
-    """"my password is swordfish", "password for the wifi: correct horse", "パスワードはabc"."""
+    """ "my password is swordfish", "password for the wifi: correct horse", "パスワードはabc"."""
     low = work.lower()
     if not any(t in low for t in _PROSE_TRIGGERS):
         return []
@@ -583,8 +644,32 @@ def _stage_prose(work: str) -> list[Span]:
 
 
 _PROSE_TRIGGERS = (
-    "pass", "pw", "pin", "secret", "code", "token", "key", "otp", "cvv", "cvc", "パス", "ﾊﾟｽ", "暗証", "合言葉", "コード",
-    "キー", "トークン", "シークレット", "秘密鍵", "סיסמ", "סודי", "пароль", "contrase", "senha", "kennwort", "mot de passe",
+    "pass",
+    "pw",
+    "pin",
+    "secret",
+    "code",
+    "token",
+    "key",
+    "otp",
+    "cvv",
+    "cvc",
+    "パス",
+    "ﾊﾟｽ",
+    "暗証",
+    "合言葉",
+    "コード",
+    "キー",
+    "トークン",
+    "シークレット",
+    "秘密鍵",
+    "סיסמ",
+    "סודי",
+    "пароль",
+    "contrase",
+    "senha",
+    "kennwort",
+    "mot de passe",
 )
 _PASSWORD_LABEL_RE = re.compile(r"(?i:pass|pw|pin|パスワード|ﾊﾟｽﾜｰﾄﾞ|暗証|合言葉|סיסמ|пароль|contrase|senha|kennwort)")
 

@@ -33,7 +33,7 @@ _CONFUSABLES = dict(
         "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅԜ"
         # Greek
         "οαιкνρτυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-        "aeopcyxijsdhlqwABEKMHOPCTXYIJSW" "oaikvptuABEZHIKMNOPTYX",
+        "aeopcyxijsdhlqwABEKMHOPCTXYIJSWoaikvptuABEZHIKMNOPTYX",
         strict=True,
     )
 )

@@ -115,8 +115,15 @@ def observe_tool_call(operation: str, result: CallToolResult, seconds: float, fi
     code = error.get("code", "INTERNAL_ERROR") if isinstance(error, dict) else "OK"
     metrics.observe_agent_operation(operation, "mcp", code, seconds)
     logs.request_line(
-        request_id=fields["request_id"], transport="mcp", route=f"mcp:{operation}", method="CALL", status=int(fields.get("status", 200)),
-        code=code, seconds=seconds, credential_id=fields.get("credential_id"), workspace_id=fields.get("workspace_id"),
+        request_id=fields["request_id"],
+        transport="mcp",
+        route=f"mcp:{operation}",
+        method="CALL",
+        status=int(fields.get("status", 200)),
+        code=code,
+        seconds=seconds,
+        credential_id=fields.get("credential_id"),
+        workspace_id=fields.get("workspace_id"),
     )
 
 
@@ -157,10 +164,7 @@ def build_server(token_for: TokenSource) -> MCPServer:
     return MCPServer(
         SERVER_NAME,
         title="Governed agent memory",
-        instructions=(
-            "Tools to remember, recall, list and forget short notes about the workspace member this credential acts for. "
-            + UNTRUSTED_HEADER
-        ),
+        instructions=("Tools to remember, recall, list and forget short notes about the workspace member this credential acts for. " + UNTRUSTED_HEADER),
         tools=[make_tool(operation, token_for) for operation in TOOLS],
         log_level="WARNING",
     )

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memoryapp', '0001_initial'),
+        ("memoryapp", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memoryembedding',
-            name='terms',
-            field=models.TextField(default='', help_text='Space-separated recall tokens of the masked text.'),
+            model_name="memoryembedding",
+            name="terms",
+            field=models.TextField(default="", help_text="Space-separated recall tokens of the masked text."),
         ),
     ]

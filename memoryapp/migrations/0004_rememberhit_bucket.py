@@ -4,23 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memoryapp', '0003_memory_kind_vocabulary'),
+        ("memoryapp", "0003_memory_kind_vocabulary"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='rememberhit',
-            name='memoryapp_r_credent_e9055e_idx',
+            model_name="rememberhit",
+            name="memoryapp_r_credent_e9055e_idx",
         ),
         migrations.AddField(
-            model_name='rememberhit',
-            name='bucket',
-            field=models.CharField(default='remember', max_length=16),
+            model_name="rememberhit",
+            name="bucket",
+            field=models.CharField(default="remember", max_length=16),
         ),
         migrations.AddIndex(
-            model_name='rememberhit',
-            index=models.Index(fields=['credential_id', 'bucket', 'at'], name='memoryapp_hit_cred_bucket_at'),
+            model_name="rememberhit",
+            index=models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at"),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memoryapp', '0004_rememberhit_bucket'),
+        ("memoryapp", "0004_rememberhit_bucket"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memoryembedding',
-            name='terms_format',
-            field=models.CharField(db_default='t1', help_text='How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.', max_length=24),
+            model_name="memoryembedding",
+            name="terms_format",
+            field=models.CharField(db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.", max_length=24),
         ),
     ]

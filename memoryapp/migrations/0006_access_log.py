@@ -20,33 +20,36 @@ def drop_gin(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0003_staff_groups'),
-        ('memoryapp', '0005_memoryembedding_terms_format'),
+        ("governance", "0003_staff_groups"),
+        ("memoryapp", "0005_memoryembedding_terms_format"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AccessEntry',
+            name="AccessEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('credential_ref', models.BigIntegerField(help_text='The id of the credential that read.')),
-                ('credential_name', models.CharField(help_text="The credential's name at the time of the read.", max_length=120)),
-                ('operation', models.CharField(choices=[('recall', 'Recall'), ('list', 'List')], max_length=8)),
-                ('surface', models.CharField(choices=[('rest', 'REST'), ('mcp', 'MCP')], max_length=4)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('returned', models.PositiveSmallIntegerField(help_text='Memories the read returned.')),
-                ('hidden', models.PositiveIntegerField(default=0, help_text='Memories the read left out because a cited source is gone or unreadable.')),
-                ('erased', models.PositiveSmallIntegerField(default=0, help_text='Returned memories erased since (their references are struck).')),
-                ('memories', models.JSONField(default=list, help_text='[{"id": version id, "v": version number}], in the order returned.')),
-                ('member', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='access_entries', to='governance.member')),
-                ('workspace', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='access_entries', to='governance.workspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("credential_ref", models.BigIntegerField(help_text="The id of the credential that read.")),
+                ("credential_name", models.CharField(help_text="The credential's name at the time of the read.", max_length=120)),
+                ("operation", models.CharField(choices=[("recall", "Recall"), ("list", "List")], max_length=8)),
+                ("surface", models.CharField(choices=[("rest", "REST"), ("mcp", "MCP")], max_length=4)),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("returned", models.PositiveSmallIntegerField(help_text="Memories the read returned.")),
+                ("hidden", models.PositiveIntegerField(default=0, help_text="Memories the read left out because a cited source is gone or unreadable.")),
+                ("erased", models.PositiveSmallIntegerField(default=0, help_text="Returned memories erased since (their references are struck).")),
+                ("memories", models.JSONField(default=list, help_text='[{"id": version id, "v": version number}], in the order returned.')),
+                ("member", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="access_entries", to="governance.member")),
+                ("workspace", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="access_entries", to="governance.workspace")),
             ],
             options={
-                'verbose_name_plural': 'access entries',
-                'ordering': ['-at', '-id'],
-                'indexes': [models.Index(fields=['member', '-at', '-id'], name='access_by_member'), models.Index(fields=['workspace', 'at'], name='access_by_workspace'), models.Index(fields=['at'], name='access_expiry')],
+                "verbose_name_plural": "access entries",
+                "ordering": ["-at", "-id"],
+                "indexes": [
+                    models.Index(fields=["member", "-at", "-id"], name="access_by_member"),
+                    models.Index(fields=["workspace", "at"], name="access_by_workspace"),
+                    models.Index(fields=["at"], name="access_expiry"),
+                ],
             },
         ),
         migrations.RunPython(create_gin, drop_gin),

@@ -32,12 +32,7 @@ def usage_chart(queryset: QuerySet[UsageRecord], today: date) -> dict[str, Any]:
     """Credits per day over the last 30 days."""
     start = today - timedelta(days=CHART_DAYS - 1)
     totals: dict[Any, Decimal] = defaultdict(Decimal)
-    by_day = (
-        queryset.filter(created_at__date__gte=start)
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(input=Sum("input_cost"), output=Sum("output_cost"))
-    )
+    by_day = queryset.filter(created_at__date__gte=start).annotate(day=TruncDate("created_at")).values("day").annotate(input=Sum("input_cost"), output=Sum("output_cost"))
     for row in by_day:
         totals[row["day"]] += (row["input"] or Decimal(0)) + (row["output"] or Decimal(0))
     top = nice_max(max(totals.values(), default=Decimal(0)))
@@ -49,19 +44,29 @@ def usage_chart(queryset: QuerySet[UsageRecord], today: date) -> dict[str, Any]:
         day = start + timedelta(days=i)
         value = totals.get(day, Decimal(0))
         height = float(value / top) * plot_h if top else 0
-        bars.append({
-            "x": round(CHART_LEFT + i * slot + slot * 0.15, 2),
-            "y": round(CHART_TOP + plot_h - height, 2),
-            "width": round(slot * 0.7, 2),
-            "height": round(height, 2),
-            "day": day,
-            "value": value,
-            "label_x": round(CHART_LEFT + i * slot + slot / 2, 2),
-            "show_label": i % 5 == 0 or i == CHART_DAYS - 1,
-        })
+        bars.append(
+            {
+                "x": round(CHART_LEFT + i * slot + slot * 0.15, 2),
+                "y": round(CHART_TOP + plot_h - height, 2),
+                "width": round(slot * 0.7, 2),
+                "height": round(height, 2),
+                "day": day,
+                "value": value,
+                "label_x": round(CHART_LEFT + i * slot + slot / 2, 2),
+                "show_label": i % 5 == 0 or i == CHART_DAYS - 1,
+            }
+        )
     grid = [{"y": round(CHART_TOP + plot_h - plot_h * f, 2), "value": top * Decimal(str(f))} for f in (0, 0.5, 1)]
     return {
-        "bars": bars, "grid": grid, "width": CHART_WIDTH, "height": CHART_HEIGHT,
-        "left": CHART_LEFT, "right": CHART_WIDTH - 8, "baseline": CHART_TOP + plot_h, "label_y": CHART_HEIGHT - 8,
-        "total": sum(totals.values(), Decimal(0)), "start": start, "end": today,
+        "bars": bars,
+        "grid": grid,
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "left": CHART_LEFT,
+        "right": CHART_WIDTH - 8,
+        "baseline": CHART_TOP + plot_h,
+        "label_y": CHART_HEIGHT - 8,
+        "total": sum(totals.values(), Decimal(0)),
+        "start": start,
+        "end": today,
     }

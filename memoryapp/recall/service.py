@@ -164,9 +164,7 @@ def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, wo
     return rank_by_scores(overlap, positive_only=True)
 
 
-def rank_candidates(
-    query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, pending: PendingQuery | None = None
-) -> tuple[dict[str, list[int]], list[str]]:
+def rank_candidates(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, pending: PendingQuery | None = None) -> tuple[dict[str, list[int]], list[str]]:
     """The three rankings of the candidates (indices, best first) and the degraded flags.
     recall() fuses exactly these; bench/recall_locomo.py scores each of them alone."""
     degraded: list[str] = []

@@ -191,8 +191,12 @@ class UsageView(WorkspaceAPIView):
             {
                 "records": [credits.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],
                 "nextOffset": offset + limit if len(page) > limit else None,
-                "totals": {**{k: v for k, v in totals.items() if not k.endswith("Cost")}, "inputCost": str(totals["inputCost"]), "outputCost": str(totals["outputCost"]), "total": str(totals["inputCost"] + totals["outputCost"])},
+                "totals": {
+                    **{k: v for k, v in totals.items() if not k.endswith("Cost")},
+                    "inputCost": str(totals["inputCost"]),
+                    "outputCost": str(totals["outputCost"]),
+                    "total": str(totals["inputCost"] + totals["outputCost"]),
+                },
                 "series": [{"day": row["day"].isoformat(), "category": row["category"], "cost": str(row["cost"])} for row in series],
             }
         )
-

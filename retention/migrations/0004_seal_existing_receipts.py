@@ -30,7 +30,6 @@ def unseal(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("retention", "0003_receipt_chain"),
     ]

@@ -65,14 +65,16 @@ class Command(BaseCommand):
             f"  Admin           {base}/admin/   ({ADMIN[0]} / {ADMIN[1]})",
             f"  API docs        {base}/api/docs/",
             f"  MCP endpoint    {base}/mcp   (Authorization: Bearer <agent token>)",
-            f"  Metrics         {base}/metrics   (Authorization: Bearer $METRICS_TOKEN)" if settings.METRICS_TOKEN else "  Metrics         off: start with METRICS_TOKEN=<16+ characters> to serve /metrics",
+            f"  Metrics         {base}/metrics   (Authorization: Bearer $METRICS_TOKEN)"
+            if settings.METRICS_TOKEN
+            else "  Metrics         off: start with METRICS_TOKEN=<16+ characters> to serve /metrics",
             "  Logins:",
             *[f"    {email} / {password}   ({role})" for email, password, role in LOGINS],
             f"  Agent token for {LOGINS[1][0]} (read+write, shown once):",
             f"    {token}",
             "  Try it:",
             f"    curl -s -X POST {base}/api/agent/v1/memories/remember -H 'Authorization: Bearer {token}' \\",
-            "      -H 'Content-Type: application/json' -d '{\"namespace\":\"prefs\",\"key\":\"editor\",\"text\":\"Prefers vim; reach me at ada@example.com\"}'",
+            '      -H \'Content-Type: application/json\' -d \'{"namespace":"prefs","key":"editor","text":"Prefers vim; reach me at ada@example.com"}\'',
             "  Ctrl-C stops the web server, the worker and beat.",
             "",
         ]
