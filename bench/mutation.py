@@ -42,6 +42,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "ratelimit": (["memoryapp/ratelimit.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
     "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], ["tests/test_recall_math.py", "tests/test_mutation_kills.py"]),
     "recall_service": (["memoryapp/recall/service.py"], ["tests/test_recall.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "previews": (["retention/previews.py"], ["tests/test_previews.py", "tests/test_mutation_kills.py"]),
+    "receipts": (["retention/receipts.py"], ["tests/test_receipt_chain.py", "tests/test_receipts.py"]),
     "lifecycle": (["retention/lifecycle.py"], ["tests/test_lifecycle.py", "tests/test_lifecycle_cascades.py", "tests/test_lifecycle_matrix.py", "tests/test_mutation_kills.py"]),
     "credits": (["retention/credits.py"], ["tests/test_credits.py", "tests/test_consolidation.py", "tests/test_mutation_kills.py"]),
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the rule modules (issue 15 §1), one module at a time, bounded in time.
-#   bench/mutation.sh                    every rule module (gates masking visibility actions erasure
+#   bench/mutation.sh                    every rule module (gates masking visibility actions erasure previews receipts
 #                                        ratelimit recall lifecycle credits)
 #   bench/mutation.sh gates masking      just these
 #   bench/mutation.sh --changed          the modules whose files differ from main
