@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('retention', '0005_receipt_chain_unique'),
+        ("retention", "0005_receipt_chain_unique"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='deletionreceipt',
-            name='salt',
-            field=models.CharField(blank=True, default='', max_length=32),
+            model_name="deletionreceipt",
+            name="salt",
+            field=models.CharField(blank=True, default="", max_length=32),
         ),
     ]
