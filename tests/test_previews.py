@@ -350,7 +350,7 @@ def test_the_delete_all_pages_show_the_manifest_the_receipts_then_carry(world, p
     assert 'data-testid="erase-manifest"' in body
     assert f'<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
     since = last_receipt()
-    assert client.post(url).status_code == 302
+    assert client.post(url, hidden_fields(body)).status_code == 302
     assert receipts_total(gen.workspace, since) == manifest["artifacts"]
 
 
@@ -390,3 +390,52 @@ def test_forget_takes_no_dry_run(world):
     response = agent.forget(namespace="prefs", key="editor", dryRun=True)
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
     assert MemoryVersion.objects.filter(member=world.editor, key="editor").exists()
+
+
+def hidden_fields(body: str) -> dict[str, str]:
+    import re
+
+    return {name: value for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body) if name != "csrfmiddlewaretoken"}
+
+
+@pytest.mark.parametrize("path, owner", [("what-bundata-remembers/delete-all/", False), ("settings/ask-history/delete-agent-memories/", True)])
+def test_a_delete_all_confirmed_after_the_memories_changed_is_refused_with_the_new_preview(world, path, owner):
+    """The page says "the receipts will carry exactly these counts": if memories were added (or
+    erased) between the preview and the click, the erase would not be the one previewed. It is
+    refused (409) with the new preview, and nothing is erased; confirming that one erases it."""
+    gen = seeded(world)
+    member = gen.owner
+    client = logged_in(member)
+    url = f"/w/{gen.workspace.pk}/{path}"
+    seen = hidden_fields(client.get(url).content.decode())
+    writer = member if not owner else gen.members[1]
+    MemoryVersion.objects.create(workspace=gen.workspace, member=writer, namespace="late", key=f"k{next(_serial)}", text=fake.sentence())
+    before, since = stored(gen.workspace), last_receipt()
+    refused = client.post(url, seen)
+    assert refused.status_code == 409 and stored(gen.workspace) == before and last_receipt() == since
+    plan = previews.plan_owner_bulk_delete(gen.workspace) if owner else previews.plan_member_delete_all(member)
+    manifest = plan.manifest()
+    body = refused.content.decode()
+    assert f'<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
+    assert client.post(url, hidden_fields(body)).status_code == 302
+    assert receipts_total(gen.workspace, since) == manifest["artifacts"]
+
+
+@pytest.mark.parametrize("path, owner", [("ask-history/agent-memories", False), ("ask-history/settings/agent-memories", True)])
+def test_the_api_erases_under_a_plan_token_only_what_the_dry_run_previewed(world, path, owner, settings):
+    gen = seeded(world)
+    client = client_for(gen.owner)
+    preview = client.delete(ws_url(gen.workspace, f"{path}?dryRun=1")).json()
+    plan = previews.plan_owner_bulk_delete(gen.workspace) if owner else previews.plan_member_delete_all(gen.owner)
+    assert preview["planToken"] == previews.plan_token(plan)
+    settings.SECRET_KEY = settings.SECRET_KEY + "-other"  # keyed: the owner cannot test guessed ids against it
+    assert previews.plan_token(plan) != preview["planToken"]
+    settings.SECRET_KEY = settings.SECRET_KEY.removesuffix("-other")
+    MemoryVersion.objects.create(workspace=gen.workspace, member=gen.members[1] if owner else gen.owner, namespace="late", key="k", text=fake.sentence())
+    before, since = stored(gen.workspace), last_receipt()
+    for token in (preview["planToken"], "", "not-a-token"):
+        refused = client.delete(ws_url(gen.workspace, f"{path}?planToken={token}"))
+        assert refused.status_code == 409 and error_code(refused) == "PREVIEW_OUTDATED" and stored(gen.workspace) == before and last_receipt() == since
+    fresh = refused.json()["error"]["details"]
+    assert client.delete(ws_url(gen.workspace, f"{path}?planToken={fresh['planToken']}")).status_code == 200
+    assert receipts_total(gen.workspace, since) == fresh["manifest"]["artifacts"]
