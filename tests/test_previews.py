@@ -302,9 +302,10 @@ def test_lowering_retention_on_the_page_previews_then_erases_exactly_that(world)
     assert stored(gen.workspace) == before and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
     for version in MemoryVersion.objects.filter(workspace=gen.workspace):
         assert version.text not in body
-    seen = {f"seen_{k}": v for k, v in previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()).items()}
+    seen = {f"seen_{k}": str(v) for k, v in previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()).items()}
+    assert seen.items() <= hidden_fields(body).items()  # the page carries the numbers it showed (and the plan token)
     since = last_receipt()
-    saved = client.post(page_url, settings_form(30, confirm="yes", **seen))
+    saved = client.post(page_url, hidden_fields(body))
     assert saved.status_code == 302
     receipts = DeletionReceipt.objects.filter(workspace_ref=gen.workspace.pk, pk__gt=since)
     assert sum(r.versions_erased for r in receipts) == 6
@@ -439,3 +440,41 @@ def test_the_api_erases_under_a_plan_token_only_what_the_dry_run_previewed(world
     fresh = refused.json()["error"]["details"]
     assert client.delete(ws_url(gen.workspace, f"{path}?planToken={fresh['planToken']}")).status_code == 200
     assert receipts_total(gen.workspace, since) == fresh["manifest"]["artifacts"]
+
+
+def test_a_retention_confirmation_is_refused_when_other_memories_took_the_previewed_ones_place(world):
+    """Same counts, other memories: one previewed memory was forgotten and another as old was
+    written. The numbers the owner saw still match, but the erase would not be the one previewed."""
+    gen = seeded(world)
+    client = logged_in(gen.owner)
+    page_url = f"/w/{gen.workspace.pk}/settings/ask-history/"
+    seen = hidden_fields(client.post(page_url, settings_form(30)).content.decode())
+    old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
+    chain = list(MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).order_by("pk"))
+    for version in chain:
+        MemoryVersion.objects.create(**{f.attname: getattr(version, f.attname) for f in MemoryVersion._meta.concrete_fields if f.attname not in ("id", "key")}, key=f"{old.key}-twin")
+    MemoryVersion.objects.filter(pk__in=[v.pk for v in chain]).delete()
+    summary = previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest())
+    assert {f"seen_{k}": str(v) for k, v in summary.items()}.items() <= seen.items()  # the numbers did not move
+    before = stored(gen.workspace)
+    response = client.post(page_url, seen)
+    assert response.status_code == 409 and stored(gen.workspace) == before
+    assert AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    assert client.post(page_url, hidden_fields(response.content.decode())).status_code == 302
+
+
+def test_the_settings_put_saves_under_a_plan_token_only_what_the_dry_run_previewed(world):
+    gen = seeded(world)
+    client = client_for(gen.owner)
+    url = ws_url(gen.workspace, "ask-history/settings")
+    preview = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()
+    old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
+    MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).delete()
+    before = stored(gen.workspace)
+    for token in (preview["planToken"], "", 7):
+        refused = client.put(url, {"agentMemoryRetentionDays": 30, "planToken": token}, content_type="application/json")
+        assert refused.status_code == (400 if token == 7 else 409) and stored(gen.workspace) == before
+    assert AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    again = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()["planToken"]
+    fresh = client.put(url, {"agentMemoryRetentionDays": 30, "planToken": again}, content_type="application/json")
+    assert fresh.status_code == 200 and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 30

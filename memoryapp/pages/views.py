@@ -429,11 +429,12 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
             manifest = preview["manifest"]
             summary = retention_previews.preview_summary(manifest)
             if any(summary.values()):
-                return _ask_history_confirm(request, member, changes, manifest)
-        result = retention_previews.change_settings(member.workspace, changes, actor=request.user, confirmed=confirmed)
+                return _ask_history_confirm(request, member, changes, manifest, preview["planToken"])
+        plan = request.POST.get("seen_plan", "") if confirmed is not None else None
+        result = retention_previews.change_settings(member.workspace, changes, actor=request.user, confirmed=confirmed, confirmed_plan=plan)
     except ApiError as exc:
-        if exc.code == "PREVIEW_OUTDATED":
-            return _ask_history_confirm(request, member, changes, exc.details["manifest"], outdated=True)
+        if exc.code == retention_previews.PREVIEW_OUTDATED:
+            return _ask_history_confirm(request, member, changes, exc.details["manifest"], exc.details["planToken"], outdated=True)
         add_api_error(form, exc)
         return _ask_history_page(request, member, form)
     applied = result["applied"]
@@ -464,7 +465,7 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     return redirect("pages:ask-history", member.workspace_id)
 
 
-def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], *, outdated: bool = False) -> HttpResponse:
+def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
     return page(
         request,
         member,
@@ -474,7 +475,7 @@ def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str
             "manifest": manifest,
             "sentences": presenters.retention_sentences(manifest),
             "rows": presenters.manifest_rows(manifest, owner=True),
-            "seen": retention_previews.preview_summary(manifest),
+            "seen": {**retention_previews.preview_summary(manifest), "plan": token},
             "outdated": outdated,
         },
         current="pages:ask-history",
