@@ -21,7 +21,7 @@ from governance.models import AskHistorySettings, AuditEvent, Member, Workspace
 from memoryapp import actions
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion
 from retention import lifecycle, previews
-from retention.models import DeletionReceipt, Operation
+from retention.models import DeletionReceipt, Operation, ReceiptChain
 from tests.conftest import client_for, error_code
 
 pytestmark = pytest.mark.django_db
@@ -122,7 +122,7 @@ def last_receipt() -> int:
     return DeletionReceipt.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
-def stored(workspace: Workspace) -> tuple[int, ...]:
+def stored(workspace: Workspace) -> tuple:
     return (
         MemoryVersion.objects.filter(workspace=workspace).count(),
         Citation.objects.filter(memory__workspace=workspace).count(),
@@ -130,6 +130,7 @@ def stored(workspace: Workspace) -> tuple[int, ...]:
         AccessEntry.objects.filter(workspace=workspace).count(),
         DeletionReceipt.objects.filter(workspace_ref=workspace.pk).count(),
         AuditEvent.objects.filter(workspace_ref=workspace.pk).count(),
+        tuple(ReceiptChain.objects.filter(workspace_ref=workspace.pk).values_list("seq", "head_hash")),  # a dry run never moves the chain head
     )
 
 
