@@ -275,25 +275,32 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
     return {"deleted": receipt.versions_erased, "receiptId": str(receipt.pk)}
 
 
-def delete_all_own_agent_memories(member: Member, *, dry_run: bool = False) -> dict[str, Any]:
-    """The member erases every agent memory of theirs; `dry_run` answers the manifest instead."""
-    plan = previews.plan_member_delete_all(member)
-    if dry_run:
-        return {"dryRun": True, "manifest": plan.manifest()}
-    receipts = previews.execute(plan, actor=member.user, actor_label=member_label(member))
+def delete_all_own_agent_memories(member: Member, *, dry_run: bool = False, confirmed: str | None = None) -> dict[str, Any]:
+    """The member erases every agent memory of theirs; `dry_run` answers the manifest (and the
+    plan token a confirmation sends back) instead. `confirmed`: the token of the preview the
+    member confirmed; if the memories changed since, 409 PREVIEW_OUTDATED and nothing erased."""
+    with transaction.atomic():
+        plan = previews.plan_member_delete_all(member)
+        if dry_run:
+            return {"dryRun": True, "manifest": plan.manifest(), "planToken": previews.plan_token(plan)}
+        previews.check_confirmed(plan, confirmed)
+        receipts = previews.execute(plan, actor=member.user, actor_label=member_label(member))
     return {"deleted": sum(r.versions_erased for r in receipts), "receiptId": str(receipts[0].pk) if receipts else None}
 
 
-def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bool = False) -> dict[str, Any]:
+def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bool = False, confirmed: str | None = None) -> dict[str, Any]:
     """The owner erases every agent memory of the workspace, reading ids only, never content.
 
     One receipt per member (so each member finds it among their own receipts), all in one
     transaction; the answer carries the totals and the receipt ids. `dry_run` answers the
-    manifest (counts only) instead, and writes nothing."""
+    manifest (counts only, and the plan token) instead, and writes nothing. `confirmed`: the
+    token of the preview the owner confirmed; if the memories changed since, 409
+    PREVIEW_OUTDATED and nothing erased."""
     with transaction.atomic():
         plan = previews.plan_owner_bulk_delete(workspace)
         if dry_run:
-            return {"dryRun": True, "manifest": plan.manifest()}
+            return {"dryRun": True, "manifest": plan.manifest(), "planToken": previews.plan_token(plan)}
+        previews.check_confirmed(plan, confirmed)
         receipts = previews.execute(plan, actor=actor, actor_label=actor_label(actor))
         totals = {"memory_version": 0, "citation": 0, "memory_embedding": 0}
         for receipt in receipts:

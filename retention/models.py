@@ -50,6 +50,11 @@ class DeletionReceipt(models.Model):
     previous_hash = models.CharField(max_length=64, blank=True, default="")
     key_id = models.CharField(max_length=32, blank=True, default="")
     signature = models.CharField(max_length=128, blank=True, default="")
+    # A random secret hashed with the fields (docs/receipts.md "The salt"): the hash is shown to
+    # the owner, who sees every other hashed field, so without it the owner could confirm a guessed
+    # key or memory id offline. Only the member (their receipts, their export) is shown it.
+    # Empty on receipts sealed before it existed (their hash does not include it).
+    salt = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         ordering = ["-purged_at", "-id"]

@@ -17,6 +17,7 @@ into the agent memories past retention and the expired assistant memories past t
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from governance.actions import SETTINGS_FIELDS, settings_json, update_settings
 from governance.audit import Actor, audit
@@ -40,6 +42,7 @@ from retention.erasure import count_remaining, erase_memories
 from retention.lifecycle import EXPIRY_ORDER, RetentionScope, apply_retention, members_with, retention_scope
 from retention.models import DeletionReceipt, Operation
 
+PREVIEW_OUTDATED = "PREVIEW_OUTDATED"
 ARTIFACTS = ("memory_version", "citation", "memory_embedding", ENTRY_ARTIFACT, REFERENCE_ARTIFACT)
 
 
@@ -69,6 +72,27 @@ class ErasePlan:
 
     def manifest(self) -> dict[str, Any]:
         return {"operation": self.operation, **counts_of(self.batches), "filters": self.filters}
+
+
+def plan_token(*plans: ErasePlan) -> str:
+    """A fingerprint of exactly what the plans erase (operation, workspace, every batch's ids),
+    carried from the preview to the confirmation. Keyed with SECRET_KEY: a bare hash of the ids
+    would let the owner test guesses of another member's memory ids against it."""
+    body = json.dumps([[str(plan.operation), plan.workspace_id, [[b.member_id, b.ids] for b in plan.batches]] for plan in plans], separators=(",", ":"))
+    return salted_hmac("retention.previews.plan", body, algorithm="sha256").hexdigest()
+
+
+def check_confirmed(plan: ErasePlan, confirmed: str | None) -> None:
+    """`confirmed`: the token of the preview the person confirmed (None: no preview to hold the
+    erase to). If what the plan erases now is not what was previewed, nothing is erased and the
+    new preview is refused back (409), so an erase is never larger or other than the one shown."""
+    if confirmed is not None and not constant_time_compare(str(confirmed), plan_token(plan)):
+        raise ApiError(
+            409,
+            PREVIEW_OUTDATED,
+            "The memories this erase covers changed since the preview; check the new preview and confirm again.",
+            {"manifest": plan.manifest(), "planToken": plan_token(plan)},
+        )
 
 
 def execute(plan: ErasePlan, *, actor: Actor, actor_label: str) -> list[DeletionReceipt]:
@@ -199,6 +223,10 @@ class RetentionPlan:
     assistant_restored: int
 
     @property
+    def token(self) -> str:
+        return plan_token(self.grace_purge, self.expiry)
+
+    @property
     def erases(self) -> bool:
         return bool(self.expiry.batches or self.grace_purge.batches)
 
@@ -275,12 +303,15 @@ def preview_summary(manifest: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def change_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Actor, dry_run: bool = False, confirmed: dict[str, int] | None = None) -> dict[str, Any]:
+def change_settings(
+    workspace: Workspace, changes: dict[str, Any], *, actor: Actor, dry_run: bool = False, confirmed: dict[str, int] | None = None, confirmed_plan: str | None = None
+) -> dict[str, Any]:
     """Save the ask-history settings and apply a changed retention at once (retroactive, SPEC §8):
     what the new setting erases is erased now, with receipts, and assistant memories move to
     Expired (or back). `dry_run` answers the settings it would save and the manifest, and writes
-    nothing. `confirmed` (the page's confirmation step) holds the numbers the person saw: if
-    they moved meanwhile, nothing is saved and the new preview is refused back (409)."""
+    nothing. `confirmed` (the page's confirmation step) holds the numbers the person saw and
+    `confirmed_plan` the preview's plan token: if either moved meanwhile (the same counts of other
+    memories move the token), nothing is saved and the new preview is refused back (409)."""
     now = timezone.now()
     ask_history = AskHistorySettings.objects.get(workspace=workspace)
     plan = _plan_for(ask_history, changes, now)
@@ -289,9 +320,10 @@ def change_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Act
         preview = AskHistorySettings(workspace=workspace, **{f: getattr(ask_history, f) for f in ("agent_memories_enabled", "agent_memory_retention_days", "expired_grace_days")})
         for api_name, value in changes.items():
             setattr(preview, SETTINGS_FIELDS[api_name], value)
-        return {"dryRun": True, "settings": settings_json(preview), "manifest": manifest}
-    if confirmed is not None and confirmed != preview_summary(manifest):
-        raise ApiError(409, "PREVIEW_OUTDATED", "The memories this change erases changed since the preview; check the new preview and confirm again.", {"manifest": manifest})
+        return {"dryRun": True, "settings": settings_json(preview), "manifest": manifest, "planToken": plan.token}
+    moved = confirmed is not None and confirmed != preview_summary(manifest)
+    if moved or (confirmed_plan is not None and not constant_time_compare(str(confirmed_plan), plan.token)):
+        raise ApiError(409, PREVIEW_OUTDATED, "The memories this change erases changed since the preview; check the new preview and confirm again.", {"manifest": manifest, "planToken": plan.token})
     saved = update_settings(workspace, changes, actor=actor)
     applied = None
     retention_changed = any(field in changes for field in RETENTION_FIELDS) and (plan.days, plan.grace) != (plan.previous_days, plan.previous_grace)

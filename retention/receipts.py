@@ -4,7 +4,9 @@ chain, and every link is signed with Ed25519.
 A receipt's hash is the SHA-256 of its canonical JSON: the fields that never change after it is
 written, in the form the member's export writes them (ids as strings, instants as the APIs write
 them), keys sorted, no spaces, UTF-8. `verification` (updated by re-verification) and `actor`
-(nulled when the user is deleted) are not part of it. Each receipt stores the previous receipt's
+(nulled when the user is deleted) are not part of it. A random `salt`, shown only to the member
+whose receipt it is, is hashed with them: the owner sees the hash and every other hashed field,
+and without a secret in it could confirm a guessed key or memory id offline. Each receipt stores the previous receipt's
 hash (64 zeros for the first), its position, the id of the signing key and the signature of the
 32 raw digest bytes.
 
@@ -20,6 +22,7 @@ import base64
 import binascii
 import hashlib
 import json
+import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -55,6 +58,7 @@ CANONICAL_FIELDS = (
     "residual",
     "dedupeKey",
 )
+SALT_FIELD = "salt"  # hashed too when the receipt has one (every receipt appended since it exists)
 PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature")
 
 # Why a chain breaks, in the order the checks run on each receipt.
@@ -162,11 +166,13 @@ def canonical_fields(receipt: Any) -> dict[str, Any]:
         "purgedAt": _instant(receipt.purged_at),
         "residual": _stored_json(receipt.residual),
         "dedupeKey": receipt.dedupe_key,
+        **({SALT_FIELD: receipt.salt} if getattr(receipt, "salt", "") else {}),
     }
 
 
 def canonical(fields: dict[str, Any]) -> bytes:
-    return json.dumps({name: fields[name] for name in CANONICAL_FIELDS}, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    names = CANONICAL_FIELDS + ((SALT_FIELD,) if fields.get(SALT_FIELD) else ())
+    return json.dumps({name: fields[name] for name in names}, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def digest_of(receipt: Any) -> bytes:
@@ -216,7 +222,7 @@ def append(**fields: Any) -> DeletionReceipt:
     """Write one receipt at the end of its workspace's chain, sealed and signed."""
     with transaction.atomic(savepoint=False):
         head_id, seq, head_hash = lock_head(int(fields["workspace_ref"]))
-        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash)
+        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash, salt=secrets.token_hex(16))
         seal(receipt)
         receipt.save(force_insert=True)
         ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now())

@@ -247,7 +247,8 @@ def test_delete_all_own_agent_memories_asks_first_then_deletes_only_own_agent_me
     confirm = client.get(f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/")
     assert confirm.status_code == 200 and "1 agent memory" in text_of(confirm)
     assert MemoryVersion.objects.filter(member=world.editor, namespace="style").exists()
-    client.post(f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/")
+    token = re.search(r'name="planToken" value="([0-9a-f]{64})"', confirm.content.decode()).group(1)
+    assert client.post(f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/", {"planToken": token}).status_code == 302
     assert not MemoryVersion.objects.filter(member=world.editor).exclude(namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(member=world.owner, namespace="plans").exists()
@@ -562,10 +563,12 @@ def test_settings_out_of_range_are_refused(world, days, grace):
 
 def test_owner_deletes_all_agent_memories_after_a_confirmation_that_shows_counts_only(world, planted):
     client = browser(world.owner)
-    confirm = text_of(client.get(f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/"))
+    shown = client.get(f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/")
+    confirm = text_of(shown)
     assert EDITOR_SECRET not in confirm and OWNER_SECRET not in confirm and "tone" not in confirm
     assert re.search(r"Agent memories</dt><dd class=\"num\">2<", confirm)
-    response = client.post(f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/", follow=True)
+    token = re.search(r'name="planToken" value="([0-9a-f]{64})"', shown.content.decode()).group(1)
+    response = client.post(f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/", {"planToken": token}, follow=True)
     assert any("2 versions erased" in m for m in messages_of(response))
     assert not MemoryVersion.objects.filter(workspace=world.workspace).exclude(namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).exists()

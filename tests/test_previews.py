@@ -21,7 +21,7 @@ from governance.models import AskHistorySettings, AuditEvent, Member, Workspace
 from memoryapp import actions
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion
 from retention import lifecycle, previews
-from retention.models import DeletionReceipt, Operation
+from retention.models import DeletionReceipt, Operation, ReceiptChain
 from tests.conftest import client_for, error_code
 
 pytestmark = pytest.mark.django_db
@@ -122,7 +122,7 @@ def last_receipt() -> int:
     return DeletionReceipt.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
-def stored(workspace: Workspace) -> tuple[int, ...]:
+def stored(workspace: Workspace) -> tuple:
     return (
         MemoryVersion.objects.filter(workspace=workspace).count(),
         Citation.objects.filter(memory__workspace=workspace).count(),
@@ -130,6 +130,7 @@ def stored(workspace: Workspace) -> tuple[int, ...]:
         AccessEntry.objects.filter(workspace=workspace).count(),
         DeletionReceipt.objects.filter(workspace_ref=workspace.pk).count(),
         AuditEvent.objects.filter(workspace_ref=workspace.pk).count(),
+        tuple(ReceiptChain.objects.filter(workspace_ref=workspace.pk).values_list("seq", "head_hash")),  # a dry run never moves the chain head
     )
 
 
@@ -212,9 +213,28 @@ def test_a_dry_run_delete_answers_the_manifest_and_erases_nothing(world, path):
 
 def test_the_owners_dry_run_names_no_namespace_key_or_text(world):
     gen = seeded(world)
-    content = client_for(gen.owner).delete(ws_url(gen.workspace, "ask-history/settings/agent-memories?dryRun=1")).content.decode()
+    response = client_for(gen.owner).delete(ws_url(gen.workspace, "ask-history/settings/agent-memories?dryRun=1"))
+    content = response.content.decode()
+    # every string in the answer, keys included, minus the manifest's own vocabulary (a generated
+    # namespace may be the word "operation" or "members": that is the schema, not a leak)
+    vocabulary = {"dryRun", "manifest", "operation", "artifacts", "memories", "members", "receipts", "filters", "scope", "planToken", "assistantMemories", *ARTIFACTS}
+    strings: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            strings.update(value)
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            strings.add(value)
+
+    walk(response.json())
     for version in MemoryVersion.objects.filter(workspace=gen.workspace):
-        assert version.text not in content and f'"{version.namespace}"' not in content
+        assert version.text not in content
+        assert version.namespace not in strings - vocabulary and version.key not in strings - vocabulary
 
 
 def test_the_real_delete_then_matches_the_dry_run(world):
@@ -302,9 +322,10 @@ def test_lowering_retention_on_the_page_previews_then_erases_exactly_that(world)
     assert stored(gen.workspace) == before and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
     for version in MemoryVersion.objects.filter(workspace=gen.workspace):
         assert version.text not in body
-    seen = {f"seen_{k}": v for k, v in previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()).items()}
+    seen = {f"seen_{k}": str(v) for k, v in previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()).items()}
+    assert seen.items() <= hidden_fields(body).items()  # the page carries the numbers it showed (and the plan token)
     since = last_receipt()
-    saved = client.post(page_url, settings_form(30, confirm="yes", **seen))
+    saved = client.post(page_url, hidden_fields(body))
     assert saved.status_code == 302
     receipts = DeletionReceipt.objects.filter(workspace_ref=gen.workspace.pk, pk__gt=since)
     assert sum(r.versions_erased for r in receipts) == 6
@@ -350,7 +371,7 @@ def test_the_delete_all_pages_show_the_manifest_the_receipts_then_carry(world, p
     assert 'data-testid="erase-manifest"' in body
     assert f'<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
     since = last_receipt()
-    assert client.post(url).status_code == 302
+    assert client.post(url, hidden_fields(body)).status_code == 302
     assert receipts_total(gen.workspace, since) == manifest["artifacts"]
 
 
@@ -390,3 +411,90 @@ def test_forget_takes_no_dry_run(world):
     response = agent.forget(namespace="prefs", key="editor", dryRun=True)
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
     assert MemoryVersion.objects.filter(member=world.editor, key="editor").exists()
+
+
+def hidden_fields(body: str) -> dict[str, str]:
+    import re
+
+    return {name: value for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body) if name != "csrfmiddlewaretoken"}
+
+
+@pytest.mark.parametrize("path, owner", [("what-bundata-remembers/delete-all/", False), ("settings/ask-history/delete-agent-memories/", True)])
+def test_a_delete_all_confirmed_after_the_memories_changed_is_refused_with_the_new_preview(world, path, owner):
+    """The page says "the receipts will carry exactly these counts": if memories were added (or
+    erased) between the preview and the click, the erase would not be the one previewed. It is
+    refused (409) with the new preview, and nothing is erased; confirming that one erases it."""
+    gen = seeded(world)
+    member = gen.owner
+    client = logged_in(member)
+    url = f"/w/{gen.workspace.pk}/{path}"
+    seen = hidden_fields(client.get(url).content.decode())
+    writer = member if not owner else gen.members[1]
+    MemoryVersion.objects.create(workspace=gen.workspace, member=writer, namespace="late", key=f"k{next(_serial)}", text=fake.sentence())
+    before, since = stored(gen.workspace), last_receipt()
+    refused = client.post(url, seen)
+    assert refused.status_code == 409 and stored(gen.workspace) == before and last_receipt() == since
+    plan = previews.plan_owner_bulk_delete(gen.workspace) if owner else previews.plan_member_delete_all(member)
+    manifest = plan.manifest()
+    body = refused.content.decode()
+    assert f'<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
+    assert client.post(url, hidden_fields(body)).status_code == 302
+    assert receipts_total(gen.workspace, since) == manifest["artifacts"]
+
+
+@pytest.mark.parametrize("path, owner", [("ask-history/agent-memories", False), ("ask-history/settings/agent-memories", True)])
+def test_the_api_erases_under_a_plan_token_only_what_the_dry_run_previewed(world, path, owner, settings):
+    gen = seeded(world)
+    client = client_for(gen.owner)
+    preview = client.delete(ws_url(gen.workspace, f"{path}?dryRun=1")).json()
+    plan = previews.plan_owner_bulk_delete(gen.workspace) if owner else previews.plan_member_delete_all(gen.owner)
+    assert preview["planToken"] == previews.plan_token(plan)
+    settings.SECRET_KEY = settings.SECRET_KEY + "-other"  # keyed: the owner cannot test guessed ids against it
+    assert previews.plan_token(plan) != preview["planToken"]
+    settings.SECRET_KEY = settings.SECRET_KEY.removesuffix("-other")
+    MemoryVersion.objects.create(workspace=gen.workspace, member=gen.members[1] if owner else gen.owner, namespace="late", key="k", text=fake.sentence())
+    before, since = stored(gen.workspace), last_receipt()
+    for token in (preview["planToken"], "", "not-a-token"):
+        refused = client.delete(ws_url(gen.workspace, f"{path}?planToken={token}"))
+        assert refused.status_code == 409 and error_code(refused) == "PREVIEW_OUTDATED" and stored(gen.workspace) == before and last_receipt() == since
+    fresh = refused.json()["error"]["details"]
+    assert client.delete(ws_url(gen.workspace, f"{path}?planToken={fresh['planToken']}")).status_code == 200
+    assert receipts_total(gen.workspace, since) == fresh["manifest"]["artifacts"]
+
+
+def test_a_retention_confirmation_is_refused_when_other_memories_took_the_previewed_ones_place(world):
+    """Same counts, other memories: one previewed memory was forgotten and another as old was
+    written. The numbers the owner saw still match, but the erase would not be the one previewed."""
+    gen = seeded(world)
+    client = logged_in(gen.owner)
+    page_url = f"/w/{gen.workspace.pk}/settings/ask-history/"
+    seen = hidden_fields(client.post(page_url, settings_form(30)).content.decode())
+    old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
+    chain = list(MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).order_by("pk"))
+    for version in chain:
+        MemoryVersion.objects.create(**{f.attname: getattr(version, f.attname) for f in MemoryVersion._meta.concrete_fields if f.attname not in ("id", "key")}, key=f"{old.key}-twin")
+    MemoryVersion.objects.filter(pk__in=[v.pk for v in chain]).delete()
+    summary = previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest())
+    assert {f"seen_{k}": str(v) for k, v in summary.items()}.items() <= seen.items()  # the numbers did not move
+    before = stored(gen.workspace)
+    response = client.post(page_url, seen)
+    assert response.status_code == 409 and stored(gen.workspace) == before
+    assert AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    assert client.post(page_url, hidden_fields(response.content.decode())).status_code == 302
+
+
+def test_the_settings_put_saves_under_a_plan_token_only_what_the_dry_run_previewed(world):
+    gen = seeded(world)
+    client = client_for(gen.owner)
+    url = ws_url(gen.workspace, "ask-history/settings")
+    preview = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()
+    old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
+    MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).delete()
+    before = stored(gen.workspace)
+    for token in (preview["planToken"], "", 7):
+        refused = client.put(url, {"agentMemoryRetentionDays": 30, "planToken": token}, content_type="application/json")
+        assert refused.status_code == (400 if token == 7 else 409) and stored(gen.workspace) == before
+    assert AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    again = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()["planToken"]
+    fresh = client.put(url, {"agentMemoryRetentionDays": 30, "planToken": again}, content_type="application/json")
+    assert fresh.status_code == 200 and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 30

@@ -5,6 +5,7 @@ receipt someone with database access changed, removed or re-signed."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib
 import json
 import re
@@ -374,3 +375,43 @@ def test_the_page_checks_the_newest_receipts_and_says_so(world, four, monkeypatc
     assert "Verified: chain intact" in text and "The newest 3 were checked here" in text
     text = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
     assert "ここでは最新の 3 件を検証しました" in text
+
+
+# --- the proof is no oracle for what the member chose ------------------------------------------------------------------
+@FUZZ
+@given(secret=st.from_regex(r"[a-z]{3,10}_[a-z]{3,10}", fullmatch=True))
+def test_the_owner_cannot_confirm_a_guessed_key_or_id_from_a_members_proof(world, agent, secret):
+    """A member's receipt hashes the key they forgot and the version ids. The owner sees every
+    other hashed field and the hash itself, so without a secret in the hash the owner could try
+    guesses (a short list of keys, a small range of ids) offline until one hashed to the proof:
+    the proof would tell them what SPEC §5 says only the member sees."""
+    agent.remember(namespace="health", key=secret, text="something private")
+    response = agent.forget(namespace="health", key=secret)
+    assert response.status_code == 200, response.content
+    stored = DeletionReceipt.objects.get(pk=response.json()["receiptId"])
+    (shown,) = [r for r in client_for(world.owner).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()["receipts"] if r["id"] == str(stored.pk)]
+    assert "filters" not in shown["manifest"] and "memoryVersionIds" not in shown and "salt" not in shown
+    known = {
+        "chainSeq": shown["proof"]["chainSeq"],
+        "previousHash": shown["proof"]["previousHash"],
+        "workspaceRef": str(world.workspace.pk),
+        "memberRef": shown["memberId"],
+        "operation": shown["operation"],
+        "actorLabel": shown["actor"],
+        "requestedAt": shown["requestedAt"],
+        "unreachableAt": shown["unreachableAt"],
+        "purgedAt": shown["purgedAt"],
+        "residual": shown["residual"],
+        "dedupeKey": None,
+    }
+    top = max(DeletionReceipt.objects.values_list("memory_version_ids", flat=True).last() or [0]) + 5
+    for guess in (secret, secret + "x", "note"):  # the owner's guess list holds the right key
+        manifest = {"artifacts": shown["manifest"]["artifacts"], "filters": {"namespace": "health", "key": guess}, "requestedIds": shown["manifest"]["requestedIds"]}
+        for pk in range(1, top):
+            fields = {**known, "manifest": manifest, "memoryVersionIds": [str(pk)]}
+            digest = hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+            assert digest != shown["proof"]["sha256"], f"the proof confirmed the guess {guess!r}"
+    (own,) = [r for r in client_for(world.editor).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()["receipts"] if r["id"] == str(stored.pk)]
+    assert len(own["salt"]) == 32 and own["salt"] == stored.salt  # the member, and only the member, can recompute it
+    fields = {**known, "manifest": own["manifest"], "memoryVersionIds": own["memoryVersionIds"], "salt": own["salt"]}
+    assert hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest() == shown["proof"]["sha256"]

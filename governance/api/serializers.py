@@ -18,7 +18,11 @@ class SettingsPutBody(SettingsBody):
     """The PUT body as documented: the settings, and `dryRun` (read by the view before the
     settings are validated, so only the JSON booleans pass)."""
 
-    dryRun = serializers.BooleanField(required=False, help_text="true: answer {dryRun, settings, manifest} (what saving would erase or move now) and save nothing.")
+    dryRun = serializers.BooleanField(required=False, help_text="true: answer {dryRun, settings, manifest, planToken} (what saving would erase or move now) and save nothing.")
+    planToken = serializers.CharField(
+        required=False,
+        help_text="planToken of a dry run: save only if what the change erases is still exactly what it previewed, else 409 PREVIEW_OUTDATED (new manifest and token) and nothing saved.",
+    )
 
 
 class CredentialBody(StrictSerializer):

@@ -19,6 +19,8 @@ from memoryapp.params import DRY_RUN, body_dry_run
 from memoryapp.timestamps import iso
 from retention import previews
 
+PLAN_TOKEN = "planToken"
+
 
 def _ids(values: Iterable[int]) -> list[str]:
     return [str(v) for v in values]
@@ -37,10 +39,13 @@ class SettingsView(WorkspaceAPIView):
         answers {dryRun, settings, manifest} and saves and erases nothing."""
         body = request.data
         dry_run = body_dry_run(body)
+        token = body.get(PLAN_TOKEN) if isinstance(body, dict) else None
+        if token is not None and not isinstance(token, str):
+            raise validation_error({PLAN_TOKEN: ["Must be the planToken of a dry run."]})
         if isinstance(body, dict):
-            body = {k: v for k, v in body.items() if k != DRY_RUN}
+            body = {k: v for k, v in body.items() if k not in (DRY_RUN, PLAN_TOKEN)}
         changes = self.body_of(body, s.SettingsBody)
-        result = previews.change_settings(self.workspace, changes, actor=request.user, dry_run=dry_run)
+        result = previews.change_settings(self.workspace, changes, actor=request.user, dry_run=dry_run, confirmed_plan=token)
         if dry_run:
             return Response(result)
         return Response({**result["settings"], **({"retentionApplied": result["applied"]} if result["applied"] else {})})

@@ -84,7 +84,13 @@ class ForgetView(AgentOperationView):
 
 
 # --- member and owner endpoints ----------------------------------------------------------------
-DRY_RUN_PARAMETER = OpenApiParameter(DRY_RUN, str, required=False, enum=["1", "true", "0", "false"], description="1 or true: answer {dryRun, manifest} and erase nothing")
+DRY_RUN_PARAMETER = OpenApiParameter(DRY_RUN, str, required=False, enum=["1", "true", "0", "false"], description="1 or true: answer {dryRun, manifest, planToken} and erase nothing")
+PLAN_TOKEN_PARAMETER = OpenApiParameter(
+    "planToken",
+    str,
+    required=False,
+    description="planToken of a dry run: erase only if exactly what it previewed is still what would be erased, else 409 PREVIEW_OUTDATED (with the new manifest and token) and nothing erased",
+)
 
 
 class AgentMemoriesView(WorkspaceAPIView):
@@ -104,9 +110,10 @@ class AgentMemoriesView(WorkspaceAPIView):
         limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
         return Response(actions.paginate(queryset, self.member, ask_history, limit=limit, cursor=params.get("cursor")))
 
-    @extend_schema(parameters=[DRY_RUN_PARAMETER], responses={200: OpenApiTypes.OBJECT}, summary="Delete all your agent memories (?dryRun=1: the manifest, nothing erased)")
+    @extend_schema(parameters=[DRY_RUN_PARAMETER, PLAN_TOKEN_PARAMETER], responses={200: OpenApiTypes.OBJECT}, summary="Delete all your agent memories (?dryRun=1: the manifest, nothing erased)")
     def delete(self, request, ws_id):
-        return Response(actions.delete_all_own_agent_memories(self.member, dry_run=query_dry_run(request.query_params)))
+        params = request.query_params
+        return Response(actions.delete_all_own_agent_memories(self.member, dry_run=query_dry_run(params), confirmed=params.get("planToken")))
 
 
 class AgentMemoryView(WorkspaceAPIView):
@@ -117,9 +124,14 @@ class AgentMemoryView(WorkspaceAPIView):
 class BulkDeleteAgentMemoriesView(WorkspaceAPIView):
     permissions = {"DELETE": "ask_history:manage"}
 
-    @extend_schema(parameters=[DRY_RUN_PARAMETER], responses={200: OpenApiTypes.OBJECT}, summary="Delete every agent memory of the workspace (?dryRun=1: the manifest, counts only, nothing erased)")
+    @extend_schema(
+        parameters=[DRY_RUN_PARAMETER, PLAN_TOKEN_PARAMETER],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Delete every agent memory of the workspace (?dryRun=1: the manifest, counts only, nothing erased)",
+    )
     def delete(self, request, ws_id):
-        return Response(actions.delete_all_agent_memories(self.workspace, actor=request.user, dry_run=query_dry_run(request.query_params)))
+        params = request.query_params
+        return Response(actions.delete_all_agent_memories(self.workspace, actor=request.user, dry_run=query_dry_run(params), confirmed=params.get("planToken")))
 
 
 # --- AI memory (assistant memories) ------------------------------------------------------------

@@ -172,7 +172,12 @@ def agent_memory_delete(request: HttpRequest, member: Member, memory_id: int) ->
 @member_page()
 def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpResponse:
     if request.method == "POST":
-        result = actions.delete_all_own_agent_memories(member)
+        try:  # a form without the token (an old page) is held to a preview it never saw: refused
+            result = actions.delete_all_own_agent_memories(member, confirmed=request.POST.get("planToken", ""))
+        except ApiError as exc:
+            if exc.code != retention_previews.PREVIEW_OUTDATED:
+                raise
+            return _delete_all_confirm(request, member, exc.details["manifest"], exc.details["planToken"], outdated=True)
         if result["deleted"]:
             messages.success(
                 request, ngettext("Deleted all your agent memories (%(n)d version erased).", "Deleted all your agent memories (%(n)d versions erased).", result["deleted"]) % {"n": result["deleted"]}
@@ -180,7 +185,11 @@ def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpRespo
         else:
             messages.info(request, _("You had no agent memories to delete."))
         return redirect("pages:agent-memories", member.workspace_id)
-    manifest = actions.delete_all_own_agent_memories(member, dry_run=True)["manifest"]
+    preview = actions.delete_all_own_agent_memories(member, dry_run=True)
+    return _delete_all_confirm(request, member, preview["manifest"], preview["planToken"])
+
+
+def _delete_all_confirm(request: HttpRequest, member: Member, manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
     return page(
         request,
         member,
@@ -189,8 +198,11 @@ def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpRespo
             "count": manifest["memories"],
             "manifest": manifest,
             "rows": presenters.manifest_rows(manifest),
+            "plan_token": token,
+            "outdated": outdated,
         },
         current="pages:agent-memories",
+        status=409 if outdated else 200,
     )
 
 
@@ -417,11 +429,12 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
             manifest = preview["manifest"]
             summary = retention_previews.preview_summary(manifest)
             if any(summary.values()):
-                return _ask_history_confirm(request, member, changes, manifest)
-        result = retention_previews.change_settings(member.workspace, changes, actor=request.user, confirmed=confirmed)
+                return _ask_history_confirm(request, member, changes, manifest, preview["planToken"])
+        plan = request.POST.get("seen_plan", "") if confirmed is not None else None
+        result = retention_previews.change_settings(member.workspace, changes, actor=request.user, confirmed=confirmed, confirmed_plan=plan)
     except ApiError as exc:
-        if exc.code == "PREVIEW_OUTDATED":
-            return _ask_history_confirm(request, member, changes, exc.details["manifest"], outdated=True)
+        if exc.code == retention_previews.PREVIEW_OUTDATED:
+            return _ask_history_confirm(request, member, changes, exc.details["manifest"], exc.details["planToken"], outdated=True)
         add_api_error(form, exc)
         return _ask_history_page(request, member, form)
     applied = result["applied"]
@@ -452,7 +465,7 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     return redirect("pages:ask-history", member.workspace_id)
 
 
-def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], *, outdated: bool = False) -> HttpResponse:
+def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
     return page(
         request,
         member,
@@ -462,7 +475,7 @@ def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str
             "manifest": manifest,
             "sentences": presenters.retention_sentences(manifest),
             "rows": presenters.manifest_rows(manifest, owner=True),
-            "seen": retention_previews.preview_summary(manifest),
+            "seen": {**retention_previews.preview_summary(manifest), "plan": token},
             "outdated": outdated,
         },
         current="pages:ask-history",
@@ -474,7 +487,12 @@ def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str
 @member_page("ask_history:manage")
 def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse:
     if request.method == "POST":
-        result = actions.delete_all_agent_memories(member.workspace, actor=request.user)
+        try:  # a form without the token (an old page) is held to a preview it never saw: refused
+            result = actions.delete_all_agent_memories(member.workspace, actor=request.user, confirmed=request.POST.get("planToken", ""))
+        except ApiError as exc:
+            if exc.code != retention_previews.PREVIEW_OUTDATED:
+                raise
+            return _owner_delete_all_confirm(request, member, exc.details["manifest"], exc.details["planToken"], outdated=True)
         versions = int(result["deleted"].get("memory_version", 0))
         if versions:
             messages.success(
@@ -489,7 +507,11 @@ def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse
         else:
             messages.info(request, _("There were no agent memories to delete."))
         return redirect("pages:ask-history", member.workspace_id)
-    manifest = actions.delete_all_agent_memories(member.workspace, actor=request.user, dry_run=True)["manifest"]
+    preview = actions.delete_all_agent_memories(member.workspace, actor=request.user, dry_run=True)
+    return _owner_delete_all_confirm(request, member, preview["manifest"], preview["planToken"])
+
+
+def _owner_delete_all_confirm(request: HttpRequest, member: Member, manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
     return page(
         request,
         member,
@@ -498,8 +520,11 @@ def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse
             "counts": presenters.agent_memory_counts(member),
             "manifest": manifest,
             "rows": presenters.manifest_rows(manifest, owner=True),
+            "plan_token": token,
+            "outdated": outdated,
         },
         current="pages:ask-history",
+        status=409 if outdated else 200,
     )
 
 

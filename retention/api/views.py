@@ -54,6 +54,7 @@ def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
     if own:
         data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
         data["dedupeKey"] = receipt.dedupe_key
+        data["salt"] = receipt.salt  # the hashed secret: with it the member recomputes the hash; nobody else may
     data["proof"] = chain.proof_json(receipt)
     return data
 
