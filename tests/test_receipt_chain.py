@@ -336,6 +336,38 @@ def test_the_documented_script_verifies_an_export_offline_and_catches_tampering(
     assert result.returncode == 1 and "bad signature" in result.stdout
 
 
+def test_non_ascii_filters_are_hashed_as_written_and_verify_offline(world, agent, tmp_path):
+    # The canonical form keeps non-ASCII characters as UTF-8 (ensure_ascii=False, docs/receipts.md):
+    # a member who forgets by a Japanese namespace and key gets a receipt the offline script,
+    # which follows the document and nothing else, verifies.
+    memory = agent.remember(namespace="日記", key="メモ", text="週末は京都へ行く").json()["memory"]
+    forgotten = agent.forget(namespace="日記", key="メモ")
+    assert forgotten.status_code == 200, forgotten.content
+    receipt = DeletionReceipt.objects.get(pk=forgotten.json()["receiptId"])
+    assert receipt.manifest["filters"] == {"namespace": "日記", "key": "メモ"} and memory["id"]
+    documented = json.dumps(chain.canonical_fields(receipt), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert hashlib.sha256(documented).hexdigest() == receipt.sha256
+    result = run_script(tmp_path, exported(world.editor), Client().get("/.well-known/receipt-signing-key").json())
+    assert result.returncode == 0 and result.stdout.count(": ok") == 1, result.stdout + result.stderr
+
+
+def test_a_receipt_about_several_members_names_none(world, agent):
+    # docs/receipts.md: memberRef is the member id as a string, or null when the receipt covers
+    # several members (a cascade or sweep erasing memories of more than one) — never "None".
+    from memoryapp.models import MemoryVersion
+    from retention.erasure import erase_memories
+    from retention.models import Operation
+
+    make_agent(world.owner).remember(namespace="n", text="the owner's own note")
+    agent.remember(namespace="n", text="a note of the editor")
+    ids = list(MemoryVersion.objects.filter(member__workspace=world.workspace).values_list("pk", flat=True))
+    several = erase_memories(ids, operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk, actor_label="system: test")
+    assert several.member_ref is None and chain.canonical_fields(several)["memberRef"] is None
+    (own,) = forget_some(agent, 1)
+    assert chain.canonical_fields(own)["memberRef"] == str(world.editor.pk)
+    assert chain.verify_chain(world.workspace.pk)["intact"] is True
+
+
 # --- the data migration -----------------------------------------------------------------------------------------------
 def test_the_migration_seals_existing_receipts_in_the_order_they_were_written(world, agent):
     made = forget_some(agent, 3) + forget_some(make_agent(world.outsider), 2, tag="globex")
