@@ -911,3 +911,49 @@ def test_row_6_a_body_that_is_not_an_object_is_a_validation_error(world):
     agent = make_agent(world.editor)
     error = _refusal(agent.call("remember", raw=b"[1, 2]"), 400, "VALIDATION_ERROR")
     assert list(error["details"]["fields"]) == ["non_field_errors"]
+
+
+# --- memoryapp/recall/service.py: SPEC §4.4 cosine over comparable vectors only -----------------------
+def test_the_cosine_ranking_compares_only_vectors_of_the_query_embedder_and_dimension(settings):
+    # A stored vector of another embedder (even of the same dimension, even identical) or of
+    # another dimension is no evidence until `reembed` replaces it; a row without a vector is
+    # left out too. Only the comparable one is ranked.
+    from memoryapp.recall.embedders import PendingQuery, get_embedder
+    from memoryapp.recall.service import Candidate, semantic_ranking
+
+    settings.SEMANTIC_BUDGET_SECONDS = 30
+    embedder = get_embedder("hashing")
+    query = "which tea does she like"
+    vector = embedder.embed_queries([query])[0].astype("<f4")
+    same = vector.tobytes()
+    candidates = [
+        Candidate(pk=1, collection_id=None, embedder_id="another-model-v1", dim=vector.shape[0], vector=same),
+        Candidate(pk=2, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0] // 2, vector=vector[: vector.shape[0] // 2].tobytes()),
+        Candidate(pk=3, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0], vector=None),
+        Candidate(pk=4, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0], vector=same),
+    ]
+    ranked, degraded = semantic_ranking(query, candidates, PendingQuery(embedder, query))
+    assert degraded is None
+    assert [candidates[i].pk for i in ranked] == [4]
+
+
+# --- memoryapp/actions.py: SPEC §8 the owner's bulk delete -----------------------------------------------
+def test_the_owners_bulk_delete_receipts_name_the_owner_and_the_answer_adds_them_up(world):
+    # Each member's receipt says who erased (the owner, by account and label); the answer's
+    # totals are exactly the receipts' artifacts added up, nothing more.
+    from governance.audit import actor_label
+
+    make_agent(world.owner).remember(namespace="n", text="the owner's own note")
+    editor = make_agent(world.editor)
+    editor.remember(namespace="n", text="a note of the editor")
+    editor.remember(namespace="m", text="another note of the editor")
+    response = client_for(world.owner).delete(f"/api/w/{world.workspace.pk}/ask-history/settings/agent-memories")
+    assert response.status_code == 200, response.content
+    receipts = list(DeletionReceipt.objects.filter(pk__in=[int(i) for i in response.json()["receiptIds"]]))
+    assert len(receipts) == 2 and {r.member_ref for r in receipts} == {world.owner.pk, world.editor.pk}
+    assert all(r.actor == world.owner.user and r.actor_label == actor_label(world.owner.user) for r in receipts)
+    added: dict[str, int] = {}
+    for receipt in receipts:
+        for artifact, count in receipt.manifest["artifacts"].items():
+            added[artifact] = added.get(artifact, 0) + count
+    assert response.json()["deleted"] == added and added["memory_version"] == 3
