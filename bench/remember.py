@@ -4,11 +4,14 @@
 
 Prints remember p50/p95 with 0 and 20 citations, and list p50/p95 for a member holding
 5,000 versions, as agents run it (`memoryapp.reads`: the read and its access-log entry) and,
-for the cost of the entry, without it. Target: remember p95 <= 15 ms in-process on a 2-core machine."""
+for the cost of the entry, without it; and a memory's embedding alone with MEMORY_EMBEDDER_THREADS
+threads and with one (the e5 engine; docs/operations.md). Target (issue 14): remember p95 <= 25 ms
+in-process on a 2-core machine with the default embedder."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from _setup import setup, summary, timed
 
@@ -21,12 +24,15 @@ def main() -> None:
     args = parser.parse_args()
     setup(args.db)
 
+    from django.conf import settings
+
     from governance import actions
     from memoryapp import gates
     from memoryapp.actions import index_entry, list_memories, remember
     from memoryapp.models import MemoryEmbedding, MemoryVersion
     from memoryapp.ratelimit import get_limiter
     from memoryapp.reads import list_memories as logged_list
+    from memoryapp.recall.embedders import _engine_executor, get_embedder
 
     workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
     actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
@@ -45,9 +51,17 @@ def main() -> None:
         body = {"namespace": "bench", "key": f"k{i % 50}", "text": f"Note {i}: prefers aisle seats; contact ada{i}@example.com", "citations": citations}
         remember(gates.admit(token, "remember", body))
 
-    print(f"PostgreSQL + {type(limiter).__name__}, embedder {__import__('django.conf').conf.settings.MEMORY_EMBEDDER}")
+    print(f"PostgreSQL + {type(limiter).__name__}, embedder {settings.MEMORY_EMBEDDER}, MEMORY_EMBEDDER_THREADS {settings.MEMORY_EMBEDDER_THREADS}; load average {os.getloadavg()[0]:.2f}")
     print(summary("remember, 0 citations", timed(lambda: do_remember([]), args.n)))
     print(summary("remember, 20 citations", timed(lambda: do_remember(passages), args.n)))
+    embedder = get_embedder(settings.MEMORY_EMBEDDER)
+    note = "Note 17: prefers aisle seats; contact [EMAIL]"  # what the remembers above embed
+    if hasattr(embedder, "_encode_on_engine"):  # e5: the same text on the engine thread, by thread count
+        for threads in sorted({embedder.threads, 1}, reverse=True):
+            samples = timed(lambda threads=threads: _engine_executor().submit(embedder._encode_on_engine, note.casefold(), False, threads).result(), args.n)
+            print(summary(f"  a memory's embedding alone, {threads} thread(s)", samples))
+    else:
+        print(summary("  a memory's embedding alone", timed(lambda: embedder.embed([note]), args.n)))
 
     if args.remember_only:
         return

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryapp.recall.embedders import EmbedderUnavailable, require_embedder
+from memoryapp.recall.embedders import EmbedderUnavailable, configure_engine, require_embedder
 
 
 class MemoryAppConfig(AppConfig):
@@ -23,6 +23,7 @@ def check_embedder() -> None:
     """SPEC §4.4: a setting that names an embedder whose weights are missing stops the process at
     start-up (web, workers, management commands) instead of failing every remember. Loading the
     configured model here also means the first request does not pay for it."""
+    configure_engine(settings.MEMORY_EMBEDDER_THREADS)
     try:
         require_embedder(settings.MEMORY_EMBEDDER)
     except EmbedderUnavailable as exc:

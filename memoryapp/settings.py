@@ -254,6 +254,10 @@ SPECTACULAR_SETTINGS = {
 # --- Product settings -----------------------------------------------------------------------
 MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # README "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
+# OpenMP threads of one e5 call (memoryapp.recall.embedders, "the e5 engine's threads"): 2, or 1 on
+# a one-core machine; 1 trades single-request latency for throughput when more busy processes
+# than cores share the machine (docs/operations.md).
+MEMORY_EMBEDDER_THREADS = env_int("MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL
 # segments are kept. They hold the erased rows' bytes as long as they exist; 0 = no archiving.

