@@ -53,6 +53,22 @@ def wait_until(condition, timeout: float = 60.0) -> bool:
     return False
 
 
+def start_worker(tmp_path, *pool_args: str, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, object]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "VAR_DIR": str(tmp_path),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # the broker this test process sends to
+        "CELERY_TASK_ALWAYS_EAGER": "0",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+        "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
+        **(extra_env or {}),
+    }
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 -- closed by the caller
+    command = [CELERY, "-A", "memoryapp", "worker", *pool_args, "--without-mingle", "--without-gossip", "-l", "INFO"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log
+
+
 @pytest.fixture
 def worker_and_beat(tmp_path):
     (tmp_path / "fastbeat.py").write_text(FAST_BEAT)
@@ -103,3 +119,35 @@ def test_a_real_worker_and_beat_erase_cascades(world, agent, worker_and_beat):
     assert erased, (worker_and_beat / "beat.log").read_text()[-3000:]
     assert "retention.tasks.cascade_sweep" in (worker_and_beat / "beat.log").read_text()
     assert DeletionReceipt.objects.filter(operation=Operation.MEMBER_REMOVAL, actor_label="system: cascade sweep").exists()
+
+
+def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
+    """The production worker command (prefork pool): the master loads and warms the e5 model on
+    two OpenMP threads, then forks; a child consolidating a turn embeds the memories it stores.
+    A master thread that had run the engine itself would leave the child hanging (libgomp is not
+    fork-safe)."""
+    from memoryapp.models import ASSISTANT_NAMESPACE, MemoryEmbedding
+    from memoryapp.recall.embedders import E5Embedder
+    from tests.conftest import make_agent
+    from tests.test_credits_support import ai_agent, grant, post_turn, user_says
+
+    if settings.MEMORY_EMBEDDER != "e5":
+        pytest.skip("backend: this suite runs another embedder")  # the default is e5 in both suites
+    grant(world.workspace, "100")
+    agent, client = ai_agent(world), make_agent(world.editor)
+    worker, log = start_worker(tmp_path, "--pool=prefork", "--concurrency=2", extra_env={"MEMORY_EMBEDDER_THREADS": "2"})
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = False  # send to the real broker
+    try:
+        response = post_turn(client, agent, user_says("Please answer in Japanese from now on."))
+        assert response.status_code == 202, response.json()
+
+        def embedded():
+            return MemoryEmbedding.objects.filter(memory__member=world.editor, memory__namespace=ASSISTANT_NAMESPACE, embedder_id=E5Embedder.id).exists()
+
+        assert wait_until(embedded, timeout=90), (tmp_path / "worker.log").read_text()[-3000:]
+        assert "concurrency: 2 (prefork)" in (tmp_path / "worker.log").read_text()  # the task ran in a forked child
+    finally:
+        celery_app.conf.task_always_eager = eager
+        stop([worker])
+        log.close()
