@@ -93,10 +93,11 @@ def bm25_ranking(q: dict, floor: float, depth: int | None = None) -> list[int]:
     return ranking[:depth] if depth else ranking
 
 
-def cosine_ranking(q: dict, margin: float | None, depth: int | None = None) -> list[int]:
+def cosine_ranking(q: dict, margin: float | None, depth: int | None = None, always: int = 0) -> list[int]:
+    """service.semantic_ranking on the stored similarities: the best `always`, then within the margin."""
     sims = q["sims"]
     order = np.lexsort((np.arange(len(sims)), -sims))
-    ranking = [int(i) for i in order if margin is None or sims[i] > sims.max() - margin]
+    ranking = [int(i) for rank, i in enumerate(order) if rank < always or margin is None or sims[i] > sims.max() - margin]
     return ranking[:depth] if depth else ranking
 
 
@@ -140,7 +141,9 @@ def main() -> int:
         from memoryapp.recall.embedders import get_embedder
 
         questions = collect([rl.load_conversation(f) for f in files], args.embedder)
-        margin = float(getattr(get_embedder(args.embedder), "cosine_margin", 0.0)) or None
+        embedder = get_embedder(args.embedder)
+        margin = float(getattr(embedder, "cosine_margin", 0.0)) or None
+        always = int(getattr(embedder, "cosine_min_ranked", 0))
         splits = {"tune": [q for q in questions if q["conversation"] in tune], "other": [q for q in questions if q["conversation"] not in tune], "all": questions}
 
         def figures(method) -> dict[str, tuple[float, float]]:
@@ -161,13 +164,19 @@ def main() -> int:
         print(f"LoCoMo, {len(questions)} questions; R@5 overall/multi-hop; tuning {', '.join(sorted(tune))}; embedder {args.embedder}")
         print(line("cosine unfloored (plain vector search)", lambda q: cosine_ranking(q, None))[1])
         print(line("BM25 alone (product floor)", lambda q: bm25_ranking(q, service.BM25_RELATIVE_FLOOR))[1])
-        print(line(f"product: RRF k=60, floor {service.BM25_RELATIVE_FLOOR}, margin {margin}", lambda q: fuse([bm25_ranking(q, service.BM25_RELATIVE_FLOOR), cosine_ranking(q, margin)]))[1])
+        product = line(
+            f"product: RRF k=60, floor {service.BM25_RELATIVE_FLOOR}, margin {margin}, best {always}",
+            lambda q: fuse([bm25_ranking(q, service.BM25_RELATIVE_FLOOR), cosine_ranking(q, margin, always=always)]),
+        )
+        print(product[1])
 
         print("\nwithin SPEC §4.4 (plain RRF, k = 60), every cut of a grid; the best five on all five conversations:")
         grid = []
         for floor in (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
             for cut in (0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, None):
-                grid.append(line(f"BM25 floor {floor}, cosine margin {cut}", lambda q, floor=floor, cut=cut: fuse([bm25_ranking(q, floor), cosine_ranking(q, cut)])))
+                for keep in (0, 3, 5):
+                    label = f"BM25 floor {floor}, cosine margin {cut}" + (f" + best {keep}" if keep else "")
+                    grid.append(line(label, lambda q, floor=floor, cut=cut, keep=keep: fuse([bm25_ranking(q, floor), cosine_ranking(q, cut, always=keep)])))
         for bm_depth in (3, 5, 10, None):
             for cos_depth in (3, 5, 8, 10, 20):
                 grid.append(line(f"BM25 (floor 0.3) top {bm_depth}, cosine top {cos_depth}", lambda q, a=bm_depth, c=cos_depth: fuse([bm25_ranking(q, 0.3, a), cosine_ranking(q, None, c)])))

@@ -282,8 +282,34 @@ def test_cosine_ranking_holds_only_candidates_within_the_margin_of_the_best(e5, 
     ranking, flag = service.semantic_ranking("where do I like to sit on a plane", candidates)
     assert flag is None and ranking[0] == 0
     similarities = vectors @ e5.embed_queries(["where do I like to sit on a plane"])[0]
-    assert all(similarities[i] >= similarities.max() - e5.cosine_margin for i in ranking)
+    by_similarity = list(np.argsort(-similarities, kind="stable"))
+    # the best cosine_min_ranked (3), then only what is within the margin of the best
+    assert ranking[: e5.cosine_min_ranked] == by_similarity[: e5.cosine_min_ranked]
+    assert all(similarities[i] > similarities.max() - e5.cosine_margin for i in ranking[e5.cosine_min_ranked :])
     assert len(ranking) < len(memories)  # the unrelated ones are no evidence
+
+
+def test_cosine_ranking_keeps_its_best_three_even_outside_the_margin(e5, settings, monkeypatch):
+    """A short answer is a miss when the memory asked about sits just outside the margin
+    ("which text editor" in the demo: "Prefers vim" 0.04 under the best): the best three always
+    enter the fusion; past them only what is within the margin."""
+    settings.MEMORY_EMBEDDER = "e5"
+    memories = [
+        "The editor likes answers in Japanese first, then English.",
+        "Prefers vim; reach me at [EMAIL]",
+        "Prefers short answers with bullet points.",
+        "The Osaka warehouse ships on weekdays only",
+    ]
+    vectors = e5.embed(memories)
+    candidates = [service.Candidate(i, None, embedder_id=e5.id, dim=e5.dim, vector=to_bytes(v), terms=[]) for i, v in enumerate(vectors)]
+    query = "which text editor does the user like?"
+    similarities = vectors @ e5.embed_queries([query])[0]
+    outside = [i for i in range(len(memories)) if similarities[i] <= similarities.max() - e5.cosine_margin]
+    ranking, _ = service.semantic_ranking(query, candidates)
+    assert 1 in outside and 1 in ranking[:3]  # vim: outside the margin, still ranked
+    monkeypatch.setattr(type(e5), "cosine_min_ranked", 0)
+    narrow, _ = service.semantic_ranking(query, candidates)
+    assert not set(outside) & set(narrow)  # without the rule only the margin counts
 
 
 def test_japanese_paraphrase_found_by_the_default_embedder_through_the_endpoint(agent, settings):

@@ -121,8 +121,9 @@ def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
 
 def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQuery | None = None) -> tuple[list[int] | None, str | None]:
     """Cosine ranking of the candidates above the embedder's floor and within its margin of the
-    best similarity (``cosine_floor``, ``cosine_margin``, measured per model: below them a
-    similarity is no evidence), or None (and a degraded flag) if the query embedding misses its
+    best similarity, and always its best ``cosine_min_ranked`` above the floor (``cosine_floor``,
+    ``cosine_margin``, ``cosine_min_ranked``, measured per model: below them a similarity is no
+    evidence), or None (and a degraded flag) if the query embedding misses its
     budget. The query is embedded once per request (``pending``, started by recall())."""
     if pending is None:
         pending = PendingQuery(get_embedder(settings.MEMORY_EMBEDDER), query)
@@ -139,10 +140,12 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
     similarities = (matrix @ query_vector).astype(np.float64)
     floor = max(float(getattr(embedder, "cosine_floor", 0.0)), 0.0)
     margin = float(getattr(embedder, "cosine_margin", 0.0))
-    if margin > 0:
-        floor = max(floor, float(similarities.max()) - margin)
-    # rank_by_scores keeps scores > 0: shift so that exactly the similarities above the floor remain.
-    return [rows[i] for i in rank_by_scores(similarities - floor, positive_only=True)], None
+    within = float(similarities.max()) - margin if margin > 0 else -np.inf
+    always = int(getattr(embedder, "cosine_min_ranked", 0))
+    # rank_by_scores keeps scores > 0: shift so that exactly the similarities above the floor remain;
+    # of those, the best `always` and every one within the margin of the best.
+    ranked = rank_by_scores(similarities - floor, positive_only=True)
+    return [rows[i] for rank, i in enumerate(ranked) if rank < always or similarities[i] > within], None
 
 
 def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int) -> list[int]:
