@@ -254,7 +254,7 @@ SPECTACULAR_SETTINGS = {
 # --- Product settings -----------------------------------------------------------------------
 MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # README "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
-# OpenMP threads of one e5 call (memoryapp.recall.embedders, "the e5 engine's threads"): 2, or 1 on
+# OpenMP threads of one memory's e5 embedding; queries take one (memoryapp.recall.embedders, "the e5 engine's threads"): 2, or 1 on
 # a one-core machine; 1 trades single-request latency for throughput when more busy processes
 # than cores share the machine (docs/operations.md).
 MEMORY_EMBEDDER_THREADS = env_int("MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64)

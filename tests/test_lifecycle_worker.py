@@ -131,11 +131,9 @@ def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
     from tests.conftest import make_agent
     from tests.test_credits_support import ai_agent, grant, post_turn, user_says
 
-    if settings.MEMORY_EMBEDDER != "e5":
-        pytest.skip("backend: this suite runs another embedder")  # the default is e5 in both suites
     grant(world.workspace, "100")
     agent, client = ai_agent(world), make_agent(world.editor)
-    worker, log = start_worker(tmp_path, "--pool=prefork", "--concurrency=2", extra_env={"MEMORY_EMBEDDER_THREADS": "2"})
+    worker, log = start_worker(tmp_path, "--pool=prefork", "--concurrency=2", extra_env={"MEMORY_EMBEDDER": "e5", "MEMORY_EMBEDDER_THREADS": "2"})
     eager = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = False  # send to the real broker
     try:

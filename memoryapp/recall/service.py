@@ -141,7 +141,7 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
     floor = max(float(getattr(embedder, "cosine_floor", 0.0)), 0.0)
     margin = float(getattr(embedder, "cosine_margin", 0.0))
     within = float(similarities.max()) - margin if margin > 0 else -np.inf
-    always = int(getattr(embedder, "cosine_min_ranked", 0))
+    always = int(getattr(embedder, "cosine_min_ranked", 0))  # 0 (off) for every embedder but e5
     # rank_by_scores keeps scores > 0: shift so that exactly the similarities above the floor remain;
     # of those, the best `always` and every one within the margin of the best.
     ranked = rank_by_scores(similarities - floor, positive_only=True)
