@@ -289,6 +289,37 @@ def test_cosine_ranking_holds_only_candidates_within_the_margin_of_the_best(e5, 
     assert len(ranking) < len(memories)  # the unrelated ones are no evidence
 
 
+class _FixedQuery:
+    """A PendingQuery whose vector is already there, for an embedder stub with chosen cuts."""
+
+    def __init__(self, embedder, vector):
+        self.embedder, self._vector, self.started = embedder, vector, 0.0
+
+    def result(self, budget_seconds):
+        return self._vector
+
+
+@given(
+    rows=st.lists(st.lists(st.floats(-1, 1, allow_nan=False), min_size=4, max_size=4), min_size=1, max_size=12),
+    floor=st.sampled_from([0.0, 0.1, 0.4]),
+    margin=st.sampled_from([0.0, 0.03, 0.2]),
+    always=st.integers(0, 5),
+)
+@hypothesis_settings(max_examples=200, deadline=None)
+def test_cosine_ranking_is_best_n_above_the_floor_then_the_margin(rows, floor, margin, always):
+    """Generated similarities: the ranking is the candidates above the floor by similarity (ties
+    newer first), of which the best `always` and every other one within `margin` of the best."""
+    vectors = np.array(rows, dtype=np.float32)
+    query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    embedder = type("Stub", (), {"id": "stub", "cosine_floor": floor, "cosine_margin": margin, "cosine_min_ranked": always})()
+    candidates = [service.Candidate(i, None, embedder_id="stub", dim=4, vector=to_bytes(v), terms=[]) for i, v in enumerate(vectors)]
+    ranking, flag = service.semantic_ranking("q", candidates, _FixedQuery(embedder, query))
+    sims = (vectors @ query).astype(np.float64)
+    above = sorted((i for i in range(len(sims)) if sims[i] > floor), key=lambda i: (-sims[i], i))
+    expected = [i for rank, i in enumerate(above) if rank < always or margin == 0 or sims[i] > sims.max() - margin]
+    assert flag is None and ranking == expected
+
+
 def test_cosine_ranking_keeps_its_best_three_even_outside_the_margin(e5, settings, monkeypatch):
     """A short answer is a miss when the memory asked about sits just outside the margin
     ("which text editor" in the demo: "Prefers vim" 0.04 under the best): the best three always
