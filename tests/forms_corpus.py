@@ -235,10 +235,20 @@ _LOCAL_SHAPES = ("###-####", "### ####", "#######", "##-##-##", "## ## ##", "###
 
 
 def local_phone(rng: random.Random) -> str:
-    shape = rng.choice(_LOCAL_SHAPES)
-    digits = [str(rng.randint(2, 9))] + [str(rng.randint(0, 9)) for _ in range(shape.count("#") - 1)]
-    it = iter(digits)
-    return "".join(next(it) if ch == "#" else ch for ch in shape)
+    """A local number without an area code; not one that reads as a calendar date ("22-05-64"
+    after "call on" is a date: the documented exception)."""
+    while True:
+        shape = rng.choice(_LOCAL_SHAPES)
+        digits = [str(rng.randint(2, 9))] + [str(rng.randint(0, 9)) for _ in range(shape.count("#") - 1)]
+        it = iter(digits)
+        value = "".join(next(it) if ch == "#" else ch for ch in shape)
+        if not _DATE_SHAPE.search(value) or not _is_calendar_date(value):
+            return value
+
+
+def _is_calendar_date(value: str) -> bool:
+    a, b, _ = (int(p) for p in re.split(r"\D", value)[:3])
+    return (1 <= a <= 31 and 1 <= b <= 12) or (1 <= a <= 12 and 1 <= b <= 31)
 
 
 def build_forms_corpus(seed: int = 22, per_form: int = 60) -> list[Sample]:

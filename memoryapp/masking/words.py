@@ -1,0 +1,231 @@
+"""The words that label personal data, in the languages of the product's users (SPEC §4.1: "in
+the languages of the product's users, not English alone"): English, Japanese, Hebrew, German,
+French, Spanish, Italian, Portuguese, Dutch, Polish, Korean, Chinese (the twelve locales of the
+generated tests), and Russian.
+
+Where the words come from:
+
+- **Password words** are Django's own translations of "Password" and "password" (the
+  ``django.contrib.auth`` catalogs, maintained by Django's translation teams), read from the
+  ``.mo`` files of the installed Django with the standard library's ``gettext``: no Django set-up,
+  and a new Django release brings its translators' corrections. Synonyms the catalogs do not use
+  (German "Kennwort", Spanish "clave", French "mdp", Korean "비번"/"암호", Chinese "口令", the
+  other Chinese script, Portuguese "senha" and "palavra-passe" both) are added in
+  ``PASSWORD_SYNONYMS``, each with the reason.
+- **Connectors** ("is", "ist", "est", "è", "to", "是", particles) and **phone words** are not in
+  any maintained list this project found (CLDR has neither; phone words in detectors such as
+  Presidio's are English only), so they are the table below: the copula and the colon-like
+  words of each language's grammar, and the everyday nouns and verbs for telephone, mobile and
+  calling. Each entry is one language's; a connector applies only after that language's label
+  (Polish "to" after "hasło", never English "password to Dana").
+"""
+
+from __future__ import annotations
+
+import gettext
+import importlib.util
+import re
+from functools import cache
+from pathlib import Path
+
+#: Django catalog language -> the language whose connectors apply after its password words.
+_CATALOGS = {
+    "de": "de",
+    "fr": "fr",
+    "es": "es",
+    "it": "it",
+    "pt": "pt",
+    "pt_BR": "pt",
+    "nl": "nl",
+    "pl": "pl",
+    "ko": "ko",
+    "zh_Hans": "zh",
+    "zh_Hant": "zh",
+    "ja": "ja",
+    "he": "he",
+    "ru": "ru",
+}
+
+PASSWORD_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "en": ("password", "passwd", "passphrase", "passcode", "pwd", "pw", "pin", "pin code"),
+    "de": ("kennwort", "passwort", "zugangscode", "pin"),  # Kennwort: the older German word (Windows, banks)
+    "fr": ("mdp", "code secret", "code pin"),  # mdp: the common abbreviation of "mot de passe"
+    "es": ("clave", "contrasena", "pin"),  # clave: the everyday word in Latin America; unaccented spelling
+    "it": ("parola d'ordine", "pin"),
+    "pt": ("senha", "palavra-passe", "pin"),  # Brazil and Portugal each use one of the two catalogs' words
+    "nl": ("pincode",),
+    "pl": ("haslo", "pin"),  # the spelling without the Polish letter
+    "ko": ("비번", "암호"),  # 비번: the everyday short form of 비밀번호; 암호: "code, password"
+    "zh": ("口令", "密码", "密碼"),  # both scripts whichever catalog is installed
+    "ja": ("暗証番号", "パスコード"),
+    "he": ("סיסמא", "סיסמת"),  # the other spelling, and the construct form
+    "ru": ("пароля",),
+}
+
+# Words between a password word and its value, per language. Spaces inside an entry match any
+# run of spaces; an entry ending in a letter needs a space (or the end of the label) after it.
+CONNECTORS: dict[str, tuple[str, ...]] = {
+    "en": ("is", "was", "=", ":"),
+    "de": ("ist", "lautet", "war", "heißt", "heisst", ":"),
+    "fr": ("est", "c'est", "était", "etait", ":"),
+    "es": ("es", "era", "será", ":"),
+    "it": ("è", "e'", "é", "era", "sarà", ":"),
+    "pt": ("é", "e", "era", "será", ":"),
+    "nl": ("is", "was", "luidt", "wordt", ":"),
+    "pl": ("to", "jest", "brzmi", "było", "bylo", ":"),
+    "ko": ("는", "은", "이", "가", ":", "="),
+    "zh": ("是", "为", "為", "：", ":"),
+    "ja": ("は", "が", "：", ":"),
+    "he": ("היא", "הוא", "שלי", ":"),
+    "ru": ("это", "—", "-", ":"),
+}
+
+#: Languages written without spaces: the value may follow the label or connector directly.
+UNSPACED = frozenset({"ja", "zh", "ko"})
+
+# The everyday words for telephone, mobile and calling, then the words that may stand between
+# such a word and the number ("call me at", "ruf mich an unter", "appelle-moi au").
+PHONE_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("call", "phone", "tel", "telephone", "mobile", "cell", "cellphone", "fax", "ring", "text", "sms", "whatsapp", "dial", "landline"),
+    "de": ("telefon", "tel", "handy", "mobil", "mobiltelefon", "telefonnummer", "handynummer", "rufnummer", "festnetz", "anrufen", "ruf", "ruft", "rufen", "fax"),
+    "fr": ("téléphone", "telephone", "tél", "portable", "mobile", "appelle", "appelez", "appeler", "rappelle", "fax"),
+    "es": ("teléfono", "telefono", "tel", "móvil", "movil", "celular", "llámame", "llamame", "llámanos", "llama al", "llamar al", "fax"),
+    "it": ("telefono", "tel", "cellulare", "cell", "chiamami", "chiamaci", "chiama", "chiamare", "fax"),
+    "pt": ("telefone", "tel", "celular", "telemóvel", "telemovel", "me liga", "liga para", "liga pra", "ligue", "ligar para", "fax"),
+    "nl": ("telefoon", "tel", "mobiel", "gsm", "telefoonnummer", "bel me", "bel mij", "bel ons", "bellen", "fax"),
+    "pl": ("telefon", "telefonu", "tel", "komórka", "komórki", "komórkowy", "komorka", "zadzwoń", "zadzwon", "dzwoń", "dzwon", "faks"),
+    "ko": ("전화", "전화번호", "휴대폰", "핸드폰", "휴대전화", "연락처"),
+    "zh": ("电话", "電話", "手机", "手機", "联系电话", "聯繫電話", "打电话", "座机"),
+    "ja": ("電話", "携帯", "ケータイ", "TEL", "連絡先"),
+    "he": ("טלפון", "נייד", "פלאפון"),
+    "ru": ("телефон", "тел", "мобильный", "звоните", "позвони"),
+}
+PHONE_CONNECTORS: tuple[str, ...] = (
+    # en
+    "me",
+    "us",
+    "him",
+    "her",
+    "them",
+    "at",
+    "on",
+    "back",
+    "no",
+    "number",
+    "num",
+    "nr",
+    "is",
+    "was",
+    "my",
+    "our",
+    "his",
+    # de
+    "mich",
+    "uns",
+    "an",
+    "unter",
+    "ist",
+    "mein",
+    "meine",
+    "nummer",
+    "nr",
+    "die",
+    # fr
+    "moi",
+    "nous",
+    "au",
+    "le",
+    "est",
+    "mon",
+    "numéro",
+    "numero",
+    "de",
+    # es / pt / it
+    "al",
+    "es",
+    "mi",
+    "el",
+    "número",
+    "numero",
+    "no",
+    "é",
+    "meu",
+    "minha",
+    "para",
+    "pra",
+    "è",
+    "il",
+    "mio",
+    "a",
+    # nl / pl
+    "op",
+    "mijn",
+    "nummer",
+    "pod",
+    "to",
+    "mój",
+    "moj",
+    "numer",
+    "na",
+    # ko / zh / ja / he (particles and words written next to the number)
+    "번호",
+    "는",
+    "은",
+    "로",
+    "으로",
+    "号码",
+    "號碼",
+    "是",
+    "给我",
+    "給我",
+    "番号",
+    "は",
+    "に",
+    "まで",
+    "מספר",
+    "שלי",
+    "ל",
+)
+
+
+def _django_locale_dir() -> Path | None:
+    spec = importlib.util.find_spec("django")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent / "contrib" / "auth" / "locale"
+
+
+@cache
+def password_words() -> dict[str, frozenset[str]]:
+    """Language -> its lower-case password words (Django's translations plus the synonyms)."""
+    words: dict[str, set[str]] = {lang: set(synonyms) for lang, synonyms in PASSWORD_SYNONYMS.items()}
+    locale_dir = _django_locale_dir()
+    for catalog, lang in _CATALOGS.items():
+        if locale_dir is None:
+            break
+        try:
+            translation = gettext.translation("django", str(locale_dir), languages=[catalog])
+        except OSError:
+            continue  # a Django without this catalog: the synonyms still apply
+        for msgid in ("Password", "password"):
+            translated = translation.gettext(msgid).strip().lower()
+            if translated:
+                words.setdefault(lang, set()).add(translated)
+    return {lang: frozenset(w) for lang, w in words.items()}
+
+
+def _is_unspaced(word: str) -> bool:
+    """Words in scripts that glue words together (CJK, Hebrew with its prefix letters) take no
+    word boundaries."""
+    return any(ord(ch) >= 0x3000 or 0x0590 <= ord(ch) <= 0x05FF for ch in word)
+
+
+def word_pattern(words: set[str] | frozenset[str] | tuple[str, ...]) -> str:
+    """One regex alternation for ``words``, longest first: case-insensitive, any run of spaces
+    where a word has a space, an optional space or hyphen where it has a hyphen, and word
+    boundaries around words of spaced scripts."""
+    parts = []
+    for word in sorted(set(words), key=lambda w: (-len(w), w)):
+        body = "".join(r"[ \t]+" if ch == " " else r"[ \t\-]?" if ch == "-" else re.escape(ch) for ch in word)
+        parts.append(body if _is_unspaced(word) else r"(?<!\w)" + body + r"(?!\w)")
+    return "(?i:" + "|".join(parts) + ")"
