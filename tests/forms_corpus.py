@@ -155,7 +155,9 @@ def grouped_digits(fake: Faker, rng: random.Random) -> str:
             continue
         sep = rng.choice(DIGIT_SEPARATORS)
         if sep == ", ":
-            groups = _split(digits, rng, min_size=3)
+            groups = _split(digits, rng, min_size=4, first_min=4)
+            if any(_is_year(g) for g in groups):
+                continue
         elif sep == ".":
             groups = _split(digits, rng, min_size=2, first_min=3)
         else:
@@ -168,6 +170,10 @@ def grouped_digits(fake: Faker, rng: random.Random) -> str:
         if _DATE_SHAPE.search(value.replace("\u200b", "").replace("\u2060", "")):
             continue
         return value
+
+
+def _is_year(group: str) -> bool:
+    return len(group) == 4 and 1900 <= int(group) <= 2099
 
 
 def cli_credentials(fake: Faker, rng: random.Random) -> tuple[str, str]:

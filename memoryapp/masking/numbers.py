@@ -73,7 +73,9 @@ _CARD_GROUPED_RE = re.compile(
 def stage_cards(work: str) -> list[Span]:
     if count_digits(work) < 12:
         return []
-    out: list[Span] = []
+    # cards in groups of any size come first, so an account word or an ID-shaped piece does not
+    # take them ("411111 111111 1111")
+    out: list[Span] = [span for span in _digit_group_runs(work) if span[2] == "CARD"]
     for m in _CARD_CONTIGUOUS_RE.finditer(work):
         if _stdnum_luhn.is_valid(m.group()):
             out.append((m.start(), m.end(), "CARD"))
@@ -269,8 +271,10 @@ def _joined_to_placeholders(work: str) -> list[Span]:
     return out
 
 
-def stage_digit_groups(work: str) -> list[Span]:
-    out: list[Span] = _joined_to_placeholders(work) if "[" in work else []
+def _digit_group_runs(work: str) -> list[Span]:
+    """Every run of digit groups that adds up to 10 digits or more and is personal data, with
+    its kind (CARD, PHONE, NUMBER)."""
+    out: list[Span] = []
     if count_digits(work) < 10:
         return out
     for m in _GROUPED_RE.finditer(work):
@@ -303,6 +307,11 @@ def stage_digit_groups(work: str) -> list[Span]:
             if kind is not None:
                 out.append((ps, pe, kind))
     return out
+
+
+def stage_digit_groups(work: str) -> list[Span]:
+    out: list[Span] = _joined_to_placeholders(work) if "[" in work else []
+    return out + _digit_group_runs(work)
 
 
 _LONG_NUMBER_RE = re.compile(r"[0-9]{10,}")

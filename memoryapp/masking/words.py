@@ -229,3 +229,66 @@ def word_pattern(words: set[str] | frozenset[str] | tuple[str, ...]) -> str:
         body = "".join(r"[ \t]+" if ch == " " else r"[ \t\-]?" if ch == "-" else re.escape(ch) for ch in word)
         parts.append(body if _is_unspaced(word) else r"(?<!\w)" + body + r"(?!\w)")
     return "(?i:" + "|".join(parts) + ")"
+
+
+# Between a password word and its value, a qualifier may stand ("la contraseña del wifi es …").
+QUALIFIERS: dict[str, tuple[str, ...]] = {
+    "de": ("für", "fürs", "vom", "von", "zum", "des"),
+    "fr": ("du", "de", "pour", "des"),
+    "es": ("del", "de", "para"),
+    "it": ("del", "della", "dello", "di", "per"),
+    "pt": ("do", "da", "de", "para"),
+    "nl": ("van", "voor"),
+    "pl": ("do", "od", "dla"),
+    "ru": ("от", "для"),
+}
+
+# Everyday words said of a password that neither the stop words nor Django's messages hold
+# ("Das Passwort ist abgelaufen", "la contraseña es débil"): a plain word after a connector is a
+# password unless it is an ordinary word of the language (``ordinary_words``).
+STATE_WORDS: dict[str, tuple[str, ...]] = {
+    "de": ("abgelaufen", "alt", "schwach", "stark", "geheim", "sicher", "unsicher", "richtig", "falsch", "kurz", "lang", "neu", "gleich", "vergessen", "geändert", "gesperrt", "leer"),
+    "fr": ("sécurisé", "changé", "expiré", "identique", "faible", "fort", "oublié", "bon", "mauvais", "nouveau", "vide", "correct", "incorrect", "court", "long"),
+    "es": ("segura", "seguro", "caducada", "olvidada", "débil", "fuerte", "incorrecta", "correcta", "nueva", "vieja", "corta", "larga", "vacía", "secreta"),
+    "it": ("sbagliata", "sicura", "scaduta", "vecchia", "debole", "forte", "nuova", "corretta", "errata", "corta", "lunga", "vuota", "segreta"),
+    "pt": ("segura", "expirada", "esquecida", "fraca", "forte", "errada", "nova", "antiga", "correta", "incorreta", "curta", "longa", "vazia", "secreta"),
+    "nl": ("onjuist", "veilig", "verlopen", "hetzelfde", "zwak", "sterk", "vergeten", "nieuw", "oud", "juist", "fout", "kort", "lang", "leeg", "geheim"),
+    "pl": ("nieprawidłowe", "prawidłowe", "bezpieczne", "wygasło", "zapomniane", "słabe", "silne", "nowe", "stare", "błędne", "krótkie", "długie", "puste", "tajne"),
+    "ru": ("неверный", "неправильный", "слабый", "сложный", "простой", "новый", "старый", "верный"),
+}
+_STOPWORD_LANGUAGES = {
+    "de": ("german",),
+    "fr": ("french",),
+    "es": ("spanish",),
+    "it": ("italian",),
+    "pt": ("portuguese", "brazilian"),
+    "nl": ("dutch",),
+    "pl": ("polish",),
+    "ru": ("russian",),
+}
+_DJANGO_CATALOG_DIRS = {"de": ("de",), "fr": ("fr",), "es": ("es",), "it": ("it",), "pt": ("pt", "pt_BR"), "nl": ("nl",), "pl": ("pl",), "ru": ("ru",)}
+_WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+
+@cache
+def ordinary_words(lang: str) -> frozenset[str]:
+    """Ordinary lower-case words of a language: its stop words (the ``stopwords`` package), every
+    word of Django's translated messages in it (all its installed catalogs: ~1,100 words each,
+    "zu kurz", "falsch", "incorrect"…), and ``STATE_WORDS``."""
+    from stopwords import get_stopwords
+
+    words: set[str] = set(STATE_WORDS.get(lang, ()))
+    for name in _STOPWORD_LANGUAGES.get(lang, ()):
+        words.update(w.lower() for w in get_stopwords(name))
+    locale_dir = _django_locale_dir()
+    if locale_dir is not None:
+        django_dir = locale_dir.parent.parent.parent
+        for catalog in _DJANGO_CATALOG_DIRS.get(lang, ()):
+            catalogs = [django_dir / "conf" / "locale" / catalog / "LC_MESSAGES" / "django.mo", *django_dir.glob(f"contrib/*/locale/{catalog}/LC_MESSAGES/django.mo")]
+            for mo in sorted(p for p in catalogs if p.is_file()):
+                with mo.open("rb") as handle:
+                    translation = gettext.GNUTranslations(handle)
+                for message in translation._catalog.values():  # noqa: SLF001 (the catalog's messages)
+                    if isinstance(message, str):
+                        words.update(w.lower() for w in _WORD_RE.findall(message))
+    return frozenset(words)
