@@ -99,6 +99,9 @@ SECRET_TEMPLATES = {
     "ko": ("비밀번호는 {}", "비밀번호: {}", "와이파이 비밀번호는 {} 입니다", "내 비번은 {}"),
     "zh": ("密码是{}", "我的密码是 {}", "密码：{}", "WiFi密码是{}"),
 }
+# "Password {}" has no connector: a plain word after it ("Password manager") is no password, so
+# only values with a digit or a symbol go there (the documented rule).
+NO_CONNECTOR = frozenset({"Password {}"})
 PHONE_TEMPLATES = {
     "en": ("call {} tonight", "phone: {}", "my mobile is {}", "text me at {}", "tel. {}"),
     "ja": ("電話は{}です。", "携帯：{}", "電話番号 {}"),
@@ -154,10 +157,11 @@ def grouped_digits(fake: Faker, rng: random.Random) -> str:
         if not 10 <= len(digits) <= 19:
             continue
         sep = rng.choice(DIGIT_SEPARATORS)
-        if sep == ", ":
-            groups = _split(digits, rng, min_size=4, first_min=4)
-            if any(_is_year(g) for g in groups):
+        if sep == ", ":  # the one list form that is a number: a card in groups of four
+            digits = fake.credit_card_number()
+            if len(digits) != 16:
                 continue
+            groups = [digits[i : i + 4] for i in range(0, len(digits), 4)]
         elif sep == ".":
             groups = _split(digits, rng, min_size=2, first_min=3)
         else:
@@ -170,10 +174,6 @@ def grouped_digits(fake: Faker, rng: random.Random) -> str:
         if _DATE_SHAPE.search(value.replace("\u200b", "").replace("\u2060", "")):
             continue
         return value
-
-
-def _is_year(group: str) -> bool:
-    return len(group) == 4 and 1900 <= int(group) <= 2099
 
 
 def cli_credentials(fake: Faker, rng: random.Random) -> tuple[str, str]:
@@ -229,12 +229,15 @@ def disguised_email(fake: Faker, rng: random.Random, lang: str) -> tuple[str, st
 
 
 def labelled_password(fake: Faker, rng: random.Random) -> str:
-    pick = rng.randrange(3)
+    pick = rng.randrange(4)
     if pick == 0:
         return fake.password(length=rng.randint(8, 16))
     if pick == 1:
         return fake.password(length=rng.randint(6, 12), special_chars=False)
-    return re.sub(r"[^A-Za-z]", "", fake.user_name())[:10].lower() + str(rng.randint(1, 9999))
+    letters = re.sub(r"[^A-Za-z]", "", fake.user_name())[:10].lower() or "swordfish"
+    if pick == 2:
+        return letters + str(rng.randint(1, 9999))
+    return letters if len(letters) >= 5 else letters + "fish"  # a plain word, no digit or symbol
 
 
 _LOCAL_SHAPES = ("###-####", "### ####", "#######", "##-##-##", "## ## ##", "####-####", "#### ####", "### ## ##", "###.####", "######")
@@ -273,7 +276,8 @@ def build_forms_corpus(seed: int = 22, per_form: int = 60) -> list[Sample]:
             local, written = disguised_email(fake, rng, lang)
             samples.append(Sample("email", locale, local, rng.choice(EMAIL_TEMPLATES[lang]).format(written)))
             password = labelled_password(fake, rng)
-            samples.append(Sample("secret", locale, password, rng.choice(SECRET_TEMPLATES[lang]).format(password)))
+            template = rng.choice([t for t in SECRET_TEMPLATES[lang] if not (password.isalpha() and t in NO_CONNECTOR)])
+            samples.append(Sample("secret", locale, password, template.format(password)))
             number = local_phone(rng)
             samples.append(Sample("phone", locale, number, rng.choice(PHONE_TEMPLATES[lang]).format(number)))
     return samples

@@ -41,6 +41,7 @@ __all__ = [
     "MaskResult",
     "mask",
     "contains_personal_data",
+    "name_kinds",
     "is_effectively_empty",
     "detect_kinds",
 ]
@@ -81,7 +82,8 @@ def _select(spans: list[Span]) -> list[Span]:
     leave the non-shared part unmasked); the merged span keeps the kind of the one that starts
     first (longest on ties)."""
     merged: list[Span] = []
-    for s, e, k in sorted(spans, key=lambda t: (t[0], -t[1], t[2])):
+    for s, neg_e, k in sorted((s, -e, k) for s, e, k in spans):
+        e = -neg_e
         if e <= s:
             continue
         if merged and s < merged[-1][1]:
@@ -139,6 +141,17 @@ def detect_kinds(text: str) -> tuple[str, ...]:
 def contains_personal_data(text: str) -> bool:
     """True if ``mask(text)`` would replace anything."""
     return bool(detect_kinds(text))
+
+
+def name_kinds(name: str) -> tuple[str, ...]:
+    """Kinds of personal data in a name that is stored as written (namespace, key, assistant
+    topic): what ``mask`` finds in it, read as written and, when it has underscores, with them
+    read as spaces, since a snake_case topic cannot hold a space ("password_is_hunter2",
+    "dana_at_example_dot_com", "call_5551234" are the sentences they spell)."""
+    kinds = set(detect_kinds(name))
+    if "_" in name:
+        kinds.update(detect_kinds(name.replace("_", " ")))
+    return tuple(sorted(kinds))
 
 
 def is_effectively_empty(masked_text: str) -> bool:

@@ -220,9 +220,8 @@ def dates_inside(work: str, s: int, e: int) -> list[tuple[int, int]]:
     return out
 
 
-_LIST_GROUP_MIN = 4
 # A group written right before one of these is a quantity of its own (a year, a date, yen, people).
-_UNIT_AFTER = frozenset("年月日時分秒円万億人個件回歳号階番元원년월일시")
+_UNIT_AFTER = frozenset("年月日時分秒円万億人個件回歳号階番元원년월일시%‰°")
 
 
 def _last_group_start(work: str, s: int, e: int) -> int:
@@ -231,26 +230,19 @@ def _last_group_start(work: str, s: int, e: int) -> int:
     return e
 
 
-def _is_year(group: str) -> bool:
-    return len(group) == 4 and 1900 <= int(group) <= 2099
-
-
 def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
-    """ ", " joins groups of 4 digits or more ("4111, 1111, 1111, 1111", "123456, 789012"); between
-    shorter ones it is a list ("1, 2, 3, …, 10", "rooms 101, 102, 103, 104"), and between two
-    years too ("2017, 2018, 2019"): there it cuts the run."""
+    """Where ", " cuts a run: everywhere, unless the run is a card number written that way (card
+    groups "4111, 1111, 1111, 1111" passing Luhn). ", " is how lists are written ("1, 2, 3",
+    "10000, 10000", "rooms 101, 102, 103, 104", "INV-1900-0000, 1000"), so a list of numbers
+    stays; "," alone joins ("4111,1111,1111,1111")."""
+    run = work[s:e]
+    groups = run.split(", ")
+    if all(g.isdigit() for g in groups) and ([len(g) for g in groups] in ([4, 4, 4, 4], [4, 4, 4], [4, 6, 5], [4, 4, 4, 4, 3])) and _stdnum_luhn.is_valid("".join(groups)):
+        return []
     cuts: list[tuple[int, int]] = []
     pos = work.find(", ", s, e)
     while pos != -1:
-        left = pos
-        while left > s and work[left - 1].isdigit():
-            left -= 1
-        right = pos + 2
-        while right < e and work[right].isdigit():
-            right += 1
-        before, after = work[left:pos], work[pos + 2 : right]
-        if len(before) < _LIST_GROUP_MIN or len(after) < _LIST_GROUP_MIN or (_is_year(before) and _is_year(after)):
-            cuts.append((pos, pos + 2))
+        cuts.append((pos, pos + 2))
         pos = work.find(", ", pos + 2, e)
     return cuts
 

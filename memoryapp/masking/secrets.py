@@ -178,7 +178,7 @@ _SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = t
 
 def _stage_token_shapes(work: str) -> list[Span]:
     out: list[Span] = []
-    low = work.lower()
+    low = _trigger_text(work)
     for rx, triggers, ignore_case in _SHAPE_TRIGGERS:
         if triggers is not None and not any(t in (low if ignore_case else work) for t in triggers):
             continue
@@ -261,6 +261,9 @@ _TOKEN_WORDS = (
 _TOKEN_SEGMENTS = frozenset({"key", "auth", "sig", "signature", "salt", "session", "sid", "jwt", "cvv", "cvc", "license", "otp", "totp", "hmac", "sasl", "creds"})
 
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# one scan for "any of these words inside the label" (labels are read once per "label=" / "label:")
+_PASSWORD_WORDS_RE = re.compile("|".join(re.escape(w) for w in sorted(_PASSWORD_WORDS, key=len, reverse=True)))
+_TOKEN_WORDS_RE = re.compile("|".join(re.escape(w) for w in sorted(set(_TOKEN_WORDS), key=len, reverse=True)))
 _SEGMENT_SPLIT_RE = re.compile(r"[_.\-\s]+")
 
 
@@ -274,9 +277,9 @@ def label_class(label: str) -> str | None:
     segments = [s.lower() for s in _SEGMENT_SPLIT_RE.split(_CAMEL_RE.sub("_", label)) if s]
     if any(s in _COUNT_SEGMENTS for s in segments) or "tokeniz" in flat:
         return None  # max_tokens, token_limit, session_timeout, tokenizer: settings, not secrets
-    if any(w in flat for w in _PASSWORD_WORDS) or any(s in _PASSWORD_SEGMENTS for s in segments):
+    if _PASSWORD_WORDS_RE.search(flat) or any(s in _PASSWORD_SEGMENTS for s in segments):
         return "password"
-    if any(w in flat for w in _TOKEN_WORDS) or any(s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
+    if _TOKEN_WORDS_RE.search(flat) or any(s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
         return "token"
     if any(s in _TOKEN_SEGMENTS for s in segments):
         return "key"
@@ -335,6 +338,15 @@ _KEY_PREFIXES = frozenset({"api", "access", "secret", "private", "account", "aut
 # Values
 # --------------------------------------------------------------------------------------------
 _PLACEHOLDER_START_RE = re.compile(r"\[(?:EMAIL|PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER|SECRET)\]")
+
+
+def _trigger_text(work: str) -> str:
+    """The lower-case text a stage checks its trigger words in, without the placeholders an
+    earlier stage or round left ("[SECRET]" holds "secret", which must not wake every label
+    pattern up again)."""
+    return _PLACEHOLDER_START_RE.sub(" ", work).lower() if "[" in work else work.lower()
+
+
 _CLOSERS = {'"': '"', "'": "'", "`": "`", "「": "」", "『": "』", "“": "”", "‘": "’", "«": "»", "„": "“"}
 _NEXT_PAIR_RE = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_.\-]{0,63}\s*(?:=|:(?!//))")
 _VALUE_MAX = 300
@@ -678,7 +690,7 @@ _TOKEN_LABEL_RE = re.compile(r"(?i:token|api|access|auth|refresh|private|client|
 
 def _stage_prose(work: str) -> list[Span]:
     """ "my password is swordfish", "password for the wifi: correct horse", "パスワードはabc"."""
-    low = work.lower()
+    low = _trigger_text(work)
     if not any(t in low for t in _PROSE_TRIGGERS):
         return []
     out: list[Span] = []
@@ -821,7 +833,7 @@ def _looks_like_credential(value: str, *, mixed_case: bool = True) -> bool:
 def _stage_prose_languages(work: str) -> list[Span]:
     """ "mein Passwort ist hunter2", "mot de passe : …", "la contraseña del wifi es …", "hasło to …",
     "비밀번호는 …", "密码是…": a password word of the language, its own connector, the value."""
-    low = work.lower()
+    low = _trigger_text(work)
     out: list[Span] = []
     n = len(work)
     for lang, labels, rx in _language_prose():
@@ -863,7 +875,7 @@ _PASSPORT_RE = re.compile(
 
 
 def _stage_passport(work: str) -> list[Span]:
-    low = work.lower()
+    low = _trigger_text(work)
     if not any(t in low for t in ("passport", "pasport", "パスポート", "旅券", "דרכון", "reisepass", "passeport")):
         return []
     return [(m.start("v"), m.end("v"), "SECRET") for m in _PASSPORT_RE.finditer(work)]

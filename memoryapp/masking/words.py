@@ -28,6 +28,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from stopwords import get_stopwords
+
 #: Django catalog language -> the language whose connectors apply after its password words.
 _CATALOGS = {
     "de": "de",
@@ -220,15 +222,43 @@ def _is_unspaced(word: str) -> bool:
     return any(ord(ch) >= 0x3000 or 0x0590 <= ord(ch) <= 0x05FF for ch in word)
 
 
-def word_pattern(words: set[str] | frozenset[str] | tuple[str, ...]) -> str:
-    """One regex alternation for ``words``, longest first: case-insensitive, any run of spaces
-    where a word has a space, an optional space or hyphen where it has a hyphen, and word
-    boundaries around words of spaced scripts."""
+def _char(ch: str) -> str:
+    return r"[ \t]+" if ch == " " else r"[ \t\-]?" if ch == "-" else re.escape(ch)
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """An alternation of ``words`` as a trie ("c(?:all|ell)"): the engine reads each character
+    once instead of trying every word in turn, and a longer word wins over its prefix."""
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word.lower():
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def walk(node: dict) -> str:
+        branches = [_char(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and "" not in node else "(?:" + "|".join(branches) + ")"
+        return body + "?" if "" in node else body
+
+    return walk(trie)
+
+
+def word_pattern(words: set[str] | frozenset[str] | tuple[str, ...] | list[str]) -> str:
+    """One case-insensitive regex for ``words``: any run of spaces where a word has a space, an
+    optional space or hyphen where it has a hyphen, word boundaries around words of spaced
+    scripts. The words are a trie and the boundaries stand outside it, so the scan is one pass
+    (not one try per word at every character)."""
+    spaced = [w for w in set(words) if not _is_unspaced(w)]
+    unspaced = [w for w in set(words) if _is_unspaced(w)]
     parts = []
-    for word in sorted(set(words), key=lambda w: (-len(w), w)):
-        body = "".join(r"[ \t]+" if ch == " " else r"[ \t\-]?" if ch == "-" else re.escape(ch) for ch in word)
-        parts.append(body if _is_unspaced(word) else r"(?<!\w)" + body + r"(?!\w)")
-    return "(?i:" + "|".join(parts) + ")"
+    if spaced:
+        parts.append(r"(?<!\w)" + _trie_pattern(spaced) + r"(?!\w)")
+    if unspaced:
+        parts.append(_trie_pattern(unspaced))
+    return "(?i:" + "|".join(parts) + ")" if parts else "(?!)"
 
 
 # Between a password word and its value, a qualifier may stand ("la contraseña del wifi es …").
@@ -272,23 +302,22 @@ _WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 
 @cache
 def ordinary_words(lang: str) -> frozenset[str]:
-    """Ordinary lower-case words of a language: its stop words (the ``stopwords`` package), every
-    word of Django's translated messages in it (all its installed catalogs: ~1,100 words each,
-    "zu kurz", "falsch", "incorrect"…), and ``STATE_WORDS``."""
-    from stopwords import get_stopwords
-
+    """Ordinary lower-case words said of a password in a language: its stop words (the
+    ``stopwords`` package), every word of Django's account messages in it (the
+    ``django.contrib.auth`` catalog: "zu kurz", "falsch", "zu häufig", "ausschließlich Zahlen"…),
+    and ``STATE_WORDS``. Not a dictionary: a word outside these after "Passwort ist" is read as
+    the password."""
     words: set[str] = set(STATE_WORDS.get(lang, ()))
     for name in _STOPWORD_LANGUAGES.get(lang, ()):
         words.update(w.lower() for w in get_stopwords(name))
     locale_dir = _django_locale_dir()
     if locale_dir is not None:
-        django_dir = locale_dir.parent.parent.parent
         for catalog in _DJANGO_CATALOG_DIRS.get(lang, ()):
-            catalogs = [django_dir / "conf" / "locale" / catalog / "LC_MESSAGES" / "django.mo", *django_dir.glob(f"contrib/*/locale/{catalog}/LC_MESSAGES/django.mo")]
-            for mo in sorted(p for p in catalogs if p.is_file()):
+            mo = locale_dir / catalog / "LC_MESSAGES" / "django.mo"
+            if mo.is_file():
                 with mo.open("rb") as handle:
                     translation = gettext.GNUTranslations(handle)
-                for message in translation._catalog.values():  # noqa: SLF001 (the catalog's messages)
+                for message in translation._catalog.values():
                     if isinstance(message, str):
                         words.update(w.lower() for w in _WORD_RE.findall(message))
     return frozenset(words)
