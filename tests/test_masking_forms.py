@@ -63,7 +63,9 @@ def test_luhn_valid_digit_groups_are_cards_and_the_rest_numbers():
         ("4111,1111,1111,1111", "4111"),
         ("123456 7890", "123456"),
         ("wire to 123456 789012", "789012"),
-        ("ref 2024-05-01-12345678", "12345678"),  # a date shape continued by its separator is no date
+        ("ref 2024-05-01-12345678", "12345678"),
+        ("1234 - 5678 - 9012 - 3456", "9012"),
+        ("1234 / 5678 / 90", "5678"),  # a date shape continued by its separator is no date
         ("mysql -u root -phunter2", "hunter2"),
         ("mysql --password=hunter2", "hunter2"),
         ("curl -u admin:hunter2 https://example.com", "hunter2"),

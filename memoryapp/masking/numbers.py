@@ -159,7 +159,7 @@ def stage_ssn(work: str) -> list[Span]:
 # Groups of any size joined by one separator each: a space, "-", ".", "/", "," (the working copy
 # has already turned no-break and thin spaces into " " and dropped invisible characters), two
 # spaces, "- ", " -" or ", ". Possessive, so the scan is linear.
-_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]++\)?(?:(?:[ \-./,]| {2}|- | -|, )\(?[0-9]++\)?)++")
+_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]++\)?(?:(?:[ \-./,]| {2}| ?[\-/] ?|, )\(?[0-9]++\)?)++")
 _CURRENCY_NEAR_RE = re.compile(r"[ \t]?(?:[€$£¥₪₩₹]|円|万|(?i:eur|usd|jpy|ils|gbp|chf|nis)\b|,[0-9]{2}(?![0-9]))")
 _CURRENCY_BEFORE_RE = re.compile(r"(?:[€$£¥₪₩₹]|(?i:eur|usd|jpy|ils|gbp|chf|nis))[ \t]?\Z")
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .,])[0-9]{3})(?:\1[0-9]{3})*(?:[.,][0-9]{1,2})?")
@@ -250,7 +250,7 @@ def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
 # A number the earlier stages masked only part of ("747 [IL_ID] 69 3236": an ID-shaped piece of a
 # longer run) takes the digit groups joined to it: the rest of the run is the same number.
 _NUMERIC_PLACEHOLDER = r"\[(?:PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER)\]"
-_JOINED_TO_PLACEHOLDER_RE = re.compile(r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:[ \-./,]| {2}|- | -|, )(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++")
+_JOINED_TO_PLACEHOLDER_RE = re.compile(r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:[ \-./,]| {2}| ?[\-/] ?|, )(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++")
 _MIN_JOINED_DIGITS = 4
 
 
