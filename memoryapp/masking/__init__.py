@@ -5,12 +5,15 @@ Detection runs in a fixed order, most specific first, each stage reading the tex
 stages before it left it (so no stage sees, or re-matches, what an earlier one replaced):
 
 1. ``SECRET``        private keys, API keys and tokens of known shapes, values after password /
-                     secret / token / key words (``secrets``), passport numbers;
-2. ``EMAIL``         e-mail addresses (``contact``);
-3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards, Israeli IDs, bank shapes (``numbers``);
-4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word;
-5. ``NUMBER``        social security numbers, digit groups adding up to 10 or more digits, any
-                     run of 10 or more digits.
+                     secret / token / key words in the users' languages (``secrets``, ``words``),
+                     command-line credential flags, passport numbers;
+2. ``EMAIL``         e-mail addresses, also spelled or disguised (``contact``);
+3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards (in digit groups of any size), Israeli IDs,
+                     bank shapes (``numbers``);
+4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
+                     the users' languages;
+5. ``NUMBER``        social security numbers, digit groups of any size adding up to 10 or more
+                     digits, any run of 10 or more digits.
 
 Detectors read a normalised copy of the text (``text.Work``: invisible characters left out,
 look-alikes and full-width forms folded) and replacements are made on the original, so what is

@@ -3,7 +3,9 @@
 E-mail: RFC 5322 local parts in any script (josé.pérez@…, дана@…), internationalised domains
 (exämple.com, пример.рф, xn--…), the ideographic full stop and zero-width characters (the
 working copy of the text has already turned "。" into "." and dropped invisible characters), and
-the bracketed "name [at] example [dot] com" form.
+the bracketed "name [at] example [dot] com" form, and addresses spelled or disguised: "name at
+example dot com", "name at example.com", "name[at]example[.]com", spaces or no-break spaces around
+"@", quoted local parts, "name アット example ドット com" (the last label must be an IANA TLD).
 
 Phones: ``phonenumbers.PhoneNumberMatcher`` (leniency POSSIBLE, regions ``PHONE_REGIONS``) on
 "windows" of phone-like characters with >= 7 digits, plus acceptance rules that keep dates,
@@ -11,7 +13,8 @@ versions and invoice numbers out (see ``_phone_candidate_ok``). Space-separated 
 which the matcher cannot split, get a second pass that segments the leftover tokens and checks
 each candidate with ``phonenumbers.parse``. International call prefixes (00, 001, 011) count as
 "+". An extension after a number (x3682, ext. 12, 内線 123) belongs to it. A short local number
-right after a phone word ("call 555-1234", 電話 1234-5678) is a phone too.
+right after a phone word of the users' languages ("call 555-1234", 電話 1234-5678, "ruf mich an
+unter 555 1234"; ``words.PHONE_WORDS``) is a phone too.
 """
 
 from __future__ import annotations

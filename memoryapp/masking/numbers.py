@@ -9,10 +9,12 @@
 - ``IL_ID``         Israeli ID numbers, 9 digits (``NNNNNNNN-C``, ``NNN NNN NNN``) with a valid
                     check digit (``stdnum.il.idnr``).
 - ``NUMBER``        US social security numbers (``NNN-NN-NNNN``, ``NNN NN NNNN``), any run of 10 or more digits,
-                    and digit groups joined by spaces, dashes or dots (or invisible characters,
-                    underscores, middle dots, which the working copy turned into "-") that add
-                    up to 10 or more digits — except dates, IPv4 addresses, version numbers,
-                    ISBNs and amounts of money written with thousands separators.
+                    and digit groups of any size joined by spaces, dashes, dots, slashes or
+                    commas (or invisible characters, underscores, middle dots, which the working
+                    copy turned into "-") that add up to 10 or more digits — except dates, IPv4
+                    addresses, version numbers, decimal numbers, ISBNs, amounts of money written
+                    with thousands separators, and lists written with ", ". Such groups passing
+                    Luhn (12–19 digits) are ``CARD``s.
 
 Digits directly after "+" belong to an international phone number; the card, Israeli ID and
 bank-shape patterns leave them to the phone stage.
