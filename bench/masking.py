@@ -78,6 +78,23 @@ def adversarial(rng: random.Random) -> dict[str, callable]:
         "IBAN-like": rep("DE89 3704 "),
         "account words and digits": rep("account 12 "),
         "phone words and digits": rep("call 12 "),
+        # issue 22's detectors
+        "digit groups of 6 joined by ', '": rep("123456, "),
+        "digit groups of 6 joined by ','": rep("123456,"),
+        "digits around a placeholder": rep("[PHONE] 12 "),
+        "spelled 'at' spam": rep("x at "),
+        "spelled e-mail chains": rep("a dot b at c dot "),
+        "spaced '@' spam": rep("a @ b."),
+        "quoted local parts": rep('"a"@'),
+        "bracketed at/dot": rep("a[at]b[.]"),
+        "Japanese アット/ドット": rep("aアットbドット"),
+        "command words and -p": rep("mysql -p "),
+        "'-u user:pass' spam": rep("-u a:b "),
+        "'-U user%pass' spam": rep("-U a%b "),
+        "German password connector": rep("passwort ist "),
+        "Spanish qualifier spam": rep("x,contraseña del wifi"),
+        "Chinese/Korean labels": rep("密码是비밀번호는 "),
+        "phone words of 12 languages": rep("Telefon unter zadzwoń pod 电话 "),
         "random printable": gen(lambda n: "".join(rng.choice(string.printable) for _ in range(n))),
     }
 

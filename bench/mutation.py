@@ -33,8 +33,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"],
     ),
     "masking_detectors": (
-        ["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py"],
-        ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"],
+        ["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py", "memoryapp/masking/words.py"],
+        ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_masking_forms.py", "tests/test_mutation_kills.py"],
     ),
     "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),
     "actions": (["memoryapp/actions.py"], ["tests/test_memories.py", "tests/test_spec_rules.py", "tests/test_gates.py", "tests/test_mutation_kills.py"]),

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.models import Member
-from memoryapp import gates, masking
+from memoryapp import gates
 from memoryapp.actions import store_version
 from memoryapp.errors import memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
@@ -26,8 +26,7 @@ TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 def check_topic(topic: str) -> None:
     if not TOPIC.match(topic) or len(topic) > 120:
         raise validation_error({"topic": ["Use English snake_case, for example preferred_language."]})
-    if masking.contains_personal_data(topic):
-        gates.refuse_personal_data_in_names({"key": topic})
+    gates.refuse_personal_data_in_names({"key": topic})
 
 
 def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> dict[str, Any]:

@@ -142,7 +142,7 @@ def validate_body(operation: str, body: Any) -> dict[str, Any]:
 
 # --- row 7 -----------------------------------------------------------------------------------
 def refuse_personal_data_in_names(data: dict[str, Any]) -> None:
-    flagged = {name: list(masking.detect_kinds(data[name])) for name in ("namespace", "key") if data.get(name) and masking.contains_personal_data(data[name])}
+    flagged = {name: list(kinds) for name in ("namespace", "key") if data.get(name) and (kinds := masking.name_kinds(data[name]))}
     if flagged:
         # The kinds found, never the value: error details are logged and shown.
         raise ApiError(400, "AGENT_MEMORY_PERSONAL_DATA", "namespace and key are never masked, so they must not contain personal data.", {"fields": flagged})

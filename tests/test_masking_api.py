@@ -234,3 +234,57 @@ def test_turn_limits_count_per_credential(world, agent, settings):
     assert post_turn(agent, helper, user_says("hi")).status_code in (200, 202)
     assert post_turn(agent, helper, user_says("hi")).status_code == 429
     assert post_turn(other, helper, user_says("hi")).status_code in (200, 202)
+
+
+# --- issue 22: the forms masking missed are refused as names on every path --------------------
+def _forms_sample():
+    from tests.forms_corpus import FORMS, build_forms_corpus
+
+    corpus = build_forms_corpus(seed=23, per_form=2)
+    return [next(s for s in corpus if s.form == form and s.locale == locale) for form in FORMS for locale in ("en_US", "de_DE", "ja_JP")]
+
+
+FORM_NAMES = [s.text for s in _forms_sample() if len(s.text) <= 64] + ["411111 111111 1111", "4111,1111,1111,1111", "dana at example dot com", "passwort ist hunter2", "mysql -u root -phunter2"]
+# the same forms as snake_case topics (a topic cannot hold a space)
+FORM_TOPICS = ["card_411111_111111_1111", "wire_to_123456_789012", "dana_at_example_dot_com", "passwort_ist_hunter2", "my_password_is_swordfish", "call_5551234", "telefon_5551234"]
+
+
+@pytest.mark.parametrize("value", FORM_NAMES)
+@pytest.mark.parametrize("field", ["namespace", "key"])
+def test_the_new_forms_are_refused_as_namespace_or_key_over_rest_and_mcp(agent, field, value):
+    from memoryapp.mcp import tools
+
+    body = {"namespace": "ok", "key": "ok", "text": "a note"}
+    body[field] = value
+    rest = agent.call("remember", body)
+    assert rest.status_code == 400 and error_code(rest) == "AGENT_MEMORY_PERSONAL_DATA", (value, rest.json())
+    assert value not in json.dumps(rest.json(), ensure_ascii=False)
+    mcp = tools.run_operation(agent.token, "remember", body)
+    assert mcp.is_error and mcp.structured_content == rest.json()
+    assert MemoryVersion.objects.count() == 0
+
+
+@pytest.mark.parametrize("topic", FORM_TOPICS)
+def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_consolidation(world, topic):
+    from memoryapp.assistant import add_assistant_memory
+    from memoryapp.errors import ApiError
+    from memoryapp.models import Source
+
+    client = client_for(world.editor)
+    response = client.post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
+    assert response.status_code == 400 and error_code(response) == "AGENT_MEMORY_PERSONAL_DATA", response.json()
+    assert topic not in json.dumps(response.json())
+    from tests.test_pages import browser
+
+    page = browser(world.editor).post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "a note", "details": ""})
+    assert page.status_code == 200 and "personal data" in page.content.decode(), page.status_code
+    with pytest.raises(ApiError) as refused:  # what consolidation calls for each extracted memory
+        add_assistant_memory(world.editor, kind="fact", topic=topic, summary="a note", source=Source.AI_EXTRACTED)
+    assert refused.value.code == "AGENT_MEMORY_PERSONAL_DATA"
+    assert MemoryVersion.objects.count() == 0
+
+
+@pytest.mark.parametrize("topic", ["preferred_language", "password_manager", "phone_model", "api_key_rotation", "call_schedule", "email_at_work", "favourite_number_7"])
+def test_ordinary_snake_case_topics_are_accepted(world, topic):
+    response = client_for(world.editor).post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
+    assert response.status_code == 201, response.json()

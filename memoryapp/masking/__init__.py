@@ -5,12 +5,15 @@ Detection runs in a fixed order, most specific first, each stage reading the tex
 stages before it left it (so no stage sees, or re-matches, what an earlier one replaced):
 
 1. ``SECRET``        private keys, API keys and tokens of known shapes, values after password /
-                     secret / token / key words (``secrets``), passport numbers;
-2. ``EMAIL``         e-mail addresses (``contact``);
-3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards, Israeli IDs, bank shapes (``numbers``);
-4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word;
-5. ``NUMBER``        social security numbers, digit groups adding up to 10 or more digits, any
-                     run of 10 or more digits.
+                     secret / token / key words in the users' languages (``secrets``, ``words``),
+                     command-line credential flags, passport numbers;
+2. ``EMAIL``         e-mail addresses, also spelled or disguised (``contact``);
+3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards (in digit groups of any size), Israeli IDs,
+                     bank shapes (``numbers``);
+4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
+                     the users' languages;
+5. ``NUMBER``        social security numbers, digit groups of any size adding up to 10 or more
+                     digits, any run of 10 or more digits.
 
 Detectors read a normalised copy of the text (``text.Work``: invisible characters left out,
 look-alikes and full-width forms folded) and replacements are made on the original, so what is
@@ -41,6 +44,7 @@ __all__ = [
     "MaskResult",
     "mask",
     "contains_personal_data",
+    "name_kinds",
     "is_effectively_empty",
     "detect_kinds",
 ]
@@ -81,7 +85,8 @@ def _select(spans: list[Span]) -> list[Span]:
     leave the non-shared part unmasked); the merged span keeps the kind of the one that starts
     first (longest on ties)."""
     merged: list[Span] = []
-    for s, e, k in sorted(spans, key=lambda t: (t[0], -t[1], t[2])):
+    for s, neg_e, k in sorted((s, -e, k) for s, e, k in spans):
+        e = -neg_e
         if e <= s:
             continue
         if merged and s < merged[-1][1]:
@@ -139,6 +144,17 @@ def detect_kinds(text: str) -> tuple[str, ...]:
 def contains_personal_data(text: str) -> bool:
     """True if ``mask(text)`` would replace anything."""
     return bool(detect_kinds(text))
+
+
+def name_kinds(name: str) -> tuple[str, ...]:
+    """Kinds of personal data in a name that is stored as written (namespace, key, assistant
+    topic): what ``mask`` finds in it, read as written and, when it has underscores, with them
+    read as spaces, since a snake_case topic cannot hold a space ("password_is_hunter2",
+    "dana_at_example_dot_com", "call_5551234" are the sentences they spell)."""
+    kinds = set(detect_kinds(name))
+    if "_" in name:
+        kinds.update(detect_kinds(name.replace("_", " ")))
+    return tuple(sorted(kinds))
 
 
 def is_effectively_empty(masked_text: str) -> bool:

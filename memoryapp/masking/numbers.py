@@ -9,10 +9,12 @@
 - ``IL_ID``         Israeli ID numbers, 9 digits (``NNNNNNNN-C``, ``NNN NNN NNN``) with a valid
                     check digit (``stdnum.il.idnr``).
 - ``NUMBER``        US social security numbers (``NNN-NN-NNNN``, ``NNN NN NNNN``), any run of 10 or more digits,
-                    and digit groups joined by spaces, dashes or dots (or invisible characters,
-                    underscores, middle dots, which the working copy turned into "-") that add
-                    up to 10 or more digits — except dates, IPv4 addresses, version numbers,
-                    ISBNs and amounts of money written with thousands separators.
+                    and digit groups of any size joined by spaces, dashes, dots, slashes or
+                    commas (or invisible characters, underscores, middle dots, which the working
+                    copy turned into "-") that add up to 10 or more digits — except dates, IPv4
+                    addresses, version numbers, decimal numbers, ISBNs, amounts of money written
+                    with thousands separators, and lists written with ", ". Such groups passing
+                    Luhn (12–19 digits) are ``CARD``s.
 
 Digits directly after "+" belong to an international phone number; the card, Israeli ID and
 bank-shape patterns leave them to the phone stage.
@@ -73,7 +75,9 @@ _CARD_GROUPED_RE = re.compile(
 def stage_cards(work: str) -> list[Span]:
     if count_digits(work) < 12:
         return []
-    out: list[Span] = []
+    # cards in groups of any size come first, so an account word or an ID-shaped piece does not
+    # take them ("411111 111111 1111")
+    out: list[Span] = [span for span in _digit_group_runs(work) if span[2] == "CARD"]
     for m in _CARD_CONTIGUOUS_RE.finditer(work):
         if _stdnum_luhn.is_valid(m.group()):
             out.append((m.start(), m.end(), "CARD"))
@@ -154,52 +158,133 @@ def stage_ssn(work: str) -> list[Span]:
 
 
 # -- digit groups adding up to 10 or more digits ------------------------------------------------
-# Groups of 1–5 digits (a sixth digit ends the run: "ISBN 978-3-16-148410-0" is not one run)
-# joined by one separator each. Possessive, so the scan is linear.
-_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]{1,5}+(?![0-9])\)?(?:(?:[ \-./]| {2}|- | -)\(?[0-9]{1,5}+(?![0-9])\)?)++")
+# Groups of any size joined by one separator each: a space, "-", ".", "/", "," (the working copy
+# has already turned no-break and thin spaces into " " and dropped invisible characters), two
+# spaces, "- ", " -" or ", ". Possessive, so the scan is linear.
+_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]++\)?(?:(?:[ \-./,]| {2}| ?[\-/] ?|, )\(?[0-9]++\)?)++")
 _CURRENCY_NEAR_RE = re.compile(r"[ \t]?(?:[€$£¥₪₩₹]|円|万|(?i:eur|usd|jpy|ils|gbp|chf|nis)\b|,[0-9]{2}(?![0-9]))")
 _CURRENCY_BEFORE_RE = re.compile(r"(?:[€$£¥₪₩₹]|(?i:eur|usd|jpy|ils|gbp|chf|nis))[ \t]?\Z")
-_THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .])[0-9]{3})(?:\1[0-9]{3})*")
+_THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .,])[0-9]{3})(?:\1[0-9]{3})*(?:[.,][0-9]{1,2})?")
 _VERSION_BEFORE_RE = re.compile(r"(?i:\b(?:v|ver|version|build|release|rev|revision|python|node|ios|android|windows|macos|kernel|firmware))\.?[ \t]*\Z")
+_GROUP_RE = re.compile(r"[0-9]+")
+
+
+def is_ipv4(run: str) -> bool:
+    return IPV4_RE.fullmatch(run) is not None and all(int(octet) <= 255 for octet in run.split("."))
+
+
+def _dotted_is_not_a_number(work: str, s: int, run: str, groups: list[str]) -> bool:
+    """Digit groups joined by dots only: a decimal number (one dot), an IPv4 address, or a
+    version ("10.0.19045.3693": a short first group and a one-digit group, or a version word
+    before it). Phone-like dotted groups (all of 2–4 digits) and longer groups are numbers."""
+    if len(groups) == 2:
+        return True  # a decimal number; a run of 10 digits on one side is still a long number
+    if is_ipv4(run) or _VERSION_BEFORE_RE.search(work, max(0, s - 12), s):
+        return True
+    if all(2 <= len(g) <= 4 for g in groups):
+        return False
+    return len(groups[0]) <= 2 and any(len(g) == 1 for g in groups)
 
 
 def _group_run_kind(work: str, s: int, e: int) -> str | None:
-    """NUMBER / PHONE when the digit groups work[s:e] are personal data, else None."""
+    """CARD / PHONE / NUMBER when the digit groups work[s:e] are personal data, else None."""
     run = work[s:e]
     digits = count_digits(run)
     if digits < 10:
         return None
-    if "/" in run:
-        return None  # fractions and dates; card numbers with slashes are found by the card stage
-    if "." in run:
-        groups = re.findall(r"[0-9]+", run)
-        if IPV4_RE.fullmatch(run) or _VERSION_BEFORE_RE.search(work, max(0, s - 12), s):
+    groups = _GROUP_RE.findall(run)
+    if "." in run and not any(sep in run for sep in " -/,"):
+        if _dotted_is_not_a_number(work, s, run, groups):
             return None
-        if "-" not in run and " " not in run and not (len(groups) >= 3 and all(2 <= len(g) <= 4 for g in groups)):
-            return None  # version-like ("10.0.19045.3693"): phones with dots use groups of 2–4
     if _THOUSANDS_RE.fullmatch(run) and (_CURRENCY_NEAR_RE.match(work, e) or _CURRENCY_BEFORE_RE.search(work, max(0, s - 5), s)):
-        return None  # an amount of money: "1 234 567 890 €"
-    compact = re.sub(r"[^0-9]", "", run)
+        return None  # an amount of money: "1 234 567 890 €", "$1,234,567,890.00"
+    compact = "".join(groups)
     if len(compact) in (10, 13) and _stdnum_isbn.is_valid(compact):
         if re.search(r"(?i)isbn[ \t:\-]*\Z", work[max(0, s - 8) : s]) or (len(compact) == 13 and compact[:3] in ("978", "979") and "-" in run):
             return None
-    return "PHONE" if run[0] in "+(" or compact.startswith("0") else "NUMBER"
+    if run[0] in "+(" or compact.startswith("0"):
+        return "PHONE"
+    if 12 <= len(compact) <= 19 and _stdnum_luhn.is_valid(compact):
+        return "CARD"  # a card number in groups of any size ("411111 111111 1111")
+    return "NUMBER"
 
 
-def stage_digit_groups(work: str) -> list[Span]:
-    if count_digits(work) < 10:
+def dates_inside(work: str, s: int, e: int) -> list[tuple[int, int]]:
+    """Calendar-date shapes inside work[s:e] that are dates: one that its own separator
+    continues on either side ("2024-05-01-12345678") is part of a number, not a date."""
+    out: list[tuple[int, int]] = []
+    for d in DATE_INSIDE_RE.finditer(work, s, e):
+        sep = d.group(1) or d.group(2)
+        ds, de = d.span()
+        if (de + 1 < len(work) and work[de] == sep and work[de + 1].isdigit()) or (ds >= 2 and work[ds - 1] == sep and work[ds - 2].isdigit()):
+            continue
+        out.append((ds, de))
+    return out
+
+
+# A group written right before one of these is a quantity of its own (a year, a date, yen, people).
+_UNIT_AFTER = frozenset("年月日時分秒円万億人個件回歳号階番元원년월일시%‰°")
+
+
+def _last_group_start(work: str, s: int, e: int) -> int:
+    while e > s and work[e - 1].isdigit():
+        e -= 1
+    return e
+
+
+def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
+    """Where ", " cuts a run: everywhere, unless the run is a card number written that way (card
+    groups "4111, 1111, 1111, 1111" passing Luhn). ", " is how lists are written ("1, 2, 3",
+    "10000, 10000", "rooms 101, 102, 103, 104", "INV-1900-0000, 1000"), so a list of numbers
+    stays; "," alone joins ("4111,1111,1111,1111")."""
+    run = work[s:e]
+    groups = run.split(", ")
+    if all(g.isdigit() for g in groups) and ([len(g) for g in groups] in ([4, 4, 4, 4], [4, 4, 4], [4, 6, 5], [4, 4, 4, 4, 3])) and _stdnum_luhn.is_valid("".join(groups)):
         return []
+    cuts: list[tuple[int, int]] = []
+    pos = work.find(", ", s, e)
+    while pos != -1:
+        cuts.append((pos, pos + 2))
+        pos = work.find(", ", pos + 2, e)
+    return cuts
+
+
+# A number the earlier stages masked only part of ("747 [IL_ID] 69 3236": an ID-shaped piece of a
+# longer run) takes the digit groups joined to it: the rest of the run is the same number.
+_NUMERIC_PLACEHOLDER = r"\[(?:PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER)\]"
+_JOINED_TO_PLACEHOLDER_RE = re.compile(r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:[ \-./,]| {2}| ?[\-/] ?|, )(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++")
+_MIN_JOINED_DIGITS = 4
+
+
+def _joined_to_placeholders(work: str) -> list[Span]:
     out: list[Span] = []
+    for m in _JOINED_TO_PLACEHOLDER_RE.finditer(work):
+        run = m.group()
+        if "[" in run and count_digits(run) >= _MIN_JOINED_DIGITS and not dates_inside(work, m.start(), m.end()):
+            out.append((m.start(), m.end(), "NUMBER"))
+    return out
+
+
+def _digit_group_runs(work: str) -> list[Span]:
+    """Every run of digit groups that adds up to 10 digits or more and is personal data, with
+    its kind (CARD, PHONE, NUMBER)."""
+    out: list[Span] = []
+    if count_digits(work) < 10:
+        return out
     for m in _GROUPED_RE.finditer(work):
         s, e = m.span()
-        while e > s and work[e - 1] in " -./":
+        if e < len(work) and work[e] in _UNIT_AFTER:
+            e = _last_group_start(work, s, e)  # "…, 1900年1月1日": the last group is a year, a price, a count
+        while e > s and work[e - 1] in " -./,":
             e -= 1
-        # dates inside a run are not part of it; the pieces around them are judged alone
+        # dates inside a run, and ", " between small numbers, are not part of it; the pieces
+        # around them are judged alone
         pieces: list[tuple[int, int]] = []
         pos = s
-        for d in DATE_INSIDE_RE.finditer(work, s, e):
-            pieces.append((pos, d.start()))
-            pos = d.end()
+        for cs, ce in sorted(dates_inside(work, s, e) + (_list_cuts(work, s, e) if ", " in work[s:e] else [])):
+            if cs >= pos:
+                pieces.append((pos, cs))
+                pos = ce
         pieces.append((pos, e))
         for ps, pe in pieces:
             while ps < pe and not work[ps].isdigit() and work[ps] not in "+(":
@@ -216,6 +301,11 @@ def stage_digit_groups(work: str) -> list[Span]:
             if kind is not None:
                 out.append((ps, pe, kind))
     return out
+
+
+def stage_digit_groups(work: str) -> list[Span]:
+    out: list[Span] = _joined_to_placeholders(work) if "[" in work else []
+    return out + _digit_group_runs(work)
 
 
 _LONG_NUMBER_RE = re.compile(r"[0-9]{10,}")

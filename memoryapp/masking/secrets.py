@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -59,6 +60,8 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from memoryapp.masking import words
 
 Span = tuple[int, int, str]
 
@@ -175,7 +178,7 @@ _SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = t
 
 def _stage_token_shapes(work: str) -> list[Span]:
     out: list[Span] = []
-    low = work.lower()
+    low = _trigger_text(work)
     for rx, triggers, ignore_case in _SHAPE_TRIGGERS:
         if triggers is not None and not any(t in (low if ignore_case else work) for t in triggers):
             continue
@@ -258,6 +261,9 @@ _TOKEN_WORDS = (
 _TOKEN_SEGMENTS = frozenset({"key", "auth", "sig", "signature", "salt", "session", "sid", "jwt", "cvv", "cvc", "license", "otp", "totp", "hmac", "sasl", "creds"})
 
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# one scan for "any of these words inside the label" (labels are read once per "label=" / "label:")
+_PASSWORD_WORDS_RE = re.compile("|".join(re.escape(w) for w in sorted(_PASSWORD_WORDS, key=len, reverse=True)))
+_TOKEN_WORDS_RE = re.compile("|".join(re.escape(w) for w in sorted(set(_TOKEN_WORDS), key=len, reverse=True)))
 _SEGMENT_SPLIT_RE = re.compile(r"[_.\-\s]+")
 
 
@@ -271,9 +277,9 @@ def label_class(label: str) -> str | None:
     segments = [s.lower() for s in _SEGMENT_SPLIT_RE.split(_CAMEL_RE.sub("_", label)) if s]
     if any(s in _COUNT_SEGMENTS for s in segments) or "tokeniz" in flat:
         return None  # max_tokens, token_limit, session_timeout, tokenizer: settings, not secrets
-    if any(w in flat for w in _PASSWORD_WORDS) or any(s in _PASSWORD_SEGMENTS for s in segments):
+    if _PASSWORD_WORDS_RE.search(flat) or any(s in _PASSWORD_SEGMENTS for s in segments):
         return "password"
-    if any(w in flat for w in _TOKEN_WORDS) or any(s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
+    if _TOKEN_WORDS_RE.search(flat) or any(s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
         return "token"
     if any(s in _TOKEN_SEGMENTS for s in segments):
         return "key"
@@ -332,6 +338,15 @@ _KEY_PREFIXES = frozenset({"api", "access", "secret", "private", "account", "aut
 # Values
 # --------------------------------------------------------------------------------------------
 _PLACEHOLDER_START_RE = re.compile(r"\[(?:EMAIL|PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER|SECRET)\]")
+
+
+def _trigger_text(work: str) -> str:
+    """The lower-case text a stage checks its trigger words in, without the placeholders an
+    earlier stage or round left ("[SECRET]" holds "secret", which must not wake every label
+    pattern up again)."""
+    return _PLACEHOLDER_START_RE.sub(" ", work).lower() if "[" in work else work.lower()
+
+
 _CLOSERS = {'"': '"', "'": "'", "`": "`", "「": "」", "『": "』", "“": "”", "‘": "’", "«": "»", "„": "“"}
 _NEXT_PAIR_RE = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_.\-]{0,63}\s*(?:=|:(?!//))")
 _VALUE_MAX = 300
@@ -550,6 +565,82 @@ def _stage_cli_flags(work: str) -> list[Span]:
     return out
 
 
+# Commands whose short flag takes a password (its manual page's option), and those where the
+# password may be glued to the flag ("mysql -phunter2", "7z a -pSecret"). A flag is read only in
+# the command's own part of the line (up to the next command, ";", "|", "&&" or line end), so
+# "ssh -p 22" or "mkdir -p" is never a password.
+_CLI_PASSWORD_FLAGS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlsh", "mariadb", "mariadb-dump", "mariadb-admin"), ("p",)),
+    "sshpass": ("p",),
+    **dict.fromkeys(("redis-cli", "valkey-cli", "keydb-cli"), ("a",)),
+    "login": ("p",),  # docker / podman / helm / az / oc / cf / buildah / skopeo … login -p
+    **dict.fromkeys(("sqlcmd", "bcp", "osql", "isql", "ipmitool"), ("P",)),
+    **dict.fromkeys(("zip", "unzip", "zipcloak"), ("P",)),
+    **dict.fromkeys(("7z", "7za", "7zr", "rar", "unrar"), ("p",)),
+    **dict.fromkeys(("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd", "ldapcompare", "ldapmodrdn"), ("w",)),
+    **dict.fromkeys(("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop"), ("p",)),
+    "openssl": ("k", "pass", "passin", "passout"),
+    **dict.fromkeys(("rdesktop", "xfreerdp"), ("p",)),
+}
+_CLI_GLUED = frozenset(
+    {"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlsh", "mariadb", "mariadb-dump", "mariadb-admin", "sshpass", "7z", "7za", "7zr", "rar", "unrar"}
+)
+_CLI_COMMAND_RE = re.compile(r"(?<![\w.\-])(?P<cmd>" + "|".join(re.escape(c) for c in sorted(_CLI_PASSWORD_FLAGS, key=len, reverse=True)) + r")(?![\w\-])")
+_CLI_FLAG_RES = {flags: re.compile(r"(?<![\w\-])-(?P<flag>" + "|".join(sorted(flags, key=len, reverse=True)) + r")(?P<rest>[^\s\-]?)") for flags in set(_CLI_PASSWORD_FLAGS.values())}
+_CLI_SEGMENT_END_RE = re.compile(r"[\n;|]|&&")
+# "-u user:password" (curl, wget's --user), "--proxy-user", "-U user%password" (smbclient)
+_CLI_USER_PASS_RE = re.compile(r"(?<![\w\-])(?:-u|--user|--proxy-user|-U|--userpass)(?:[ \t]++|=)['\"]?(?P<user>[^\s:%'\"]{1,64}+)(?P<sep>[:%])(?=\S)")
+
+
+def _cli_value(work: str, i: int) -> tuple[int, int] | None:
+    span = read_value(work, i, words=False)
+    if span is None:
+        return None
+    value = work[span[0] : span[1]]
+    if value.startswith("-") or _TEMPLATE_RE.match(value) or value.lower() in _NOT_A_VALUE:
+        return None
+    return span
+
+
+def _stage_cli_commands(work: str) -> list[Span]:
+    """Passwords given to commands as flags: ``mysql -u root -phunter2``, ``sshpass -p hunter2``,
+    ``redis-cli -a …``, ``docker login -p …``, ``curl -u admin:hunter2``, ``smbclient -U u%pw``."""
+    if "-" not in work:
+        return []
+    out: list[Span] = []
+    n = len(work)
+    commands = list(_CLI_COMMAND_RE.finditer(work))
+    for index, cmd in enumerate(commands):
+        name = cmd.group("cmd")
+        stop = commands[index + 1].start() if index + 1 < len(commands) else n
+        end = _CLI_SEGMENT_END_RE.search(work, cmd.end(), stop)
+        stop = end.start() if end else stop
+        for flag in _CLI_FLAG_RES[_CLI_PASSWORD_FLAGS[name]].finditer(work, cmd.end(), stop):
+            i = flag.start("rest")
+            if flag.group("rest"):
+                if name not in _CLI_GLUED and flag.group("rest") not in "='\"":
+                    continue  # "-pv": a cluster of flags, not a glued value
+                if work[i] == "=":
+                    i += 1
+            else:
+                while i < n and work[i] in " \t":
+                    i += 1
+            span = _cli_value(work, i)
+            if span is not None:
+                out.append((span[0], span[1], "SECRET"))
+    if ":" in work or "%" in work:
+        for m in _CLI_USER_PASS_RE.finditer(work):
+            if m.group("sep") == "%" and not m.group().startswith("-U"):
+                continue
+            span = _cli_value(work, m.end())
+            if span is None:
+                continue
+            if work[span[0] : span[1]].isdigit() and m.group("user").isdigit():
+                continue  # "docker run -u 1000:1000": a user and group id
+            out.append((span[0], span[1], "SECRET"))
+    return out
+
+
 _URL_CREDENTIALS_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://(?P<user>[^\s:/?#@\[\]]*+):")
 
 
@@ -599,7 +690,7 @@ _TOKEN_LABEL_RE = re.compile(r"(?i:token|api|access|auth|refresh|private|client|
 
 def _stage_prose(work: str) -> list[Span]:
     """ "my password is swordfish", "password for the wifi: correct horse", "パスワードはabc"."""
-    low = work.lower()
+    low = _trigger_text(work)
     if not any(t in low for t in _PROSE_TRIGGERS):
         return []
     out: list[Span] = []
@@ -635,7 +726,7 @@ def _stage_prose(work: str) -> list[Span]:
         elif sep in (":", "=", "："):
             ok = looks_like_password(value, prose=False)
         elif not sep:  # "password hunter2": no connector, so the value must look like one
-            ok = len(value) >= 4 and (_HAS_DIGIT_RE.search(value) is not None or _HAS_SYMBOL_RE.search(value) is not None)
+            ok = len(value) >= 4 and _looks_like_credential(value, mixed_case=False)
         else:
             ok = looks_like_password(value, prose=True)
         if ok:
@@ -710,6 +801,72 @@ def _prose_phrase_end(work: str, s: int, e: int) -> int:
     return e
 
 
+# -- password words of the other languages of the product's users (``words``) ---------------
+def _language_prose_re(lang: str, labels: frozenset[str]) -> re.Pattern:
+    connectors = [c for c in words.CONNECTORS.get(lang, ()) if c not in (":", "=", "：")]
+    connector = words.word_pattern(connectors) if connectors else "(?!)"
+    if lang in words.UNSPACED:
+        sep = r"(?P<sep>[ \t]*+(?:[:=：]|" + connector + r")?[ \t]*+)"
+        return re.compile(r"(?P<label>" + words.word_pattern(labels) + r")" + sep)
+    qualifier = ""
+    if lang in words.QUALIFIERS:
+        # one or two words after the preposition, never the connector itself ("del wifi es")
+        qualifier = r"(?P<for>[ \t]+" + words.word_pattern(words.QUALIFIERS[lang]) + r"(?:[ \t]+(?!" + connector + r")[^\s:=]{1,24}+){1,2})?"
+    sep = r"(?P<sep>[ \t]*+[:=：][ \t]*+|[ \t]++" + connector + r"[ \t]++|[ \t]++)"
+    return re.compile(r"(?P<label>" + words.word_pattern(labels) + r")" + qualifier + sep)
+
+
+@cache
+def _language_prose() -> tuple[tuple[str, tuple[str, ...], re.Pattern], ...]:
+    return tuple((lang, tuple(sorted(labels)), _language_prose_re(lang, labels)) for lang, labels in sorted(words.password_words().items()) if lang != "en")
+
+
+def _looks_like_credential(value: str, *, mixed_case: bool = True) -> bool:
+    """A digit, a symbol (letters of any script are no symbols; a closing "?" or "!" is the
+    sentence's) or, with ``mixed_case``, a capital after the first letter."""
+    value = value.rstrip("?!…")
+    if _HAS_DIGIT_RE.search(value) or any(not ch.isalnum() for ch in value):
+        return True
+    return mixed_case and value[1:] != value[1:].lower()
+
+
+def _stage_prose_languages(work: str) -> list[Span]:
+    """ "mein Passwort ist hunter2", "mot de passe : …", "la contraseña del wifi es …", "hasło to …",
+    "비밀번호는 …", "密码是…": a password word of the language, its own connector, the value."""
+    low = _trigger_text(work)
+    out: list[Span] = []
+    n = len(work)
+    for lang, labels, rx in _language_prose():
+        if not any(label in low for label in labels):
+            continue
+        for m in rx.finditer(work):
+            s0 = m.end()
+            sep = m.group("sep").strip()
+            if lang in words.UNSPACED and (s0 >= n or work[s0] not in _CLOSERS):
+                j = s0
+                while j < n and "!" <= work[j] <= "~" and work[j] not in "\"'`":
+                    j += 1
+                e = _trim_bare(work, s0, j) if j > s0 else s0
+                if e > s0 and (sep or s0 > m.end("label")) and work[s0:e].lower() not in _PROSE_ENDS:
+                    out.append((s0, e, "SECRET"))
+                continue
+            span = read_value(work, s0, words=sep in (":", "=", "："))
+            if span is None:
+                continue
+            value = work[span[0] : span[1]]
+            if span[0] > s0:  # quoted
+                ok = bool(value.strip())
+            elif sep in (":", "=", "："):
+                ok = looks_like_password(value, prose=False)
+            elif not sep:  # "Passwort hunter2": no connector, so the value must look like one
+                ok = len(value) >= 4 and _looks_like_credential(value, mixed_case=False)
+            else:
+                ok = _looks_like_credential(value) or value.rstrip("?!…").lower() not in words.ordinary_words(lang)
+            if ok and not _TEMPLATE_RE.match(value):
+                out.append((span[0], span[1], "SECRET"))
+    return out
+
+
 _PASSPORT_RE = re.compile(
     r"(?:(?i:\bpass?ports?\b)|パスポート|旅券|דרכון|(?i:\breisepass\b)|(?i:\bpasseport\b))"
     r"(?:[\s:#.\-]|(?i:\b(?:no|number|num|nr|n°|nº|is|was|id|numéro|nummer|de)\b)|番号|は|：|מספר|מס'|שלי|הוא)*?"
@@ -718,7 +875,7 @@ _PASSPORT_RE = re.compile(
 
 
 def _stage_passport(work: str) -> list[Span]:
-    low = work.lower()
+    low = _trigger_text(work)
     if not any(t in low for t in ("passport", "pasport", "パスポート", "旅券", "דרכון", "reisepass", "passeport")):
         return []
     return [(m.start("v"), m.end("v"), "SECRET") for m in _PASSPORT_RE.finditer(work)]
@@ -757,7 +914,9 @@ STAGES: tuple[Callable[[str], list[Span]], ...] = (
     _stage_assignments,
     _stage_xml,
     _stage_cli_flags,
+    _stage_cli_commands,
     _stage_prose,
+    _stage_prose_languages,
     _stage_passport,
 )
 #: Runs after the e-mail stage, so an address's domain is never read as a random token.

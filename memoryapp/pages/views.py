@@ -100,6 +100,8 @@ def add_api_error(form: Form, exc: ApiError, field_map: dict[str, str] | None = 
         if name in form.fields:
             if api_field == "topic":
                 form.add_error(name, _("Use English snake_case, for example preferred_language."))
+            elif exc.code == "AGENT_MEMORY_PERSONAL_DATA":
+                form.add_error(name, error_text(exc))  # the details list the kinds found, not a sentence
             else:
                 form.add_error(name, [str(p) for p in problems] if isinstance(problems, list) else str(problems))
             placed = True
