@@ -10,19 +10,22 @@ attack", issue 22).
   attacker rotating addresses gets one guess per 5 s per connection; the real owner, from an
   address of their own, waits at most 5 s and is let in. The wait is decided before the password
   is checked, so it tells nothing about whether a password was right; a success clears both
-  counts.
+  counts. `memoryapp.middleware.LoginSlowdownMiddleware` imposes it before the log-in view runs:
+  outermost and asynchronous under ASGI, so a waiting attempt holds no thread (a sleeping view
+  would hold one of the few threads the process runs every synchronous view on, and a handful of
+  slowed attempts would stall every page).
 - **The client address** is REMOTE_ADDR, or behind a reverse proxy (`TRUSTED_PROXY_HOPS` = the
   number of proxies in front) the address the nearest trusted proxy appended to X-Forwarded-For:
   counted by the proxy's own address, an attacker anywhere would share the owner's limit.
 
 Counters live in the shared cache (Redis in production), so every web process sees the same
-counts. `sleep` is the module's to replace (tests record the delays instead of waiting)."""
+counts. `asleep` is the module's to replace (tests record the delays instead of waiting)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 from django.core.cache import cache
@@ -36,7 +39,7 @@ ACCOUNT_FREE_FAILURES = 10
 ACCOUNT_BASE_DELAY = 0.5
 ACCOUNT_MAX_DELAY = 5.0
 
-sleep: Callable[[float], None] = time.sleep
+asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
 def _username(username: str) -> str:
@@ -77,6 +80,11 @@ def account_delay(failures: int) -> float:
     return min(ACCOUNT_MAX_DELAY, ACCOUNT_BASE_DELAY * 2 ** (failures - ACCOUNT_FREE_FAILURES))
 
 
+async def apending_delay(username: str) -> float:
+    """How long the next attempt on this account waits."""
+    return account_delay(int(await cache.aget(_account_key(username)) or 0))
+
+
 def _count_failure(key: str) -> None:
     try:
         cache.incr(key)
@@ -92,9 +100,6 @@ class ThrottledLoginMixin:
         pair_key, account_key = _key(username, client_address(getattr(self, "request", None))), _account_key(username)
         if (cache.get(pair_key) or 0) >= MAX_FAILURES:
             raise ValidationError(_("Too many failed log-in attempts. Try again in 15 minutes."), code="throttled")
-        delay = account_delay(account_failures(username))
-        if delay:
-            sleep(delay)
         try:
             cleaned = super().clean()
         except ValidationError:

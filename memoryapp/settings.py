@@ -93,7 +93,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: its latency and its line cover everything below, the 413s and static files included.
+    # Outermost and async: the log-in slow-down waits on the event loop, holding no thread
+    # (governance/login_throttle.py); the request line's latency starts after it.
+    "memoryapp.middleware.LoginSlowdownMiddleware",
+    # Then: its latency and its line cover everything below, the 413s and static files included.
     "memoryapp.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

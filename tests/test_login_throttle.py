@@ -36,7 +36,11 @@ def slept(monkeypatch) -> list[float]:
     from governance import login_throttle
 
     delays: list[float] = []
-    monkeypatch.setattr(login_throttle, "sleep", delays.append, raising=False)
+
+    async def record(delay: float) -> None:
+        delays.append(delay)
+
+    monkeypatch.setattr(login_throttle, "asleep", record)
     return delays
 
 
@@ -105,7 +109,7 @@ def test_the_delay_is_the_same_for_right_and_wrong_passwords(world, slept):
         attempt(Client(), "/accounts/login/", "wrong", REMOTE_ADDR=f"192.0.2.{i + 1}")
     wrong = slept[-1]
     attempt(Client(), "/accounts/login/", "wrong", REMOTE_ADDR="192.0.2.200")
-    right_before = throttle.account_delay(throttle.account_failures("owner@acme.test"))
+    right_before = throttle.account_delay(throttle.account_failures("owner@acme.test"))  # what the next attempt waits
     attempt(Client(), "/accounts/login/", "pw-owner-123", REMOTE_ADDR="192.0.2.201")
     assert slept[-1] == right_before and wrong <= right_before <= throttle.ACCOUNT_MAX_DELAY
 
@@ -115,3 +119,26 @@ def test_the_account_delay_doubles_after_the_free_failures_and_stops_at_its_boun
     from governance import login_throttle as throttle
 
     assert throttle.account_delay(failures) == delay
+
+
+def test_under_asgi_the_wait_is_awaited_before_the_view_and_holds_no_thread(world, settings, slept):
+    """A sleeping synchronous view would hold one of the few threads the process runs every sync
+    view on; a handful of slowed attempts would stall every page. The slow-down is an async-only
+    middleware, outermost, so Django cannot run it in a thread under ASGI."""
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    from governance import login_throttle as throttle
+    from memoryapp.middleware import LoginSlowdownMiddleware
+
+    assert settings.MIDDLEWARE[0] == "memoryapp.middleware.LoginSlowdownMiddleware"
+    assert LoginSlowdownMiddleware.async_capable and not LoginSlowdownMiddleware.sync_capable
+    settings.TRUSTED_PROXY_HOPS = 1  # the test client's ASGI scope always comes from 127.0.0.1
+
+    def post(address: str, password: str):
+        return async_to_sync(AsyncClient().post)("/accounts/login/", {"username": "owner@acme.test", "password": password}, headers={"X-Forwarded-For": address})
+
+    for i in range(throttle.ACCOUNT_FREE_FAILURES + 2):
+        post(f"192.0.2.{i + 1}", "wrong")
+    assert post(OWNER_ADDRESS, "pw-owner-123").status_code == 302
+    assert slept == [0.5, 1.0, 2.0]
