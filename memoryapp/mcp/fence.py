@@ -15,7 +15,7 @@ its own (a fake "SYSTEM:" header stays inside its fence). Escaped, by class, fro
   (`◁ ▷`);
 - and, for what no data set lists (a letter shaped like a bracket, `ᐊ ᐅ`), the tag word: wherever
   `memory` — in any letters whose skeleton folds like it (`мемоrу`, `rnemory`) — follows a
-  character other than a space or an ASCII letter or digit, its first letter is a numeric
+  character other than a space shown as one or an ASCII letter or digit, its first letter is a numeric
   reference, so no bracket of any shape before it reads as a tag."""
 
 from __future__ import annotations
@@ -90,7 +90,11 @@ def _tag_folded() -> str:
 
 
 def _may_open_a_tag(before: str) -> bool:
-    return not (before.isspace() or (before.isascii() and before.isalnum()))
+    """Judged on what the model sees: a space shown as a space, or an ASCII letter or digit, is
+    no bracket; anything else — a symbol, a non-ASCII letter, and any character shown as a
+    reference (a tab, U+001F: `&#x1F;memory` must not read as a tag either) — may be."""
+    shown_as_space = before.isspace() and not _needs_numeric_escape(before)
+    return not (shown_as_space or (before.isascii() and before.isalnum()))
 
 
 def _tag_words_to_escape(text: str) -> set[int]:
