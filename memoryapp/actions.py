@@ -39,6 +39,16 @@ class Remembered:
     slot: Slot | None = None
 
 
+# --- the member lock ----------------------------------------------------------------------------
+def lock_member(member: Member) -> None:
+    """Take the member's row lock for the rest of the transaction. Every write that reads a key's
+    chain and then changes it (store_version's supersession and cap, forget and the member's own
+    delete) takes it first, so one waits for the other and none acts on a chain read before the
+    other committed. Lock order: member row, then memory versions (erase_memories locks them by
+    id), then the workspace's receipt chain head — the order remove_member's cascade takes too."""
+    Member.objects.select_for_update().filter(pk=member.pk).exists()
+
+
 # --- remember ------------------------------------------------------------------------------------
 def remember(admission: gates.Admission) -> Remembered:
     """Rows 11 and 12 of SPEC §2, then the write. The rate-limit slot is handed back only if the
@@ -107,7 +117,7 @@ def store_version(
         raise validation_error({"kind": [f"Must be one of {', '.join(MEMORY_KINDS)}."]})
     entry = index_entry(MemoryVersion(text=content.text))  # CPU work before any lock is taken
     with transaction.atomic():
-        Member.objects.select_for_update().filter(pk=member.pk).exists()
+        lock_member(member)
         stored = MemoryVersion.objects.filter(member=member).count()
         if stored >= settings.MAX_VERSIONS_PER_MEMBER:
             raise ApiError(
@@ -222,29 +232,35 @@ def chain_ids(version: MemoryVersion) -> list[int]:
 
 
 def forget(admission: gates.Admission) -> dict[str, Any]:
+    """Erase every version of the key (SPEC §4.3). The ids are read and erased under the member
+    lock a remember takes to supersede: a remember on the key either committed before (its version
+    is read and erased) or waits and starts a new chain after the erase — never a survivor, never
+    a version that is neither erased nor kept."""
     ctx, data = admission.ctx, admission.data
-    live = live_versions(ctx.member, ctx.ask_history)
-    if "memoryId" in data:
-        version = live.filter(pk=data["memoryId"]).first()
-        if version is None:
-            raise memory_not_found()
-        ids = chain_ids(version)
-        filters = {"memoryId": str(data["memoryId"])}
-    else:
-        if not live.filter(namespace=data["namespace"], key=data["key"]).exists():
-            raise memory_not_found()
-        ids = list(MemoryVersion.objects.filter(member=ctx.member, namespace=data["namespace"], key=data["key"]).values_list("pk", flat=True))
-        filters = {"namespace": data["namespace"], "key": data["key"]}
-    gates.check_memory_in_scope(admission, ids)
-    receipt = erase_memories(
-        ids,
-        operation=Operation.FORGET,
-        workspace_id=ctx.workspace.pk,
-        member_id=ctx.member.pk,
-        actor_label=actor_label(ctx.credential),
-        filters=filters,
-    )
-    if receipt is None:  # a concurrent forget erased it first
+    with transaction.atomic():
+        lock_member(ctx.member)
+        live = live_versions(ctx.member, ctx.ask_history)
+        if "memoryId" in data:
+            version = live.filter(pk=data["memoryId"]).first()
+            if version is None:
+                raise memory_not_found()
+            ids = chain_ids(version)
+            filters = {"memoryId": str(data["memoryId"])}
+        else:
+            if not live.filter(namespace=data["namespace"], key=data["key"]).exists():
+                raise memory_not_found()
+            ids = list(MemoryVersion.objects.filter(member=ctx.member, namespace=data["namespace"], key=data["key"]).values_list("pk", flat=True))
+            filters = {"namespace": data["namespace"], "key": data["key"]}
+        gates.check_memory_in_scope(admission, ids)
+        receipt = erase_memories(
+            ids,
+            operation=Operation.FORGET,
+            workspace_id=ctx.workspace.pk,
+            member_id=ctx.member.pk,
+            actor_label=actor_label(ctx.credential),
+            filters=filters,
+        )
+    if receipt is None:  # erased meanwhile by something that does not take the member lock (a sweep)
         raise memory_not_found()
     return {"forgotten": receipt.versions_erased, "receiptId": str(receipt.pk)}
 
@@ -255,21 +271,24 @@ def member_label(member: Member) -> str:
 
 
 def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> dict[str, Any]:
-    """A member deletes one of their memories (every version of its key). Not theirs → 404."""
-    queryset = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, unreachable_at__isnull=True)
-    queryset = queryset.exclude(namespace=ASSISTANT_NAMESPACE) if agent_only else queryset.filter(namespace=ASSISTANT_NAMESPACE)
-    version = queryset.filter(pk=memory_id).first()
-    if version is None:
-        raise memory_not_found()
-    receipt = erase_memories(
-        chain_ids(version),
-        operation=Operation.MEMBER_DELETE,
-        workspace_id=member.workspace_id,
-        member_id=member.pk,
-        actor=member.user,
-        actor_label=member_label(member),
-        filters={"memoryId": str(memory_id)},
-    )
+    """A member deletes one of their memories (every version of its key). Not theirs → 404.
+    Under the member lock, like forget, so a concurrent remember on the key leaves no survivor."""
+    with transaction.atomic():
+        lock_member(member)
+        queryset = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, unreachable_at__isnull=True)
+        queryset = queryset.exclude(namespace=ASSISTANT_NAMESPACE) if agent_only else queryset.filter(namespace=ASSISTANT_NAMESPACE)
+        version = queryset.filter(pk=memory_id).first()
+        if version is None:
+            raise memory_not_found()
+        receipt = erase_memories(
+            chain_ids(version),
+            operation=Operation.MEMBER_DELETE,
+            workspace_id=member.workspace_id,
+            member_id=member.pk,
+            actor=member.user,
+            actor_label=member_label(member),
+            filters={"memoryId": str(memory_id)},
+        )
     if receipt is None:
         raise memory_not_found()
     return {"deleted": receipt.versions_erased, "receiptId": str(receipt.pk)}

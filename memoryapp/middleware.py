@@ -6,10 +6,15 @@ import json
 import re
 import time
 from collections.abc import Callable
+from functools import cache
 
+from asgiref.sync import markcoroutinefunction
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
 
+from governance import login_throttle
 from memoryapp import logs, metrics
 from memoryapp.errors import error_body
 
@@ -20,6 +25,43 @@ AGENT_ROUTES = {"agent-remember": "remember", "agent-recall": "recall", "agent-l
 
 def error_response(status: int, code: str, message: str, details: dict | None = None) -> JsonResponse:
     return JsonResponse(error_body(code, message, details), status=status)
+
+
+@cache
+def login_paths() -> frozenset[str]:
+    return frozenset({reverse("pages:login"), reverse("admin:login")})
+
+
+class LoginSlowdownMiddleware:
+    """The account-wide log-in slow-down (`governance.login_throttle`): a log-in attempt on an
+    account that failed often, from any address, waits before the view checks its password.
+    Async only and outermost, so under ASGI the wait is an `asyncio.sleep` on the event loop and
+    holds no thread (Django runs an async-capable middleware in sync mode whenever the one below
+    it is sync, and a sleeping thread is one of the few every synchronous view of the process
+    shares). Under WSGI Django runs it in the worker's thread, which waits."""
+
+    async_capable = True
+    sync_capable = False
+
+    def __init__(self, get_response: Callable):
+        self.get_response = get_response
+        markcoroutinefunction(self)
+
+    @staticmethod
+    def _username(request: HttpRequest) -> str | None:
+        if request.method != "POST" or request.path not in login_paths():
+            return None
+        try:
+            return str(request.POST.get("username") or "")
+        except (RequestDataTooBig, TooManyFieldsSent):
+            return None  # the body-size guard below answers it
+
+    async def __call__(self, request: HttpRequest) -> HttpResponse:
+        username = self._username(request)
+        delay = await login_throttle.apending_delay(username) if username is not None else 0.0
+        if delay:
+            await login_throttle.asleep(delay)
+        return await self.get_response(request)
 
 
 class BodySizeLimitMiddleware:

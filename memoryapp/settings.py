@@ -93,7 +93,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: its latency and its line cover everything below, the 413s and static files included.
+    # Outermost and async: the log-in slow-down waits on the event loop, holding no thread
+    # (governance/login_throttle.py); the request line's latency starts after it.
+    "memoryapp.middleware.LoginSlowdownMiddleware",
+    # Then: its latency and its line cover everything below, the 413s and static files included.
     "memoryapp.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -225,6 +228,10 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECU
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS >= 31536000)
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# How many reverse proxies stand in front of the app: the login throttle then counts the address
+# the nearest one appended to X-Forwarded-For, not the proxy's own (governance/login_throttle.py).
+# Set it only when the app cannot be reached without them (otherwise the header is anyone's).
+TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0, minimum=0, maximum=5)
 # Bodies over 64 KiB answer 413 (SPEC §2); Django's own limit is kept in step.
 MAX_REQUEST_BODY_BYTES = 64 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES

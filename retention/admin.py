@@ -1,8 +1,9 @@
 """Receipts, usage and credits in the admin console: read-only records (SPEC §10).
 
 The one write is the governed "re-run verification" of a receipt, the action
-`retention.erasure.reverify_receipt`: it stores the new result in `receipt.verification` and
-writes an audit event, in one transaction.
+`retention.erasure.reverify_receipt`: it appends the new result as a sealed record to
+`receipt.verifications`, shows it in `receipt.verification`, and writes an audit event, in one
+transaction.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class DeletionReceiptAdmin(GovernedAdmin):
         "previous_hash",
         "key_id",
         "signature",
+        "proof_format",
+        "verifications_display",
     )
     csv_columns = (
         ("id", "pk"),
@@ -130,6 +133,10 @@ class DeletionReceiptAdmin(GovernedAdmin):
     @admin.display(description="verification")
     def verification_display(self, obj: DeletionReceipt) -> str:
         return _json(obj.verification)
+
+    @admin.display(description="sealed verification records")
+    def verifications_display(self, obj: DeletionReceipt) -> str:
+        return _json(obj.verifications)
 
 
 @admin.register(UsageRecord)

@@ -307,13 +307,14 @@ def erase_in_chunks(
 
 @transaction.atomic
 def reverify_receipt(receipt: DeletionReceipt, *, actor: Actor, reason: str = "") -> dict[str, Any]:
-    """Re-query every store for the receipt's memory versions; keep the result and audit it. The
-    audit event keeps the workspace's id even when the workspace itself is gone."""
+    """Re-query every store for the receipt's memory versions; append the result as a sealed
+    record (`receipts.add_verification`, under the receipt's row lock) and audit it. The audit
+    event keeps the workspace's id even when the workspace itself is gone."""
     receipt = DeletionReceipt.objects.select_for_update().get(pk=receipt.pk)
-    previous = receipt.verification or {}
+    previous = receipt.verification if isinstance(receipt.verification, dict) else {}
     result = verify(receipt.memory_version_ids)
-    receipt.verification = result
-    receipt.save(update_fields=["verification"])
+    receipts.add_verification(receipt, result, trigger=receipts.REVERIFICATION_TRIGGER)
+    receipt.save(update_fields=["verification", "verifications"])
     workspace = Workspace.objects.filter(pk=receipt.workspace_ref).first()
     event = audit(
         "receipt.reverified",

@@ -173,7 +173,7 @@ def artifact_classes() -> list[ArtifactClass]:
             store="Database tables retention_deletionreceipt, retention_receiptchain (each workspace's chain head)",
             models=("retention.DeletionReceipt", "retention.ReceiptChain"),
             derived_from=(
-                "An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual window, verification; "
+                "An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual window, verification results (each a signed record); "
                 "its place in the workspace's hash chain, SHA-256 and Ed25519 signature (docs/receipts.md). No memory content."
             ),
             scope="Workspace (plain id, kept after the workspace is deleted); member when every erased memory was theirs.",

@@ -55,6 +55,14 @@ class DeletionReceipt(models.Model):
     # key or memory id offline. Only the member (their receipts, their export) is shown it.
     # Empty on receipts sealed before it existed (their hash does not include it).
     salt = models.CharField(max_length=32, blank=True, default="")
+    # Verification results are proven too (docs/receipts.md "Verifications"): the erase's own
+    # result and every re-verification is a record appended to `verifications`, hashed, linked to
+    # the receipt's hash (or the record before it) and signed; `verification` is the newest
+    # record's result, the one people read, and `verify_chain` checks that it is. Format 2 is
+    # hashed into the receipt ("proofFormat"), so a receipt cannot pass for an older one whose
+    # result no record covers (format 1: every receipt sealed before records existed).
+    proof_format = models.PositiveSmallIntegerField(default=2, help_text="2: its verifications are sealed records; 1: sealed before they were.")
+    verifications = models.JSONField(default=list, blank=True, help_text="Every verification result, each hashed, linked and signed.")
 
     class Meta:
         ordering = ["-purged_at", "-id"]

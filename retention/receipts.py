@@ -3,12 +3,19 @@ chain, and every link is signed with Ed25519.
 
 A receipt's hash is the SHA-256 of its canonical JSON: the fields that never change after it is
 written, in the form the member's export writes them (ids as strings, instants as the APIs write
-them), keys sorted, no spaces, UTF-8. `verification` (updated by re-verification) and `actor`
-(nulled when the user is deleted) are not part of it. A random `salt`, shown only to the member
-whose receipt it is, is hashed with them: the owner sees the hash and every other hashed field,
-and without a secret in it could confirm a guessed key or memory id offline. Each receipt stores the previous receipt's
-hash (64 zeros for the first), its position, the id of the signing key and the signature of the
-32 raw digest bytes.
+them), keys sorted, no spaces, UTF-8. `actor` (nulled when the user is deleted) is not part of
+it, nor `verification`: that result is proven by records of its own (below). A random `salt`,
+shown only to the member whose receipt it is, is hashed with them: the owner sees the hash and
+every other hashed field, and without a secret in it could confirm a guessed key or memory id
+offline. Each receipt stores the previous receipt's hash (64 zeros for the first), its position,
+the id of the signing key and the signature of the 32 raw digest bytes.
+
+Verification results are proven too: the erase's own result and every re-verification is a
+record appended to the receipt's `verifications` — its position, what wrote it, the result, the
+hash of the receipt (first record) or of the record before it, its own hash and signature — and
+the result shown with the receipt must be the newest record's. Receipts of proof format 2 hash
+`"proofFormat": 2`, so dropping their records cannot make them pass for a receipt sealed before
+records existed (format 1: unproven results, counted as such, verified as before).
 
 `append` is the one way a receipt is written: it locks the workspace's chain head row, so two
 erases at once in one workspace serialise on it (PostgreSQL row lock; SQLite's IMMEDIATE
@@ -59,7 +66,13 @@ CANONICAL_FIELDS = (
     "dedupeKey",
 )
 SALT_FIELD = "salt"  # hashed too when the receipt has one (every receipt appended since it exists)
-PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature")
+FORMAT_FIELD = "proofFormat"  # hashed too from proof format 2 on (verifications sealed as records)
+OPTIONAL_FIELDS = (SALT_FIELD, FORMAT_FIELD)
+PROOF_FORMAT = 2
+VERIFICATION_FIELDS = ("seq", "trigger", "previousHash", "verification")  # a record's hashed keys
+RECEIPT_TRIGGER = "receipt"  # the result the erase wrote with its receipt
+REVERIFICATION_TRIGGER = "reverification"
+PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature", "proofFormat", "verifications")
 
 # Why a chain breaks, in the order the checks run on each receipt.
 HASH_MISMATCH = "hash_mismatch"  # the stored fields no longer hash to the stored hash
@@ -67,7 +80,11 @@ BROKEN_LINK = "broken_link"  # previousHash/position do not follow the receipt b
 UNKNOWN_KEY = "unknown_key"  # signed by a key that is neither current nor listed as retired
 BAD_SIGNATURE = "bad_signature"  # the signature does not verify with the named key
 MISSING_RECEIPT = "missing_receipt"  # the chain's head names a later receipt that is gone
-REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, MISSING_RECEIPT)
+# A verification record that no longer hashes to its hash, is out of place (removed, reordered,
+# copied from another receipt), or a shown result that is not the newest record's. A record's
+# signature failing reports UNKNOWN_KEY / BAD_SIGNATURE, with its `verificationSeq`.
+VERIFICATION_CHANGED = "verification_changed"
+REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, VERIFICATION_CHANGED, MISSING_RECEIPT)
 
 
 # --- keys -------------------------------------------------------------------------------------------
@@ -167,16 +184,32 @@ def canonical_fields(receipt: Any) -> dict[str, Any]:
         "residual": _stored_json(receipt.residual),
         "dedupeKey": receipt.dedupe_key,
         **({SALT_FIELD: receipt.salt} if getattr(receipt, "salt", "") else {}),
+        **({FORMAT_FIELD: proof_format} if (proof_format := proof_format_of(receipt)) >= 2 else {}),
     }
 
 
+def proof_format_of(receipt: Any) -> int:
+    """1 for receipts sealed before verifications were records (and historical models without
+    the field, in the migrations that seal them)."""
+    return int(getattr(receipt, "proof_format", 1) or 1)
+
+
+def _canonical_json(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 def canonical(fields: dict[str, Any]) -> bytes:
-    names = CANONICAL_FIELDS + ((SALT_FIELD,) if fields.get(SALT_FIELD) else ())
-    return json.dumps({name: fields[name] for name in names}, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    names = CANONICAL_FIELDS + tuple(name for name in OPTIONAL_FIELDS if fields.get(name))
+    return _canonical_json({name: fields[name] for name in names})
 
 
 def digest_of(receipt: Any) -> bytes:
     return hashlib.sha256(canonical(canonical_fields(receipt))).digest()
+
+
+def verification_digest(record: dict[str, Any]) -> bytes:
+    """SHA-256 of a verification record's canonical JSON (its four hashed keys)."""
+    return hashlib.sha256(_canonical_json({name: record[name] for name in VERIFICATION_FIELDS})).digest()
 
 
 def seal(receipt: Any, key: Ed25519PrivateKey | None = None) -> None:
@@ -188,14 +221,34 @@ def seal(receipt: Any, key: Ed25519PrivateKey | None = None) -> None:
     receipt.signature = key.sign(digest).hex()
 
 
+def add_verification(receipt: DeletionReceipt, verification: dict[str, Any], *, trigger: str, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+    """Append a sealed record of this result to the receipt (sealed already: the first record
+    links to its hash) and show it as the receipt's result. The caller saves both fields, under
+    the receipt's row lock when the receipt exists (two re-verifications at once must not both
+    append position n)."""
+    key = key or signing_key()
+    records = list(receipt.verifications) if isinstance(receipt.verifications, list) else []
+    last = records[-1] if records and isinstance(records[-1], dict) else {}
+    previous = last.get("sha256", "") if records else receipt.sha256  # a tampered list stays reported as such
+    record = {"seq": len(records) + 1, "trigger": trigger, "previousHash": previous, "verification": _stored_json(verification)}
+    digest = verification_digest(record)
+    record.update(sha256=digest.hex(), keyId=key_id(key.public_key()), signature=key.sign(digest).hex())
+    receipt.verifications = [*records, record]
+    receipt.verification = record["verification"]
+    return record
+
+
 def proof_json(receipt: DeletionReceipt) -> dict[str, Any]:
-    """The content-free proof shown with a receipt: position, hash, link, key id, signature."""
+    """The content-free proof shown with a receipt: position, hash, link, key id, signature, and
+    the sealed records of its verification results."""
     return {
         "chainSeq": receipt.chain_seq,
         "sha256": receipt.sha256,
         "previousHash": receipt.previous_hash,
         "keyId": receipt.key_id,
         "signature": receipt.signature,
+        "proofFormat": receipt.proof_format,
+        "verifications": receipt.verifications,
     }
 
 
@@ -218,32 +271,68 @@ def lock_head(workspace_ref: int) -> tuple[int, int, str]:
     return head.pk, head.seq, head.head_hash
 
 
-def append(**fields: Any) -> DeletionReceipt:
-    """Write one receipt at the end of its workspace's chain, sealed and signed."""
+def append(*, verification: dict[str, Any], **fields: Any) -> DeletionReceipt:
+    """Write one receipt at the end of its workspace's chain, sealed and signed, with its
+    verification result as the first sealed record."""
     with transaction.atomic(savepoint=False):
         head_id, seq, head_hash = lock_head(int(fields["workspace_ref"]))
-        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash, salt=secrets.token_hex(16))
-        seal(receipt)
+        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash, salt=secrets.token_hex(16), proof_format=PROOF_FORMAT, verifications=[])
+        key = signing_key()
+        seal(receipt, key)
+        add_verification(receipt, verification, trigger=RECEIPT_TRIGGER, key=key)
         receipt.save(force_insert=True)
         ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now())
     return receipt
 
 
 # --- verifying ----------------------------------------------------------------------------------------------
+def _signature_problem(keys: dict[str, Ed25519PublicKey], kid: Any, signature: Any, digest: bytes) -> str | None:
+    key = keys.get(kid) if isinstance(kid, str) else None
+    if key is None:
+        return UNKNOWN_KEY
+    try:
+        key.verify(bytes.fromhex(signature), digest)
+    except (InvalidSignature, ValueError, TypeError):
+        return BAD_SIGNATURE
+    return None
+
+
 def check(receipt: DeletionReceipt, *, previous_hash: str, expected_seq: int, keys: dict[str, Ed25519PublicKey]) -> str | None:
-    """Why this receipt breaks the chain, or None."""
+    """Why this receipt breaks the chain, or None (its verification records: `check_verifications`)."""
     digest = digest_of(receipt)
     if digest.hex() != receipt.sha256:
         return HASH_MISMATCH
     if receipt.previous_hash != previous_hash or receipt.chain_seq != expected_seq:
         return BROKEN_LINK
-    key = keys.get(receipt.key_id)
-    if key is None:
-        return UNKNOWN_KEY
-    try:
-        key.verify(bytes.fromhex(receipt.signature), digest)
-    except (InvalidSignature, ValueError):
-        return BAD_SIGNATURE
+    return _signature_problem(keys, receipt.key_id, receipt.signature, digest)
+
+
+def check_verifications(receipt: DeletionReceipt, keys: dict[str, Ed25519PublicKey]) -> tuple[str, int | None] | None:
+    """Why the receipt's verification results break the chain — (reason, the record's position,
+    None for the shown result) — or None. Each record must hash to its hash, sit at its position,
+    link to the receipt (first) or the record before it, and verify with the key it names; the
+    shown result must be the newest record's. A receipt of proof format 1 without records has a
+    result nothing proves: it verifies as before (`unprovenVerifications` counts it)."""
+    records = receipt.verifications
+    if not records:
+        return (VERIFICATION_CHANGED, None) if proof_format_of(receipt) >= 2 or not isinstance(records, list) else None
+    if not isinstance(records, list):
+        return VERIFICATION_CHANGED, None
+    previous = receipt.sha256
+    for seq, record in enumerate(records, 1):
+        try:
+            digest = verification_digest(record)
+            in_place = record["seq"] == seq and record["previousHash"] == previous and digest.hex() == record["sha256"]
+        except (KeyError, TypeError, AttributeError):
+            in_place = False
+        if not in_place:
+            return VERIFICATION_CHANGED, seq
+        problem = _signature_problem(keys, record.get("keyId"), record.get("signature"), digest)
+        if problem:
+            return problem, seq
+        previous = record["sha256"]
+    if _stored_json(receipt.verification) != records[-1]["verification"]:
+        return VERIFICATION_CHANGED, None
     return None
 
 
@@ -260,6 +349,7 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
     if newest is not None and total > newest:
         checked_from = receipts.order_by("-chain_seq").values_list("chain_seq", flat=True)[newest - 1]
         walk = walk.filter(chain_seq__gte=checked_from)
+    unproven = 0
     for receipt in walk.iterator(chunk_size=500):
         if checked == 0 and checked_from > 1:
             previous, expected = receipt.previous_hash, receipt.chain_seq
@@ -268,6 +358,11 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
         if reason:
             first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": reason}
             break
+        problem = check_verifications(receipt, keys)
+        if problem:
+            first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": problem[0], "verificationSeq": problem[1]}
+            break
+        unproven += not receipt.verifications
         previous, expected = receipt.sha256, receipt.chain_seq + 1
     head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
     if first_break is None and head is not None and (head.seq != expected - 1 or head.head_hash != previous):
@@ -282,6 +377,7 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
         "checked": checked,
         "headSeq": head.seq if head is not None else 0,
         "firstBreak": first_break,
+        "unprovenVerifications": unproven,  # checked receipts sealed before results were records, not re-verified since
     }
     if checked_from > 1:
         report["checkedFromSeq"] = checked_from

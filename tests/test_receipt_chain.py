@@ -93,16 +93,16 @@ def test_receipts_form_a_signed_chain_per_workspace(world, agent, four):
     assert (head.seq, head.head_hash, head.head_receipt_ref) == (4, four[-1].sha256, four[-1].pk)
     status, report = run_verify()
     assert status == 0 and report["intact"] is True
-    assert chain_of(report, world.workspace) == {"workspaceId": str(world.workspace.pk), "intact": True, "receipts": 4, "checked": 4, "headSeq": 4, "firstBreak": None}
+    assert chain_of(report, world.workspace) == {"workspaceId": str(world.workspace.pk), "intact": True, "receipts": 4, "checked": 4, "headSeq": 4, "firstBreak": None, "unprovenVerifications": 0}
     out = StringIO()
     call_command("verify_receipts", "--workspace", str(world.workspace.pk), stdout=out)
     assert f"workspace {world.workspace.pk}: 4 receipts, chain intact" in out.getvalue() and "All chains intact." in out.getvalue()
 
 
-def test_reverification_updates_do_not_break_the_chain(world, four):
+def test_reverifications_do_not_break_the_chain(world, four):
+    # An UPDATE of a result is reported, though: tests/test_receipt_verifications.py.
     for receipt in four:
         reverify_receipt(receipt, actor=None, reason="periodic check")
-    DeletionReceipt.objects.filter(pk=four[1].pk).update(verification={"clean": False, "note": "anything"})
     assert run_verify()[0] == 0
     assert api_report(world.owner)["intact"] is True
 
@@ -146,10 +146,12 @@ def test_a_moved_purge_time_is_reported(world, four):
     assert raised.value.returncode == 1
 
 
+# What a database column can hold: PostgreSQL's text and jsonb refuse NUL and lone surrogates.
+STORABLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
 EDITS = st.one_of(
-    st.tuples(st.just("actor_label"), st.text(min_size=1, max_size=40)),
+    st.tuples(st.just("actor_label"), st.text(STORABLE, min_size=1, max_size=40)),
     st.tuples(st.just("operation"), st.sampled_from(["expiry", "admin_erase", "member_delete", "x"])),
-    st.tuples(st.just("residual"), st.dictionaries(st.text(min_size=1, max_size=8), st.integers(-5, 10**6), max_size=3)),
+    st.tuples(st.just("residual"), st.dictionaries(st.text(STORABLE, min_size=1, max_size=8), st.integers(-5, 10**6), max_size=3)),
     st.tuples(st.just("manifest"), st.fixed_dictionaries({"artifacts": st.dictionaries(st.sampled_from(["memory_version", "citation", "memory_embedding"]), st.integers(0, 10**6), min_size=1)})),
     st.tuples(st.just("requested_at"), st.integers(1, 10**7).map(lambda s: timedelta(seconds=s))),
     st.tuples(st.just("dedupe_key"), st.text(alphabet="abcdef0123456789:", min_size=1, max_size=30)),
@@ -214,7 +216,7 @@ def test_a_receipt_resigned_with_another_key_is_reported(world, four):
 
 def test_a_bounded_check_verifies_the_newest_receipts_from_an_anchor(world, four):
     bounded = chain.verify_chain(world.workspace.pk, newest=2)
-    assert bounded == {"workspaceId": str(world.workspace.pk), "intact": True, "receipts": 4, "checked": 2, "headSeq": 4, "firstBreak": None, "checkedFromSeq": 3}
+    assert bounded == {"workspaceId": str(world.workspace.pk), "intact": True, "receipts": 4, "checked": 2, "headSeq": 4, "firstBreak": None, "unprovenVerifications": 0, "checkedFromSeq": 3}
     DeletionReceipt.objects.filter(pk=four[3].pk).update(actor_label="x")
     assert chain.verify_chain(world.workspace.pk, newest=2)["firstBreak"] == {"receiptId": str(four[3].pk), "chainSeq": 4, "reason": "hash_mismatch"}
     DeletionReceipt.objects.filter(pk=four[3].pk).update(actor_label=four[3].actor_label)
@@ -274,7 +276,15 @@ def test_owner_and_member_receipts_show_the_proof(world, agent, four):
         (shown, *_) = client_for(member).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()["receipts"]
         newest = four[-1]
         assert shown["id"] == str(newest.pk)
-        assert shown["proof"] == {"chainSeq": 4, "sha256": newest.sha256, "previousHash": newest.previous_hash, "keyId": newest.key_id, "signature": newest.signature}
+        assert shown["proof"] == {
+            "chainSeq": 4,
+            "sha256": newest.sha256,
+            "previousHash": newest.previous_hash,
+            "keyId": newest.key_id,
+            "signature": newest.signature,
+            "proofFormat": 2,
+            "verifications": newest.verifications,
+        }
     owner_view = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()["receipts"][0]
     assert "filters" not in owner_view["manifest"] and "memoryVersionIds" not in owner_view
 
@@ -303,7 +313,7 @@ def documented_script() -> str:
     text = (ROOT / "docs" / "receipts.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- verify-script:start -->\n```python\n(.*?)```\n<!-- verify-script:end -->", text, re.S)
     assert block, "docs/receipts.md lost its verification script"
-    assert len(block.group(1).strip().splitlines()) <= 20
+    assert len(block.group(1).strip().splitlines()) <= 30  # short enough to read before running it (19 lines before verification records, 28 with them)
     return block.group(1)
 
 
@@ -435,6 +445,7 @@ def test_the_owner_cannot_confirm_a_guessed_key_or_id_from_a_members_proof(world
         "purgedAt": shown["purgedAt"],
         "residual": shown["residual"],
         "dedupeKey": None,
+        "proofFormat": shown["proof"]["proofFormat"],
     }
     top = max(DeletionReceipt.objects.values_list("memory_version_ids", flat=True).last() or [0]) + 5
     for guess in (secret, secret + "x", "note"):  # the owner's guess list holds the right key

@@ -272,6 +272,7 @@ CHAIN_BREAK_LABELS = {
     receipt_chain.BROKEN_LINK: gettext_lazy("a receipt before it was removed or reordered (broken link)"),
     receipt_chain.UNKNOWN_KEY: gettext_lazy("signed by an unknown key"),
     receipt_chain.BAD_SIGNATURE: gettext_lazy("the signature does not verify (bad signature)"),
+    receipt_chain.VERIFICATION_CHANGED: gettext_lazy("its verification result was changed after it was written"),
     receipt_chain.MISSING_RECEIPT: gettext_lazy("the newest receipt is missing"),
 }
 

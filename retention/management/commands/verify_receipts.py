@@ -1,6 +1,7 @@
 """Verify every workspace's deletion-receipt chain (docs/receipts.md): each receipt's hash is
 recomputed from its stored fields, its link to the receipt before it checked, and its Ed25519
-signature verified with the key it names. Reports the first break per workspace; exit status 1
+signature verified with the key it names; so is each of its sealed verification records, and the
+result shown with it must be the newest record's. Reports the first break per workspace; exit status 1
 when any chain is broken."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ REASON_TEXT = {
     "broken_link": "broken link (it does not follow the receipt before it: one was removed, inserted or reordered)",
     "unknown_key": "unknown key (signed by a key that is neither current nor listed in RECEIPT_VERIFY_KEYS)",
     "bad_signature": "bad signature (the signature does not verify with the key it names)",
+    "verification_changed": "verification changed (a verification result was edited, removed, reordered or copied after it was written)",
     "missing_receipt": "missing receipt (the chain's head names a later receipt that is gone)",
 }
 
@@ -39,6 +41,8 @@ class Command(BaseCommand):
                     self.stdout.write(f"workspace {chain['workspaceId']}: {count} receipt{'' if count == 1 else 's'}, chain intact")
                 else:
                     where = f"receipt #{brk['receiptId']}" if brk["receiptId"] else "a receipt"
+                    if "verificationSeq" in brk:
+                        where += f", verification {brk['verificationSeq']}" if brk["verificationSeq"] else ", its shown verification"
                     self.stdout.write(f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): {REASON_TEXT[brk['reason']]}")
             if not report["workspaces"]:
                 self.stdout.write("No receipts to verify.")
