@@ -68,11 +68,14 @@ class World:
 
 @pytest.fixture(scope="session")
 def world(live: LiveServer) -> World:
+    editors = ("editor", "pager", "demoted", "quiet", "full", "limited", "limited2", "backoff", "backoff2", "graph", "agents", "pydantic", "fence", "turns")
     return World(
-        main=live.workspace("Client suite", ("editor", "pager", "demoted", "quiet", "full", "limited", "graph", "agents", "pydantic", "fence", "turns")),
-        workspace_off=live.workspace("Switched off", enabled=False),
-        organization_off=live.workspace("No AI memory", flags=("--ai-memory-unavailable",)),
-        non_retaining=live.workspace("Keeps nothing", flags=("--non-retaining",)),
+        *live.workspaces(
+            ("Client suite", editors, ()),
+            ("Switched off", (), ("off",)),
+            ("No AI memory", (), ("--ai-memory-unavailable",)),
+            ("Keeps nothing", (), ("--non-retaining",)),
+        )
     )
 
 

@@ -122,7 +122,8 @@ class LiveServer:
             "    call_command(*argv, '--json', stdout=out)\n"
             "    print(out.getvalue().strip())\n"
         )
-        output = self.run("manage.py", "shell", "-c", script, input=json.dumps([list(c) for c in commands]))
+        # These commands embed nothing, so they skip loading the default model (seconds per process).
+        output = self.run("manage.py", "shell", "-c", script, env=self.env(MEMORY_EMBEDDER="hashing"), input=json.dumps([list(c) for c in commands]))
         return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
 
     def _prepare_backend(self) -> None:
@@ -164,14 +165,19 @@ class LiveServer:
         self._web("tight", **TIGHT)
         broker = self.env().get("REDIS_URL") or f"sqla+sqlite:///{self.var_dir / 'celery-broker.sqlite3'}"
         self._web("nolimiter", RATE_LIMIT_BACKEND="redis", REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", CELERY_BROKER_URL=broker, MEMORY_EMBEDDER="hashing")
-        for name in self.ports:
-            self._wait(name)
+        self._ready = False  # url() waits for them: the world's management commands run meanwhile
+
+    def wait_ready(self) -> None:
+        if not self._ready:
+            for name in self.ports:
+                self._wait(name)
+            self._ready = True
 
     def _wait(self, name: str, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                status = httpx.get(f"{self.url(name)}/healthz", timeout=2).status_code
+                status = httpx.get(f"http://127.0.0.1:{self.ports[name]}/healthz", timeout=2).status_code
                 # nolimiter's health check reports its (deliberately) unreachable Redis: answering is enough
                 if status == 200 or name == "nolimiter":
                     return
@@ -183,6 +189,7 @@ class LiveServer:
             time.sleep(0.2)
 
     def url(self, name: str = "main") -> str:
+        self.wait_ready()
         return f"http://127.0.0.1:{self.ports[name]}"
 
     def log(self, name: str) -> str:
@@ -212,20 +219,27 @@ class LiveServer:
             self._backend("drop")
 
     # --- a world to test in ----------------------------------------------------------------------
-    def workspace(self, name: str, members: tuple[str, ...] = (), *, enabled: bool = True, flags: tuple[str, ...] = ()) -> Workspace:
-        """A workspace with an owner and editors (management commands), agent memories switched on."""
-        slug = name.lower().replace(" ", "-")
-        owner_email = f"owner@{slug}.test"
-        created = self.manage(["createworkspace", name, "--owner", owner_email, *flags])[0]
-        ws = created["workspaceId"]
-        commands: list[list[str]] = [["issue_api_token", owner_email]]
-        for member in members:
-            commands += [["addmember", ws, f"{member}@{slug}.test", "--role", "editor"], ["issue_api_token", f"{member}@{slug}.test"]]
-        answers = self.manage(*commands)
-        workspace = Workspace(ws, Member(self, ws, created["ownerMemberId"], owner_email, answers[0]["token"]))
-        for index, member in enumerate(members):
-            workspace.members[member] = Member(self, ws, answers[1 + 2 * index]["memberId"], f"{member}@{slug}.test", answers[2 + 2 * index]["token"])
-        if enabled:
-            response = workspace.owner.api("PUT", "ask-history/settings", {"agentMemoriesEnabled": True})
-            assert response.status_code == 200, response.text
-        return workspace
+    def workspaces(self, *specs: tuple[str, tuple[str, ...], tuple[str, ...]]) -> list[Workspace]:
+        """Workspaces `(name, editors, createworkspace flags)`, each with its owner and editors
+        (management commands, two processes in all) and agent memories switched on unless
+        flagged `off`."""
+        slugs = [name.lower().replace(" ", "-") for name, _, _ in specs]
+        created = self.manage(*[["createworkspace", name, "--owner", f"owner@{slug}.test", *[f for f in flags if f != "off"]] for (name, _, flags), slug in zip(specs, slugs)])
+        commands: list[list[str]] = []
+        for (_, members, _), slug, ws in zip(specs, slugs, created):
+            commands.append(["issue_api_token", f"owner@{slug}.test"])
+            for member in members:
+                commands += [["addmember", ws["workspaceId"], f"{member}@{slug}.test", "--role", "editor"], ["issue_api_token", f"{member}@{slug}.test"]]
+        answers = iter(self.manage(*commands))
+        result = []
+        for (_, members, flags), slug, ws in zip(specs, slugs, created):
+            ws_id = ws["workspaceId"]
+            workspace = Workspace(ws_id, Member(self, ws_id, ws["ownerMemberId"], f"owner@{slug}.test", next(answers)["token"]))
+            for member in members:
+                member_id = next(answers)["memberId"]
+                workspace.members[member] = Member(self, ws_id, member_id, f"{member}@{slug}.test", next(answers)["token"])
+            if "off" not in flags:
+                response = workspace.owner.api("PUT", "ask-history/settings", {"agentMemoriesEnabled": True})
+                assert response.status_code == 200, response.text
+            result.append(workspace)
+        return result
