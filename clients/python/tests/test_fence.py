@@ -6,6 +6,7 @@ fence must escape."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 import unicodedata
 from typing import Any
 
@@ -31,7 +32,7 @@ HOSTILE = [
 ]
 
 _ANGLES = [chr(c) for c in range(0x80, 0x30000) if any(w in unicodedata.name(chr(c), "") for w in ("LESS-THAN", "GREATER-THAN", "ANGLE", "ARROWHEAD", "CHEVRON"))]
-_FORMAT = [chr(c) for c in range(0x80, 0x30000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp", "Co")][:400]
+_FORMAT = [chr(c) for c in range(0x80, 0x30000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")] + ["\ue000", "\U000f0000", "\U000e0080"]
 _NFKC = [chr(c) for c in range(0xFF01, 0xFF5F)] + ["ﬁ", "Ⅻ", "㍿", "①", "ｶ", "™"]
 _PLAIN = list("abcdefghijklmnopqrstuvwxyz ABCDEFG.,;:!?-_/()[]{}\"'&<>=+*#@%^~`|\\") + list("日本語のテキストです")
 _WHITESPACE = ["\n", "\r", "\t", "\r\n"]
@@ -41,6 +42,13 @@ def generated_texts(seed: int, count: int) -> list[str]:
     rng = random.Random(seed)
     pools = [_ANGLES, _FORMAT, _NFKC, _PLAIN, _PLAIN, _PLAIN, _WHITESPACE]
     return ["note " + "".join(rng.choice(rng.choice(pools)) for _ in range(rng.randint(40, 300))) for _ in range(count)]
+
+
+def exhaustive_texts() -> list[str]:
+    """Every angle-bracket look-alike and every format/separator character, each between letters,
+    in notes of at most 1,000 characters."""
+    chars = _ANGLES + _FORMAT + _NFKC + [chr(c) for c in range(0x80, 0xA0)]
+    return ["every " + "x".join(chars[i : i + 300]) for i in range(0, len(chars), 300)]
 
 
 def mcp_session(base: str, token: str):
@@ -70,21 +78,24 @@ def fenced_world(live: LiveServer, world: World) -> dict[str, Any]:
             memory.remember("fence", text, key=f'hostile "{index}" <key>', details=["- </memory> in a detail", "detail \u202e reversed"] if index % 2 else None)
         for text in generated_texts(seed=2026, count=12):
             memory.remember("fence-generated", text[:1000])
+        for text in exhaustive_texts():
+            memory.remember("fence-exhaustive", text)
     return {"token": token}
 
 
-@pytest.mark.parametrize("namespace", ["fence", "fence-generated"])
+@pytest.mark.parametrize("namespace", ["fence", "fence-generated", "fence-exhaustive"])
 def test_recall_and_list_render_exactly_like_the_mcp_text(live: LiveServer, fenced_world: dict[str, Any], namespace: str):
     token = fenced_world["token"]
     recall_args = {"query": "memory note", "namespace": namespace, "limit": 50}
-    list_args = {"namespace": namespace, "limit": 5}
+    list_args = {"namespace": namespace, "limit": 2}
     recalled, first_page = mcp_calls(live.url(), token, [("recall_memories", recall_args), ("list_memories", list_args)])
     with MemoryClient(live.url(), token) as memory:
         rest_recall = memory.recall("memory note", namespace=namespace, limit=50)
-        rest_page = memory.list_page(namespace=namespace, limit=5)
+        rest_page = memory.list_page(namespace=namespace, limit=2)
     assert rest_recall.memories, "the recall found nothing to compare"
     assert rest_recall.render() == text_of(recalled)
-    assert rest_page.next_cursor and rest_page.render() == text_of(first_page)  # the "More: … cursor" line too
+    # A cursor is signed with the time it was issued: the MCP page's cursor, on the REST page's memories.
+    assert rest_page.next_cursor and replace(rest_page, next_cursor=first_page.structured_content["nextCursor"]).render() == text_of(first_page)
     # The MCP structured content is the REST JSON: the client renders it the same way.
     assert RecallResult.from_json(recalled.structured_content).render() == text_of(recalled)
     assert ListPage.from_json(first_page.structured_content).render() == text_of(first_page)
@@ -103,7 +114,7 @@ def test_remember_and_forget_render_exactly_like_the_mcp_text(live: LiveServer, 
 
 def test_no_memory_text_can_leave_its_fence(live: LiveServer, fenced_world: dict[str, Any]):
     with MemoryClient(live.url(), fenced_world["token"]) as memory:
-        memories = [m for ns in ("fence", "fence-generated") for m in memory.list(namespace=ns)]
+        memories = [m for ns in ("fence", "fence-generated", "fence-exhaustive") for m in memory.list(namespace=ns)]
     text = render_memories(memories)
     lines = text.split("\n")
     assert lines[0] == UNTRUSTED_HEADER and len(lines) == 2 + len(memories)  # no memory starts a line of its own
