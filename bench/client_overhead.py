@@ -23,10 +23,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "python" / "tests"))
 
-from live_server import LiveServer  # noqa: E402
-
 from governed_memory import MemoryClient, RecallResult  # noqa: E402
 from governed_memory.client import parse  # noqa: E402
+from live_server import LiveServer  # noqa: E402
 
 QUERIES = ["which text editor", "shipping cutoff in Osaka", "preferred language for answers", "seat on long flights", "coffee or tea"]
 
@@ -62,7 +61,7 @@ def main() -> None:
         client_ms: list[float] = []
         for i in range(args.calls):
             query = QUERIES[i % len(QUERIES)]
-            pair = [("raw", lambda: http.post(url, json={"query": query}, headers=headers).json()), ("client", lambda: memory.recall(query))]
+            pair = [("raw", lambda q=query: http.post(url, json={"query": q}, headers=headers).json()), ("client", lambda q=query: memory.recall(q))]
             if i % 2:
                 pair.reverse()  # alternate which goes first
             for name, run in pair:

@@ -16,9 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_server import LiveServer, Member, Workspace  # noqa: E402
-
 from governed_memory import MemoryClient  # noqa: E402
+from live_server import LiveServer, Member, Workspace  # noqa: E402
 
 _skipped: list[str] = []
 

@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 
 import pytest
 from conftest import World
-from live_server import LiveServer
 
 from governed_memory import AsyncMemoryClient, Memory, MemoryClient, RecalledMemory, errors
+from live_server import LiveServer
 
 
 def test_remember_recall_list_forget_round_trip(client: MemoryClient, namespace: str):
@@ -126,3 +126,12 @@ def test_a_conversation_turn_is_consolidated_by_the_worker(live: LiveServer, wor
             memory.submit_turn("999999999", "conv-3", [("user", "hello")])
         usage = memory.report_reply_usage("conv-1", "offline-rules-v1", 120, 30, memory_tokens=20)
         assert usage["conversationId"] == "conv-1" and usage["category"]
+
+
+def test_the_product_runs_on_the_backend_the_environment_names(live: LiveServer):
+    import os
+
+    import httpx
+
+    ready = httpx.get(f"{live.url()}/readyz", timeout=10).json()
+    assert ready["checks"]["database"]["vendor"] == ("postgresql" if os.environ.get("DATABASE_URL") else "sqlite")

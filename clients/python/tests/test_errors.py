@@ -9,10 +9,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 from conftest import World
-from live_server import REPO, LiveServer
 
 from governed_memory import NO_RETRY, MemoryClient, errors
 from governed_memory.client import parse
+from live_server import REPO, LiveServer
 
 #: SPEC §2, in gate order, and the 404 beside it.
 SPEC_CODES = [
@@ -262,4 +262,3 @@ def test_a_closed_port_is_a_connection_failure(world: World):
     with pytest.raises(errors.ConnectionFailed) as raised:
         MemoryClient(f"http://127.0.0.1:{free_port()}", "gam_x", retry=NO_RETRY).remember("prefs", "never sent")
     assert raised.value.request_sent is False
-

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import World
+
 from live_server import REPO, LiveServer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -13,10 +13,10 @@ import pytest
 from conftest import World
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
-from live_server import LiveServer
 
 from governed_memory import AsyncMemoryClient, MemoryClient, errors
 from governed_memory.langgraph import GovernedStore, render_items
+from live_server import LiveServer
 
 
 @pytest.fixture

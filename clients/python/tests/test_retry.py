@@ -11,9 +11,9 @@ import anyio
 import httpx
 import pytest
 from conftest import World
-from live_server import LiveServer, free_port
 
 from governed_memory import AsyncMemoryClient, MemoryClient, RetryPolicy, errors
+from live_server import LiveServer, free_port
 
 
 class Recorder:
@@ -104,9 +104,8 @@ def test_rate_limiter_unavailable_is_retried_with_jittered_backoff(live: LiveSer
     recorder = Recorder(really_sleep=False)  # the server asks for 5 s each time; the waits are recorded, not slept
     jitter = iter([0.0, 1.0, 0.5])
     policy = RetryPolicy(max_attempts=3, max_wait=100, sleep=recorder.sleep, random=lambda: next(jitter))
-    with MemoryClient(live.url("nolimiter"), world.member("editor").credential(), retry=policy, http_client=recorder.http()) as memory:
-        with pytest.raises(errors.RateLimitUnavailable) as raised:
-            memory.remember("prefs", "the limiter is down")
+    with MemoryClient(live.url("nolimiter"), world.member("editor").credential(), retry=policy, http_client=recorder.http()) as memory, pytest.raises(errors.RateLimitUnavailable) as raised:
+        memory.remember("prefs", "the limiter is down")
     assert recorder.statuses == [503, 503, 503] and raised.value.retry_after == 5
     assert recorder.sleeps == [5.0 * 1.0, 5.0 * 1.5]  # never sooner than Retry-After, spread by the jitter
 
@@ -115,9 +114,8 @@ def test_a_remember_that_timed_out_is_never_sent_again(live: LiveServer, world: 
     token = world.member("editor").credential()
     policy = RetryPolicy(max_attempts=4, sleep=recorder.sleep)
     too_short = httpx.Timeout(5.0, read=0.0005)  # an answer cannot come in half a millisecond
-    with MemoryClient(live.url(), token, retry=policy, timeout=too_short, http_client=recorder.http()) as memory:
-        with pytest.raises(errors.OutcomeUnknown) as raised:
-            memory.remember(namespace, "Sent once, answer lost", key="once")
+    with MemoryClient(live.url(), token, retry=policy, timeout=too_short, http_client=recorder.http()) as memory, pytest.raises(errors.OutcomeUnknown) as raised:
+        memory.remember(namespace, "Sent once, answer lost", key="once")
     assert recorder.requests == 1 and raised.value.request_sent is True
     with MemoryClient(live.url(), token) as memory:
         # Django cancels a request whose client went away, so the write may or may not have landed
@@ -129,17 +127,16 @@ def test_a_remember_that_timed_out_is_never_sent_again(live: LiveServer, world: 
 
 def test_a_read_that_timed_out_is_retried(live: LiveServer, world: World, recorder: Recorder):
     policy = RetryPolicy(max_attempts=3, sleep=recorder.sleep)
-    with MemoryClient(live.url(), world.member("editor").credential(), retry=policy, timeout=httpx.Timeout(5.0, read=0.0005), http_client=recorder.http()) as memory:
-        with pytest.raises(errors.OutcomeUnknown):
-            memory.recall("anything at all")
+    timeout = httpx.Timeout(5.0, read=0.0005)
+    with MemoryClient(live.url(), world.member("editor").credential(), retry=policy, timeout=timeout, http_client=recorder.http()) as memory, pytest.raises(errors.OutcomeUnknown):
+        memory.recall("anything at all")
     assert recorder.requests == 3 and len(recorder.sleeps) == 2
 
 
 def test_a_write_that_could_not_connect_is_retried(recorder: Recorder):
     policy = RetryPolicy(max_attempts=3, sleep=recorder.sleep)
-    with MemoryClient(f"http://127.0.0.1:{free_port()}", "gam_x", retry=policy, http_client=recorder.http()) as memory:
-        with pytest.raises(errors.ConnectionFailed):
-            memory.remember("prefs", "never left this machine")
+    with MemoryClient(f"http://127.0.0.1:{free_port()}", "gam_x", retry=policy, http_client=recorder.http()) as memory, pytest.raises(errors.ConnectionFailed):
+        memory.remember("prefs", "never left this machine")
     assert recorder.requests == 3 and len(recorder.sleeps) == 2
 
 

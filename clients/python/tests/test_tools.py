@@ -14,10 +14,10 @@ import anyio
 import jsonschema
 import pytest
 from conftest import World
-from live_server import LiveServer
 
 from governed_memory import UNTRUSTED_HEADER, AsyncMemoryClient, MemoryClient
 from governed_memory.tools import TOOLS, tool_spec
+from live_server import LiveServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from sync_tool_schemas import derive, dump  # noqa: E402
@@ -102,7 +102,9 @@ def test_agents_sdk_tools_from_a_sync_client(live: LiveServer, world: World, nam
         context = ToolContext(context=None, tool_name=remember.name, tool_call_id="c1", tool_arguments="{}")
 
         async def scenario():
-            return await remember.on_invoke_tool(context, json.dumps({"namespace": namespace, "text": "x"})), await recall.on_invoke_tool(context, json.dumps({"query": "anything", "namespace": namespace}))
+            return await remember.on_invoke_tool(context, json.dumps({"namespace": namespace, "text": "x"})), await recall.on_invoke_tool(
+                context, json.dumps({"query": "anything", "namespace": namespace})
+            )
 
         refused, empty = anyio.run(scenario)
     assert refused.startswith("Error INSUFFICIENT_SCOPE (HTTP 403)") and "Recalled 0 memories" in empty

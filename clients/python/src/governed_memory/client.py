@@ -55,7 +55,9 @@ def _body(**fields: Any) -> dict[str, Any]:
     return body
 
 
-def remember_body(namespace: str, text: str, key: str | None, collection_id: str | int | None, citations: Iterable[str | int] | None, source: str | None, kind: str | None, details: Iterable[str] | str | None) -> dict[str, Any]:
+def remember_body(
+    namespace: str, text: str, key: str | None, collection_id: str | int | None, citations: Iterable[str | int] | None, source: str | None, kind: str | None, details: Iterable[str] | str | None
+) -> dict[str, Any]:
     return _body(
         namespace=namespace,
         text=text,
@@ -89,7 +91,9 @@ def parse(response: httpx.Response) -> dict[str, Any]:
     if not isinstance(error, dict) or not isinstance(error.get("code"), str):
         raise UnexpectedResponse(f"HTTP {response.status_code} without the API's error body (is the base URL right?)", status=response.status_code, body=response.text[:500])
     details = error.get("details")
-    raise error_for(error["code"], str(error.get("message", "")), details if isinstance(details, dict) else {}, status=response.status_code, headers={k.lower(): v for k, v in response.headers.items()})
+    raise error_for(
+        error["code"], str(error.get("message", "")), details if isinstance(details, dict) else {}, status=response.status_code, headers={k.lower(): v for k, v in response.headers.items()}
+    )
 
 
 def transport_error(operation: str, exc: httpx.TransportError) -> GovernedMemoryError:
@@ -114,7 +118,9 @@ class MemoryClient(_Base):
     (else http://127.0.0.1:8000) and `GAM_TOKEN`; pass `http_client` to bring your own
     `httpx.Client` (proxies, event hooks); `retry=NO_RETRY` turns retries off."""
 
-    def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None, http_client: httpx.Client | None = None):
+    def __init__(
+        self, base_url: str | None = None, token: str | None = None, *, timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None, http_client: httpx.Client | None = None
+    ):
         super().__init__(base_url, token, timeout, retry)
         self._http = http_client or httpx.Client(timeout=self._timeout)
         self._owns_http = http_client is None
@@ -163,11 +169,15 @@ class MemoryClient(_Base):
     def recall(self, query: str, *, namespace: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None) -> RecallResult:
         return RecallResult.from_json(self.call("recall", _body(query=query, namespace=namespace, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit)))
 
-    def list_page(self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None, cursor: str | None = None) -> ListPage:
+    def list_page(
+        self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ListPage:
         body = _body(namespace=namespace, key=key, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit, cursor=cursor)
         return ListPage.from_json(self.call("list", body))
 
-    def list_pages(self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None) -> Iterator[ListPage]:
+    def list_pages(
+        self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None
+    ) -> Iterator[ListPage]:
         cursor: str | None = None
         while True:
             page = self.list_page(namespace=namespace, key=key, collection_id=collection_id, as_of=as_of, limit=page_size, cursor=cursor)
@@ -176,7 +186,9 @@ class MemoryClient(_Base):
                 return
             cursor = page.next_cursor
 
-    def list(self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None) -> Iterator[Memory]:
+    def list(
+        self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None
+    ) -> Iterator[Memory]:
         """Every memory matching the filters, newest first, following `nextCursor` page by page
         (each page is fetched when the previous one is used up)."""
         for page in self.list_pages(namespace=namespace, key=key, collection_id=collection_id, as_of=as_of, page_size=page_size):
@@ -199,7 +211,9 @@ class MemoryClient(_Base):
 class AsyncMemoryClient(_Base):
     """`MemoryClient` for asyncio: the same operations, awaited; `list` is an async iterator."""
 
-    def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None, http_client: httpx.AsyncClient | None = None):
+    def __init__(
+        self, base_url: str | None = None, token: str | None = None, *, timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None, http_client: httpx.AsyncClient | None = None
+    ):
         super().__init__(base_url, token, timeout, retry)
         self._http = http_client or httpx.AsyncClient(timeout=self._timeout)
         self._owns_http = http_client is None
@@ -247,11 +261,15 @@ class AsyncMemoryClient(_Base):
     async def recall(self, query: str, *, namespace: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None) -> RecallResult:
         return RecallResult.from_json(await self.call("recall", _body(query=query, namespace=namespace, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit)))
 
-    async def list_page(self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None, cursor: str | None = None) -> ListPage:
+    async def list_page(
+        self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ListPage:
         body = _body(namespace=namespace, key=key, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit, cursor=cursor)
         return ListPage.from_json(await self.call("list", body))
 
-    async def list_pages(self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None) -> AsyncIterator[ListPage]:
+    async def list_pages(
+        self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[ListPage]:
         cursor: str | None = None
         while True:
             page = await self.list_page(namespace=namespace, key=key, collection_id=collection_id, as_of=as_of, limit=page_size, cursor=cursor)
@@ -260,7 +278,9 @@ class AsyncMemoryClient(_Base):
                 return
             cursor = page.next_cursor
 
-    async def list(self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None) -> AsyncIterator[Memory]:
+    async def list(
+        self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[Memory]:
         async for page in self.list_pages(namespace=namespace, key=key, collection_id=collection_id, as_of=as_of, page_size=page_size):
             for memory in page.memories:
                 yield memory
