@@ -26,7 +26,11 @@ from governance.models import Credential
 from memoryapp.errors import ApiError
 from memoryapp.models import RememberHit
 
-WINDOW_SECONDS = 3600
+WINDOW_SECONDS = 3600  # the SPEC's rolling hour: settings.RATE_LIMIT_WINDOW_SECONDS (tests and demos may shorten it)
+
+
+def window_seconds() -> int:
+    return settings.RATE_LIMIT_WINDOW_SECONDS
 
 
 @dataclass
@@ -90,7 +94,7 @@ class RedisRateLimiter:
 
         handle = uuid.uuid4().hex
         try:
-            allowed, count, reset_us = self._script(keys=[self._key(credential_id, bucket)], args=[WINDOW_SECONDS * 1_000_000, limit, handle])
+            allowed, count, reset_us = self._script(keys=[self._key(credential_id, bucket)], args=[window_seconds() * 1_000_000, limit, handle])
         except redis.RedisError as exc:
             raise unavailable() from exc
         return Slot(bool(allowed), limit, max(0, limit - int(count)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id, bucket)
@@ -110,7 +114,8 @@ class RedisRateLimiter:
 class DatabaseRateLimiter:
     def acquire(self, credential_id: int, limit: int, bucket: str = "remember") -> Slot:
         now = timezone.now()
-        window_start = now - timedelta(seconds=WINDOW_SECONDS)
+        window = timedelta(seconds=window_seconds())
+        window_start = now - window
         with transaction.atomic():
             Credential.objects.select_for_update().filter(pk=credential_id).exists()
             hits_q = RememberHit.objects.filter(credential_id=credential_id, bucket=bucket)
@@ -122,7 +127,7 @@ class DatabaseRateLimiter:
                 handle = str(RememberHit.objects.create(credential_id=credential_id, bucket=bucket, at=now).pk)
                 hits.append(now)
         oldest = hits[0] if hits else now
-        reset = math.ceil((oldest + timedelta(seconds=WINDOW_SECONDS) - now).total_seconds())
+        reset = math.ceil((oldest + window - now).total_seconds())
         return Slot(allowed, limit, max(0, limit - len(hits)), max(0, reset), handle, credential_id, bucket)
 
     def refund(self, slot: Slot) -> None:

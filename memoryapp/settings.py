@@ -256,6 +256,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # A memory's `source` (every source) and a remember's (the three an agent may send) are two enums.
+    "ENUM_NAME_OVERRIDES": {"MemorySourceEnum": "memoryapp.models.Source"},
 }
 
 # --- Product settings -----------------------------------------------------------------------
@@ -270,7 +272,11 @@ BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # segments are kept. They hold the erased rows' bytes as long as they exist; 0 = no archiving.
 WAL_ARCHIVE_RETENTION_DAYS = env_int("WAL_ARCHIVE_RETENTION_DAYS", 0, minimum=0)
 ADMIN_MAY_VIEW_MEMORY_CONTENT = env_bool("ADMIN_MAY_VIEW_MEMORY_CONTENT", False)
-AGENT_REMEMBERS_PER_HOUR = 120
+# SPEC §4.7: 120 remembers per credential per rolling hour. Both numbers can be lowered for tests and
+# demos (the client suite's rate-limit instance waits out a window of a few seconds for real);
+# production keeps the SPEC's values.
+AGENT_REMEMBERS_PER_HOUR = env_int("AGENT_REMEMBERS_PER_HOUR", 120, minimum=1)
+RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 3600, minimum=1, maximum=86400)
 # Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)

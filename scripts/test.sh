@@ -32,6 +32,10 @@ if services_up; then
   echo "== Suite on PostgreSQL + Redis =="
   DATABASE_URL="$PG_URL" REDIS_URL="$REDIS" VAR_DIR="${VAR_DIR:-$PWD/var}/pg" $PY manage.py makemigrations --check --dry-run >/dev/null
   DATABASE_URL="$PG_URL" REDIS_URL="$REDIS" VAR_DIR="${VAR_DIR:-$PWD/var}/pg" $PY -m pytest "$@" || status=$?
+  if [ $# -eq 0 ]; then  # the whole suite (CI): the client's too; a chosen subset runs alone
+    echo "== Python client against the live product on PostgreSQL + Redis =="
+    DATABASE_URL="$PG_URL" REDIS_URL="$REDIS" bash scripts/test_client.sh || status=$?
+  fi
 elif [ "${REQUIRE_SERVICES:-0}" = "1" ]; then
   echo "PostgreSQL and Redis are required here (REQUIRE_SERVICES=1)." >&2
   exit 1
@@ -40,4 +44,8 @@ else
 fi
 echo "== Suite on SQLite (embedded default) =="
 env -u DATABASE_URL -u REDIS_URL VAR_DIR="${VAR_DIR:-$PWD/var}/sqlite" $PY -m pytest "$@" || status=$?
+if [ $# -eq 0 ]; then
+  echo "== Python client against the live product on SQLite =="
+  env -u DATABASE_URL -u REDIS_URL bash scripts/test_client.sh || status=$?
+fi
 exit $status

@@ -32,6 +32,7 @@ from rest_framework.views import APIView
 from governance.api.base import WorkspaceAPIView
 from governance.models import Agent
 from memoryapp import gates
+from memoryapp.api.responses import AGENT_ERRORS, TurnResponse
 from memoryapp.api.views import agent_request
 from memoryapp.consolidation import agent_json, create_agent, submit_turn, update_agent
 from memoryapp.errors import ApiError, validation_error
@@ -88,7 +89,7 @@ class TurnsView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=TurnBody, responses={200: OpenApiTypes.OBJECT, 202: OpenApiTypes.OBJECT}, summary="Submit a conversation turn for consolidation into AI memories")
+    @extend_schema(request=TurnBody, responses={200: TurnResponse, 202: TurnResponse, **AGENT_ERRORS}, summary="Submit a conversation turn for consolidation into AI memories")
     def post(self, request):
         ctx, data = _admit(request, "remember", TurnBody)
         agent = Agent.objects.filter(pk=data["agentId"], workspace=ctx.workspace).first()

@@ -20,6 +20,7 @@ from governance.api.base import WorkspaceAPIView
 from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates, reads
 from memoryapp.api.exceptions import body_error
+from memoryapp.api.responses import AGENT_ERRORS, ForgetResponse, ListResponse, RecallResponse, RememberResponse
 from memoryapp.models import AccessSurface
 from memoryapp.params import DRY_RUN, parse_id, query_dry_run, query_int
 from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
@@ -53,7 +54,7 @@ class AgentOperationView(APIView):
 class RememberView(AgentOperationView):
     operation = "remember"
 
-    @extend_schema(request=RememberBody, responses={201: OpenApiTypes.OBJECT}, summary="Remember a note about the credential's member")
+    @extend_schema(request=RememberBody, responses={201: RememberResponse, **AGENT_ERRORS}, summary="Remember a note about the credential's member")
     def post(self, request):
         result = actions.remember(self.admit(request))
         return Response({"memory": result.json, "superseded": result.superseded}, status=201, headers=result.slot.headers() if result.slot else None)
@@ -62,7 +63,7 @@ class RememberView(AgentOperationView):
 class RecallView(AgentOperationView):
     operation = "recall"
 
-    @extend_schema(request=RecallBody, responses={200: OpenApiTypes.OBJECT}, summary="Recall the memories that best match a query")
+    @extend_schema(request=RecallBody, responses={200: RecallResponse, **AGENT_ERRORS}, summary="Recall the memories that best match a query")
     def post(self, request):
         return Response(reads.recall_memories(self.admit(request), surface=AccessSurface.REST))
 
@@ -70,7 +71,7 @@ class RecallView(AgentOperationView):
 class ListView(AgentOperationView):
     operation = "list"
 
-    @extend_schema(request=ListBody, responses={200: OpenApiTypes.OBJECT}, summary="List memories, newest first")
+    @extend_schema(request=ListBody, responses={200: ListResponse, **AGENT_ERRORS}, summary="List memories, newest first")
     def post(self, request):
         return Response(reads.list_memories(self.admit(request), surface=AccessSurface.REST))
 
@@ -78,7 +79,7 @@ class ListView(AgentOperationView):
 class ForgetView(AgentOperationView):
     operation = "forget"
 
-    @extend_schema(request=ForgetBody, responses={200: OpenApiTypes.OBJECT}, summary="Forget a memory (every version of its key)")
+    @extend_schema(request=ForgetBody, responses={200: ForgetResponse, **AGENT_ERRORS}, summary="Forget a memory (every version of its key)")
     def post(self, request):
         return Response(actions.forget(self.admit(request)))
 

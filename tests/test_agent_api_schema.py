@@ -1,0 +1,64 @@
+"""The agent endpoints' answers are described in /api/schema/ (memory object, recall, list, forget,
+turns, the error body) and every real answer conforms: what the Python client types its results
+from (clients/python) must be what the server sends."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from schemathesis.specs.openapi.checks import response_schema_conformance
+
+from governance.models import Agent
+from memoryapp.wsgi import application
+from tests.conftest import make_agent
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def call(token: str, path: str, body: dict):
+    case = schema[path]["POST"].Case(body=body, headers={"Authorization": f"Bearer {token}"}, media_type="application/json")
+    response = case.call()
+    case.validate_response(response, checks=[response_schema_conformance])
+    return response
+
+
+def test_every_agent_answer_conforms_to_its_described_schema(world):
+    token = make_agent(world.editor).token
+    remembered = call(token, "/api/agent/v1/memories/remember", {"namespace": "prefs", "key": "editor", "text": "Prefers vim; mail ada@example.com", "kind": "preference", "details": ["one"]})
+    assert remembered.status_code == 201
+    assert call(token, "/api/agent/v1/memories/remember", {"namespace": "prefs", "key": "editor", "text": "Prefers helix"}).json()["superseded"] == 1
+    recalled = call(token, "/api/agent/v1/memories/recall", {"query": "which editor"})
+    assert recalled.status_code == 200 and recalled.json()["memories"][0]["ranks"]
+    listed = call(token, "/api/agent/v1/memories/list", {"limit": 1})
+    assert listed.json()["nextCursor"] is None or isinstance(listed.json()["nextCursor"], str)
+    for body in ({"query": ""}, {"query": "x", "limit": 0}):
+        assert call(token, "/api/agent/v1/memories/recall", body).status_code == 400
+    assert call("gam_unknown", "/api/agent/v1/memories/list", {}).status_code == 401
+    assert call(token, "/api/agent/v1/memories/forget", {"memoryId": "999999999"}).status_code == 404
+    assert call(token, "/api/agent/v1/memories/forget", {"namespace": "prefs", "key": "editor"}).json()["forgotten"] == 2
+    agent = Agent.objects.create(workspace=world.workspace, name="bot", vector_memory=True)
+    turn = call(token, "/api/agent/v1/conversations/turns", {"agentId": str(agent.pk), "conversationId": "c1", "messages": [{"role": "user", "content": "mail ada@example.com"}]})
+    assert turn.json()["consolidation"]["reason"] == "personal_data"
+
+
+def test_the_memory_object_says_it_is_untrusted_and_not_evidence():
+    components = schema.raw_schema["components"]["schemas"]
+    memory = components["MemoryObject"]
+    assert set(memory["required"]) == set(memory["properties"]) >= {"id", "trust", "evidence", "text", "masked", "citations"}
+    assert components[memory["properties"]["trust"]["allOf"][0]["$ref"].rsplit("/", 1)[-1]]["enum"] == ["untrusted"]
+    assert components[memory["properties"]["evidence"]["allOf"][0]["$ref"].rsplit("/", 1)[-1]]["enum"] == [False]
+    recall = schema.raw_schema["paths"]["/api/agent/v1/memories/recall"]["post"]["responses"]
+    assert recall["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/RecallResponse")
+    assert recall["429"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
