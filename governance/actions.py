@@ -175,6 +175,23 @@ def set_remember_me(member: Member, enabled: bool) -> Member:
     return member
 
 
+# --- accounts --------------------------------------------------------------------------------------
+#: Audit events about a person's account that the person sees (Settings → Agent access).
+ADMIN_SET_PASSWORD = "account.password_set_by_admin"
+ACCOUNT_NOTICES = (ADMIN_SET_PASSWORD,)
+
+
+def account_target(user: AbstractBaseUser) -> str:
+    return f"user #{user.pk}"
+
+
+def record_password_set_by_admin(user: AbstractBaseUser, *, actor: Actor, reason: str = "") -> None:
+    """An administrator set (or disabled) the account's password: recorded for the account's
+    owner to see, whether or not they are a member yet (an account an admin prepared may join a
+    workspace later). Written in the transaction that changed the password."""
+    audit(ADMIN_SET_PASSWORD, workspace=None, actor=actor, target=account_target(user), changes={"userId": user.pk, "usablePassword": user.has_usable_password()}, reason=reason)
+
+
 # --- ask-history settings ----------------------------------------------------------------------
 SETTINGS_FIELDS = {
     "agentMemoriesEnabled": "agent_memories_enabled",

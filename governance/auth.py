@@ -42,6 +42,13 @@ class PersonalTokenAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
+def is_member_account(user: object) -> bool:
+    """Whether the account is or was a workspace member's: its password, login and API access are
+    the member's, and no admin path sets them outside the audited step (SPEC §10). A removed
+    member counts: re-added, a password the admin knew would open their next period."""
+    return getattr(user, "pk", None) is not None and Member.objects.filter(user_id=user.pk).exists()
+
+
 class MembershipRestarted(Exception):
     """The caller is an active member, but authenticated with a personal token or session issued
     before their current membership period began (they were removed and re-added since): the

@@ -20,7 +20,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from governance.actions import audit
-from governance.admin_base import GovernedAdmin, ReasonForm
+from governance.admin_base import GovernedAdmin, ReasonForm, audited_step_allowed
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
 from governance.content import content_fields
 from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RememberHit
@@ -29,7 +29,7 @@ CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
 
 
 def may_view_content(user) -> bool:
-    return bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT) and bool(getattr(user, "is_superuser", False)) and user.is_active
+    return audited_step_allowed(user)
 
 
 @admin.register(MemoryVersion)

@@ -372,6 +372,7 @@ def agent_access(request: HttpRequest, member: Member) -> HttpResponse:
             "scope_options": presenters.scope_options(member, form),
             "created": created,
             "credentials": presenters.credential_rows(member),
+            "account_notices": presenters.account_notices(member.user),
             "agent_memories_enabled": member.workspace.ask_history.agent_memories_enabled,
         },
         current="pages:agent-access",
