@@ -137,8 +137,9 @@ def remove_member(member: Member, *, actor: Actor) -> None:
 
 
 def end_memberships_of_deleted_user(user: AbstractBaseUser, *, actor: Actor = None) -> int:
-    """Before a user row goes (the admin's delete, `user.delete()` anywhere: a `pre_delete`
-    receiver calls this): every active membership ends as a removal does, the last owner's too
+    """Before a user row goes (`user.delete()` or a queryset delete, from any code or shell: a
+    `pre_delete` receiver calls this; the admin refuses to delete a member's account): every
+    active membership ends as a removal does, the last owner's too
     (the account is going; a platform admin adds another owner), every personal token is revoked,
     and every app erases what it keeps about each membership now (`signals.member_deleting`),
     with receipts, because the member rows go with the user. Safe to call twice."""
