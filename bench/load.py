@@ -57,10 +57,7 @@ def prepare() -> list[str]:
     tokens = []
     for m in range(50):
         member = actions.add_member(workspace, f"load{m}@x.test", role="editor")
-        rows = [
-            MemoryVersion(workspace=workspace, member=member, namespace="prefs", text="Note: " + " ".join(rng.choice(WORDS) for _ in range(12)), text_sha256="0" * 64, text_length=0)
-            for _ in range(300)
-        ]
+        rows = [MemoryVersion(workspace=workspace, member=member, namespace="prefs", text="Note: " + " ".join(rng.choice(WORDS) for _ in range(12)), text_length=0) for _ in range(300)]
         MemoryVersion.objects.bulk_create(rows)
         MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member)])
         for _ in range(4):

@@ -47,7 +47,6 @@ def main() -> None:
                 namespace=ASSISTANT_NAMESPACE if i < 50 else "bench",
                 key=f"k{i}",
                 text="bench note",
-                text_sha256="0" * 64,
                 text_length=10,
                 retention_anchor=now - timedelta(days=rng.choice((5, 45)), hours=rng.randint(0, 23)),
             )

@@ -79,7 +79,7 @@ def populate_member(member, workspace, count: int, rng: random.Random) -> None:
     from memoryapp.actions import index_entry
     from memoryapp.models import MemoryEmbedding, MemoryVersion
 
-    versions = [MemoryVersion(workspace=workspace, member=member, namespace=rng.choice(["prefs", "work", "travel"]), text=sentence(rng, i), text_sha256="0" * 64, text_length=0) for i in range(count)]
+    versions = [MemoryVersion(workspace=workspace, member=member, namespace=rng.choice(["prefs", "work", "travel"]), text=sentence(rng, i), text_length=0) for i in range(count)]
     MemoryVersion.objects.bulk_create(versions, batch_size=1000)
     MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member).only("id", "text")], batch_size=1000)
 
@@ -103,7 +103,7 @@ def populate_others(total: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_sha256, text_length,
+            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_hmac, text_length,
                 masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state, unreachable_reason)
             SELECT m.workspace_id, m.id, 'agent', 'ns' || (g %% 5), 'memory ' || g || ' about ' || (g %% 97) || ' shipping seats',
                 md5(g::text) || md5(g::text), 40, '[]', '', '', 1, now() - make_interval(secs => g), now() - make_interval(secs => g),

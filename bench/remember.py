@@ -67,7 +67,7 @@ def main() -> None:
         return
     # A member with 5,000 stored versions (bulk-inserted, same shape as the write path).
     MemoryVersion.objects.filter(member=member).delete()
-    versions = [MemoryVersion(workspace=workspace, member=member, namespace="bench", text=f"Memory {i} about shipping and seats", text_sha256="0" * 64, text_length=30) for i in range(5000)]
+    versions = [MemoryVersion(workspace=workspace, member=member, namespace="bench", text=f"Memory {i} about shipping and seats", text_length=30) for i in range(5000)]
     MemoryVersion.objects.bulk_create(versions, batch_size=1000)
     MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member)], batch_size=1000)
     print(summary("list (limit 20) at 5,000 versions", timed(lambda: logged_list(gates.admit(token, "list", {}), surface="rest"), args.n)))

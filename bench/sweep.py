@@ -47,7 +47,7 @@ def plant(workspace_id: int, member_ids: list[int], per_member: int, total: int)
             cursor.execute(
                 """
                 INSERT INTO memoryapp_memoryversion
-                    (workspace_id, member_id, credential_id, source, namespace, key, text, text_sha256, text_length,
+                    (workspace_id, member_id, credential_id, source, namespace, key, text, text_hmac, text_length,
                      masked_kinds, kind, details, collection_id, version, valid_from, valid_to, created_at,
                      retention_anchor, state, expired_at, unreachable_at, unreachable_reason)
                 SELECT %s, %s, NULL, 'agent', 'bench', NULL, 'benchmark note number ' || g, md5(g::text) || md5(g::text), 30,
@@ -62,7 +62,7 @@ def plant(workspace_id: int, member_ids: list[int], per_member: int, total: int)
         cursor.execute(
             """
             INSERT INTO memoryapp_citation (memory_id, position, passage_id, document_id, document_version_id, sha256)
-            SELECT id, 0, id, 1, 1, text_sha256 FROM memoryapp_memoryversion WHERE workspace_id = %s
+            SELECT id, 0, id, 1, 1, text_hmac FROM memoryapp_memoryversion WHERE workspace_id = %s
             """,
             [workspace_id],
         )

@@ -67,14 +67,20 @@ def add_member(workspace: Workspace, email: str, *, role: str, password: str | N
     user = ensure_user(email, password)
     member, created = Member.objects.get_or_create(workspace=workspace, user=user, defaults={"role": role})
     if not created:
+        member = Member.objects.select_for_update().get(pk=member.pk)
         if member.is_active:
             raise ApiError(409, "ALREADY_MEMBER", "This user is already a member of the workspace.")
+        # A new membership period on the same row: nothing issued before it opens it (the
+        # credentials were revoked at removal; any left over are revoked here, and the gate and
+        # `Member.opens_for` compare what remains with `joined_at`).
         member.left_at = None
         member.role = role
         member.remember_me = True
         member.joined_at = timezone.now()
+        member.period += 1
         member.save()
-    audit("member.added", workspace=workspace, actor=actor, target=f"member #{member.pk}", changes={"role": role})
+        _revoke_credentials_of(member, at=member.joined_at, actor=actor, reason="issued in an earlier membership period")
+    audit("member.added", workspace=workspace, actor=actor, target=f"member #{member.pk}", changes={"role": role, "period": member.period})
     return member
 
 
@@ -98,17 +104,64 @@ def change_role(member: Member, role: str, *, actor: Actor) -> Member:
     return member
 
 
+def _revoke_credentials_of(member: Member, *, at: datetime, actor: Actor, reason: str) -> int:
+    """Revoke every credential of the membership not yet revoked, one audit event each (as a
+    member's own revocation writes), inside the caller's transaction."""
+    revoked = 0
+    for credential in Credential.objects.select_for_update().filter(member=member, revoked_at__isnull=True).order_by("id"):
+        credential.revoked_at = at
+        credential.save(update_fields=["revoked_at"])
+        audit("credential.revoked", workspace=member.workspace, actor=actor, target=f"credential {credential.prefix}", reason=reason)
+        revoked += 1
+    return revoked
+
+
+def _end_membership(member: Member, *, actor: Actor, reason: str = "") -> Member:
+    member.left_at = timezone.now()
+    member.save(update_fields=["left_at"])
+    revoked = _revoke_credentials_of(member, at=member.left_at, actor=actor, reason="membership ended" + (f": {reason}" if reason else ""))
+    signals.member_removed.send(sender=Member, member=member)
+    audit("member.removed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"role": member.role, "credentialsRevoked": revoked}, reason=reason)
+    return member
+
+
 @transaction.atomic
 def remove_member(member: Member, *, actor: Actor) -> None:
-    """The membership ends: its credentials stop at once (the gate checks membership), and what
-    other apps keep about the member goes with it (`signals.member_removed`)."""
+    """The membership ends: every credential of it is revoked in this transaction (the gate also
+    checks membership), and what other apps keep about the member goes with it
+    (`signals.member_removed`)."""
     member = Member.objects.select_for_update().get(pk=member.pk)
     if member.role == Role.OWNER.label and _owners_left(member.workspace, member) == 0:
         raise ApiError(409, "LAST_OWNER", "A workspace keeps at least one owner.")
-    member.left_at = timezone.now()
-    member.save(update_fields=["left_at"])
-    signals.member_removed.send(sender=Member, member=member)
-    audit("member.removed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"role": member.role})
+    _end_membership(member, actor=actor)
+
+
+def end_memberships_of_deleted_user(user: AbstractBaseUser, *, actor: Actor = None) -> int:
+    """Before a user row goes (`user.delete()` or a queryset delete, from any code or shell: a
+    `pre_delete` receiver calls this; the admin refuses to delete a member's account): every
+    active membership ends as a removal does, the last owner's too
+    (the account is going; a platform admin adds another owner), every personal token is revoked,
+    and every app erases what it keeps about each membership now (`signals.member_deleting`),
+    with receipts, because the member rows go with the user. Safe to call twice."""
+    ended = 0
+    with transaction.atomic():
+        for member in Member.objects.select_for_update().filter(user=user, left_at__isnull=True).select_related("workspace").order_by("id"):
+            _end_membership(member, actor=actor, reason="user deleted")
+            ended += 1
+        for token in PersonalToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True).order_by("id"):
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit("personal_token.revoked", workspace=None, actor=actor, target=f"personal token {token.prefix}", changes={"userId": user.pk}, reason="user deleted")
+    for member in Member.objects.filter(user=user).select_related("workspace").order_by("id"):
+        signals.member_deleting.send(sender=Member, member=member, actor=actor)
+    return ended
+
+
+def on_user_deleting(sender: type, instance: AbstractBaseUser, **kwargs: Any) -> None:
+    """`pre_delete` receiver for the user model (connected in `GovernanceConfig.ready()`): a
+    user deleted by any path ends their memberships first. Audit events name no actor here: the
+    row they would point to is being deleted."""
+    end_memberships_of_deleted_user(instance, actor=None)
 
 
 @transaction.atomic
@@ -121,6 +174,23 @@ def set_remember_me(member: Member, enabled: bool) -> Member:
     member.remember_me = enabled
     audit("member.remember_me", workspace=member.workspace, actor=member.user, target=f"member #{member.pk}", changes={"rememberMe": enabled})
     return member
+
+
+# --- accounts --------------------------------------------------------------------------------------
+#: Audit events about a person's account that the person sees (Settings → Agent access).
+ADMIN_SET_PASSWORD = "account.password_set_by_admin"
+ACCOUNT_NOTICES = (ADMIN_SET_PASSWORD,)
+
+
+def account_target(user: AbstractBaseUser) -> str:
+    return f"user #{user.pk}"
+
+
+def record_password_set_by_admin(user: AbstractBaseUser, *, actor: Actor, reason: str = "") -> None:
+    """An administrator set (or disabled) the account's password: recorded for the account's
+    owner to see, whether or not they are a member yet (an account an admin prepared may join a
+    workspace later). Written in the transaction that changed the password."""
+    audit(ADMIN_SET_PASSWORD, workspace=None, actor=actor, target=account_target(user), changes={"userId": user.pk, "usablePassword": user.has_usable_password()}, reason=reason)
 
 
 # --- ask-history settings ----------------------------------------------------------------------

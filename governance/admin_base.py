@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.exceptions import DisallowedModelAdminLookup
@@ -300,6 +301,15 @@ class ContentGuardMixin:
 
     def check(self, **kwargs):
         return [*super().check(**kwargs), *content_config_errors(self)]
+
+
+# --- the audited step -----------------------------------------------------------------------------
+def audited_step_allowed(user: Any) -> bool:
+    """Whether `user` may take the audited step (SPEC §10): read one memory's content, or act on a
+    member's account (set its password). Only when the deployment allows it
+    (`ADMIN_MAY_VIEW_MEMORY_CONTENT`), only for an active superuser, and each use asks for a reason
+    and writes an audit event."""
+    return bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT) and bool(getattr(user, "is_superuser", False)) and bool(getattr(user, "is_active", False))
 
 
 # --- the base admin --------------------------------------------------------------------------

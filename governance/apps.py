@@ -6,4 +6,13 @@ class GovernanceConfig(AppConfig):
     verbose_name = "Governance"
 
     def ready(self) -> None:
-        from governance import content  # noqa: F401  (registers the content-declaration check)
+        from django.conf import settings
+        from django.contrib.auth.signals import user_logged_in
+        from django.db.models.signals import pre_delete
+
+        from governance import actions, auth, content  # noqa: F401  (content: registers the content-declaration check)
+
+        # A session remembers when it logged in, so a re-added membership can refuse older ones.
+        user_logged_in.connect(auth.record_login_time, dispatch_uid="governance.record_login_time")
+        # A user deleted by any path ends their memberships first (receipts, revoked credentials).
+        pre_delete.connect(actions.on_user_deleting, sender=settings.AUTH_USER_MODEL, dispatch_uid="governance.user_deleting")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
+from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
@@ -13,6 +15,7 @@ from governance.models import Credential, Member, PersonalToken
 PERSONAL_TOKEN_KIND = "gpt"
 CREDENTIAL_TOKEN_KIND = "gam"
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
+SESSION_AUTHENTICATED_AT = "governance.authenticated_at"
 
 
 class PersonalTokenAuthentication(authentication.BaseAuthentication):
@@ -39,12 +42,55 @@ class PersonalTokenAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
-def active_membership(user: object, workspace_id: int) -> Member | None:
+def is_member_account(user: object) -> bool:
+    """Whether the account is or was a workspace member's: its password, login and API access are
+    the member's, and no admin path sets them outside the audited step (SPEC §10). A removed
+    member counts: re-added, a password the admin knew would open their next period."""
+    return getattr(user, "pk", None) is not None and Member.objects.filter(user_id=user.pk).exists()
+
+
+class MembershipRestarted(Exception):
+    """The caller is an active member, but authenticated with a personal token or session issued
+    before their current membership period began (they were removed and re-added since): the
+    workspace API answers 401, a page asks for a new login."""
+
+    def __init__(self, member: Member):
+        super().__init__(f"credential predates membership period {member.period} of member #{member.pk}")
+        self.member = member
+
+
+def record_login_time(sender: type, request: HttpRequest, user: object, **kwargs: Any) -> None:
+    """`user_logged_in` receiver: the session remembers when it logged in (`Member.opens_for`)."""
+    if request is not None and hasattr(request, "session"):
+        request.session[SESSION_AUTHENTICATED_AT] = timezone.now().isoformat()
+
+
+def credential_issued_at(request: HttpRequest) -> datetime | None:
+    """When what the request authenticates with was issued: a personal token's creation, else the
+    session's login (None for a session from before login times were recorded)."""
+    auth = getattr(request, "auth", None)
+    if isinstance(auth, PersonalToken):
+        return auth.created_at
+    session = getattr(request, "session", None)
+    stamp = session.get(SESSION_AUTHENTICATED_AT) if session is not None else None
+    try:
+        return datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        return None
+
+
+def active_membership(request: HttpRequest, workspace_id: int) -> Member | None:
     """The caller's active membership of the workspace, with what every page and workspace API
-    handler reads, or None: a workspace you do not belong to looks like one that does not exist."""
+    handler reads, or None: a workspace you do not belong to looks like one that does not exist.
+    Raises `MembershipRestarted` when the caller's token or session is older than the current
+    membership period."""
+    user = getattr(request, "user", None)
     if not getattr(user, "is_authenticated", False):
         return None
-    return Member.objects.select_related("workspace", "workspace__ask_history", "user").filter(workspace_id=workspace_id, user=user, left_at__isnull=True).first()
+    member = Member.objects.select_related("workspace", "workspace__ask_history", "user").filter(workspace_id=workspace_id, user=user, left_at__isnull=True).first()
+    if member is not None and not member.opens_for(credential_issued_at(request)):
+        raise MembershipRestarted(member)
+    return member
 
 
 def find_credential(raw_token: str | None) -> Credential | None:

@@ -1,28 +1,52 @@
 """Which stored fields are memory content, declared once on the models that hold them.
 
-A model that stores memory content (or anything computed from it) declares three class
+A model that stores memory content (or anything computed from it) declares four class
 attributes, and every concrete field must be in exactly one of them:
 
 - `content_fields`: the content itself (text, details, kind, BM25 terms, vectors, conversation
   messages). Never displayed, exported, looked up, searched, filtered or ordered on by the admin.
-- `content_digests`: computed from the content (sizes, hashes, detected kinds). The admin may show
-  them as metadata (SPEC §10), but never looks up, searches, filters or orders on them: a filter
-  `text_sha256=<hash of a guess>` or `text_length=<n>` would confirm a guess one row at a time.
+- `content_digests`: measures of the content (sizes, counts, detected kinds). The admin may show
+  them as metadata (SPEC §10 allows sizes), but never looks up, searches, filters or orders on
+  them: a filter `text_length=<n>` would confirm a guess one row at a time. Never a hash: an
+  unkeyed hash lets anyone with a guess confirm it offline (`sha256(guess)` against an export),
+  so it is content, and the system check refuses a hash-like name here (governance.E003).
+- `keyed_digests`: digests of the content under a server key (`member_digest`): shown like the
+  measures, never queried. Without the key nobody can compute one for a guess, and the key is
+  derived per workspace and member, so equal texts of two members never show equal digests.
 - `metadata_fields`: everything else (ids, dates, states, namespace and key).
 
 The system check below refuses a model whose fields are not all classified, so a field added
 later cannot be forgotten; the admin base (`governance.admin_base`) reads these declarations to
 deny every path that reaches a content-derived field, through any relation.
+
+Digests of content shown to anyone but the member are keyed (SPEC §8.2): `member_digest` is the
+one way they are made. The key is `settings.CONTENT_DIGEST_KEY` (kept in var/ like the receipt
+signing key, or from the environment); HKDF-SHA256 derives from it one key per (workspace,
+member), and the digest is HMAC-SHA256 of the UTF-8 text under that key. Why per member and not
+per workspace: with one key per workspace, two members who stored the same sentence would show
+the same digest, and whoever knows one of them (their own test account, a member who told them)
+would learn the other's. The member's own export keeps the plain SHA-256 (it is theirs).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import re
+from functools import lru_cache
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.apps import apps
+from django.conf import settings
 from django.core import checks
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Model
 
-DECLARATIONS = ("content_fields", "content_digests", "metadata_fields")
+DECLARATIONS = ("content_fields", "content_digests", "keyed_digests", "metadata_fields")
+#: A name that says "hash": never a plain measure of content (governance.E003).
+_HASH_NAME = re.compile(r"sha|md5|hash|digest|hmac|blake|fingerprint|checksum|crc", re.IGNORECASE)
 
 
 def declares_content(model: type[Model]) -> bool:
@@ -36,7 +60,7 @@ def content_fields(model: type[Model]) -> frozenset[str]:
 
 def content_derived_fields(model: type[Model]) -> frozenset[str]:
     """Fields the admin never looks up, searches, filters or orders on."""
-    return frozenset(getattr(model, "content_fields", ())) | frozenset(getattr(model, "content_digests", ()))
+    return frozenset(getattr(model, "content_fields", ())) | frozenset(getattr(model, "content_digests", ())) | frozenset(getattr(model, "keyed_digests", ()))
 
 
 def _field_names(model: type[Model], name: str) -> set[str]:
@@ -79,25 +103,57 @@ def _path_reaches(model: type[Model], path: str, hit) -> bool:
     return False
 
 
+def declaration_errors(model: type[Model]) -> list[checks.CheckMessage]:
+    """What is wrong with a model's content declarations (empty when it declares none)."""
+    if not declares_content(model):
+        return []
+    errors: list[checks.CheckMessage] = []
+    concrete = {field.name for field in model._meta.concrete_fields}
+    declared = [set(getattr(model, name, ())) for name in DECLARATIONS]
+    for name in sorted(concrete):
+        count = sum(name in group for group in declared)
+        if count != 1:
+            errors.append(
+                checks.Error(
+                    f"{model._meta.label}.{name} is {'not classified' if count == 0 else 'classified twice'} as content, content digest, keyed digest or metadata.",
+                    hint="Add it to exactly one of content_fields, content_digests, keyed_digests, metadata_fields on the model (governance/content.py).",
+                    obj=model,
+                    id="governance.E001",
+                )
+            )
+    for name in sorted(set().union(*declared) - concrete):
+        errors.append(checks.Error(f"{model._meta.label} declares {name!r}, which is not one of its fields.", obj=model, id="governance.E002"))
+    for name in sorted(set(getattr(model, "content_digests", ())) & concrete):
+        if _HASH_NAME.search(name):
+            errors.append(
+                checks.Error(
+                    f"{model._meta.label}.{name} looks like an unkeyed hash of content, declared as a digest the admin may show.",
+                    hint="A plain hash confirms a guess offline: compute it with governance.content.member_digest and declare it in keyed_digests, or declare it content (SPEC §8.2).",
+                    obj=model,
+                    id="governance.E003",
+                )
+            )
+    return errors
+
+
 @checks.register(checks.Tags.models)
 def check_content_declarations(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
-    errors: list[checks.CheckMessage] = []
-    for model in apps.get_models():
-        if not declares_content(model):
-            continue
-        concrete = {field.name for field in model._meta.concrete_fields}
-        declared = [set(getattr(model, name, ())) for name in DECLARATIONS]
-        for name in sorted(concrete):
-            count = sum(name in group for group in declared)
-            if count != 1:
-                errors.append(
-                    checks.Error(
-                        f"{model._meta.label}.{name} is {'not classified' if count == 0 else 'classified twice'} as content, content digest or metadata.",
-                        hint="Add it to exactly one of content_fields, content_digests, metadata_fields on the model (governance/content.py).",
-                        obj=model,
-                        id="governance.E001",
-                    )
-                )
-        for name in sorted(set().union(*declared) - concrete):
-            errors.append(checks.Error(f"{model._meta.label} declares {name!r}, which is not one of its fields.", obj=model, id="governance.E002"))
-    return errors
+    return [error for model in apps.get_models() for error in declaration_errors(model)]
+
+
+# --- keyed digests (SPEC §8.2) -----------------------------------------------------------------
+@lru_cache(maxsize=4096)
+def _derived_key(server_key: str, scope: str) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=f"governed-agent-memory/content-digest/v1/{scope}".encode()).derive(base64.b64decode(server_key))
+
+
+def keyed_digest(text: str, scope: str) -> str:
+    """HMAC-SHA256 of `text` under the key HKDF derives for `scope` from the server key."""
+    return hmac.new(_derived_key(settings.CONTENT_DIGEST_KEY, scope), text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def member_digest(text: str, *, workspace_id: int, member_id: int) -> str:
+    """The digest of a member's content that anyone but the member may see: equal for the same
+    member's equal texts, unrelated across members and workspaces, and no guess can be checked
+    against it without the server key."""
+    return keyed_digest(text, f"workspace/{workspace_id}/member/{member_id}")

@@ -8,6 +8,7 @@ finds it gone) and the cascade then erases them with a receipt.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -50,14 +51,19 @@ class AskHistorySettings(models.Model):
 
 
 class Member(models.Model):
-    """A user's membership in one workspace. Removal is recorded (left_at), never a silent delete."""
+    """A user's membership in one workspace. Removal is recorded (left_at), never a silent delete.
+
+    Re-adding a removed member starts a new membership period on the same row (`period` + 1,
+    `joined_at` = the re-add): the memories of the earlier period were erased with it, and nothing
+    issued before the period began opens it again (`issued_in_period`, `opens_for`)."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="members")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=ROLE_CHOICES, default=Role.VIEWER.label)
     remember_me = models.BooleanField(default=True, help_text='"Let the assistant remember me".')
-    joined_at = models.DateTimeField(default=timezone.now)
+    joined_at = models.DateTimeField(default=timezone.now, help_text="When the current membership period began.")
     left_at = models.DateTimeField(null=True, blank=True)
+    period = models.PositiveIntegerField(default=1, help_text="1 for the first membership; +1 each time a removed member is re-added.")
 
     class Meta:
         ordering = ["id"]
@@ -73,6 +79,20 @@ class Member(models.Model):
 
     def has_perm(self, permission: str) -> bool:
         return self.is_active and role_has(self.role, permission)
+
+    def issued_in_period(self, issued_at: datetime) -> bool:
+        """Whether something issued at `issued_at` belongs to the current membership period. An
+        agent credential is created by an active member, so one of the first period always does;
+        one created before a re-add never does, revoked or not."""
+        return issued_at >= self.joined_at
+
+    def opens_for(self, issued_at: datetime | None) -> bool:
+        """Whether a personal API token or browser session issued at `issued_at` (None: unknown,
+        a session from before login times were recorded) opens this membership. Both belong to
+        the user, not to one membership, so a first membership opens to them whenever they were
+        issued (joining a workspace needs no new login); a re-added one only to those issued
+        after the re-add: what someone held while the member was out does not come back to life."""
+        return self.is_active and (self.period == 1 or (issued_at is not None and self.issued_in_period(issued_at)))
 
 
 class Collection(models.Model):

@@ -13,6 +13,11 @@ from django.dispatch import Signal
 #: Inside the transaction that ends a membership. kwargs: member.
 member_removed = Signal()
 
+#: Before a member row goes with its deleted user, outside the membership's own transaction (which
+#: has ended it and sent `member_removed`). kwargs: member, actor. Receivers erase (not just mark)
+#: what depends on the member now: the row and everything cascading from it go right after.
+member_deleting = Signal()
+
 #: Inside the transaction that deletes documents, before their rows go. kwargs: workspace_id,
 #: document_ids, and collection_id when the whole collection goes (else None).
 documents_deleting = Signal()

@@ -20,7 +20,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from governance.actions import audit
-from governance.admin_base import GovernedAdmin, ReasonForm
+from governance.admin_base import GovernedAdmin, ReasonForm, audited_step_allowed
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
 from governance.content import content_fields
 from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RememberHit
@@ -29,7 +29,7 @@ CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
 
 
 def may_view_content(user) -> bool:
-    return bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT) and bool(getattr(user, "is_superuser", False)) and user.is_active
+    return audited_step_allowed(user)
 
 
 @admin.register(MemoryVersion)
@@ -45,7 +45,7 @@ class MemoryVersionAdmin(GovernedAdmin):
         "state",
         "is_current",
         "text_length",
-        "sha256_short",
+        "digest_short",
         "created_at",
         "retention_anchor",
         "pending_erasure",
@@ -68,7 +68,7 @@ class MemoryVersionAdmin(GovernedAdmin):
         "key",
         "version",
         "text_length",
-        "text_sha256",
+        "text_hmac",
         "masked_kinds",
         "has_details",
         "collection_id",
@@ -94,7 +94,7 @@ class MemoryVersionAdmin(GovernedAdmin):
         ("key", "key"),
         ("version", "version"),
         ("text_length", "text_length"),
-        ("text_sha256", "text_sha256"),
+        ("text_hmac", "text_hmac"),
         ("masked_kinds", lambda v: " ".join(v.masked_kinds or [])),
         ("collection_id", "collection_id"),
         ("valid_from", "valid_from"),
@@ -129,9 +129,10 @@ class MemoryVersionAdmin(GovernedAdmin):
     def pending_erasure(self, obj: MemoryVersion) -> bool:
         return obj.unreachable_at is not None
 
-    @admin.display(description="sha-256")
-    def sha256_short(self, obj: MemoryVersion) -> str:
-        return obj.text_sha256[:12]
+    @admin.display(description="keyed digest")
+    def digest_short(self, obj: MemoryVersion) -> str:
+        # HMAC under the member's derived key (governance.content.member_digest), never a plain hash.
+        return obj.text_hmac[:12]
 
     @admin.display(description="details", boolean=True)
     def has_details(self, obj: MemoryVersion) -> bool:

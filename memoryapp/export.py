@@ -13,6 +13,7 @@ memory citing a source the member can no longer read is not shown to them anywhe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -172,7 +173,9 @@ def _memory_json(version: MemoryVersion, citations: list[CheckedCitation], ask_h
             for c in citations
         ],
         "masked": list(version.masked_kinds or []),
-        "textSha256": version.text_sha256,
+        # The plain SHA-256 is the member's own: computed here, from their text, never stored (the
+        # admin sees a keyed digest instead, governance.content.member_digest).
+        "textSha256": hashlib.sha256(version.text.encode("utf-8")).hexdigest(),
         "validFrom": iso(version.valid_from),
         "validTo": iso(version.valid_to),
         "createdAt": iso(version.created_at),

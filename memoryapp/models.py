@@ -7,12 +7,11 @@ most one current version per key, whatever the concurrency.
 
 from __future__ import annotations
 
-import hashlib
-
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from governance.content import member_digest
 from governance.models import Credential, Member, Workspace
 
 ASSISTANT_NAMESPACE = "assistant"
@@ -40,7 +39,8 @@ class MemoryVersion(models.Model):
     # What the admin may touch (governance/content.py): content is never shown or queried,
     # digests are shown but never queried, metadata is both.
     content_fields = frozenset({"text", "details", "kind"})
-    content_digests = frozenset({"text_sha256", "text_length", "masked_kinds"})
+    content_digests = frozenset({"text_length", "masked_kinds"})
+    keyed_digests = frozenset({"text_hmac"})
     metadata_fields = frozenset(
         {
             "id",
@@ -70,7 +70,10 @@ class MemoryVersion(models.Model):
     namespace = models.CharField(max_length=64)
     key = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 -- SPEC: a memory without a key is NULL, not "" (keys are unique per namespace when set)
     text = models.TextField(help_text="Masked text; the original is never stored.")
-    text_sha256 = models.CharField(max_length=64, editable=False)
+    # Keyed per workspace and member (governance.content.member_digest), never a plain hash: the
+    # admin shows it, and a plain SHA-256 would confirm a guessed text offline (SPEC §8.2). The
+    # member's own export computes the plain SHA-256 from the text instead.
+    text_hmac = models.CharField(max_length=64, editable=False, default="")
     text_length = models.PositiveIntegerField(editable=False)
     masked_kinds = models.JSONField(default=list, blank=True)
     kind = models.CharField(max_length=64, blank=True)
@@ -119,7 +122,7 @@ class MemoryVersion(models.Model):
         return f"memory version #{self.pk}"
 
     def save(self, *args, **kwargs):
-        self.text_sha256 = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        self.text_hmac = member_digest(self.text, workspace_id=self.workspace_id, member_id=self.member_id)
         self.text_length = len(self.text)
         super().save(*args, **kwargs)
 

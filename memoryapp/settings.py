@@ -71,6 +71,27 @@ def _receipt_signing_key() -> str:
 
 
 RECEIPT_SIGNING_KEY = _receipt_signing_key()
+
+
+def _content_digest_key() -> str:
+    """The server key under which digests of memory content are computed for everyone but the
+    member (SPEC §8.2: keyed, never a plain hash; governance/content.py derives one key per
+    workspace and member from it): base64 of at least 32 random bytes. Embedded default:
+    generated once and kept in var/ like the receipt signing key. Changing it changes the digests
+    of memories written afterwards; nothing else depends on it."""
+    configured = env_str("CONTENT_DIGEST_KEY")
+    if configured:
+        try:
+            raw = base64.b64decode(configured, validate=True)
+        except ValueError:
+            raise ImproperlyConfigured("CONTENT_DIGEST_KEY must be base64 (for example: openssl rand -base64 32)") from None
+        if len(raw) < 32:
+            raise ImproperlyConfigured("CONTENT_DIGEST_KEY must decode to at least 32 bytes")
+        return configured
+    return _kept_in_var("content_digest_key", lambda: base64.b64encode(secrets.token_bytes(32)).decode())
+
+
+CONTENT_DIGEST_KEY = _content_digest_key()
 # Retired public keys (base64 raw 32 bytes or PEM, comma-separated) still accepted when receipts
 # signed before a key rotation are verified.
 RECEIPT_VERIFY_KEYS = env_list("RECEIPT_VERIFY_KEYS", [])

@@ -19,7 +19,6 @@ content: it is logged and stored as a reason code.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -30,6 +29,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from governance.content import keyed_digest
 from memoryapp.models import MEMORY_KINDS
 
 log = logging.getLogger(__name__)
@@ -84,13 +84,15 @@ _STOPWORDS = {"a", "an", "the", "my", "our", "your", "is", "are", "was", "be", "
 
 def topic_from(text: str, *, prefix: str = "", fallback: str = "note") -> str:
     """English snake_case from the first meaningful ASCII words; non-ASCII text gets a stable
-    short hash, so the same subject always maps to the same topic (and updates it)."""
+    short digest, so the same subject always maps to the same topic (and updates it). The digest
+    is keyed by the server (SPEC §8.2): the topic is a key the admin sees, and a plain hash of a
+    short subject would let anyone confirm a guessed one offline."""
     words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS]
     ascii_share = sum(1 for ch in text if ord(ch) < 128 and not ch.isspace()) / max(1, sum(1 for ch in text if not ch.isspace()))
     if words and ascii_share > 0.6:
         topic = prefix + "_".join(words[:5])
     else:
-        topic = f"{fallback}_{hashlib.sha256(text.strip().encode('utf-8')).hexdigest()[:8]}"
+        topic = f"{fallback}_{keyed_digest(text.strip(), 'offline-model/topic')[:8]}"
     if not topic[0].isalpha():
         topic = f"{fallback}_{topic}"
     return topic[:120].rstrip("_")

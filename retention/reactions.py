@@ -23,6 +23,14 @@ def erase_memories_of_removed_member(sender: type, *, member: Member, **kwargs: 
     cascades.schedule_erase(member.workspace_id)
 
 
+def erase_memories_of_deleted_member(sender: type, *, member: Member, actor: Actor, **kwargs: Any) -> int:
+    """Now, not on commit: the member row (and every memory version cascading from it) goes with
+    its user right after; the receipts, which hold no content, outlive both."""
+    with transaction.atomic():
+        cascades.mark_unreachable(MemoryVersion.objects.filter(member=member), Operation.MEMBER_REMOVAL)
+    return cascades.erase_unreachable(member.workspace_id, actor_label=actor_label(actor))
+
+
 def erase_memories_depending_on_documents(sender: type, *, workspace_id: int, document_ids: list[int], collection_id: int | None = None, **kwargs: Any) -> None:
     if collection_id is None:
         dependents, cause = cascades.dependents_of_documents(workspace_id, document_ids), Operation.CASCADE_DOCUMENT
@@ -46,6 +54,7 @@ def erase_memories_of_deleted_workspace(sender: type, *, workspace: Workspace, a
 
 def connect() -> None:
     signals.member_removed.connect(erase_memories_of_removed_member, dispatch_uid="retention.member_removed")
+    signals.member_deleting.connect(erase_memories_of_deleted_member, dispatch_uid="retention.member_deleting")
     signals.documents_deleting.connect(erase_memories_depending_on_documents, dispatch_uid="retention.documents_deleting")
     signals.history_stopped.connect(erase_memories_of_non_retaining_workspace, dispatch_uid="retention.history_stopped")
     signals.workspace_deleting.connect(erase_memories_of_deleted_workspace, dispatch_uid="retention.workspace_deleting")

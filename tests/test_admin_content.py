@@ -49,7 +49,7 @@ def test_no_change_list_change_page_history_or_delete_page_shows_memory_content(
 def test_memory_version_pages_show_metadata_instead(memories, staff):
     version = memories.agent_version
     page = body_of(browser(staff.superuser).get(admin_url(MemoryVersion, "change", version.pk)))
-    assert version.text_sha256 in page and str(version.text_length) in page and "umbrella" in page
+    assert version.text_hmac in page and str(version.text_length) in page and "umbrella" in page
     assert "passage 1" in page  # citations as ids and hashes
 
 
@@ -79,9 +79,9 @@ def test_every_csv_export_is_free_of_content_and_the_memory_export_carries_metad
     assert exported >= 4
     csv = body_of(client.get(admin_url(MemoryVersion, "export_csv")))
     header = csv.splitlines()[0].split(",")
-    assert {"id", "namespace", "key", "text_length", "text_sha256", "created_at", "state"} <= set(header)
+    assert {"id", "namespace", "key", "text_length", "text_hmac", "created_at", "state"} <= set(header)
     assert "text" not in header and "details" not in header
-    assert memories.agent_version.text_sha256 in csv
+    assert memories.agent_version.text_hmac in csv
 
 
 def test_the_export_follows_the_filters_of_the_change_list(world, memories, staff):

@@ -2,7 +2,7 @@
 
 An auditor who cannot read a memory must not be able to confirm a guess about it either: a
 changelist's row count (or row order) that depends on memory content would let them rebuild the
-text one character at a time (`?terms__regex=^a`, `?text_sha256=<hash of a guess>`).
+text one character at a time (`?terms__regex=^a`, `?text_hmac=<a digest copied from another row>`).
 
 The proof enumerates every registered ModelAdmin × every field path (own fields, and one hop
 through every forward and reverse relation) × the lookup types, plus every search and every
@@ -211,7 +211,7 @@ def test_the_probes_would_catch_an_admin_that_let_content_through(world, staff, 
         (MemoryVersion, {"text__icontains": "apricot"}),
         (MemoryVersion, {"details__startswith": "Detail"}),
         (MemoryVersion, {"kind": "preference"}),
-        (MemoryVersion, {"text_sha256": hashlib.sha256(SECRET_TEXT.encode()).hexdigest()}),
+        (MemoryVersion, {"text_hmac": hashlib.sha256(SECRET_TEXT.encode()).hexdigest()}),
         (MemoryVersion, {"text_length__gt": "10"}),
         (MemoryVersion, {"masked_kinds__contains": "EMAIL"}),
         (MemoryVersion, {"embedding__terms__contains": MARKER}),

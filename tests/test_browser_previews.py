@@ -35,7 +35,6 @@ def plant(member, count: int, *, namespace: str, days_old: int) -> list[int]:
             namespace=namespace,
             key=f"{namespace}_{i}",
             text=f"planted note {i}",
-            text_sha256="0" * 64,
             text_length=14,
             created_at=anchor,
             valid_from=anchor,

@@ -200,7 +200,6 @@ def fill(member, count: int, batch: str = "a") -> None:
             version=1 + i // half,
             valid_to=now if i < half else None,
             text=f"Bulk memory {i} " + "x" * 200,
-            text_sha256="0" * 64,
             text_length=210,
         )
         for i in range(count)

@@ -267,7 +267,6 @@ def plant_expired(member, count: int, *, namespace: str = "bulk", days_old: int 
             member=member,
             namespace=namespace,
             text=f"bulk note {i}",
-            text_sha256="0" * 64,
             text_length=11,
             created_at=anchor + timedelta(seconds=i),
             valid_from=anchor,

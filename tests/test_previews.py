@@ -79,7 +79,6 @@ def build(spec: dict, now) -> Generated:
                     namespace=namespace,
                     key=f"k{index}",
                     text=fake.sentence(),
-                    text_sha256="0" * 64,
                     text_length=10,
                     version=v + 1,
                     valid_from=anchor,

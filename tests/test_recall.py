@@ -4,7 +4,6 @@ arithmetic, ties, the 300-candidate window and member isolation."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 from datetime import timedelta
@@ -408,7 +407,6 @@ def test_only_the_newest_300_candidates_are_considered(agent, world):
                 member=world.editor,
                 namespace="bulk",
                 text=text,
-                text_sha256=hashlib.sha256(text.encode()).hexdigest(),
                 text_length=len(text),
                 valid_from=stamp,
                 created_at=stamp,

@@ -112,7 +112,6 @@ def _plant_versions(member: Member, count: int) -> None:
                 valid_to=now if (not assistant and i % 2 == 0) else None,
                 source="manual" if assistant else "agent",
                 text=f"planted {i}",
-                text_sha256="0" * 64,
                 text_length=9,
             )
         )

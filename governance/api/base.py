@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
-from governance.auth import active_membership
+from governance.auth import MembershipRestarted, active_membership
 from governance.models import Member, Workspace
 from memoryapp.errors import ApiError, not_found, validation_error
 
@@ -33,7 +33,15 @@ class WorkspaceAPIView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication first: anonymous → 401
-        member = active_membership(request.user, kwargs["ws_id"])  # an int: the URLconf's id converter
+        try:
+            member = active_membership(request, kwargs["ws_id"])  # an int: the URLconf's id converter
+        except MembershipRestarted:
+            raise ApiError(
+                401,
+                "UNAUTHENTICATED",
+                "This token or session was issued before your current membership of the workspace began: log in again or issue a new personal token.",
+                {"reason": "membership_restarted"},
+            ) from None
         if member is None:
             raise not_found("workspace")
         self.member = member

@@ -18,7 +18,8 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from governance.models import Collection, Credential, Member
+from governance.actions import ACCOUNT_NOTICES, account_target
+from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
 from memoryapp import access_log
 from memoryapp.errors import ApiError
@@ -236,6 +237,14 @@ def credential_rows(member: Member) -> list[dict[str, Any]]:
         disabled_scopes = [s for s in credential.scopes if s in ("memory:read", "memory:write") and not scope_allowed_for_role(s, member.role)]
         rows.append({"credential": credential, "status": status, "status_label": status_label, "disabled_scopes": disabled_scopes})
     return rows
+
+
+def account_notices(user: AbstractBaseUser, limit: int = 20) -> list[dict[str, Any]]:
+    """What administrators did to the person's account (SPEC §10: "a member sees when it was
+    used"), newest first: the audited password step, or a password set when an admin created the
+    account. Shown on every workspace's Agent access page: the account is the person's."""
+    events = AuditEvent.objects.filter(action__in=ACCOUNT_NOTICES, target=account_target(user)).order_by("-created_at", "-id")[:limit]
+    return [{"at": event.created_at, "reason": event.reason} for event in events]
 
 
 # --- Settings → Ask history (owner) ------------------------------------------------------------------

@@ -26,7 +26,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, QuerySet, Sum
@@ -40,7 +42,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from governance import actions as governance_actions
-from governance.auth import active_membership
+from governance.auth import MembershipRestarted, active_membership
 from governance.models import Credential, Member
 from memoryapp import access_log, actions, assistant
 from memoryapp.errors import ApiError
@@ -63,20 +65,33 @@ USAGE_PAGE_SIZE = 50
 
 # --- the one workspace resolver ----------------------------------------------------------------
 def resolve_member(request: HttpRequest, ws_id: int) -> Member:
-    member = active_membership(request.user, ws_id)
+    member = active_membership(request, ws_id)
     if member is None:
         raise Http404("No such workspace.")
     return member
 
 
+def log_in_again(request: HttpRequest) -> HttpResponse:
+    """The session predates the caller's current membership (they were removed and re-added):
+    it ends, and the login page brings them back here. Ending it (rather than only redirecting)
+    is what makes the login page ask: it sends a logged-in visitor straight on."""
+    logout(request)
+    messages.warning(request, _("You were added to this workspace again. Log in again to open it."))
+    return redirect_to_login(request.get_full_path())
+
+
 def member_page(permission: str | None = None) -> Callable:
-    """Logged in, an active member of the workspace (else 404), and holding `permission` (else 403)."""
+    """Logged in, an active member of the workspace (else 404; a session older than the current
+    membership period logs in again), and holding `permission` (else 403)."""
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)
         @login_required
         def wrapped(request: HttpRequest, ws_id: int, *args: Any, **kwargs: Any) -> HttpResponse:
-            member = resolve_member(request, ws_id)
+            try:
+                member = resolve_member(request, ws_id)
+            except MembershipRestarted:
+                return log_in_again(request)
             if permission and not member.has_perm(permission):
                 raise PermissionDenied
             request.member = member
@@ -359,6 +374,7 @@ def agent_access(request: HttpRequest, member: Member) -> HttpResponse:
             "scope_options": presenters.scope_options(member, form),
             "created": created,
             "credentials": presenters.credential_rows(member),
+            "account_notices": presenters.account_notices(member.user),
             "agent_memories_enabled": member.workspace.ask_history.agent_memories_enabled,
         },
         current="pages:agent-access",
