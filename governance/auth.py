@@ -105,7 +105,7 @@ def find_credential(raw_token: str | None) -> Credential | None:
     if prefix:
         row = (
             # Only what the gate reads: compiling a wider select_related cost more than the query.
-            Credential.objects.select_related("member", "workspace", "workspace__ask_history").filter(prefix=prefix).order_by().first()
+            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history").filter(prefix=prefix).order_by().first()
         )
     if not tokens.matches(raw_token, row.token_hash if row else None):
         return None

@@ -49,6 +49,15 @@ def test_removed_members_credentials_answer_401(world):
     assert agent.list().status_code == 401
 
 
+def test_a_deactivated_accounts_credentials_answer_401(world):
+    agent = make_agent(world.editor)
+    assert agent.list().status_code == 200
+    world.editor.user.is_active = False  # the admin's "Active" box, unticked
+    world.editor.user.save(update_fields=["is_active"])
+    assert error_code(agent.list()) == "UNAUTHENTICATED"
+    assert error_code(agent.remember(namespace="n", text="hello")) == "UNAUTHENTICATED"
+
+
 def test_missing_scope_is_insufficient_scope(world):
     reader = make_agent(world.editor, scopes=["memory:read"])
     response = reader.remember(namespace="n", text="hello")
