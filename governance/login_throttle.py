@@ -10,21 +10,24 @@ attack", issue 22).
   attacker rotating addresses gets one guess per 5 s per connection; the real owner, from an
   address of their own, waits at most 5 s and is let in. The wait is decided before the password
   is checked, so it tells nothing about whether a password was right; a success clears both
-  counts. `memoryapp.middleware.LoginSlowdownMiddleware` imposes it before the log-in view runs:
-  outermost and asynchronous under ASGI, so a waiting attempt holds no thread (a sleeping view
-  would hold one of the few threads the process runs every synchronous view on, and a handful of
-  slowed attempts would stall every page).
+  counts. It is imposed before the log-in view runs: under ASGI by `memoryapp.middleware.
+  login_slowdown`, which wraps the whole ASGI application and awaits the wait on the event loop,
+  so a waiting attempt holds no thread (a sleeping view would hold one of the few threads the
+  process runs every synchronous view on, and a handful of slowed attempts would stall every
+  page); under WSGI (and Django's test client) by `LoginSlowdownMiddleware` in the worker's own
+  thread, which is how a WSGI worker waits anyway.
 - **The client address** is REMOTE_ADDR, or behind a reverse proxy (`TRUSTED_PROXY_HOPS` = the
   number of proxies in front) the address the nearest trusted proxy appended to X-Forwarded-For:
   counted by the proxy's own address, an attacker anywhere would share the owner's limit.
 
 Counters live in the shared cache (Redis in production), so every web process sees the same
-counts. `asleep` is the module's to replace (tests record the delays instead of waiting)."""
+counts. `sleep` and `asleep` are the module's to replace (tests record the delays instead of waiting)."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Awaitable, Callable
 
 from django.conf import settings
@@ -40,6 +43,7 @@ ACCOUNT_BASE_DELAY = 0.5
 ACCOUNT_MAX_DELAY = 5.0
 
 asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+sleep: Callable[[float], None] = time.sleep
 
 
 def _username(username: str) -> str:
@@ -80,8 +84,13 @@ def account_delay(failures: int) -> float:
     return min(ACCOUNT_MAX_DELAY, ACCOUNT_BASE_DELAY * 2 ** (failures - ACCOUNT_FREE_FAILURES))
 
 
-async def apending_delay(username: str) -> float:
+def pending_delay(username: str) -> float:
     """How long the next attempt on this account waits."""
+    return account_delay(account_failures(username))
+
+
+async def apending_delay(username: str) -> float:
+    """`pending_delay` for the event loop (the ASGI wrapper)."""
     return account_delay(int(await cache.aget(_account_key(username)) or 0))
 
 

@@ -12,5 +12,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
 django_application = get_asgi_application()
 
 from memoryapp.mcp import with_mcp  # noqa: E402  (needs the app registry that get_asgi_application set up)
+from memoryapp.middleware import login_slowdown  # noqa: E402
 
-application = with_mcp(django_application)
+application = with_mcp(login_slowdown(django_application))

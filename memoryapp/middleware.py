@@ -7,10 +7,11 @@ import re
 import time
 from collections.abc import Callable
 from functools import cache
+from urllib.parse import parse_qs
 
-from asgiref.sync import markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
@@ -32,36 +33,65 @@ def login_paths() -> frozenset[str]:
     return frozenset({reverse("pages:login"), reverse("admin:login")})
 
 
+def _login_username(body: bytes) -> str:
+    """The username a log-in form posts (application/x-www-form-urlencoded), or ""."""
+    values = parse_qs(body.decode("latin-1"), encoding="utf-8", errors="replace").get("username")
+    return values[0] if values else ""
+
+
+def login_slowdown(app):
+    """The account-wide log-in slow-down (`governance.login_throttle`) for the ASGI application:
+    a log-in attempt on an account that failed often, from any address, waits before Django sees
+    it. It wraps the whole ASGI application rather than sitting in MIDDLEWARE because Django runs
+    an async-capable middleware in a thread whenever the one below it is synchronous, and there a
+    wait would hold a thread every synchronous view of the process shares. The body is read here
+    (at most MAX_REQUEST_BODY_BYTES; past that nothing waits and Django answers 413) and handed
+    on to Django unchanged."""
+
+    async def application(scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") not in login_paths():
+            return await app(scope, receive, send)
+        messages, body = [], b""
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body") or len(body) > settings.MAX_REQUEST_BODY_BYTES:
+                break
+        if len(body) <= settings.MAX_REQUEST_BODY_BYTES and messages[-1]["type"] == "http.request":
+            delay = await login_throttle.apending_delay(_login_username(body))
+            if delay:
+                await login_throttle.asleep(delay)
+        replayed = iter(messages)
+
+        async def replay():
+            return next(replayed, None) or await receive()
+
+        return await app(scope, replay, send)
+
+    return application
+
+
 class LoginSlowdownMiddleware:
-    """The account-wide log-in slow-down (`governance.login_throttle`): a log-in attempt on an
-    account that failed often, from any address, waits before the view checks its password.
-    Async only and outermost, so under ASGI the wait is an `asyncio.sleep` on the event loop and
-    holds no thread (Django runs an async-capable middleware in sync mode whenever the one below
-    it is sync, and a sleeping thread is one of the few every synchronous view of the process
-    shares). Under WSGI Django runs it in the worker's thread, which waits."""
+    """The same slow-down where Django is served over WSGI (and in Django's test client): the
+    attempt waits in the worker's own thread, as every request of a WSGI worker does. Under ASGI
+    `login_slowdown` has already waited, so an ASGI request passes straight through."""
 
-    async_capable = True
-    sync_capable = False
-
-    def __init__(self, get_response: Callable):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
-        markcoroutinefunction(self)
 
-    @staticmethod
-    def _username(request: HttpRequest) -> str | None:
-        if request.method != "POST" or request.path not in login_paths():
-            return None
-        try:
-            return str(request.POST.get("username") or "")
-        except (RequestDataTooBig, TooManyFieldsSent):
-            return None  # the body-size guard below answers it
-
-    async def __call__(self, request: HttpRequest) -> HttpResponse:
-        username = self._username(request)
-        delay = await login_throttle.apending_delay(username) if username is not None else 0.0
-        if delay:
-            await login_throttle.asleep(delay)
-        return await self.get_response(request)
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "POST" and request.path in login_paths() and not isinstance(request, ASGIRequest):
+            try:
+                username = str(request.POST.get("username") or "")
+            except (RequestDataTooBig, TooManyFieldsSent):
+                return self.get_response(request)  # the body-size guard below answers it
+            delay = login_throttle.pending_delay(username)
+            if delay:
+                login_throttle.sleep(delay)
+        return self.get_response(request)
 
 
 class BodySizeLimitMiddleware:

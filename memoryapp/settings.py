@@ -114,8 +114,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost and async: the log-in slow-down waits on the event loop, holding no thread
-    # (governance/login_throttle.py); the request line's latency starts after it.
+    # Outermost: the log-in slow-down under WSGI (under ASGI memoryapp.asgi waits before Django,
+    # on the event loop; governance/login_throttle.py); the request line's latency starts after it.
     "memoryapp.middleware.LoginSlowdownMiddleware",
     # Then: its latency and its line cover everything below, the 413s and static files included.
     "memoryapp.middleware.RequestLogMiddleware",

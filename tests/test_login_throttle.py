@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 from django.core.cache import cache
 
@@ -41,6 +43,7 @@ def slept(monkeypatch) -> list[float]:
         delays.append(delay)
 
     monkeypatch.setattr(login_throttle, "asleep", record)
+    monkeypatch.setattr(login_throttle, "sleep", delays.append)
     return delays
 
 
@@ -121,24 +124,38 @@ def test_the_account_delay_doubles_after_the_free_failures_and_stops_at_its_boun
     assert throttle.account_delay(failures) == delay
 
 
-def test_under_asgi_the_wait_is_awaited_before_the_view_and_holds_no_thread(world, settings, slept):
-    """A sleeping synchronous view would hold one of the few threads the process runs every sync
-    view on; a handful of slowed attempts would stall every page. The slow-down is an async-only
-    middleware, outermost, so Django cannot run it in a thread under ASGI."""
+def test_under_asgi_the_wait_is_awaited_before_django_and_holds_no_thread(world, slept):
+    """A sleeping synchronous view (or an async-capable middleware Django runs in a thread) would
+    hold one of the few threads the process runs every sync view on; a handful of slowed attempts
+    would stall every page. Under ASGI the wait happens in `login_slowdown`, which wraps the ASGI
+    application: awaited on the event loop before Django is called, the body handed on intact."""
     from asgiref.sync import async_to_sync
-    from django.test import AsyncClient
 
     from governance import login_throttle as throttle
-    from memoryapp.middleware import LoginSlowdownMiddleware
+    from memoryapp import asgi
+    from memoryapp.middleware import login_slowdown
 
-    assert settings.MIDDLEWARE[0] == "memoryapp.middleware.LoginSlowdownMiddleware"
-    assert LoginSlowdownMiddleware.async_capable and not LoginSlowdownMiddleware.sync_capable
-    settings.TRUSTED_PROXY_HOPS = 1  # the test client's ASGI scope always comes from 127.0.0.1
+    body = b"username=owner%40acme.test&password=guess"
+    chunks = [{"type": "http.request", "body": body[:10], "more_body": True}, {"type": "http.request", "body": body[10:]}]
+    seen: list = []
 
-    def post(address: str, password: str):
-        return async_to_sync(AsyncClient().post)("/accounts/login/", {"username": "owner@acme.test", "password": password}, headers={"X-Forwarded-For": address})
+    async def django(scope, receive, send):  # stands in for Django: what reached it, and when
+        seen.append((list(slept), (await receive())["body"] + (await receive())["body"]))
 
-    for i in range(throttle.ACCOUNT_FREE_FAILURES + 2):
-        post(f"192.0.2.{i + 1}", "wrong")
-    assert post(OWNER_ADDRESS, "pw-owner-123").status_code == 302
-    assert slept == [0.5, 1.0, 2.0]
+    async def receive():
+        return chunks.pop(0)
+
+    for _ in range(throttle.ACCOUNT_FREE_FAILURES + 1):
+        throttle._count_failure(throttle._account_key("owner@acme.test"))
+    async_to_sync(login_slowdown(django))({"type": "http", "method": "POST", "path": "/accounts/login/"}, receive, None)
+    assert seen == [([1.0], body)]  # waited first; Django then reads the body as it came
+    assert "login_slowdown(" in Path(asgi.__file__).read_text()  # the served application is wrapped
+
+
+def test_under_wsgi_and_the_test_client_the_wait_is_in_the_request_thread(client, world, slept):
+    from governance import login_throttle as throttle
+
+    for _ in range(throttle.ACCOUNT_FREE_FAILURES):
+        throttle._count_failure(throttle._account_key("owner@acme.test"))
+    assert logged_in(attempt(client, "/accounts/login/", "pw-owner-123", REMOTE_ADDR=OWNER_ADDRESS))
+    assert slept == [0.5]
