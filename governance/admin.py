@@ -91,13 +91,16 @@ class AccountAdmin(RefuseUnknownActionsMixin, UserAdmin):
     point it elsewhere; deleting it is refused by the admin (its member rows are not deletable
     here). Every password an admin sets, on any account and through the add form too, is
     recorded the same way, so an account prepared by an admin that joins a workspace later shows
-    it. Activating, deactivating and staff flags stay editable: none gives anyone else a session."""
+    it. Activating and deactivating stay editable; the privilege fields (superuser, staff, groups,
+    permissions) and the password of a superuser or another admin are for superusers only."""
 
     change_password_form = AuditedPasswordChangeForm
     change_user_password_template = "admin/auth/user/change_password_audited.html"
 
     def get_readonly_fields(self, request, obj=None):
         readonly = tuple(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:  # staff cannot grant themselves (or anyone) more power
+            readonly += ("is_superuser", "is_staff", "groups", "user_permissions")
         if obj is not None and is_member_account(obj):
             readonly += ("username", "email")
         return readonly
@@ -107,6 +110,8 @@ class AccountAdmin(RefuseUnknownActionsMixin, UserAdmin):
         own = target is not None and target.pk == request.user.pk  # an admin's own password is theirs to change
         if target is not None and not own and is_member_account(target) and not audited_step_allowed(request.user):
             raise PermissionDenied
+        if target is not None and not own and (target.is_superuser or target.is_staff) and not request.user.is_superuser:
+            raise PermissionDenied  # staff setting a superuser's (or another admin's) password would become them
         with transaction.atomic():
             before = target.password if target is not None else None
             response = super().user_change_password(request, id, form_url)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable
 
 from django.conf import settings
@@ -47,7 +48,9 @@ sleep: Callable[[float], None] = time.sleep
 
 
 def _username(username: str) -> str:
-    return username.strip().lower()
+    """The account a posted login names, spelled as the login form reads it (NFKC, like Django's
+    UsernameField): a full-width or composed re-spelling is the same account, so the same count."""
+    return unicodedata.normalize("NFKC", username).strip().lower()
 
 
 def _key(username: str, address: str) -> str:
