@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 import string
 
 import phonenumbers
@@ -364,6 +365,9 @@ def test_api_tokens_are_masked(token, context):
     st.text(string.ascii_letters + string.digits + "!#$%&*+-/=?@^_~", min_size=1, max_size=30),
 )
 def test_password_values_are_masked(template, value):
+    # A shell/env reference ("password: $DB_PASS.") names where the secret is, not the secret:
+    # left alone by rule (secrets._TEMPLATE_RE), sentence punctuation after it included.
+    assume(not re.fullmatch(r"\$\{?[A-Z_][A-Z0-9_]*\}?[.,;:!?]*", value))
     result = mask(template.format(value) + " ok")
     assert "SECRET" in result.kinds, result
     assert result.text.startswith(template.format("[SECRET]")), result
