@@ -16,32 +16,32 @@ _NULLABLE_STRING = {"required": True, "allow_null": True}
 
 @extend_schema_field({"type": "string", "enum": ["memory"]})
 class _MemoryType(serializers.Field):
-    pass
+    """Always "memory". (Only its schema is used: it describes answers, never parses input.)"""
 
 
 @extend_schema_field({"type": "boolean", "enum": [False], "description": "Always false: a memory is an untrusted note, never evidence (SPEC §4.6)."})
 class _NotEvidence(serializers.Field):
-    pass
+    """Always false. (Only its schema is used: it describes answers, never parses input.)"""
 
 
 @extend_schema_field({"type": "string", "enum": ["untrusted"], "description": "Always untrusted (SPEC §4.6)."})
 class _Untrusted(serializers.Field):
-    pass
+    """Always "untrusted". (Only its schema is used: it describes answers, never parses input.)"""
 
 
 @extend_schema_field({"type": "string", "pattern": "^[0-9]{1,18}$", "description": "An id (digits)."})
 class _Id(serializers.Field):
-    pass
+    """An id, as digits. (Only its schema is used: it describes answers, never parses input.)"""
 
 
 @extend_schema_field({"type": "string", "format": "date-time"})
 class _Instant(serializers.Field):
-    pass
+    """An ISO-8601 instant. (Only its schema is used: it describes answers, never parses input.)"""
 
 
 @extend_schema_field({"type": "string", "format": "date-time", "nullable": True})
 class _NullableInstant(serializers.Field):
-    pass
+    """An ISO-8601 instant, or null. (Only its schema is used: it describes answers, never parses input.)"""
 
 
 class CitationObject(serializers.Serializer):

@@ -182,7 +182,7 @@ class LiveServer:
                 if status == 200 or name == "nolimiter":
                     return
             except httpx.TransportError:
-                pass
+                pass  # not listening yet: poll again until the deadline
             if self.processes[name].poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"{name} did not start: {self.log(name)[-3000:]}")

@@ -71,7 +71,7 @@ def test_an_agents_sdk_run_calls_the_tools(live: LiveServer, world: World, names
             return ModelResponse(output=[item], usage=Usage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):
-            raise NotImplementedError
+            raise NotImplementedError("the scripted model answers whole turns; Runner.run never streams")
 
     model = ScriptedModel()
 

@@ -76,7 +76,7 @@ class APIError(GovernedMemoryError):
                 try:
                     return max(0.0, float(value))
                 except ValueError:
-                    pass
+                    pass  # an HTTP-date or garbage: try the next header, then the body's details
         value = self.details.get("retryAfterSeconds")
         return float(value) if isinstance(value, (int, float)) else None
 

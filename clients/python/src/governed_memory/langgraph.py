@@ -218,7 +218,7 @@ class GovernedStore(BaseStore):
                 try:
                     await memory.forget(namespace=namespace_string(op.namespace), key=str(op.key))
                 except MemoryNotFound:
-                    pass
+                    pass  # deleting what is not there is a no-op, as in every BaseStore
             else:
                 await memory.remember(namespace_string(op.namespace), key=str(op.key), **remember_arguments(op.value))
             return None
