@@ -33,7 +33,15 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"],
     ),
     "masking_detectors": (
-        ["memoryapp/masking/contact.py", "memoryapp/masking/numbers.py", "memoryapp/masking/secrets.py", "memoryapp/masking/words.py"],
+        [
+            "memoryapp/masking/email.py",
+            "memoryapp/masking/phone.py",
+            "memoryapp/masking/numbers.py",
+            "memoryapp/masking/secrets.py",
+            "memoryapp/masking/secret_labels.py",
+            "memoryapp/masking/secret_shapes.py",
+            "memoryapp/masking/words.py",
+        ],
         ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_masking_forms.py", "tests/test_mutation_kills.py"],
     ),
     "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),

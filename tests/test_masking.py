@@ -366,7 +366,7 @@ def test_api_tokens_are_masked(token, context):
 )
 def test_password_values_are_masked(template, value):
     # A shell/env reference ("password: $DB_PASS.") names where the secret is, not the secret:
-    # left alone by rule (secrets._TEMPLATE_RE), sentence punctuation after it included.
+    # left alone by rule (secret_labels.TEMPLATE_RE), sentence punctuation after it included.
     assume(not re.fullmatch(r"\$\{?[A-Z_][A-Z0-9_]*\}?[.,;:!?]*", value))
     result = mask(template.format(value) + " ok")
     assert "SECRET" in result.kinds, result

@@ -7,7 +7,7 @@ stages before it left it (so no stage sees, or re-matches, what an earlier one r
 1. ``SECRET``        private keys, API keys and tokens of known shapes, values after password /
                      secret / token / key words in the users' languages (``secrets``, ``words``),
                      command-line credential flags, passport numbers;
-2. ``EMAIL``         e-mail addresses, also spelled or disguised (``contact``);
+2. ``EMAIL``         e-mail addresses, also spelled or disguised (``email``);
 3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards (in digit groups of any size), Israeli IDs,
                      bank shapes (``numbers``);
 4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
@@ -32,9 +32,9 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memoryapp.masking import contact, numbers, secrets
+from memoryapp.masking import email, numbers, phone, secrets
 from memoryapp.masking.common import PLACEHOLDER_RE, PLACEHOLDERS, Span
-from memoryapp.masking.contact import PHONE_REGIONS
+from memoryapp.masking.phone import PHONE_REGIONS
 from memoryapp.masking.text import Work
 
 __all__ = [
@@ -65,15 +65,15 @@ class MaskResult:
 
 _STAGES: tuple[Callable[[str], list[Span]], ...] = (
     *secrets.STAGES,
-    contact.stage_email,
+    email.stage_email,
     *secrets.LATE_STAGES,
     numbers.stage_iban,
     numbers.stage_cards,
     numbers.stage_il_id,
     numbers.stage_bank_shape,
     numbers.stage_bank_keyword,
-    contact.stage_phone,
-    contact.stage_phone_word,
+    phone.stage_phone,
+    phone.stage_phone_word,
     numbers.stage_ssn,
     numbers.stage_digit_groups,
     numbers.stage_long_number,
