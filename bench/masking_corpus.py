@@ -5,9 +5,9 @@
 
 Prints:
 
-1. the forms corpus (tests/forms_corpus.py: Faker values in 12 locales in every form the issue
+1. the forms corpus (tests/masking/forms_corpus.py: Faker values in 12 locales in every form the issue
    found stored in clear): values per form and locale, survivors, and the kinds they became;
-2. the everyday corpus (tests/everyday_corpus.py): sentences per source, how many mask() changes,
+2. the everyday corpus (tests/masking/everyday_corpus.py): sentences per source, how many mask() changes,
    each changed sentence with what it became, and the share against the 1-in-1,000 budget;
 3. the worst time of mask() over hostile inputs built from the new detectors' pieces at
    MAX_MASKED_CHARS characters (random mixes; bench/masking.py times each family alone).
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memoryapp.masking import MAX_MASKED_CHARS, mask  # noqa: E402
-from tests import everyday_corpus as everyday  # noqa: E402
-from tests.forms_corpus import FORMS, LOCALES, build_forms_corpus, survivors  # noqa: E402
+from tests.masking import everyday_corpus as everyday  # noqa: E402
+from tests.masking.forms_corpus import FORMS, LOCALES, build_forms_corpus, survivors  # noqa: E402
 
 # -- the generated part of tests/data/everyday_sentences.txt ------------------------------------
 _DATE_PATTERNS = {
@@ -100,7 +100,7 @@ def write_everyday() -> None:
         if marker in text:
             hand = text[text.index(marker) :].splitlines()
     header = [
-        "# Everyday sentences that masking must leave as written (tests/everyday_corpus.py).",
+        "# Everyday sentences that masking must leave as written (tests/masking/everyday_corpus.py).",
         "# Generated lines: bench/masking_corpus.py --write-everyday (Faker, seed 22); hand-written lines at the end.",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)

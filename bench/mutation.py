@@ -27,10 +27,10 @@ EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.txt"
 
 # module key -> (files to mutate, test files that exercise them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "gates": (["memoryapp/gates.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "gates": (["memoryapp/gates.py"], ["tests/gates/test_rows.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
     "masking": (
         ["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"],
-        ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_mutation_kills.py"],
+        ["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/test_mutation_kills.py"],
     ),
     "masking_detectors": (
         [
@@ -42,18 +42,18 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "memoryapp/masking/secret_shapes.py",
             "memoryapp/masking/words.py",
         ],
-        ["tests/test_masking.py", "tests/test_masking_attacks.py", "tests/test_masking_forms.py", "tests/test_mutation_kills.py"],
+        ["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/masking/test_forms.py", "tests/test_mutation_kills.py"],
     ),
-    "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/test_isolation_matrix.py", "tests/test_memories.py", "tests/test_mutation_kills.py"]),
-    "actions": (["memoryapp/actions.py"], ["tests/test_memories.py", "tests/test_spec_rules.py", "tests/test_gates.py", "tests/test_mutation_kills.py"]),
-    "erasure": (["retention/erasure.py"], ["tests/test_forgetting.py", "tests/test_lifecycle.py", "tests/test_mutation_kills.py"]),
-    "ratelimit": (["memoryapp/ratelimit.py"], ["tests/test_gates.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
-    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], ["tests/test_recall_math.py", "tests/test_mutation_kills.py"]),
-    "recall_service": (["memoryapp/recall/service.py"], ["tests/test_recall.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
-    "previews": (["retention/previews.py"], ["tests/test_previews.py", "tests/test_mutation_kills.py"]),
-    "receipts": (["retention/receipts.py"], ["tests/test_receipt_chain.py", "tests/test_receipts.py"]),
-    "lifecycle": (["retention/lifecycle.py"], ["tests/test_lifecycle.py", "tests/test_lifecycle_cascades.py", "tests/test_lifecycle_matrix.py", "tests/test_mutation_kills.py"]),
-    "credits": (["retention/credits.py"], ["tests/test_credits.py", "tests/test_consolidation.py", "tests/test_mutation_kills.py"]),
+    "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/isolation/test_matrix.py", "tests/memories/test_keys_and_forget.py", "tests/test_mutation_kills.py"]),
+    "actions": (["memoryapp/actions.py"], ["tests/memories/test_keys_and_forget.py", "tests/test_spec_rules.py", "tests/gates/test_rows.py", "tests/test_mutation_kills.py"]),
+    "erasure": (["retention/erasure.py"], ["tests/erasure/test_verify_forgetting.py", "tests/lifecycle/test_expiry_and_grace.py", "tests/test_mutation_kills.py"]),
+    "ratelimit": (["memoryapp/ratelimit.py"], ["tests/gates/test_rows.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], ["tests/recall/test_math.py", "tests/test_mutation_kills.py"]),
+    "recall_service": (["memoryapp/recall/service.py"], ["tests/recall/test_rankings.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "previews": (["retention/previews.py"], ["tests/previews/test_manifest.py", "tests/test_mutation_kills.py"]),
+    "receipts": (["retention/receipts.py"], ["tests/receipts/test_chain.py", "tests/receipts/test_complete.py"]),
+    "lifecycle": (["retention/lifecycle.py"], ["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py", "tests/test_mutation_kills.py"]),
+    "credits": (["retention/credits.py"], ["tests/credits/test_charging.py", "tests/consolidation/test_turns.py", "tests/test_mutation_kills.py"]),
 }
 
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}

@@ -270,7 +270,7 @@ def test_recall_with_a_collection_outside_the_set_is_refused(bound):
 
 # --- §4.6 knowledge endpoints never return memories ------------------------------------------------------
 def test_knowledge_endpoints_never_return_memories(world, docs):
-    from tests.test_owner_sees_counts import fill, routes
+    from tests.isolation.test_owner_sees_counts import fill, routes
 
     collection, document, passages = docs
     marker = "quincunxmemory"

@@ -514,7 +514,7 @@ def _casefold(text: str) -> str:
 # * Every engine call runs on one thread of its own (``_engine_executor``), never on the caller's:
 #   libgomp is not fork-safe, and a thread that ran a parallel region and then forked (gunicorn's
 #   and Celery's prefork masters load the model at start-up) hangs in the child at its next
-#   parallel region (tests/test_recall_models.py forks after embedding to prove it does not).
+#   parallel region (tests/recall/test_models.py forks after embedding to prove it does not).
 # * The thread count is set per call on that thread (omp_set_num_threads, through the libgomp the
 #   engine itself loaded); if that library cannot be found, every call uses the count the engine
 #   was loaded with.

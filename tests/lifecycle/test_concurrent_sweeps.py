@@ -1,0 +1,114 @@
+"""Two sweeps at once (PostgreSQL, real threads and connections): chunks are claimed with SKIP
+LOCKED, so together they erase everything exactly once — no double receipt, nothing missed."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from memoryapp.models import MemoryEmbedding, MemoryVersion
+from retention import cascades, lifecycle
+from retention.models import DeletionReceipt, Operation
+from tests.conftest import on_postgres
+from tests.lifecycle.test_expiry_and_grace import plant_expired
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def run_twice_at_once(job) -> list:
+    barrier = threading.Barrier(2)
+    results, errors = [], []
+
+    def worker():
+        try:
+            barrier.wait(timeout=10)
+            results.append(job())
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert len(results) == 2
+    return results
+
+
+def erased_once(operation: str, planted: list[int]) -> None:
+    ids = Counter(pk for ids in DeletionReceipt.objects.filter(operation=operation).values_list("memory_version_ids", flat=True) for pk in ids)
+    assert sorted(ids) == sorted(planted)
+    assert max(ids.values()) == 1
+    assert not MemoryVersion.objects.filter(pk__in=planted).exists()
+    assert not MemoryEmbedding.objects.filter(memory_id__in=planted).exists()
+
+
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
+def test_two_expiry_sweeps_at_once_erase_everything_exactly_once(world):
+    planted = []
+    for member in (world.owner, world.editor, world.viewer):
+        planted += plant_expired(member, 600)
+    results = run_twice_at_once(lambda: lifecycle.expiry_sweep(chunk=100))
+    assert sum(r["agentVersionsErased"] for r in results) == len(planted)
+    erased_once(Operation.EXPIRY, planted)
+
+
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
+def test_two_cascade_sweeps_at_once_erase_everything_exactly_once(world):
+    planted = []
+    for member in (world.owner, world.editor):
+        planted += plant_expired(member, 500, days_old=1)
+    cascades.mark_unreachable(MemoryVersion.objects.filter(pk__in=planted), Operation.MEMBER_REMOVAL)
+    results = run_twice_at_once(lambda: lifecycle.cascade_sweep(chunk=100))
+    assert sum(r["versionsErased"] for r in results) == len(planted)
+    erased_once(Operation.MEMBER_REMOVAL, planted)
+
+
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
+def test_grace_purge_and_reactivation_at_once_never_both_happen(world):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memoryapp import assistant
+    from memoryapp.errors import ApiError
+
+    ids = plant_expired(world.editor, 1, namespace="assistant", days_old=150)
+    MemoryVersion.objects.filter(pk__in=ids).update(key="topic_one", retention_anchor=timezone.now() - timedelta(days=120, minutes=-5))
+    # grace ends in 5 minutes: reactivation is allowed now; the purge runs "6 minutes later"
+    outcomes = []
+
+    def reactivate():
+        try:
+            assistant.reactivate_assistant_memory(world.editor, ids[0])
+            outcomes.append("reactivated")
+        except ApiError:
+            outcomes.append("not found")
+
+    def purge():
+        erased = lifecycle.grace_purge(now=timezone.now() + timedelta(minutes=6))["assistantVersionsErased"]
+        outcomes.append(f"purged {erased}")
+
+    barrier = threading.Barrier(2)
+
+    def run(fn):
+        try:
+            barrier.wait(timeout=10)
+            fn()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in (reactivate, purge)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    exists = MemoryVersion.objects.filter(pk=ids[0]).exists()
+    assert sorted(outcomes) in (["purged 0", "reactivated"], ["not found", "purged 1"])
+    assert exists == ("reactivated" in outcomes)
