@@ -55,6 +55,14 @@ def world(db) -> World:
     return World(workspace, owner, editor, viewer, other, outsider)
 
 
+@pytest.fixture
+def docs(world):
+    """A collection `Handbook` with one document of two passages: (collection, document, passages)."""
+    collection = actions.create_collection(world.workspace, name="Handbook")
+    document = actions.create_document(collection, title="Shipping", text="Orders ship from Osaka.\n\nSupport answers in Japanese.")
+    return collection, document, list(document.current_version.passages.order_by("position"))
+
+
 def client_for(member_or_user) -> APIClient:
     user = getattr(member_or_user, "user", member_or_user)
     client = APIClient()

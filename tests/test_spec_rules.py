@@ -23,13 +23,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def docs(world):
-    collection = actions.create_collection(world.workspace, name="Handbook")
-    document = actions.create_document(collection, title="Shipping", text="Orders ship from Osaka.\n\nSupport answers in Japanese.")
-    return collection, document, list(document.current_version.passages.order_by("position"))
-
-
-@pytest.fixture
 def bound(world, docs):
     """A credential bound to a set holding one collection (`Handbook`)."""
     collection, _, passages = docs

@@ -12,13 +12,6 @@ from memoryapp.ratelimit import get_limiter
 from tests.conftest import AgentClient, error_code, make_agent
 
 
-@pytest.fixture
-def docs(world):
-    collection = actions.create_collection(world.workspace, name="Handbook")
-    document = actions.create_document(collection, title="Shipping", text="Orders ship from Osaka.\n\nSupport answers in Japanese.")
-    return collection, document, list(document.current_version.passages.order_by("position"))
-
-
 def test_missing_token_is_unauthenticated(client, world):
     response = client.post("/api/agent/v1/memories/list", {}, content_type="application/json")
     assert response.status_code == 401 and error_code(response) == "UNAUTHENTICATED"

@@ -11,13 +11,6 @@ from retention.models import DeletionReceipt
 from tests.conftest import client_for, error_code, make_agent
 
 
-@pytest.fixture
-def docs(world):
-    collection = actions.create_collection(world.workspace, name="Handbook")
-    document = actions.create_document(collection, title="Shipping", text="Orders ship from Osaka.\n\nSupport answers in Japanese.")
-    return collection, document, list(document.current_version.passages.order_by("position"))
-
-
 def test_same_key_supersedes_and_chains(agent):
     first = agent.remember(namespace="prefs", key="editor", text="Uses vim").json()
     second = agent.remember(namespace="prefs", key="editor", text="Uses emacs now").json()
