@@ -1,5 +1,6 @@
 """SPEC §2: every gate in isolation, and the precedence between neighbours."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -7,6 +8,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from governance import actions
+from governance import actions as gov_actions
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
 from tests.conftest import AgentClient, error_code, make_agent
@@ -272,7 +274,7 @@ def test_forgetting_does_not_give_quota_back(agent):
 
 
 def test_rate_limit_window_rolls(agent, time_machine):
-    from tests.test_spec_rules import _age_redis_window, _credential_id
+    from tests.limits.test_rate_window import _age_redis_window, _credential_id
 
     for i in range(120):
         agent.remember(namespace="n", text=f"note {i}")
@@ -308,3 +310,95 @@ def test_a_write_refused_by_the_cap_does_not_use_rate_limit_quota(agent):
     assert agent.remember(namespace="n", text="only").status_code == 201
     for _ in range(130):
         assert error_code(agent.remember(namespace="n", text="more")) == "AGENT_MEMORY_FULL"
+
+
+def _refusal(response, status: int, code: str) -> dict:
+    """SPEC §3: an error is {"error": {"code", "message", "details"}} with a message to show."""
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"].strip()
+    assert isinstance(error["details"], dict)
+    return error
+
+
+def test_a_citation_must_be_a_readable_passage_of_the_workspace(world):
+    agent = make_agent(world.editor)
+    secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
+    unreadable = str(gov_actions.create_document(secret, title="s", text="board minutes").current_version.passages.first().pk)
+    elsewhere_collection = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
+    elsewhere = str(gov_actions.create_document(elsewhere_collection, title="e", text="other workspace").current_version.passages.first().pk)
+    readable_collection = gov_actions.create_collection(world.workspace, name="Open")
+    readable = str(gov_actions.create_document(readable_collection, title="o", text="Open text.").current_version.passages.first().pk)
+    for bad in (unreadable, elsewhere, "999999"):
+        error = _refusal(agent.remember(namespace="n", text="x", citations=[readable, bad]), 400, "AGENT_MEMORY_CITATION_INVALID")
+        assert error["details"] == {"passageIds": [bad]}
+    ok = agent.remember(namespace="n", text="x", citations=[readable])
+    assert ok.status_code == 201 and [c["passageId"] for c in ok.json()["memory"]["citations"]] == [readable]
+
+
+def test_a_collection_must_be_readable_by_the_member_and_in_the_workspace(world):
+    agent = make_agent(world.editor)
+    secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
+    elsewhere = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
+    gov_actions.create_collection(world.workspace, name="Open to all")  # another collection being readable proves nothing
+    for collection in (secret, elsewhere):
+        error = _refusal(agent.remember(namespace="n", text="x", collectionId=str(collection.pk)), 400, "VALIDATION_ERROR")
+        assert list(error["details"]["fields"]) == ["collectionId"]
+    assert make_agent(world.owner).remember(namespace="n", text="x", collectionId=str(secret.pk)).status_code == 201
+
+
+def test_personal_data_in_a_name_is_refused_with_the_kinds_per_field(world):
+    agent = make_agent(world.editor)
+    error = _refusal(agent.remember(namespace="mail jane@example.com", key="call +1 212 555 0199", text="x"), 400, "AGENT_MEMORY_PERSONAL_DATA")
+    assert error["details"] == {"fields": {"namespace": ["EMAIL"], "key": ["PHONE"]}}
+    assert "jane@example.com" not in json.dumps(error)
+
+
+# gates rows 1-6 (SPEC §2): who may call at all, and with what
+def test_rows_1_to_3_refuse_with_their_codes_and_details(world, time_machine):
+    _refusal(AgentClient("").remember(namespace="n", text="x"), 401, "UNAUTHENTICATED")
+    revoked_credential, revoked_token = gov_actions.create_credential(world.editor, name="r", scopes=["memory:read", "memory:write"])
+    gov_actions.revoke_credential(revoked_credential, actor=world.editor.user)
+    _refusal(AgentClient(revoked_token).list(), 401, "UNAUTHENTICATED")
+    _, expiring_token = gov_actions.create_credential(world.editor, name="e", scopes=["memory:read"], expires_at=timezone.now() + timedelta(hours=1))
+    assert AgentClient(expiring_token).list().status_code == 200
+    time_machine.move_to(timezone.now() + timedelta(hours=2))
+    _refusal(AgentClient(expiring_token).list(), 401, "UNAUTHENTICATED")
+    time_machine.move_to(timezone.now() - timedelta(hours=2))
+    reader = make_agent(world.editor, scopes=("memory:read",))
+    error = _refusal(reader.remember(namespace="n", text="x"), 403, "INSUFFICIENT_SCOPE")
+    assert error["details"] == {"requiredScope": "memory:write"}
+    writer = make_agent(world.editor)
+    gov_actions.change_role(world.editor, "viewer", actor=world.owner.user)
+    error = _refusal(writer.remember(namespace="n", text="x"), 403, "INSUFFICIENT_ROLE")
+    assert error["details"] == {"requiredScope": "memory:write", "role": "viewer"}
+    assert writer.list().status_code == 200  # reading is still allowed to a viewer
+
+
+def test_row_5_names_which_switch_is_off(world):
+    agent = make_agent(world.editor)
+    gov_actions.set_remember_me(world.editor, False)
+    assert _refusal(agent.list(), 403, "AGENT_MEMORY_DISABLED")["details"] == {"reason": "member"}
+    gov_actions.update_settings(world.workspace, {"agentMemoriesEnabled": False}, actor=world.owner.user)
+    assert _refusal(agent.list(), 403, "AGENT_MEMORY_DISABLED")["details"] == {"reason": "workspace"}
+    gov_actions.set_ai_memory_available(world.workspace, False, actor=None)
+    assert _refusal(agent.list(), 403, "AGENT_MEMORY_DISABLED")["details"] == {"reason": "organization"}
+
+
+def test_row_6_a_body_that_is_not_an_object_is_a_validation_error(world):
+    agent = make_agent(world.editor)
+    error = _refusal(agent.call("remember", raw=b"[1, 2]"), 400, "VALIDATION_ERROR")
+    assert list(error["details"]["fields"]) == ["non_field_errors"]
+
+
+def test_a_query_may_hold_1000_characters_and_no_more(agent):
+    assert agent.recall(query="q" * 1000).status_code == 200
+    response = agent.recall(query="q" * 1001)
+    assert response.status_code == 400 and "query" in response.json()["error"]["details"]["fields"]
+
+
+def test_collection_id_must_be_readable(agent, world):
+    restricted = actions.create_collection(world.workspace, name="Board", restricted=True, readers=[world.owner])
+    response = agent.remember(namespace="n", text="x", collectionId=str(restricted.pk))
+    assert error_code(response) == "VALIDATION_ERROR"

@@ -8,7 +8,9 @@ from governance import actions
 from governance.auth import find_credential
 from governance.knowledge import split_passages
 from governance.models import AuditEvent, Credential, Passage, PersonalToken
+from memoryapp.models import ASSISTANT_NAMESPACE
 from tests.conftest import client_for, error_code, make_agent
+from tests.memories.test_list import _texts
 
 
 def url(world, path, other=False):
@@ -194,3 +196,51 @@ def test_openapi_schema_and_docs_are_served(world):
     schema = client.get("/api/schema/")
     assert schema.status_code == 200 and b"/api/agent/v1/memories/remember" in schema.content
     assert client.get("/api/docs/").status_code == 200
+
+
+def test_the_members_agent_memories_leave_out_assistant_memories(world):
+    agent = make_agent(world.editor)
+    agent.remember(namespace="travel", text="agent memory")
+    assert agent.remember(namespace=ASSISTANT_NAMESPACE, key="tea", source="user_request", kind="preference", text="likes green tea").status_code == 201
+    api = client_for(world.editor)
+    listed = api.get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories").json()["memories"]
+    assert [m["text"] for m in listed] == ["agent memory"]
+    assert set(_texts(agent.list())) == {"agent memory", "likes green tea"}  # agents read both (README decision)
+
+
+def test_the_agent_memories_api_filters_and_paginates_the_members_own(world, docs):
+    collection, _, _ = docs
+    agent = make_agent(world.editor)
+    for i in range(5):
+        agent.remember(namespace="travel", key=f"trip{i}", text=f"trip {i}")
+    agent.remember(namespace="travel", key="trip0", text="trip 0 again")
+    agent.remember(namespace="food", text="likes ramen", collectionId=str(collection.pk))
+    make_agent(world.viewer, scopes=("memory:read",))
+    make_agent(world.owner).remember(namespace="travel", text="the owner's own trip")
+    api = client_for(world.editor)
+    url = f"/api/w/{world.workspace.pk}/ask-history/agent-memories"
+    assert sorted(m["text"] for m in api.get(url, {"namespace": "food"}).json()["memories"]) == ["likes ramen"]
+    assert [m["text"] for m in api.get(url, {"key": "trip0"}).json()["memories"]] == ["trip 0 again"]  # current only
+    assert [m["text"] for m in api.get(url, {"collectionId": str(collection.pk)}).json()["memories"]] == ["likes ramen"]
+    seen, cursor = [], None
+    while True:
+        page = api.get(url, {"limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+        assert len(page["memories"]) <= 2
+        seen += [m["text"] for m in page["memories"]]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert len(seen) == len(set(seen)) == 6 and "the owner's own trip" not in seen
+    assert api.get(url, {"limit": 101}).status_code == 400
+
+
+def test_put_preference_switches_remember_me(world, agent):
+    api = client_for(world.editor)
+    url = f"/api/w/{world.workspace.pk}/ai-memory/preference"
+    assert api.put(url, {"rememberMe": False}, format="json").status_code == 200
+    world.editor.refresh_from_db()
+    assert world.editor.remember_me is False
+    assert agent.list().json()["error"]["details"] == {"reason": "member"}
+    assert api.put(url, {"rememberMe": "sometimes"}, format="json").status_code == 400
+    assert api.put(url, {"rememberMe": True}, format="json").status_code == 200
+    assert agent.list().status_code == 200

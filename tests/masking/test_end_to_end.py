@@ -11,11 +11,12 @@ import pytest
 from django.apps import apps
 
 from memoryapp.masking import MAX_MASKED_CHARS, mask
-from memoryapp.models import MEMORY_KINDS, MemoryVersion
+from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, MemoryVersion
 from memoryapp.ratelimit import get_limiter
 from retention.models import Consolidation
 from tests.conftest import client_for, error_code, make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
+from tests.gates.test_rows import _refusal
 from tests.masking.pii_corpus import build_corpus, survivors
 from tests.masking.test_attacks import BENIGN, EXACT
 
@@ -288,3 +289,30 @@ def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_c
 def test_ordinary_snake_case_topics_are_accepted(world, topic):
     response = client_for(world.editor).post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
     assert response.status_code == 201, response.json()
+
+
+def test_details_lines_are_masked_and_a_line_left_empty_is_dropped(world):
+    agent = make_agent(world.editor)
+    memory = agent.remember(namespace="n", text="How to reach her", details=["mail ada@example.com", "4111 1111 1111 1111", "likes tea"]).json()["memory"]
+    assert memory["details"] == ["mail [EMAIL]", "likes tea"]
+    assert memory["masked"] == ["CARD", "EMAIL"]
+    error = _refusal(agent.remember(namespace="n", text="ada@example.com", details=["likes tea"]), 400, "AGENT_MEMORY_EMPTY")
+    assert error["details"] == {"masked": ["EMAIL"]}
+
+
+def test_details_are_masked_before_they_are_stored(world):
+    agent = make_agent(world.editor)
+    response = agent.remember(
+        namespace=ASSISTANT_NAMESPACE,
+        key="contact",
+        source="user_request",
+        kind="fact",
+        text="How to reach the member",
+        details=["mail ada@example.com", "phone +1 (212) 555-0199", "card 4111 1111 1111 1111"],
+    )
+    assert response.status_code == 201, response.content
+    memory = response.json()["memory"]
+    stored = MemoryVersion.objects.get(pk=memory["id"]).details
+    for secret in ("ada@example.com", "555-0199", "4111"):
+        assert secret not in stored and secret not in json.dumps(memory)
+    assert {"EMAIL", "PHONE", "CARD"} <= set(memory["masked"])

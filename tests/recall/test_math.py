@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import math
+import math as _math
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -486,3 +488,73 @@ def test_rank_by_scores():
     assert rank_by_scores(np.array([np.nan, 1.0, 0.0]), positive_only=False) == [1, 2, 0]
     assert rank_by_scores(np.array([np.nan, 1.0, 0.0]), positive_only=True) == [1]
     assert all(isinstance(i, int) for i in rank_by_scores(s, positive_only=False))
+
+
+def _okapi(query: list[str], docs: list[list[str]], k1: float, b: float) -> list[float]:
+    """Okapi BM25 written out from its definition (every idf here is positive)."""
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    scores = []
+    for doc in docs:
+        score = 0.0
+        for term in query:
+            df = sum(term in d for d in docs)
+            if not df:
+                continue
+            idf = _math.log((n - df + 0.5) / (df + 0.5))
+            tf = doc.count(term)
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+        scores.append(score)
+    return scores
+
+
+_CORPUS = [["ship", "osaka", "ship"], ["osaka"], ["tea", "kyoto", "green", "tea", "cup"], ["cup"], ["kyoto"], ["rain"]]
+
+
+def test_bm25_defaults_are_the_specs_k1_and_b_checked_by_score():
+    for query in (["ship"], ["tea", "cup"], ["osaka", "ship", "ship"]):
+        expected = _okapi(query, _CORPUS, k1=1.5, b=0.75)
+        assert np.allclose(bm25_scores(query, _CORPUS), expected, rtol=1e-12), query
+        assert not np.allclose(_okapi(query, _CORPUS, k1=1.2, b=0.75), expected)  # k1 matters here
+        assert not np.allclose(_okapi(query, _CORPUS, k1=1.5, b=0.5), expected)  # and b does
+
+
+def test_a_query_term_missing_from_every_memory_adds_nothing():
+    assert np.allclose(bm25_scores(["ship", "absent"], _CORPUS), bm25_scores(["ship"], _CORPUS))
+    assert not bm25_scores(["absent"], _CORPUS).any()
+    assert not bm25_scores([], _CORPUS).any() and bm25_scores(["x"], []).size == 0
+
+
+def test_degenerate_bm25_parameters_score_zero_instead_of_nan_and_warn_nothing():
+    # The module's contract (bm25.py): k1 = 0, or b = 1 with an empty memory, makes tf + norm = 0;
+    # such a term scores 0, never NaN (a NaN score would poison the fused ranking).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        empty_doc = bm25_scores(["a"], [["a", "b"], [], ["c"], ["d"]], b=1.0)
+        no_k1 = bm25_scores(["a"], [["a", "b"], ["b"], ["c"]], k1=0.0)
+    assert np.isfinite(empty_doc).all() and empty_doc[1] == 0.0 and empty_doc[0] > 0
+    assert np.isfinite(no_k1).all() and no_k1[0] == pytest.approx(_math.log(2.5 / 1.5)) and no_k1[1] == no_k1[2] == 0.0
+
+
+def test_rrf_score_is_the_sum_of_one_over_60_plus_rank():
+    fused = rrf({"bm25": [4, 2], "semantic": [2], "entity": []})
+    assert list(fused) == [2, 4]
+    assert fused[2] == (1 / 62 + 1 / 61, {"bm25": 2, "semantic": 1})
+    assert fused[4] == (1 / 61, {"bm25": 1})
+    assert rrf({"bm25": [7]}, k=0)[7][0] == 1.0
+    with pytest.raises(ValueError):
+        rrf({}, k=-1)
+
+
+def test_rrf_ties_go_to_the_newer_candidate_and_a_repeat_keeps_its_best_rank():
+    fused = rrf({"bm25": [3, 1], "semantic": [1, 3]})
+    assert list(fused) == [1, 3]  # same ranks {1, 2}: the lower index (newer) first
+    assert rrf({"bm25": [5, 5, 6]})[5] == (1 / 61, {"bm25": 1})
+    assert rrf({"bm25": [5, 5, 6]})[6] == (1 / 63, {"bm25": 3})
+
+
+def test_a_ranking_holds_only_candidates_with_evidence():
+    assert rank_by_scores(np.array([0.0, 2.0, -1.0, 2.0, np.nan, 0.5]), positive_only=True) == [1, 3, 5]
+    assert rank_by_scores(np.array([np.nan, 1.0, 3.0]), positive_only=False) == [2, 1, 0]
+    assert rank_by_scores(np.array([]), positive_only=True) == []
+    assert rank_by_scores(np.array([0.7]), positive_only=True) == [0]  # a single candidate is ranked
+    assert rank_by_scores(np.array([0.0]), positive_only=False) == [0]

@@ -364,3 +364,26 @@ def test_reembed_refreshes_vectors_of_another_embedder_and_terms_of_another_form
     assert entry.embedder_id == get_embedder(settings.MEMORY_EMBEDDER).id
     assert entry.terms_format == TERMS_FORMAT and "paint" in entry.terms.split()
     assert texts(recall_ok(agent, query="painting")) == ["Painted a sunrise over the lake."]
+
+
+def test_the_cosine_ranking_compares_only_vectors_of_the_query_embedder_and_dimension(settings):
+    # A stored vector of another embedder (even of the same dimension, even identical) or of
+    # another dimension is no evidence until `reembed` replaces it; a row without a vector is
+    # left out too. Only the comparable one is ranked.
+    from memoryapp.recall.embedders import PendingQuery, get_embedder
+    from memoryapp.recall.service import Candidate, semantic_ranking
+
+    settings.SEMANTIC_BUDGET_SECONDS = 30
+    embedder = get_embedder("hashing")
+    query = "which tea does she like"
+    vector = embedder.embed_queries([query])[0].astype("<f4")
+    same = vector.tobytes()
+    candidates = [
+        Candidate(pk=1, collection_id=None, embedder_id="another-model-v1", dim=vector.shape[0], vector=same),
+        Candidate(pk=2, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0] // 2, vector=vector[: vector.shape[0] // 2].tobytes()),
+        Candidate(pk=3, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0], vector=None),
+        Candidate(pk=4, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0], vector=same),
+    ]
+    ranked, degraded = semantic_ranking(query, candidates, PendingQuery(embedder, query))
+    assert degraded is None
+    assert [candidates[i].pk for i in ranked] == [4]

@@ -18,9 +18,11 @@ from governance.models import Document
 from memoryapp.actions import index_entry
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall import service
+from memoryapp.recall import service as recall_service
 from memoryapp.recall.stopwords import content_terms
 from memoryapp.recall.tokenize import stem_terms, tokenize
 from tests.conftest import make_agent
+from tests.recall.test_math import _CORPUS
 
 MEMORY_KEYS = {
     "id",
@@ -273,25 +275,7 @@ def test_hidden_counts_memories_whose_cited_document_is_gone_or_expired(agent, w
     assert body["hidden"] == 2 and body["considered"] == 1
 
 
-# --- asOf, filters, limit --------------------------------------------------------------------------
-def test_as_of_recalls_what_was_current_then(agent, time_machine):
-    start = timezone.now()
-    time_machine.move_to(start)
-    remember_ok(agent, namespace="prefs", key="editor", text="Uses vim for every editor task")
-    remember_ok(agent, namespace="prefs", text="Keyless editor note")
-    time_machine.move_to(start + timedelta(hours=1))
-    remember_ok(agent, namespace="prefs", key="editor", text="Uses emacs for every editor task")
-    time_machine.move_to(start + timedelta(hours=2))
-    remember_ok(agent, namespace="prefs", text="Later editor note")
-
-    now = recall_ok(agent, query="editor")
-    assert sorted(texts(now)) == ["Keyless editor note", "Later editor note", "Uses emacs for every editor task"]
-    between = recall_ok(agent, query="editor", asOf=(start + timedelta(minutes=30)).isoformat())
-    assert sorted(texts(between)) == ["Keyless editor note", "Uses vim for every editor task"]
-    assert between["considered"] == 2
-    assert between["memories"][position(between, "Uses vim for every editor task")]["validTo"] is not None
-    before = recall_ok(agent, query="editor", asOf=(start - timedelta(minutes=1)).isoformat())
-    assert before["memories"] == [] and before["considered"] == 0
+# --- filters, limit --------------------------------------------------------------------------------
 
 
 def test_namespace_and_collection_filters(agent, knowledge):
@@ -489,3 +473,20 @@ def test_lexical_ranking_orders_exactly_as_rank_bm25(agent, world, query):
     body = recall_ok(agent, query=query, limit=50)
     by_rank = sorted((m["ranks"]["bm25"], m["id"]) for m in body["memories"] if m["ranks"]["bm25"] is not None)
     assert [int(pk) for _, pk in by_rank] == [candidates[i].pk for i in expected]
+
+
+def test_recall_ranks_with_the_specs_k1_and_b():
+    assert (recall_service.BM25_K1, recall_service.BM25_B) == (1.5, 0.75)
+    candidates = [recall_service.Candidate(pk=i, collection_id=None, terms=doc) for i, doc in enumerate(_CORPUS)]
+    # "tea cup": BM25 ranks the long two-term memory over the short one-term one; 'rain' shares nothing.
+    assert recall_service.lexical_ranking("tea cup", candidates) == [2, 3]
+
+
+def test_recall_query_count_is_constant(agent, world, docs, django_assert_max_num_queries):
+    _, _, passages = docs
+    actions.create_entity(world.workspace, name="Osaka", aliases=[])
+    for i in range(40):
+        agent.remember(namespace="n", text=f"note {i} about Osaka", citations=[str(p.pk) for p in passages])
+    with django_assert_max_num_queries(10):  # 9 for the read, 1 INSERT for its access entry
+        response = agent.recall(query="Osaka shipping", limit=50)
+    assert response.json()["considered"] == 40
