@@ -25,12 +25,56 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "var" / "mutation"
 EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.txt"
 
+# The files that hold the SPEC rules' own tests and the kill tests (issue 23 step 7 folded
+# tests/test_spec_rules.py and tests/test_mutation_kills.py into the file of the rule each states):
+# every module's selection keeps them, as it kept the two files they came from.
+RULE_TESTS = [
+    "tests/gates/test_rows.py",
+    "tests/gates/test_precedence.py",
+    "tests/context_sets/test_scope.py",
+    "tests/limits/test_rate_window.py",
+    "tests/limits/test_cap.py",
+    "tests/memories/test_recheck.py",
+    "tests/memories/test_as_of.py",
+    "tests/memories/test_list.py",
+    "tests/lifecycle/test_expires_at.py",
+    "tests/erasure/test_erase.py",
+    "tests/masking/test_placeholders.py",
+    "tests/masking/test_normalisation.py",
+    "tests/masking/test_end_to_end.py",
+    "tests/recall/test_math.py",
+    "tests/recall/test_rankings.py",
+    "tests/recall/test_budget.py",
+    "tests/recall/test_models.py",
+    "tests/governance/test_workspace_api.py",
+    "tests/governance/test_knowledge.py",
+    "tests/governance/test_bootstrap_commands.py",
+]
+# what tests/test_memories.py held, now in the files of its rules
+MEMORIES = [
+    "tests/memories/test_keys_and_forget.py",
+    "tests/memories/test_as_of.py",
+    "tests/memories/test_recheck.py",
+    "tests/memories/test_list.py",
+    "tests/isolation/test_between_members.py",
+    "tests/context_sets/test_bound_credentials.py",
+    "tests/gates/test_rows.py",
+    "tests/recall/test_rankings.py",
+]
+# the kill tests by node id (MUTATION_BASELINE=1 leaves them out, MUTATION_KILLS_ONLY=1 runs only them)
+KILL_TESTS_FILE = ROOT / "bench" / "mutation_kill_tests.txt"
+
+
+def _unique(*groups: list[str]) -> list[str]:
+    return list(dict.fromkeys(t for group in groups for t in group))
+
+
 # module key -> (files to mutate, test files that exercise them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "gates": (["memoryapp/gates.py"], ["tests/gates/test_rows.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
+    "gates": (["memoryapp/gates.py"], _unique(["tests/gates/test_rows.py"], RULE_TESTS, ["tests/context_sets/test_bound_credentials.py"])),
     "masking": (
         ["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"],
-        ["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/test_mutation_kills.py"],
+        _unique(["tests/masking/test_detectors.py", "tests/masking/test_attacks.py"], RULE_TESTS),
     ),
     "masking_detectors": (
         [
@@ -42,18 +86,18 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "memoryapp/masking/secret_shapes.py",
             "memoryapp/masking/words.py",
         ],
-        ["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/masking/test_forms.py", "tests/test_mutation_kills.py"],
+        _unique(["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/masking/test_forms.py"], RULE_TESTS),
     ),
-    "visibility": (["memoryapp/visibility.py"], ["tests/test_spec_rules.py", "tests/isolation/test_matrix.py", "tests/memories/test_keys_and_forget.py", "tests/test_mutation_kills.py"]),
-    "actions": (["memoryapp/actions.py"], ["tests/memories/test_keys_and_forget.py", "tests/test_spec_rules.py", "tests/gates/test_rows.py", "tests/test_mutation_kills.py"]),
-    "erasure": (["retention/erasure.py"], ["tests/erasure/test_verify_forgetting.py", "tests/lifecycle/test_expiry_and_grace.py", "tests/test_mutation_kills.py"]),
-    "ratelimit": (["memoryapp/ratelimit.py"], ["tests/gates/test_rows.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
-    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], ["tests/recall/test_math.py", "tests/test_mutation_kills.py"]),
-    "recall_service": (["memoryapp/recall/service.py"], ["tests/recall/test_rankings.py", "tests/test_spec_rules.py", "tests/test_mutation_kills.py"]),
-    "previews": (["retention/previews.py"], ["tests/previews/test_manifest.py", "tests/test_mutation_kills.py"]),
+    "visibility": (["memoryapp/visibility.py"], _unique(RULE_TESTS, ["tests/isolation/test_matrix.py"], MEMORIES)),
+    "actions": (["memoryapp/actions.py"], _unique(MEMORIES, RULE_TESTS)),
+    "erasure": (["retention/erasure.py"], _unique(["tests/erasure/test_verify_forgetting.py", "tests/lifecycle/test_expiry_and_grace.py"], RULE_TESTS)),
+    "ratelimit": (["memoryapp/ratelimit.py"], _unique(RULE_TESTS)),
+    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], _unique(["tests/recall/test_math.py"], RULE_TESTS)),
+    "recall_service": (["memoryapp/recall/service.py"], _unique(["tests/recall/test_rankings.py", "tests/memories/test_as_of.py"], RULE_TESTS)),
+    "previews": (["retention/previews.py"], _unique(["tests/previews/test_manifest.py"], RULE_TESTS)),
     "receipts": (["retention/receipts.py"], ["tests/receipts/test_chain.py", "tests/receipts/test_complete.py"]),
-    "lifecycle": (["retention/lifecycle.py"], ["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py", "tests/test_mutation_kills.py"]),
-    "credits": (["retention/credits.py"], ["tests/credits/test_charging.py", "tests/consolidation/test_turns.py", "tests/test_mutation_kills.py"]),
+    "lifecycle": (["retention/lifecycle.py"], _unique(["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py"], RULE_TESTS)),
+    "credits": (["retention/credits.py"], _unique(["tests/credits/test_charging.py", "tests/consolidation/test_turns.py"], RULE_TESTS)),
 }
 
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
@@ -89,20 +133,27 @@ def load_equivalents() -> dict[str, str]:
     return result
 
 
+def kill_tests() -> list[str]:
+    """Node ids of the tests written to kill survivors, one a line ('#' starts a comment)."""
+    lines = KILL_TESTS_FILE.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
 def configure(key: str) -> None:
     import mutmut.configuration as mc
 
     files, tests = MODULES[key]
     cfg = mc._load_config()
     cfg.only_mutate = files
-    # MUTATION_BASELINE=1: the suite without tests/test_mutation_kills.py (the "before" score).
-    skip = {"tests/test_mutation_kills.py"} if os.environ.get("MUTATION_BASELINE") == "1" else set()
-    cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists() and t not in skip]
+    cfg.pytest_add_cli_args_test_selection = [t for t in tests if (ROOT / t).exists()]
+    # MUTATION_BASELINE=1: the suite without the kill tests (the "before" score).
+    if os.environ.get("MUTATION_BASELINE") == "1":
+        cfg.pytest_add_cli_args_test_selection += [arg for node in kill_tests() for arg in ("--deselect", node)]
     # MUTATION_KILLS_ONLY=1 (with --survivors): judge the baseline's undetected mutants by the kill
     # tests alone — fast; a mutant they miss counts as surviving even if the slower suite, not
     # reached in the baseline's time, would have killed it (so the score errs low).
     if os.environ.get("MUTATION_KILLS_ONLY") == "1":
-        cfg.pytest_add_cli_args_test_selection = ["tests/test_mutation_kills.py"]
+        cfg.pytest_add_cli_args_test_selection = kill_tests()
     mc._config = cfg
 
 

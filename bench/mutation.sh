@@ -5,15 +5,15 @@
 #   bench/mutation.sh gates masking      just these
 #   bench/mutation.sh --changed          the modules whose files differ from main
 #   bench/mutation.sh --report [module]  reprint the last results (var/mutation/*.json)
-#   MUTATION_BASELINE=1 bench/mutation.sh …   without tests/test_mutation_kills.py (the "before" score)
+#   MUTATION_BASELINE=1 bench/mutation.sh …   without the kill tests listed in bench/mutation_kill_tests.txt (the "before" score)
 #   bench/mutation.sh --survivors …     re-run only what the last run left undetected
-#   MUTATION_KILLS_ONLY=1 bench/mutation.sh --survivors …   …judged by tests/test_mutation_kills.py alone (fast)
+#   MUTATION_KILLS_ONLY=1 bench/mutation.sh --survivors …   …judged by those kill tests alone (fast)
 # Options: --jobs N (MUTATION_JOBS, default 2), --timeout SECONDS per module (MUTATION_TIMEOUT, 1800).
 # Prints each surviving mutant's diff and a per-module score table. Equivalent survivors, with the
 # reason, are in bench/mutation_equivalent.txt. Runs on SQLite; CPU-heavy, hence nice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 unset DATABASE_URL REDIS_URL CELERY_BROKER_URL
-# The Redis limiter's mutants are killed only with a Redis to run against (tests/test_mutation_kills.py).
+# The Redis limiter's mutants are killed only with a Redis to run against (tests/limits/test_rate_window.py).
 export MUTATION_REDIS_URL="${MUTATION_REDIS_URL:-}"
 exec nice -n "${MUTATION_NICE:-10}" .venv/bin/python bench/mutation.py "$@"
