@@ -85,7 +85,7 @@ def add_member(workspace: Workspace, email: str, *, role: str, password: str | N
 
 
 def _owners_left(workspace: Workspace, excluding: Member) -> int:
-    return Member.objects.filter(workspace=workspace, role=Role.OWNER.label, left_at__isnull=True).exclude(pk=excluding.pk).count()
+    return Member.objects.active().filter(workspace=workspace, role=Role.OWNER.label).exclude(pk=excluding.pk).count()
 
 
 @transaction.atomic
@@ -108,7 +108,7 @@ def _revoke_credentials_of(member: Member, *, at: datetime, actor: Actor, reason
     """Revoke every credential of the membership not yet revoked, one audit event each (as a
     member's own revocation writes), inside the caller's transaction."""
     revoked = 0
-    for credential in Credential.objects.select_for_update().filter(member=member, revoked_at__isnull=True).order_by("id"):
+    for credential in Credential.objects.not_revoked().select_for_update().filter(member=member).order_by("id"):
         credential.revoked_at = at
         credential.save(update_fields=["revoked_at"])
         audit("credential.revoked", workspace=member.workspace, actor=actor, target=f"credential {credential.prefix}", reason=reason)
@@ -145,10 +145,10 @@ def end_memberships_of_deleted_user(user: AbstractBaseUser, *, actor: Actor = No
     with receipts, because the member rows go with the user. Safe to call twice."""
     ended = 0
     with transaction.atomic():
-        for member in Member.objects.select_for_update().filter(user=user, left_at__isnull=True).select_related("workspace").order_by("id"):
+        for member in Member.objects.active().select_for_update().filter(user=user).select_related("workspace").order_by("id"):
             _end_membership(member, actor=actor, reason="user deleted")
             ended += 1
-        for token in PersonalToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True).order_by("id"):
+        for token in PersonalToken.objects.active().select_for_update().filter(user=user).order_by("id"):
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
             audit("personal_token.revoked", workspace=None, actor=actor, target=f"personal token {token.prefix}", changes={"userId": user.pk}, reason="user deleted")

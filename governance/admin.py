@@ -22,11 +22,10 @@ from django.contrib.auth.forms import AdminPasswordChangeForm
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.db.models.signals import post_migrate
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 
 from governance import actions
@@ -158,8 +157,7 @@ def changelist_link(model_label: str, text: object, **params: object) -> str:
 
 
 def _active_credentials() -> QuerySet[Credential]:
-    now = timezone.now()
-    return Credential.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), revoked_at__isnull=True)
+    return Credential.objects.active()
 
 
 # --- workspaces ------------------------------------------------------------------------------
@@ -226,7 +224,7 @@ class WorkspaceAdmin(GovernedAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                active_members=count_of(Member.objects.filter(left_at__isnull=True)),
+                active_members=count_of(Member.objects.active()),
                 active_credentials=count_of(_active_credentials()),
             )
         )
@@ -361,7 +359,7 @@ class MemberAdmin(GovernedAdmin):
 
     @admin.display(description="active", boolean=True)
     def is_active(self, obj: Member) -> bool:
-        return obj.left_at is None
+        return obj.is_active
 
     @admin.display(description="memories")
     def memories_link(self, obj: Member) -> str:

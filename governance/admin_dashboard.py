@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from urllib.parse import urlencode
 
-from django.db.models import Count, DecimalField, ExpressionWrapper, F, IntegerField, Q, Sum
+from django.db.models import Count, DecimalField, ExpressionWrapper, F, IntegerField, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.urls import reverse
@@ -130,14 +130,8 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
     since = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=DAYS - 1)
     workspaces = list(Workspace.objects.select_related("ask_history").order_by("id")[:limit])
     ids = [w.pk for w in workspaces]
-    members = dict(Member.objects.filter(workspace_id__in=ids, left_at__isnull=True).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
-    credentials = dict(
-        Credential.objects.filter(workspace_id__in=ids, revoked_at__isnull=True)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        .values("workspace_id")
-        .annotate(n=Count("pk"))
-        .values_list("workspace_id", "n")
-    )
+    members = dict(Member.objects.active().filter(workspace_id__in=ids).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
+    credentials = dict(Credential.objects.active(now).filter(workspace_id__in=ids).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
     versions = dict(MemoryVersion.objects.filter(workspace_id__in=ids).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
     erasures: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
     receipt_rows = (

@@ -5,11 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import admin
-from django.db.models import Q
 from django.utils import timezone
 
 from governance.models import Workspace
-from memoryapp.models import ASSISTANT_NAMESPACE
 
 
 class WorkspaceRefFilter(admin.SimpleListFilter):
@@ -42,9 +40,9 @@ class ActiveMemberFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(left_at__isnull=True)
+            return queryset.active()
         if self.value() == "no":
-            return queryset.filter(left_at__isnull=False)
+            return queryset.removed()
         return queryset
 
 
@@ -58,11 +56,11 @@ class CredentialStatusFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         now = timezone.now()
         if self.value() == "active":
-            return queryset.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), revoked_at__isnull=True)
+            return queryset.active(now)
         if self.value() == "revoked":
-            return queryset.filter(revoked_at__isnull=False)
+            return queryset.revoked()
         if self.value() == "expired":
-            return queryset.filter(expires_at__lte=now, revoked_at__isnull=True)
+            return queryset.expired(now)
         return queryset
 
 
@@ -77,9 +75,9 @@ class MemorySurfaceFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "agent":
-            return queryset.exclude(namespace=ASSISTANT_NAMESPACE)
+            return queryset.agent()
         if self.value() == "assistant":
-            return queryset.filter(namespace=ASSISTANT_NAMESPACE)
+            return queryset.assistant()
         return queryset
 
 

@@ -32,7 +32,7 @@ class PersonalTokenAuthentication(authentication.BaseAuthentication):
         except UnicodeDecodeError as exc:
             raise exceptions.AuthenticationFailed("Malformed token header.") from exc
         prefix = tokens.split_prefix(raw, PERSONAL_TOKEN_KIND)
-        row = PersonalToken.objects.select_related("user").filter(prefix=prefix, revoked_at__isnull=True).first() if prefix else None
+        row = PersonalToken.objects.active().select_related("user").filter(prefix=prefix).first() if prefix else None
         if not tokens.matches(raw, row.token_hash if row else None) or not row.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid token.")
         _touch(PersonalToken, row)
@@ -87,7 +87,7 @@ def active_membership(request: HttpRequest, workspace_id: int) -> Member | None:
     user = getattr(request, "user", None)
     if not getattr(user, "is_authenticated", False):
         return None
-    member = Member.objects.select_related("workspace", "workspace__ask_history", "user").filter(workspace_id=workspace_id, user=user, left_at__isnull=True).first()
+    member = Member.objects.active().select_related("workspace", "workspace__ask_history", "user").filter(workspace_id=workspace_id, user=user).first()
     if member is not None and not member.opens_for(credential_issued_at(request)):
         raise MembershipRestarted(member)
     return member

@@ -50,6 +50,16 @@ class AskHistorySettings(models.Model):
         return f"Ask-history settings of workspace #{self.workspace_id}"
 
 
+class MemberQuerySet(models.QuerySet):
+    def active(self) -> MemberQuerySet:
+        """Members still in their workspace (not removed). The one spelling of `left_at IS NULL`
+        outside this module (tests/test_model_rules.py fails on a copy)."""
+        return self.filter(left_at__isnull=True)
+
+    def removed(self) -> MemberQuerySet:
+        return self.filter(left_at__isnull=False)
+
+
 class Member(models.Model):
     """A user's membership in one workspace. Removal is recorded (left_at), never a silent delete.
 
@@ -64,6 +74,8 @@ class Member(models.Model):
     joined_at = models.DateTimeField(default=timezone.now, help_text="When the current membership period began.")
     left_at = models.DateTimeField(null=True, blank=True)
     period = models.PositiveIntegerField(default=1, help_text="1 for the first membership; +1 each time a removed member is re-added.")
+
+    objects = MemberQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -197,6 +209,22 @@ class ContextSet(models.Model):
         return self.active and self.deleted_at is None
 
 
+class CredentialQuerySet(models.QuerySet):
+    def not_revoked(self) -> CredentialQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+    def revoked(self) -> CredentialQuerySet:
+        return self.filter(revoked_at__isnull=False)
+
+    def active(self, at: datetime | None = None) -> CredentialQuerySet:
+        """Usable at `at` (now): neither revoked nor expired — `Credential.is_usable` as a query."""
+        return self.not_revoked().filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at or timezone.now()))
+
+    def expired(self, at: datetime | None = None) -> CredentialQuerySet:
+        """Past its expiry and never revoked (a revoked one counts as revoked)."""
+        return self.not_revoked().filter(expires_at__lte=at or timezone.now())
+
+
 class Credential(models.Model):
     """An agent credential. The token is shown once; only its SHA-256 is stored, found by prefix."""
 
@@ -212,6 +240,8 @@ class Credential(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    objects = CredentialQuerySet.as_manager()
+
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["workspace", "revoked_at"])]
@@ -223,8 +253,11 @@ class Credential(models.Model):
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
 
-    def is_expired(self, now=None) -> bool:
+    def is_expired(self, now: datetime | None = None) -> bool:
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    def is_usable(self, now: datetime | None = None) -> bool:
+        return not self.is_revoked and not self.is_expired(now)
 
 
 class AuditEvent(models.Model):
@@ -247,6 +280,12 @@ class AuditEvent(models.Model):
         return f"{self.action} by {self.actor_label or 'system'}"
 
 
+class PersonalTokenQuerySet(models.QuerySet):
+    def active(self) -> PersonalTokenQuerySet:
+        """Not revoked (a personal token has no expiry)."""
+        return self.filter(revoked_at__isnull=True)
+
+
 class PersonalToken(models.Model):
     """A member's own token for the workspace API (`Authorization: Token …`); stored as a hash."""
 
@@ -256,6 +295,8 @@ class PersonalToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = PersonalTokenQuerySet.as_manager()
 
     class Meta:
         ordering = ["-id"]

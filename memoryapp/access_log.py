@@ -26,9 +26,9 @@ from django.utils import timezone
 
 from governance.models import AskHistorySettings, Credential, Member, Workspace
 from memoryapp.cursors import decode_cursor, encode_cursor
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryState, MemoryVersion
+from memoryapp.models import AccessEntry, MemoryVersion
 from memoryapp.timestamps import iso, parse_instant
-from memoryapp.visibility import recheck, retention_cutoff
+from memoryapp.visibility import recheck
 
 ENTRY_ARTIFACT = "access_log_entry"  # entries erased: every memory they listed is erased
 REFERENCE_ARTIFACT = "access_log_reference"  # references struck from entries that list other memories too
@@ -201,7 +201,7 @@ def expired_entries(now: datetime | None = None) -> QuerySet[AccessEntry]:
 def entries_of_departed_members() -> QuerySet[AccessEntry]:
     """Entries of members who have left: erasing their memories erased the entries listing
     them, so only an entry written by a read racing that erase can be here."""
-    return AccessEntry.objects.filter(member__left_at__isnull=False)
+    return AccessEntry.objects.filter(member__in=Member.objects.removed())
 
 
 def delete_chunk(queryset: QuerySet[AccessEntry], chunk: int) -> tuple[int, int]:
@@ -265,15 +265,7 @@ def readable_versions(member: Member, entries: Iterable[AccessEntry]) -> tuple[d
     if not ids:
         return {}, set()
     ask_history: AskHistorySettings = member.workspace.ask_history
-    cutoff = retention_cutoff(ask_history)
-    grace_cutoff = cutoff - timedelta(days=ask_history.expired_grace_days)
-    # Agent memories until their expiry; assistant memories until their grace period ends (the
-    # member sees expired ones for reactivation). Never one pending erasure.
-    versions = list(
-        MemoryVersion.objects.filter(member=member, pk__in=ids, unreachable_at__isnull=True).filter(
-            Q(namespace=ASSISTANT_NAMESPACE, retention_anchor__gt=grace_cutoff) | (~Q(namespace=ASSISTANT_NAMESPACE) & Q(state=MemoryState.ACTIVE, retention_anchor__gt=cutoff))
-        )
-    )
+    versions = list(MemoryVersion.objects.filter(member=member, pk__in=ids).kept_for_member(ask_history))
     checked = recheck(versions, member)
     visible = {v.pk: v for v in checked.visible}
     hidden = {v.pk for v in versions} - set(visible)

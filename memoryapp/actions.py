@@ -19,7 +19,7 @@ from governance.models import AskHistorySettings, Credential, Member, Passage, W
 from memoryapp import gates
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import ApiError, memory_not_found, validation_error
-from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
+from memoryapp.models import MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, get_limiter
 from memoryapp.recall.embedders import get_embedder, to_bytes
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
@@ -276,7 +276,7 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
     with transaction.atomic():
         lock_member(member)
         queryset = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, unreachable_at__isnull=True)
-        queryset = queryset.exclude(namespace=ASSISTANT_NAMESPACE) if agent_only else queryset.filter(namespace=ASSISTANT_NAMESPACE)
+        queryset = queryset.agent() if agent_only else queryset.assistant()
         version = queryset.filter(pk=memory_id).first()
         if version is None:
             raise memory_not_found()

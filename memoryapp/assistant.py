@@ -4,7 +4,6 @@ reserved namespace `assistant` with their topic as key, so a topic is updated, n
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -18,7 +17,6 @@ from memoryapp.errors import memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
 from memoryapp.representation import NOT_EVIDENCE, detail_lines
 from memoryapp.timestamps import iso
-from memoryapp.visibility import expires_at, retention_cutoff
 
 TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
@@ -41,31 +39,25 @@ def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> 
         "version": version.version,
         "createdAt": iso(version.created_at),
         "updatedAt": iso(version.retention_anchor),
-        "expiresAt": iso(expires_at(version, member.workspace.ask_history)),
+        "expiresAt": iso(version.expires_at(member.workspace.ask_history)),
         "masked": list(version.masked_kinds),
         "state": "expired" if expired else "active",
     }
     if expired:
-        data["erasedAt"] = iso(grace_end(version, member))
+        data["erasedAt"] = iso(version.grace_ends_at(member.workspace.ask_history))
     return data
 
 
-def grace_end(version: MemoryVersion, member: Member) -> datetime:
-    ask_history = member.workspace.ask_history
-    start = version.expired_at or expires_at(version, ask_history)
-    return start + timedelta(days=ask_history.expired_grace_days)
-
-
 def _current(member: Member) -> QuerySet[MemoryVersion]:
-    return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True, unreachable_at__isnull=True)
+    return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).assistant().reachable().current_or_as_of(None)
 
 
 def list_assistant_memories(member: Member) -> dict[str, Any]:
     now = timezone.now()
-    cutoff = retention_cutoff(member.workspace.ask_history, now)
+    ask_history = member.workspace.ask_history
     versions = list(_current(member).order_by("-retention_anchor", "-id")[:500])
-    active = [v for v in versions if v.state == MemoryState.ACTIVE and v.retention_anchor > cutoff]
-    expired = [v for v in versions if not (v.state == MemoryState.ACTIVE and v.retention_anchor > cutoff) and grace_end(v, member) > now]
+    active = [v for v in versions if v.is_live(ask_history, now)]
+    expired = [v for v in versions if not v.is_live(ask_history, now) and v.grace_ends_at(ask_history) > now]
     return {
         "rememberMe": member.remember_me,
         "available": member.workspace.ai_memory_available,
@@ -123,10 +115,10 @@ def reactivate_assistant_memory(member: Member, memory_id: int) -> MemoryVersion
     version = _own_current(member, memory_id)
     ask_history = member.workspace.ask_history
     now = timezone.now()
-    if version.state == MemoryState.ACTIVE and version.retention_anchor > retention_cutoff(ask_history, now):
+    if version.is_live(ask_history, now):
         return version
-    grace_cutoff = now - timedelta(days=ask_history.agent_memory_retention_days + ask_history.expired_grace_days)
-    reactivated = MemoryVersion.objects.filter(pk=version.pk, unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff).update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
+    days, grace = ask_history.agent_memory_retention_days, ask_history.expired_grace_days
+    reactivated = MemoryVersion.objects.filter(pk=version.pk).reachable().within_grace(days, grace, at=now).update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
     if not reactivated:
         raise memory_not_found()
     version.refresh_from_db()

@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -27,10 +27,10 @@ from django.utils import timezone
 from governance.audit import Actor, audit
 from governance.models import AskHistorySettings, Credential, Member
 from memoryapp import access_log
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryState, MemoryVersion
+from memoryapp.models import AccessEntry, MemoryVersion
 from memoryapp.representation import detail_lines
 from memoryapp.timestamps import iso
-from memoryapp.visibility import CheckedCitation, recheck, retention_cutoff
+from memoryapp.visibility import CheckedCitation, recheck
 from retention.models import DeletionReceipt, UsageRecord
 
 FORMAT = "governed-agent-memory/member-export"
@@ -87,13 +87,9 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
         },
     }
     yield _dump(head)[:-1]  # the object stays open: the sections follow
-    cutoff = retention_cutoff(ask_history)
-    grace_cutoff = cutoff - timedelta(days=ask_history.expired_grace_days)
     stored = MemoryVersion.objects.filter(member=member)
-    agent = stored.exclude(namespace=ASSISTANT_NAMESPACE)
-    assistant = stored.filter(namespace=ASSISTANT_NAMESPACE)
-    agent_kept = agent.filter(unreachable_at__isnull=True, retention_anchor__gt=cutoff)
-    assistant_kept = assistant.filter(unreachable_at__isnull=True, retention_anchor__gt=grace_cutoff)
+    agent, assistant = stored.agent(), stored.assistant()
+    agent_kept, assistant_kept = agent.kept_for_member(ask_history), assistant.kept_for_member(ask_history)
     yield from _section("agentMemories", _memory_batches(agent_kept, member, ask_history, withheld))
     yield from _section("assistantMemories", _memory_batches(assistant_kept, member, ask_history, withheld))
     withheld["pendingErasureOrExpired"] = agent.count() - agent_kept.count() + assistant.count() - assistant_kept.count()
@@ -139,17 +135,15 @@ def _batches(queryset: QuerySet, to_json: Callable[[Any], dict[str, Any]]) -> It
 # --- memories -----------------------------------------------------------------------------------
 def _memory_batches(queryset: QuerySet[MemoryVersion], member: Member, ask_history: AskHistorySettings, withheld: dict[str, int]) -> Iterator[list[dict[str, Any]]]:
     """Each batch: its rows (1 query) and the live re-check, which also reads the citations (≤3)."""
-    cutoff = retention_cutoff(ask_history)
+    now = timezone.now()
     for rows in _keyset(queryset):
         checked = recheck(rows, member)
         withheld["hiddenBySourceRecheck"] += checked.hidden
-        yield [_memory_json(v, checked.citations.get(v.pk, []), ask_history, cutoff) for v in checked.visible]
+        yield [_memory_json(v, checked.citations.get(v.pk, []), ask_history, now) for v in checked.visible]
 
 
-def _memory_json(version: MemoryVersion, citations: list[CheckedCitation], ask_history: AskHistorySettings, cutoff: datetime) -> dict[str, Any]:
-    expires_at = version.retention_anchor + timedelta(days=ask_history.agent_memory_retention_days)
-    assistant = version.namespace == ASSISTANT_NAMESPACE
-    expired = assistant and (version.state == MemoryState.EXPIRED or version.retention_anchor <= cutoff)
+def _memory_json(version: MemoryVersion, citations: list[CheckedCitation], ask_history: AskHistorySettings, now: datetime) -> dict[str, Any]:
+    expired = version.is_assistant and not version.is_live(ask_history, now)
     return {
         "id": str(version.pk),
         "namespace": version.namespace,
@@ -180,8 +174,8 @@ def _memory_json(version: MemoryVersion, citations: list[CheckedCitation], ask_h
         "validTo": iso(version.valid_to),
         "createdAt": iso(version.created_at),
         "state": "expired" if expired else "active",
-        "expiresAt": iso(expires_at),
-        "erasedAt": iso(expires_at + timedelta(days=ask_history.expired_grace_days)) if assistant else iso(expires_at),
+        "expiresAt": iso(version.expires_at(ask_history)),
+        "erasedAt": iso(version.erased_by_expiry_at(ask_history)),
     }
 
 

@@ -96,14 +96,7 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
     # A credential ends with the membership period it was created in (SPEC §10): revoked at
     # removal, and refused even unrevoked once the member was re-added after it.
     # A deactivated account (the admin's is_active switch, or a deleted person's) opens nothing.
-    if (
-        credential.is_revoked
-        or credential.is_expired(now)
-        or not member.is_active
-        or not member.user.is_active
-        or member.workspace_id != credential.workspace_id
-        or not member.issued_in_period(credential.created_at)
-    ):
+    if not credential.is_usable(now) or not member.is_active or not member.user.is_active or member.workspace_id != credential.workspace_id or not member.issued_in_period(credential.created_at):
         raise unauthenticated("This credential is revoked, expired, or its member left the workspace.")
     scope = OPERATION_SCOPES[operation]
     if scope not in credential.scopes:

@@ -7,12 +7,18 @@ most one current version per key, whatever the concurrency.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from governance.content import member_digest
 from governance.models import Credential, Member, Workspace
+
+if TYPE_CHECKING:
+    from governance.models import AskHistorySettings
 
 ASSISTANT_NAMESPACE = "assistant"
 #: The closed vocabulary of `kind` (SPEC §4.1; the AI memory page offers the same three).
@@ -33,6 +39,77 @@ AGENT_API_SOURCES = (Source.AGENT, Source.USER_REQUEST, Source.ASSISTANT_INITIAT
 class MemoryState(models.TextChoices):
     ACTIVE = "active", "Active"
     EXPIRED = "expired", "Expired"  # assistant memories only: kept for reactivation during the grace period
+
+
+def retention_cutoff(days: int, at: datetime | None = None) -> datetime:
+    """The expiry rule (SPEC §8): a version is live while `retention_anchor > at - days`.
+    Expiry is computed, never stored, so a changed setting applies to every version at once."""
+    return (at or timezone.now()) - timedelta(days=days)
+
+
+def grace_cutoff(days: int, grace: int, at: datetime | None = None) -> datetime:
+    """An expired assistant memory is kept while `retention_anchor > at - (days + grace)`; past
+    it the grace purge erases it (0 days of grace: at expiry)."""
+    return retention_cutoff(days + grace, at)
+
+
+def past_retention_q(days: int, at: datetime | None = None) -> Q:
+    """The expiry rule as a condition, for aggregates (`Count(filter=…)`); querysets call
+    `MemoryVersion.objects.past_retention()`."""
+    return Q(retention_anchor__lte=retention_cutoff(days, at))
+
+
+class MemoryVersionQuerySet(models.QuerySet):
+    """The predicates every read, sweep, preview and count of memory versions shares. Nothing
+    outside this module spells `retention_anchor` comparisons or the namespace split
+    (tests/test_model_rules.py fails on a copy)."""
+
+    def agent(self) -> MemoryVersionQuerySet:
+        """Agent memories: every namespace except `assistant`."""
+        return self.exclude(namespace=ASSISTANT_NAMESPACE)
+
+    def assistant(self) -> MemoryVersionQuerySet:
+        """Assistant memories: namespace `assistant`, the topic as key."""
+        return self.filter(namespace=ASSISTANT_NAMESPACE)
+
+    def reachable(self) -> MemoryVersionQuerySet:
+        """Not pending erasure: no cascade has marked it unreachable."""
+        return self.filter(unreachable_at__isnull=True)
+
+    def pending_erasure(self) -> MemoryVersionQuerySet:
+        return self.filter(unreachable_at__isnull=False)
+
+    def within_retention(self, days: int, *, at: datetime | None = None) -> MemoryVersionQuerySet:
+        return self.filter(retention_anchor__gt=retention_cutoff(days, at))
+
+    def past_retention(self, days: int, *, at: datetime | None = None) -> MemoryVersionQuerySet:
+        return self.filter(past_retention_q(days, at))
+
+    def within_grace(self, days: int, grace: int, *, at: datetime | None = None) -> MemoryVersionQuerySet:
+        return self.filter(retention_anchor__gt=grace_cutoff(days, grace, at))
+
+    def past_grace(self, days: int, grace: int, *, at: datetime | None = None) -> MemoryVersionQuerySet:
+        return self.filter(retention_anchor__lte=grace_cutoff(days, grace, at))
+
+    def live(self, ask_history: AskHistorySettings, *, at: datetime | None = None) -> MemoryVersionQuerySet:
+        """What a read may return: not pending erasure, active, and not expired at `at` (now),
+        whether or not a sweep ran. Expired memories are gone for every read and every asOf."""
+        return self.reachable().filter(state=MemoryState.ACTIVE).within_retention(ask_history.agent_memory_retention_days, at=at)
+
+    def kept_for_member(self, ask_history: AskHistorySettings, *, at: datetime | None = None) -> MemoryVersionQuerySet:
+        """What the member still sees of their own memories (their export, their access log):
+        live agent memories, and assistant memories until their grace ends (an expired one is
+        offered for reactivation). Never one pending erasure."""
+        days, grace = ask_history.agent_memory_retention_days, ask_history.expired_grace_days
+        assistant = Q(namespace=ASSISTANT_NAMESPACE, retention_anchor__gt=grace_cutoff(days, grace, at))
+        agent = ~Q(namespace=ASSISTANT_NAMESPACE) & Q(state=MemoryState.ACTIVE, retention_anchor__gt=retention_cutoff(days, at))
+        return self.reachable().filter(assistant | agent)
+
+    def current_or_as_of(self, as_of: datetime | None) -> MemoryVersionQuerySet:
+        """The version current now (`valid_to IS NULL`) or current at `as_of`."""
+        if as_of is None:
+            return self.filter(valid_to__isnull=True)
+        return self.filter(Q(valid_from__lte=as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
 
 
 class MemoryVersion(models.Model):
@@ -92,6 +169,8 @@ class MemoryVersion(models.Model):
     unreachable_at = models.DateTimeField(null=True, blank=True)
     unreachable_reason = models.CharField(max_length=32, blank=True, help_text="The cascade that will erase it.")
 
+    objects = MemoryVersionQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
@@ -129,6 +208,24 @@ class MemoryVersion(models.Model):
     @property
     def is_assistant(self) -> bool:
         return self.namespace == ASSISTANT_NAMESPACE
+
+    def expires_at(self, ask_history: AskHistorySettings) -> datetime:
+        """`expiresAt` (SPEC §3): the anchor plus the workspace's retention now."""
+        return self.retention_anchor + timedelta(days=ask_history.agent_memory_retention_days)
+
+    def grace_ends_at(self, ask_history: AskHistorySettings) -> datetime:
+        """When the grace purge erases an expired assistant memory: its expiry plus
+        `expiredGraceDays`, both at the workspace's settings now (what `past_grace` selects)."""
+        return self.expires_at(ask_history) + timedelta(days=ask_history.expired_grace_days)
+
+    def erased_by_expiry_at(self, ask_history: AskHistorySettings) -> datetime:
+        """When expiry erases it: an agent memory at its expiry, an assistant one when its grace ends."""
+        return self.grace_ends_at(ask_history) if self.is_assistant else self.expires_at(ask_history)
+
+    def is_live(self, ask_history: AskHistorySettings, at: datetime | None = None) -> bool:
+        """The row-level `MemoryVersionQuerySet.live` for a version already read (reachability
+        aside): active and not expired at `at`."""
+        return self.state == MemoryState.ACTIVE and self.retention_anchor > retention_cutoff(ask_history.agent_memory_retention_days, at)
 
 
 class Citation(models.Model):

@@ -7,7 +7,7 @@ from typing import Any
 from governance.models import AskHistorySettings
 from memoryapp.models import MemoryVersion
 from memoryapp.timestamps import iso
-from memoryapp.visibility import Recheck, expires_at
+from memoryapp.visibility import Recheck
 
 #: SPEC §4.6: every memory, whichever surface shows it, says it is an untrusted note, not evidence.
 NOT_EVIDENCE: dict[str, Any] = {"type": "memory", "evidence": False, "trust": "untrusted"}
@@ -36,6 +36,6 @@ def memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHistor
         "validFrom": iso(version.valid_from),
         "validTo": iso(version.valid_to),
         "createdAt": iso(version.created_at),
-        "expiresAt": iso(expires_at(version, ask_history)),
+        "expiresAt": iso(version.expires_at(ask_history)),
         "masked": list(version.masked_kinds),
     }

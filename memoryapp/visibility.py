@@ -5,41 +5,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from governance.knowledge import readable_collections_q
 from governance.models import AskHistorySettings, Collection, Member, Passage
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion
-
-
-def retention_cutoff(ask_history: AskHistorySettings, now: datetime | None = None) -> datetime:
-    return (now or timezone.now()) - timedelta(days=ask_history.agent_memory_retention_days)
-
-
-def expires_at(version: MemoryVersion, ask_history: AskHistorySettings) -> datetime:
-    return version.retention_anchor + timedelta(days=ask_history.agent_memory_retention_days)
+from memoryapp.models import Citation, MemoryVersion
 
 
 def live_versions(member: Member, ask_history: AskHistorySettings, now: datetime | None = None) -> QuerySet[MemoryVersion]:
-    """The member's versions that have not expired (whether or not a sweep ran) and are not
-    waiting for a cascade's erase. Expired memories are gone for every read and every asOf."""
+    """The member's live versions (`MemoryVersionQuerySet.live`)."""
     # A member belongs to one workspace, so filtering by member alone is complete, and it lets
     # PostgreSQL walk the ordered (member, -created_at, -id) index instead of AND-ing bitmaps.
-    return MemoryVersion.objects.filter(
-        member=member,
-        unreachable_at__isnull=True,
-        state=MemoryState.ACTIVE,
-        retention_anchor__gt=retention_cutoff(ask_history, now),
-    )
-
-
-def current_or_as_of(queryset: QuerySet[MemoryVersion], as_of: datetime | None) -> QuerySet[MemoryVersion]:
-    if as_of is None:
-        return queryset.filter(valid_to__isnull=True)
-    return queryset.filter(Q(valid_from__lte=as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
+    return MemoryVersion.objects.filter(member=member).live(ask_history, at=now)
 
 
 def member_versions(
@@ -55,9 +35,9 @@ def member_versions(
     """The one filter chain of memory reads (the agent API's list and recall, the member's
     agent-memory list in the API and on the page): the member's live versions current now (or
     at `as_of`), filtered, newest first. `agent_memories_only` leaves out assistant memories."""
-    queryset = current_or_as_of(live_versions(member, ask_history), as_of)
+    queryset = live_versions(member, ask_history).current_or_as_of(as_of)
     if agent_memories_only:
-        queryset = queryset.exclude(namespace=ASSISTANT_NAMESPACE)
+        queryset = queryset.agent()
     if namespace:
         queryset = queryset.filter(namespace=namespace)
     if key:

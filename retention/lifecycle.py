@@ -1,6 +1,6 @@
 """Retention and the periodic jobs of SPEC §8: expiry sweep, cascade sweep, grace purge.
 
-Expiry is computed on read (`memoryapp.visibility.live_versions`), so nothing here decides what
+Expiry is computed on read (`MemoryVersion.objects.live`), so nothing here decides what
 a reader sees; these jobs only make the stores catch up with it:
 
 - agent memories past `agentMemoryRetentionDays` are erased (receipt "expiry");
@@ -23,9 +23,9 @@ from typing import Any
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
-from governance.models import AskHistorySettings, Collection, Passage
+from governance.models import AskHistorySettings, Collection, Member, Passage
 from memoryapp import access_log
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit
+from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit, grace_cutoff, retention_cutoff
 from retention import cascades
 from retention.chunks import CHUNK, run_in_chunks
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
@@ -103,18 +103,16 @@ class RetentionScope:
 
 
 def retention_scope(workspace_id: int, days: int, grace: int, now: datetime) -> RetentionScope:
-    cutoff = now - timedelta(days=days)
-    grace_cutoff = now - timedelta(days=days + grace)
-    in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=True)
-    assistant = in_workspace.filter(namespace=ASSISTANT_NAMESPACE)
+    in_workspace = MemoryVersion.objects.filter(workspace_id=workspace_id).reachable()
+    assistant = in_workspace.assistant()
     return RetentionScope(
-        agent_expired=in_workspace.filter(retention_anchor__lte=cutoff).exclude(namespace=ASSISTANT_NAMESPACE),
-        assistant_to_expire=assistant.filter(state=MemoryState.ACTIVE, retention_anchor__lte=cutoff),
+        agent_expired=in_workspace.past_retention(days, at=now).agent(),
+        assistant_to_expire=assistant.filter(state=MemoryState.ACTIVE).past_retention(days, at=now),
         # Retention is retroactive both ways: a longer setting brings back what it un-expires.
-        assistant_to_restore=assistant.filter(state=MemoryState.EXPIRED, retention_anchor__gt=cutoff),
-        grace_due=assistant.filter(retention_anchor__lte=grace_cutoff),
-        cutoff=cutoff,
-        grace_cutoff=grace_cutoff,
+        assistant_to_restore=assistant.filter(state=MemoryState.EXPIRED).within_retention(days, at=now),
+        grace_due=assistant.past_grace(days, grace, at=now),
+        cutoff=retention_cutoff(days, now),
+        grace_cutoff=grace_cutoff(days, grace, now),
     )
 
 
@@ -177,7 +175,7 @@ def orphan_queries() -> dict[str, QuerySet[MemoryVersion]]:
     return {
         Operation.CASCADE_DOCUMENT: pending.filter(pk__in=missing_passage.values("memory_id")),
         Operation.CASCADE_COLLECTION: pending.filter(collection_id__isnull=False).filter(~Exists(Collection.objects.filter(pk=OuterRef("collection_id")))),
-        Operation.MEMBER_REMOVAL: pending.filter(member__left_at__isnull=False),
+        Operation.MEMBER_REMOVAL: pending.filter(member__in=Member.objects.removed()),
         Operation.NON_RETAINING: pending.filter(workspace__retains_history=False),
     }
 

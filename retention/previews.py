@@ -162,7 +162,7 @@ def _by_member(queryset: QuerySet[MemoryVersion]) -> list[Batch]:
 
 # --- the member's and the owner's "Delete all" ------------------------------------------------------
 def own_agent_memories(member: Member) -> QuerySet[MemoryVersion]:
-    return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).exclude(namespace=ASSISTANT_NAMESPACE)
+    return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).agent()
 
 
 def plan_member_delete_all(member: Member) -> ErasePlan:
@@ -172,7 +172,7 @@ def plan_member_delete_all(member: Member) -> ErasePlan:
 
 def plan_owner_bulk_delete(workspace: Workspace) -> ErasePlan:
     """One receipt per member, so each member finds it among their own receipts."""
-    queryset = MemoryVersion.objects.filter(workspace=workspace).exclude(namespace=ASSISTANT_NAMESPACE)
+    queryset = MemoryVersion.objects.filter(workspace=workspace).agent()
     return ErasePlan(Operation.OWNER_BULK_DELETE, workspace.pk, _by_member(queryset), {"scope": "every agent memory in the workspace"})
 
 
@@ -274,7 +274,7 @@ def plan_retention(ask_history: AskHistorySettings, *, days: int, grace: int, no
         expiry=ErasePlan(Operation.EXPIRY, ask_history.workspace_id, _sweep_batches(scope.agent_expired, chunk), scope.expiry_filters(days)),
         grace_purge=ErasePlan(Operation.GRACE_PURGE, ask_history.workspace_id, _sweep_batches(scope.grace_due, chunk), scope.grace_filters(days, grace)),
         # the grace purge runs first: what it erases does not also move to Expired
-        assistant_expired=scope.assistant_to_expire.filter(retention_anchor__gt=scope.grace_cutoff).count(),
+        assistant_expired=scope.assistant_to_expire.within_grace(days, grace, at=now).count(),
         assistant_restored=scope.assistant_to_restore.count(),
     )
 

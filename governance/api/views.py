@@ -92,7 +92,7 @@ def member_json(member: Member) -> dict[str, Any]:
 
 class MembersView(WorkspaceAPIView):
     def get(self, request, ws_id):
-        members = self.scoped(Member.objects.filter(left_at__isnull=True).select_related("user"))
+        members = self.scoped(Member.objects.active().select_related("user"))
         return Response({"members": [member_json(m) for m in members]})
 
 
@@ -100,7 +100,7 @@ class MemberView(WorkspaceAPIView):
     permissions = {"PATCH": "members:manage", "DELETE": "members:manage"}
 
     def _target(self, member_id: int) -> Member:
-        return self.get_scoped(Member.objects.filter(left_at__isnull=True).select_related("user", "workspace"), member_id, "member")
+        return self.get_scoped(Member.objects.active().select_related("user", "workspace"), member_id, "member")
 
     @extend_schema(request=s.RoleBody, responses={200: dict})
     def patch(self, request, ws_id, member_id):
@@ -123,7 +123,7 @@ class CollectionsView(WorkspaceAPIView):
     @extend_schema(request=s.CollectionBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CollectionBody)
-        readers = list(self.scoped(Member.objects.filter(pk__in=data["memberIds"], left_at__isnull=True)))
+        readers = list(self.scoped(Member.objects.active().filter(pk__in=data["memberIds"])))
         if len(readers) != len(set(data["memberIds"])):
             raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
         collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], readers=readers, creator=self.member)

@@ -23,7 +23,7 @@ from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
 from memoryapp import access_log
 from memoryapp.errors import ApiError
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryVersion, Source
+from memoryapp.models import AccessEntry, MemoryVersion, Source
 from memoryapp.pages.forms import KIND_CHOICES
 from retention import receipts as receipt_chain
 from retention.credits import LINE_LABELS
@@ -92,7 +92,7 @@ def frame(user: AbstractBaseUser, member: Member, current: str) -> dict[str, Any
             nav[-1]["items"].append({"url": reverse(name, args=[ws]), "label": label, "current": name == current})
     permission_of = {name: permission for name, _label, permission, _group in NAV}
     switcher = []
-    for other in Member.objects.filter(user=user, left_at__isnull=True).select_related("workspace").order_by("workspace__name", "workspace_id"):
+    for other in Member.objects.active().filter(user=user).select_related("workspace").order_by("workspace__name", "workspace_id"):
         # Stay on the same page in the other workspace when allowed there, else land on AI memory.
         needed = permission_of.get(current)
         target = current if needed is None or other.has_perm(needed) else "pages:ai-memory"
@@ -250,7 +250,7 @@ def account_notices(user: AbstractBaseUser, limit: int = 20) -> list[dict[str, A
 # --- Settings → Ask history (owner) ------------------------------------------------------------------
 def agent_memory_counts(member: Member) -> dict[str, int]:
     """How many agent memories the workspace holds: counts, never content."""
-    agent_versions = MemoryVersion.objects.filter(workspace=member.workspace).exclude(namespace=ASSISTANT_NAMESPACE)
+    agent_versions = MemoryVersion.objects.filter(workspace=member.workspace).agent()
     return agent_versions.aggregate(
         versions=Count("id"),
         memories=Count("id", filter=Q(valid_to__isnull=True)),

@@ -129,7 +129,7 @@ def add_api_error(form: Form, exc: ApiError, field_map: dict[str, str] | None = 
 def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect("pages:login")
-    first = Member.objects.filter(user=request.user, left_at__isnull=True).order_by("workspace_id").first()
+    first = Member.objects.active().filter(user=request.user).order_by("workspace_id").first()
     if first is None:
         return render(request, "pages/no_workspace.html", status=200)
     return redirect("pages:ai-memory", first.workspace_id)

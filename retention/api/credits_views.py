@@ -68,7 +68,7 @@ class MemberQuotaView(WorkspaceAPIView):
     permissions = {"PUT": "credits:manage", "DELETE": "credits:manage"}
 
     def _member(self, member_id: int) -> Member:
-        return self.get_scoped(Member.objects.filter(left_at__isnull=True), member_id, "member")
+        return self.get_scoped(Member.objects.active(), member_id, "member")
 
     @extend_schema(request=QuotaBody, responses={200: OpenApiTypes.OBJECT})
     def put(self, request, ws_id, member_id):

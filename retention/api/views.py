@@ -20,10 +20,9 @@ from governance.api.base import WorkspaceAPIView
 from governance.models import AuditEvent
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import validation_error
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion
+from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, past_retention_q
 from memoryapp.params import query_int
 from memoryapp.timestamps import iso
-from memoryapp.visibility import retention_cutoff
 from retention import receipts as chain
 from retention.matrix import artifact_classes
 from retention.models import DeletionReceipt, Operation, UsageRecord
@@ -159,11 +158,11 @@ class LifecycleView(WorkspaceAPIView):
             receipts = receipts.filter(member_ref=self.member.pk)
             usage = usage.filter(member=self.member)
             access = access.filter(member=self.member)
-        cutoff = retention_cutoff(self.workspace.ask_history)
+        expired = past_retention_q(self.workspace.ask_history.agent_memory_retention_days)
         summary = versions.aggregate(
             total=Count("pk"),
             pending_erasure=Count("pk", filter=Q(unreachable_at__isnull=False)),
-            expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | Q(retention_anchor__lte=cutoff))),
+            expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | expired)),
             assistant=Count("pk", filter=Q(namespace=ASSISTANT_NAMESPACE)),
         )
         counts = {

@@ -49,7 +49,7 @@ class Command(BaseCommand):
             workspace = self._create()
         editor = workspace.members.get(user__username=LOGINS[1][0])
         with transaction.atomic():
-            for old in Credential.objects.filter(member=editor, name="demo agent", revoked_at__isnull=True):
+            for old in Credential.objects.not_revoked().filter(member=editor, name="demo agent"):
                 actions.revoke_credential(old, actor=None, reason="replaced by a new demo run")
             _, token = actions.create_credential(editor, name="demo agent", scopes=["memory:read", "memory:write"])
         base = f"http://127.0.0.1:{opts['port']}"

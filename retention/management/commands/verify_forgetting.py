@@ -340,7 +340,7 @@ class Command(BaseCommand):
         target = Workspace.objects.filter(pk=workspace).first()
         if target is None:
             raise CommandError(f"No workspace #{workspace}.", returncode=2)
-        members = Member.objects.select_related("user", "workspace").filter(workspace=target, left_at__isnull=True)
+        members = Member.objects.active().select_related("user", "workspace").filter(workspace=target)
         chosen = members.filter(pk=member).first() if member else members.filter(role="owner").order_by("pk").first()
         if chosen is None:
             raise CommandError("No such active member in this workspace.", returncode=2)

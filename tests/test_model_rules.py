@@ -1,0 +1,138 @@
+"""A rule about one model lives on that model (docs/architecture.md, "Glossary and model rules").
+
+The expiry rule, the grace cutoff, "active member", "usable credential" and the agent/assistant
+split are QuerySet methods and model methods; this suite fails when a copy of one of their raw
+predicates reappears anywhere else in the apps, and checks the methods against the rows they
+select.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from governance.models import AskHistorySettings, Credential, Member
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("memoryapp", "governance", "retention")
+#: The modules that own the predicates: each may spell its own.
+OWNERS = {Path("memoryapp/models.py"), Path("governance/models.py")}
+
+RAW_PREDICATES = {
+    "the expiry rule or the grace cutoff (MemoryVersion.objects.live / within_retention / past_grace …)": re.compile(r"retention_anchor__(gt|gte|lt|lte)\b|retention_anchor\s*[<>]"),
+    "a retention date computed from the settings (version.expires_at / grace_ends_at)": re.compile(r"timedelta\(days=[^)]*(agent_memory_retention_days|expired_grace_days)"),
+    "active member (Member.objects.active / removed)": re.compile(r"left_at__isnull|left_at\s*[!=]=\s*None|left_at\s+is\s+(not\s+)?None"),
+    "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)": re.compile(r"revoked_at__isnull"),
+    "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(r"(exclude|filter)\(namespace=ASSISTANT_NAMESPACE\)"),
+}
+
+
+def _sources() -> list[Path]:
+    return sorted(p for app in APPS for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts)
+
+
+def test_no_raw_predicate_is_written_outside_its_model():
+    copies = []
+    for path in _sources():
+        relative = path.relative_to(ROOT)
+        if relative in OWNERS:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for rule, pattern in RAW_PREDICATES.items():
+                if pattern.search(line):
+                    copies.append(f"{relative}:{number}: {rule}: {line.strip()}")
+    assert copies == [], "call the model's QuerySet or method instead:\n" + "\n".join(copies)
+
+
+def test_the_scan_finds_a_planted_copy():
+    planted = {
+        "MemoryVersion.objects.filter(retention_anchor__gt=cutoff)": "expiry",
+        "if version.retention_anchor > cutoff:": "expiry",
+        "now - timedelta(days=ask_history.agent_memory_retention_days + ask_history.expired_grace_days)": "date",
+        "Member.objects.filter(left_at__isnull=True)": "member",
+        "return obj.left_at is None": "member",
+        "Credential.objects.filter(revoked_at__isnull=True)": "credential",
+        "queryset.exclude(namespace=ASSISTANT_NAMESPACE)": "split",
+    }
+    for line in planted:
+        assert any(p.search(line) for p in RAW_PREDICATES.values()), line
+
+
+# --- the methods agree with the rule they state --------------------------------------------------
+@pytest.fixture
+def member(db, django_user_model):
+    from governance.models import Workspace
+
+    workspace = Workspace.objects.create(name="rules")
+    AskHistorySettings.objects.create(workspace=workspace, agent_memory_retention_days=30, expired_grace_days=10)
+    user = django_user_model.objects.create_user("rules@example.com", "rules@example.com", "x")
+    return Member.objects.create(workspace=workspace, user=user, role="owner")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # rows are reset per input
+@given(age_days=st.integers(min_value=0, max_value=60), assistant=st.booleans(), expired_state=st.booleans(), unreachable=st.booleans())
+@pytest.mark.django_db
+def test_querysets_and_row_methods_select_the_same_versions(member, age_days, assistant, expired_state, unreachable):
+    now = timezone.now()
+    ask_history = member.workspace.ask_history
+    MemoryVersion.objects.filter(member=member).delete()
+    version = MemoryVersion.objects.create(
+        workspace=member.workspace,
+        member=member,
+        namespace=ASSISTANT_NAMESPACE if assistant else "notes",
+        key="topic" if assistant else None,
+        text="a note",
+        retention_anchor=now - timedelta(days=age_days, seconds=1),
+        state=MemoryState.EXPIRED if (assistant and expired_state) else MemoryState.ACTIVE,
+        unreachable_at=now if unreachable else None,
+    )
+    rows = MemoryVersion.objects.filter(member=member)
+    live = rows.live(ask_history, at=now).exists()
+    assert live == (not unreachable and version.is_live(ask_history, now))
+    assert live == (not unreachable and version.state == MemoryState.ACTIVE and age_days < 30)
+    assert rows.past_retention(30, at=now).exists() == (age_days >= 30)
+    assert rows.past_grace(30, 10, at=now).exists() == (age_days >= 40)
+    assert version.expires_at(ask_history) == version.retention_anchor + timedelta(days=30)
+    assert version.grace_ends_at(ask_history) == version.retention_anchor + timedelta(days=40)
+    kept = rows.kept_for_member(ask_history, at=now).exists()
+    if unreachable:
+        assert not kept
+    elif assistant:
+        assert kept == (version.grace_ends_at(ask_history) > now)
+    else:
+        assert kept == live
+    assert rows.agent().exists() == (not assistant)
+    assert rows.assistant().exists() == assistant
+
+
+@pytest.mark.django_db
+def test_credential_status_querysets_partition_like_the_row_methods(member):
+    now = timezone.now()
+    cases = {
+        "open": {},
+        "expiring": {"expires_at": now + timedelta(days=1)},
+        "expired": {"expires_at": now - timedelta(seconds=1)},
+        "revoked": {"revoked_at": now},
+        "revoked and expired": {"revoked_at": now, "expires_at": now - timedelta(days=1)},
+    }
+    for n, (name, fields) in enumerate(cases.items()):
+        Credential.objects.create(workspace=member.workspace, member=member, name=name, prefix=f"p{n}", token_hash="h", **fields)
+    by_name = {c.name: c for c in Credential.objects.all()}
+    assert {c.name for c in Credential.objects.active(now)} == {n for n, c in by_name.items() if c.is_usable(now)} == {"open", "expiring"}
+    assert {c.name for c in Credential.objects.expired(now)} == {"expired"}
+    assert {c.name for c in Credential.objects.revoked()} == {"revoked", "revoked and expired"}
+
+
+@pytest.mark.django_db
+def test_active_and_removed_members_partition(member, django_user_model):
+    other = Member.objects.create(workspace=member.workspace, user=django_user_model.objects.create_user("gone", "gone@example.com", "x"), left_at=timezone.now())
+    assert list(Member.objects.active()) == [member]
+    assert list(Member.objects.removed()) == [other]
+    assert [m.is_active for m in (member, other)] == [True, False]
