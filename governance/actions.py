@@ -35,6 +35,7 @@ from governance.models import (
 )
 from governance.permissions import MEMORY_SCOPES, Role, scope_allowed_for_role
 from memoryapp.errors import ApiError, memory_disabled, validation_error
+from memoryapp.timestamps import iso
 
 User = get_user_model()
 
@@ -194,20 +195,8 @@ def record_password_set_by_admin(user: AbstractBaseUser, *, actor: Actor, reason
 
 
 # --- ask-history settings ----------------------------------------------------------------------
-SETTINGS_FIELDS = {
-    "agentMemoriesEnabled": "agent_memories_enabled",
-    "agentMemoryRetentionDays": "agent_memory_retention_days",
-    "expiredGraceDays": "expired_grace_days",
-}
-
-
 def settings_json(ask_history: AskHistorySettings) -> dict[str, Any]:
-    return {
-        "agentMemoriesEnabled": ask_history.agent_memories_enabled,
-        "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
-        "expiredGraceDays": ask_history.expired_grace_days,
-        "retentionAppliesToExistingMemories": True,
-    }
+    return {**ask_history.api_values(), "retentionAppliesToExistingMemories": True}
 
 
 @transaction.atomic
@@ -215,7 +204,7 @@ def update_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Act
     ask_history = AskHistorySettings.objects.select_for_update().get(workspace=workspace)
     diff = {}
     for api_name, value in changes.items():
-        field = SETTINGS_FIELDS[api_name]
+        field = AskHistorySettings.API_FIELDS[api_name]
         old = getattr(ask_history, field)
         if old != value:
             setattr(ask_history, field, value)
@@ -227,6 +216,22 @@ def update_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Act
 
 
 # --- credentials -------------------------------------------------------------------------------
+def credential_json(credential: Credential) -> dict[str, Any]:
+    """A credential's metadata (the workspace API and the member's export): never the token (it
+    was never stored) nor its hash."""
+    return {
+        "id": str(credential.pk),
+        "name": credential.name,
+        "prefix": credential.prefix,
+        "scopes": list(credential.scopes),
+        "contextSetId": str(credential.context_set_id) if credential.context_set_id else None,
+        "createdAt": iso(credential.created_at),
+        "lastUsedAt": iso(credential.last_used_at),
+        "expiresAt": iso(credential.expires_at),
+        "revokedAt": iso(credential.revoked_at),
+    }
+
+
 @transaction.atomic
 def create_credential(
     member: Member, *, name: str, scopes: list[str], context_set: ContextSet | None = None, context_set_id: int | None = None, expires_at: datetime | None = None

@@ -8,7 +8,9 @@ finds it gone) and the cascade then erases them with a receipt.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -32,6 +34,12 @@ class Workspace(models.Model):
 
 
 class AskHistorySettings(models.Model):
+    #: Each setting's name in the API (SPEC §5) → its field: the one map the API, the settings
+    #: page, the preview and the export read.
+    API_FIELDS = {"agentMemoriesEnabled": "agent_memories_enabled", "agentMemoryRetentionDays": "agent_memory_retention_days", "expiredGraceDays": "expired_grace_days"}
+    #: The settings whose change is retroactive on existing memories (previewed, then applied).
+    RETENTION_API_FIELDS = ("agentMemoryRetentionDays", "expiredGraceDays")
+
     workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="ask_history")
     agent_memories_enabled = models.BooleanField(default=False)
     agent_memory_retention_days = models.PositiveSmallIntegerField(default=90)
@@ -48,6 +56,17 @@ class AskHistorySettings(models.Model):
 
     def __str__(self) -> str:
         return f"Ask-history settings of workspace #{self.workspace_id}"
+
+    def api_values(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """The settings under their API names (all of them, or `names`)."""
+        return {name: getattr(self, self.API_FIELDS[name]) for name in (names or self.API_FIELDS)}
+
+    def with_api_changes(self, changes: dict[str, Any]) -> AskHistorySettings:
+        """An unsaved copy with `changes` (API names) applied: what a dry run would save."""
+        copy = AskHistorySettings(workspace_id=self.workspace_id, **{field: getattr(self, field) for field in self.API_FIELDS.values()})
+        for name, value in changes.items():
+            setattr(copy, self.API_FIELDS[name], value)
+        return copy
 
 
 class MemberQuerySet(models.QuerySet):

@@ -15,8 +15,7 @@ from memoryapp import gates
 from memoryapp.actions import store_version
 from memoryapp.errors import memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
-from memoryapp.representation import NOT_EVIDENCE, detail_lines
-from memoryapp.timestamps import iso
+from memoryapp.representation import detail_lines, memory_json
 
 TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
@@ -28,24 +27,7 @@ def check_topic(topic: str) -> None:
 
 
 def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> dict[str, Any]:
-    data = {
-        "id": str(version.pk),
-        **NOT_EVIDENCE,
-        "kind": version.kind or None,
-        "topic": version.key,
-        "summary": version.text,
-        "details": detail_lines(version),
-        "source": version.source,
-        "version": version.version,
-        "createdAt": iso(version.created_at),
-        "updatedAt": iso(version.retention_anchor),
-        "expiresAt": iso(version.expires_at(member.workspace.ask_history)),
-        "masked": list(version.masked_kinds),
-        "state": "expired" if expired else "active",
-    }
-    if expired:
-        data["erasedAt"] = iso(version.grace_ends_at(member.workspace.ask_history))
-    return data
+    return memory_json(version, None, member.workspace.ask_history, assistant=True, expired=expired)
 
 
 def _current(member: Member) -> QuerySet[MemoryVersion]:

@@ -24,13 +24,14 @@ from typing import Any
 from django.db.models import Model, QuerySet
 from django.utils import timezone
 
+from governance.actions import credential_json
 from governance.audit import Actor, audit
 from governance.models import AskHistorySettings, Credential, Member
 from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion
-from memoryapp.representation import detail_lines
+from memoryapp.representation import memory_json
 from memoryapp.timestamps import iso
-from memoryapp.visibility import CheckedCitation, recheck
+from memoryapp.visibility import Recheck, recheck
 from retention.models import DeletionReceipt, UsageRecord
 
 FORMAT = "governed-agent-memory/member-export"
@@ -81,10 +82,7 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
             "joinedAt": iso(member.joined_at),
             "rememberMe": member.remember_me,
         },
-        "retention": {
-            "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
-            "expiredGraceDays": ask_history.expired_grace_days,
-        },
+        "retention": ask_history.api_values(AskHistorySettings.RETENTION_API_FIELDS),
     }
     yield _dump(head)[:-1]  # the object stays open: the sections follow
     stored = MemoryVersion.objects.filter(member=member)
@@ -96,7 +94,7 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
     receipts = DeletionReceipt.objects.filter(workspace_ref=workspace.pk, member_ref=member.pk)
     yield from _section("receipts", _batches(receipts, _receipt_json))
     credentials = Credential.objects.filter(workspace=workspace, member=member)
-    yield from _section("credentials", _batches(credentials, _credential_json))
+    yield from _section("credentials", _batches(credentials, credential_json))
     usage = UsageRecord.objects.filter(workspace=workspace, member=member)
     yield from _section("usageRecords", _batches(usage, _usage_json))
     yield from _section("accessLog", _access_batches(access_log.member_entries(member), member))
@@ -139,44 +137,29 @@ def _memory_batches(queryset: QuerySet[MemoryVersion], member: Member, ask_histo
     for rows in _keyset(queryset):
         checked = recheck(rows, member)
         withheld["hiddenBySourceRecheck"] += checked.hidden
-        yield [_memory_json(v, checked.citations.get(v.pk, []), ask_history, now) for v in checked.visible]
+        yield [_memory_json(v, checked, ask_history, now) for v in checked.visible]
 
 
-def _memory_json(version: MemoryVersion, citations: list[CheckedCitation], ask_history: AskHistorySettings, now: datetime) -> dict[str, Any]:
+def _memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHistorySettings, now: datetime) -> dict[str, Any]:
+    """The memory object `M` (`representation.memory_json`), plus what only its member may see:
+    which credential wrote it, whether it is current, the document versions it cites, its hash,
+    its state and when expiry erases it."""
+    data = memory_json(version, checked, ask_history)
+    for item, cited in zip(data["citations"], checked.citations.get(version.pk, []), strict=True):
+        item["documentVersionId"] = str(cited.citation.document_version_id)
     expired = version.is_assistant and not version.is_live(ask_history, now)
-    return {
-        "id": str(version.pk),
-        "namespace": version.namespace,
-        "key": version.key,
-        "version": version.version,
-        "current": version.valid_to is None,
-        "text": version.text,
-        "kind": version.kind or None,
-        "details": detail_lines(version),
-        "source": version.source,
-        "credentialId": str(version.credential_id) if version.credential_id else None,
-        "collectionId": str(version.collection_id) if version.collection_id else None,
-        "citations": [
-            {
-                "passageId": str(c.citation.passage_id),
-                "documentId": str(c.citation.document_id),
-                "documentVersionId": str(c.citation.document_version_id),
-                "sha256": c.citation.sha256,
-                "sourceState": c.state,
-            }
-            for c in citations
-        ],
-        "masked": list(version.masked_kinds or []),
-        # The plain SHA-256 is the member's own: computed here, from their text, never stored (the
-        # admin sees a keyed digest instead, governance.content.member_digest).
-        "textSha256": hashlib.sha256(version.text.encode("utf-8")).hexdigest(),
-        "validFrom": iso(version.valid_from),
-        "validTo": iso(version.valid_to),
-        "createdAt": iso(version.created_at),
-        "state": "expired" if expired else "active",
-        "expiresAt": iso(version.expires_at(ask_history)),
-        "erasedAt": iso(version.erased_by_expiry_at(ask_history)),
-    }
+    data.update(
+        {
+            "current": version.valid_to is None,
+            "credentialId": str(version.credential_id) if version.credential_id else None,
+            # The plain SHA-256 is the member's own: computed here, from their text, never stored (the
+            # admin sees a keyed digest instead, governance.content.member_digest).
+            "textSha256": hashlib.sha256(version.text.encode("utf-8")).hexdigest(),
+            "state": "expired" if expired else "active",
+            "erasedAt": iso(version.erased_by_expiry_at(ask_history)),
+        }
+    )
+    return data
 
 
 # --- receipts, credentials, usage ------------------------------------------------------------------
@@ -196,21 +179,6 @@ def _receipt_json(receipt: DeletionReceipt) -> dict[str, Any]:
             value = [str(i) for i in value or []]
         data[_camel(field.attname)] = value
     return data
-
-
-def _credential_json(credential: Credential) -> dict[str, Any]:
-    """Metadata only: never the token (it was never stored) nor its hash."""
-    return {
-        "id": str(credential.pk),
-        "name": credential.name,
-        "prefix": credential.prefix,
-        "scopes": list(credential.scopes),
-        "contextSetId": str(credential.context_set_id) if credential.context_set_id else None,
-        "createdAt": iso(credential.created_at),
-        "lastUsedAt": iso(credential.last_used_at),
-        "expiresAt": iso(credential.expires_at),
-        "revokedAt": iso(credential.revoked_at),
-    }
 
 
 def _usage_json(record: UsageRecord) -> dict[str, Any]:

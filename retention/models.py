@@ -5,21 +5,31 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 
 class Operation(models.TextChoices):
-    FORGET = "forget", "Forget (agent)"
-    MEMBER_DELETE = "member_delete", "Deleted by the member"
-    OWNER_BULK_DELETE = "owner_bulk_delete", "Owner deleted all agent memories"
-    EXPIRY = "expiry", "Retention expiry"
-    GRACE_PURGE = "grace_purge", "Expired grace period ended"
-    CASCADE_DOCUMENT = "cascade_document", "Cited document deleted"
-    CASCADE_COLLECTION = "cascade_collection", "Collection deleted"
-    MEMBER_REMOVAL = "member_removal", "Member removed"
-    WORKSPACE_DELETION = "workspace_deletion", "Workspace deleted"
-    NON_RETAINING = "non_retaining", "Workspace made non-retaining"
-    ADMIN_ERASE = "admin_erase", "Erased by a platform admin"
-    FORGETTING_CHECK = "forgetting_check", "Forgetting check canary"
+    """Why memories were erased. The labels are the one table of their names: the pages show
+    them translated, the admin and the receipts API in English."""
+
+    FORGET = "forget", gettext_lazy("Forgotten by an agent")
+    MEMBER_DELETE = "member_delete", gettext_lazy("Deleted by the member")
+    OWNER_BULK_DELETE = "owner_bulk_delete", gettext_lazy("Owner deleted all agent memories")
+    EXPIRY = "expiry", gettext_lazy("Retention expiry")
+    GRACE_PURGE = "grace_purge", gettext_lazy("Expired grace period ended")
+    CASCADE_DOCUMENT = "cascade_document", gettext_lazy("Cited document deleted")
+    CASCADE_COLLECTION = "cascade_collection", gettext_lazy("Collection deleted")
+    MEMBER_REMOVAL = "member_removal", gettext_lazy("Member removed")
+    WORKSPACE_DELETION = "workspace_deletion", gettext_lazy("Workspace deleted")
+    NON_RETAINING = "non_retaining", gettext_lazy("Workspace made non-retaining")
+    ADMIN_ERASE = "admin_erase", gettext_lazy("Erased by a platform admin")
+    FORGETTING_CHECK = "forgetting_check", gettext_lazy("Forgetting check")
+
+    @classmethod
+    def label_of(cls, value: str) -> str:
+        """The label of a stored operation (in the active language), or the value itself for
+        one this code no longer knows."""
+        return str(cls(value).label) if value in cls.values else value
 
 
 class DeletionReceipt(models.Model):

@@ -29,7 +29,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from governance.actions import SETTINGS_FIELDS, settings_json, update_settings
+from governance.actions import settings_json, update_settings
 from governance.audit import Actor, audit
 from governance.audit import actor_label as label_of
 from governance.models import AskHistorySettings, Member, Workspace
@@ -280,9 +280,6 @@ def plan_retention(ask_history: AskHistorySettings, *, days: int, grace: int, no
 
 
 # --- the settings change: preview, then save and apply ----------------------------------------------
-RETENTION_FIELDS = ("agentMemoryRetentionDays", "expiredGraceDays")
-
-
 def _plan_for(ask_history: AskHistorySettings, changes: dict[str, Any], now: datetime) -> RetentionPlan:
     return plan_retention(
         ask_history,
@@ -317,16 +314,13 @@ def change_settings(
     plan = _plan_for(ask_history, changes, now)
     manifest = plan.manifest()
     if dry_run:
-        preview = AskHistorySettings(workspace=workspace, **{f: getattr(ask_history, f) for f in ("agent_memories_enabled", "agent_memory_retention_days", "expired_grace_days")})
-        for api_name, value in changes.items():
-            setattr(preview, SETTINGS_FIELDS[api_name], value)
-        return {"dryRun": True, "settings": settings_json(preview), "manifest": manifest, "planToken": plan.token}
+        return {"dryRun": True, "settings": settings_json(ask_history.with_api_changes(changes)), "manifest": manifest, "planToken": plan.token}
     moved = confirmed is not None and confirmed != preview_summary(manifest)
     if moved or (confirmed_plan is not None and not constant_time_compare(str(confirmed_plan), plan.token)):
         raise ApiError(409, PREVIEW_OUTDATED, "The memories this change erases changed since the preview; check the new preview and confirm again.", {"manifest": manifest, "planToken": plan.token})
     saved = update_settings(workspace, changes, actor=actor)
     applied = None
-    retention_changed = any(field in changes for field in RETENTION_FIELDS) and (plan.days, plan.grace) != (plan.previous_days, plan.previous_grace)
+    retention_changed = any(name in changes for name in AskHistorySettings.RETENTION_API_FIELDS) and (plan.days, plan.grace) != (plan.previous_days, plan.previous_grace)
     if retention_changed:
         applied = apply_retention(workspace.pk, plan.days, plan.grace, now, actor_label=f"{label_of(actor)} (retention setting changed)")
     return {"settings": settings_json(saved), "applied": applied, "manifest": manifest if retention_changed else None}

@@ -51,30 +51,16 @@ class SettingsView(WorkspaceAPIView):
         return Response({**result["settings"], **({"retentionApplied": result["applied"]} if result["applied"] else {})})
 
 
-def credential_json(credential: Credential) -> dict[str, Any]:
-    return {
-        "id": str(credential.pk),
-        "name": credential.name,
-        "prefix": credential.prefix,
-        "scopes": credential.scopes,
-        "contextSetId": str(credential.context_set_id) if credential.context_set_id else None,
-        "createdAt": iso(credential.created_at),
-        "lastUsedAt": iso(credential.last_used_at),
-        "expiresAt": iso(credential.expires_at),
-        "revokedAt": iso(credential.revoked_at),
-    }
-
-
 class CredentialsView(WorkspaceAPIView):
     @extend_schema(responses={200: dict})
     def get(self, request, ws_id):
-        return Response({"credentials": [credential_json(c) for c in self.owned(Credential.objects.all())]})
+        return Response({"credentials": [actions.credential_json(c) for c in self.owned(Credential.objects.all())]})
 
     @extend_schema(request=s.CredentialBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CredentialBody)
         credential, token = actions.create_credential(self.member, name=data["name"], scopes=data["scopes"], context_set_id=data.get("contextSetId"), expires_at=data.get("expiresAt"))
-        return Response({**credential_json(credential), "token": token}, status=201)
+        return Response({**actions.credential_json(credential), "token": token}, status=201)
 
 
 class CredentialView(WorkspaceAPIView):

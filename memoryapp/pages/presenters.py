@@ -48,21 +48,6 @@ MASK_LABELS = {
     "SECRET": gettext_lazy("secret"),
 }
 
-OPERATION_LABELS = {
-    Operation.FORGET: gettext_lazy("Forgotten by an agent"),
-    Operation.MEMBER_DELETE: gettext_lazy("Deleted by the member"),
-    Operation.OWNER_BULK_DELETE: gettext_lazy("Owner deleted all agent memories"),
-    Operation.EXPIRY: gettext_lazy("Retention expiry"),
-    Operation.GRACE_PURGE: gettext_lazy("Expired grace period ended"),
-    Operation.CASCADE_DOCUMENT: gettext_lazy("Cited document deleted"),
-    Operation.CASCADE_COLLECTION: gettext_lazy("Collection deleted"),
-    Operation.MEMBER_REMOVAL: gettext_lazy("Member removed"),
-    Operation.WORKSPACE_DELETION: gettext_lazy("Workspace deleted"),
-    Operation.NON_RETAINING: gettext_lazy("Workspace made non-retaining"),
-    Operation.ADMIN_ERASE: gettext_lazy("Erased by a platform admin"),
-    Operation.FORGETTING_CHECK: gettext_lazy("Forgetting check"),
-}
-
 ROLE_LABELS = {
     "viewer": gettext_lazy("viewer"),
     "editor": gettext_lazy("editor"),
@@ -265,7 +250,7 @@ def receipt_rows(member: Member) -> list[dict[str, Any]]:
         rows.append(
             {
                 "receipt": receipt,
-                "operation_label": OPERATION_LABELS.get(receipt.operation, receipt.operation),
+                "operation_label": Operation.label_of(receipt.operation),
                 "versions": int(artifacts.get("memory_version", 0)),
                 "citations": int(artifacts.get("citation", 0)),
                 "embeddings": int(artifacts.get("memory_embedding", 0)),

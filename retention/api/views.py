@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Q
+from django.utils import translation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
@@ -17,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance.api.base import WorkspaceAPIView
-from governance.models import AuditEvent
+from governance.models import AskHistorySettings, AuditEvent
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, past_retention_q
@@ -30,6 +31,12 @@ from retention.models import DeletionReceipt, Operation, UsageRecord
 MANAGE = "ask_history:manage"
 
 
+def _english_label(operation: str) -> str:
+    # An API field, not a page: the same words whatever the caller's Accept-Language.
+    with translation.override("en"):
+        return Operation.label_of(operation)
+
+
 def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
     """A member sees their own receipts in full. Anyone else allowed to list a receipt (the
     owner) sees counts only: the filters hold what the member wrote or chose (a namespace, a key
@@ -40,7 +47,7 @@ def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
     data = {
         "id": str(receipt.pk),
         "operation": receipt.operation,
-        "operationLabel": Operation(receipt.operation).label if receipt.operation in Operation.values else receipt.operation,
+        "operationLabel": _english_label(receipt.operation),
         "actor": receipt.actor_label,
         "memberId": str(receipt.member_ref) if receipt.member_ref is not None else None,
         "manifest": manifest,
@@ -136,8 +143,7 @@ class LifecycleView(WorkspaceAPIView):
             {
                 "scope": "workspace" if owner else "member",
                 "settings": {
-                    "agentMemoryRetentionDays": ask_history.agent_memory_retention_days,
-                    "expiredGraceDays": ask_history.expired_grace_days,
+                    **ask_history.api_values(AskHistorySettings.RETENTION_API_FIELDS),
                     "backupRetentionDays": settings.BACKUP_RETENTION_DAYS,
                     "walArchiveRetentionDays": settings.WAL_ARCHIVE_RETENTION_DAYS,
                     "retentionAppliesToExistingMemories": True,
