@@ -289,9 +289,18 @@ def issue_personal_token(user: AbstractBaseUser) -> str:
 
 # --- knowledge ---------------------------------------------------------------------------------
 @transaction.atomic
-def create_collection(workspace: Workspace, *, name: str, restricted: bool = False, readers: list[Member] | None = None, creator: Member | None = None) -> Collection:
-    """Whoever restricts a collection keeps reading it: the creating member is always a reader."""
+def create_collection(
+    workspace: Workspace, *, name: str, restricted: bool = False, readers: list[Member] | None = None, reader_ids: list[int] | None = None, creator: Member | None = None
+) -> Collection:
+    """Every reader (given as members, or as the ids a request named) must be an active member
+    of the workspace, or nothing is created (400 naming `memberIds`). Whoever restricts a
+    collection keeps reading it: the creating member is always a reader."""
     readers = list(readers or [])
+    if reader_ids:
+        found = list(Member.objects.active().filter(workspace=workspace, pk__in=reader_ids))
+        if len(found) != len(set(reader_ids)):
+            raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
+        readers.extend(found)
     if any(reader.workspace_id != workspace.pk or not reader.is_active for reader in readers):
         raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
     if restricted and creator is not None and creator not in readers:

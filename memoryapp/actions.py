@@ -20,7 +20,7 @@ from memoryapp import gates
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import ApiError, memory_not_found, validation_error
 from memoryapp.models import MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
-from memoryapp.ratelimit import Slot, get_limiter
+from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.recall.embedders import get_embedder, to_bytes
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
 from memoryapp.representation import memory_json
@@ -54,12 +54,8 @@ def remember(admission: gates.Admission) -> Remembered:
     """Rows 11 and 12 of SPEC §2, then the write. The rate-limit slot is handed back only if the
     write itself fails, so 120 means 120 stored remembers."""
     ctx = admission.ctx
-    limiter = get_limiter()
-    slot = limiter.acquire(ctx.credential.pk, settings.AGENT_REMEMBERS_PER_HOUR)  # row 11
-    if not slot.allowed:
-        raise ApiError(429, "AGENT_MEMORY_RATE_LIMITED", f"At most {slot.limit} remembers per credential per hour.", {"retryAfterSeconds": slot.reset_seconds}, headers=slot.headers())
     data = admission.data
-    try:
+    with spend_slot(ctx.credential.pk, settings.AGENT_REMEMBERS_PER_HOUR) as slot:  # row 11
         version, superseded = store_version(
             workspace=ctx.workspace,
             member=ctx.member,
@@ -72,11 +68,6 @@ def remember(admission: gates.Admission) -> Remembered:
             collection_id=data.get("collectionId"),
             passages=admission.passages,
         )
-    except BaseException as exc:
-        limiter.refund(slot)
-        if isinstance(exc, ApiError) and exc.status == 409:
-            exc.headers.update(slot.headers())
-        raise
     checked = fresh_check(version, admission.passages)
     return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.ask_history), slot=slot)
 
@@ -329,3 +320,21 @@ def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bo
         members = len(plan.batches)
         audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": totals, "members": members, "receiptIds": receipt_ids})
     return {"deleted": totals, "members": members, "receiptId": receipt_ids[0] if receipt_ids else None, "receiptIds": receipt_ids}
+
+
+# --- the admin's audited content step (SPEC §10) ------------------------------------------------------
+@transaction.atomic
+def view_content_as_admin(version: MemoryVersion, *, actor: Actor, reason: str) -> dict[str, str]:
+    """A platform admin reads one version's content (`ADMIN_MAY_VIEW_MEMORY_CONTENT`; the admin
+    checks who may): the audit event — who, which version, why, never the content — is written
+    first, in the transaction that reads it, so no content is shown without its record."""
+    audit(
+        "memory.content_viewed",
+        workspace=version.workspace,
+        actor=actor,
+        target=f"memory version #{version.pk}",
+        changes={"memberId": version.member_id, "namespace": version.namespace, "version": version.version},
+        reason=reason,
+    )
+    stored = MemoryVersion.objects.get(pk=version.pk)
+    return {"text": stored.text, "details": stored.details}

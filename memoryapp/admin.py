@@ -19,10 +19,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from governance.actions import audit
 from governance.admin_base import GovernedAdmin, ReasonForm, audited_step_allowed
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
 from governance.content import content_fields
+from memoryapp.actions import view_content_as_admin
 from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RememberHit
 
 CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
@@ -177,15 +177,7 @@ class MemoryVersionAdmin(GovernedAdmin):
         form = ReasonForm(request.POST if request.method == "POST" else None)
         content = None
         if request.method == "POST" and form.is_valid():
-            audit(
-                "memory.content_viewed",
-                workspace=version.workspace,
-                actor=request.user,
-                target=f"memory version #{version.pk}",
-                changes={"memberId": version.member_id, "namespace": version.namespace, "version": version.version},
-                reason=form.cleaned_data["reason"],
-            )
-            content = MemoryVersion.objects.filter(pk=version.pk).values("text", "details").first()
+            content = view_content_as_admin(version, actor=request.user, reason=form.cleaned_data["reason"])
         opts = self.model._meta
         context = {
             **self.admin_site.each_context(request),

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -44,7 +45,9 @@ from governance.models import Agent, Member, Workspace
 from memoryapp import masking
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.errors import ApiError
+from memoryapp.gates import AgentContext
 from memoryapp.models import Source
+from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model
 from memoryapp.task_queue import queue_on_commit
 from memoryapp.timestamps import iso
@@ -130,6 +133,27 @@ class Submitted:
         if c.reason == "personal_data":
             data["personalData"] = self.personal_data
         return {"consolidation": data}
+
+
+def submit_agent_turn(ctx: AgentContext, *, agent_id: int, conversation_id: str, anonymous: bool, messages: list[dict[str, str]]) -> tuple[Submitted, Slot]:
+    """An agent's turn (`POST …/conversations/turns`, after rows 1–4 of the gate and a valid
+    body): the agent must be the workspace's (404 `AGENT_NOT_FOUND`), then the turn spends one
+    slot of the credential's AGENT_TURNS_PER_HOUR — a budget of its own, remembers keep theirs —
+    handed back if recording the turn fails."""
+    agent = Agent.objects.filter(pk=agent_id, workspace=ctx.workspace).first()
+    if agent is None:
+        raise ApiError(404, "AGENT_NOT_FOUND", "No such agent in this workspace.")
+    with spend_slot(ctx.credential.pk, settings.AGENT_TURNS_PER_HOUR, bucket="turn", what="conversation turns") as slot:
+        submitted = submit_turn(
+            workspace=ctx.workspace,
+            member=ctx.member,
+            agent=agent,
+            credential_id=ctx.credential.pk,
+            conversation_id=conversation_id,
+            anonymous=anonymous,
+            messages=messages,
+        )
+    return submitted, slot
 
 
 def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credential_id: int | None, conversation_id: str, anonymous: bool, messages: list[dict[str, str]]) -> Submitted:

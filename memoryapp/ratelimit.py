@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import math
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -145,3 +147,22 @@ def _limiter(backend: str, url: str | None):
 
 def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
     return _limiter(settings.RATE_LIMIT_BACKEND, settings.REDIS_URL)
+
+
+@contextmanager
+def spend_slot(credential_id: int, limit: int, *, bucket: str = "remember", what: str = "remembers") -> Iterator[Slot]:
+    """Admit one unit of work against the credential's rolling-hour budget: 429
+    `AGENT_MEMORY_RATE_LIMITED` (with `Retry-After`) when it is spent; the slot is handed back if
+    the work inside fails, so the limit counts work done (a remember's 409 carries the headers).
+    The one rule behind SPEC §2 row 11 and the turns' budget."""
+    limiter = get_limiter()
+    slot = limiter.acquire(credential_id, limit, bucket=bucket)
+    if not slot.allowed:
+        raise ApiError(429, "AGENT_MEMORY_RATE_LIMITED", f"At most {slot.limit} {what} per credential per hour.", {"retryAfterSeconds": slot.reset_seconds}, headers=slot.headers())
+    try:
+        yield slot
+    except BaseException as exc:
+        limiter.refund(slot)
+        if isinstance(exc, ApiError) and exc.status == 409:
+            exc.headers.update(slot.headers())
+        raise

@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, DecimalField, F, OuterRef, Subquery, Sum, Value
+from django.db.models import Count, DecimalField, F, OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext_noop
@@ -342,6 +342,29 @@ def record_reply_usage(member: Member, *, conversation_id: str, model_name: str,
         output_cost=output_cost,
         enforce=False,
     )
+
+
+# --- reading usage (usage API and page) -----------------------------------------------------------
+def visible_usage(member: Member) -> QuerySet[UsageRecord]:
+    """The usage records a member may read: the workspace's with `usage:read_all`, else their own."""
+    queryset = UsageRecord.objects.filter(workspace_id=member.workspace_id)
+    return queryset if member.has_perm("usage:read_all") else queryset.filter(member=member)
+
+
+def usage_totals(queryset: QuerySet[UsageRecord]) -> dict[str, Any]:
+    """Records, tokens and costs of `queryset` (0 when it is empty), `total` = input + output cost."""
+    money = DecimalField(max_digits=CREDIT_DIGITS + 4, decimal_places=CREDIT_PLACES)  # a sum may pass one record's digits
+    zero = Value(ZERO, output_field=money)
+    totals = queryset.order_by().aggregate(
+        records=Count("id"),
+        inputTokens=Coalesce(Sum("input_tokens"), 0),
+        outputTokens=Coalesce(Sum("output_tokens"), 0),
+        memoryTokens=Coalesce(Sum("memory_tokens"), 0),
+        inputCost=Coalesce(Sum("input_cost", output_field=money), zero),
+        outputCost=Coalesce(Sum("output_cost", output_field=money), zero),
+    )
+    totals["total"] = totals["inputCost"] + totals["outputCost"]
+    return totals
 
 
 # --- presentation (usage API and page) -----------------------------------------------------------

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from governance.models import AskHistorySettings, Collection, Member, Passage
+from governance.models import AskHistorySettings, AuditEvent, Collection, Member, Passage, Workspace
 from memoryapp import access_log
-from memoryapp.models import ASSISTANT_NAMESPACE, Citation, MemoryState, MemoryVersion, RememberHit, grace_cutoff, retention_cutoff
+from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RememberHit, grace_cutoff, past_retention_q, retention_cutoff
 from retention import cascades
 from retention.chunks import CHUNK, run_in_chunks
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
-from retention.models import Operation
+from retention.models import DeletionReceipt, Operation, UsageRecord
 
 SYSTEM_ACTOR = "system: retention"
 RATE_LIMIT_WINDOW = timedelta(hours=1)
@@ -207,3 +207,47 @@ def access_log_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[st
         "accessEntriesExpired": run_in_chunks(lambda: access_log.delete_chunk(expired, chunk), chunk=chunk),
         "accessEntriesOfDepartedMembers": run_in_chunks(lambda: access_log.delete_chunk(departed, chunk), chunk=chunk),
     }
+
+
+# --- what exists now (the lifecycle matrix's counts, SPEC §8) --------------------------------------
+def artifact_counts(workspace: Workspace, *, member: Member | None = None) -> dict[str, int]:
+    """How many of each stored artifact class exist now: the workspace's (`member` None, the
+    owner's view, with its audit events) or one member's own."""
+    versions = MemoryVersion.objects.filter(workspace=workspace)
+    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace.pk)
+    usage = UsageRecord.objects.filter(workspace=workspace)
+    access = AccessEntry.objects.filter(workspace=workspace)
+    if member is not None:
+        versions = versions.filter(member=member)
+        receipts = receipts.filter(member_ref=member.pk)
+        usage = usage.filter(member=member)
+        access = access.filter(member=member)
+    expired = past_retention_q(workspace.ask_history.agent_memory_retention_days)
+    summary = versions.aggregate(
+        total=Count("pk"),
+        pending_erasure=Count("pk", filter=Q(unreachable_at__isnull=False)),
+        expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | expired)),
+        assistant=Count("pk", filter=Q(namespace=ASSISTANT_NAMESPACE)),
+    )
+    counts = {
+        "memoryVersions": summary["total"],
+        "assistantMemoryVersions": summary["assistant"],
+        "expiredAwaitingPurge": summary["expired"],
+        "pendingCascadeErasure": summary["pending_erasure"],
+        "citations": Citation.objects.filter(memory__in=versions).count(),
+        "embeddings": MemoryEmbedding.objects.filter(memory__in=versions).count(),
+        "receipts": receipts.count(),
+        "usageRecords": usage.count(),
+        "accessLogEntries": access.count(),
+    }
+    if member is None:
+        counts["auditEvents"] = AuditEvent.objects.filter(workspace_ref=workspace.pk).count()
+    return counts
+
+
+def counts_for(member: Member) -> tuple[str, dict[str, int]]:
+    """The counts `member` may see, and their scope: the workspace's for an owner
+    (`ask_history:manage`), their own for anyone else."""
+    if member.has_perm("ask_history:manage"):
+        return "workspace", artifact_counts(member.workspace)
+    return "member", artifact_counts(member.workspace, member=member)

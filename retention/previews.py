@@ -324,3 +324,17 @@ def change_settings(
     if retention_changed:
         applied = apply_retention(workspace.pk, plan.days, plan.grace, now, actor_label=f"{label_of(actor)} (retention setting changed)")
     return {"settings": settings_json(saved), "applied": applied, "manifest": manifest if retention_changed else None}
+
+
+def save_settings_or_ask_confirmation(workspace: Workspace, changes: dict[str, Any], *, actor: Actor, confirmed: dict[str, int] | None, confirmed_plan: str | None) -> dict[str, Any]:
+    """The settings page's rule (SPEC §8.1 preview): a change not yet confirmed that would erase
+    or move any memory saves nothing and answers `{"needsConfirmation": True, "manifest",
+    "planToken"}` for the person to confirm; a change that moves nothing, or a confirmed one
+    (`confirmed`: the numbers they saw, `confirmed_plan`: the preview's token), is saved and
+    applied (`change_settings`; 409 `PREVIEW_OUTDATED` if what it moves changed since)."""
+    if confirmed is None:
+        preview = change_settings(workspace, changes, actor=actor, dry_run=True)
+        if any(preview_summary(preview["manifest"]).values()):
+            return {"needsConfirmation": True, "manifest": preview["manifest"], "planToken": preview["planToken"]}
+        confirmed_plan = None
+    return {"needsConfirmation": False, **change_settings(workspace, changes, actor=actor, confirmed=confirmed, confirmed_plan=confirmed_plan)}

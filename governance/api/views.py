@@ -109,10 +109,7 @@ class CollectionsView(WorkspaceAPIView):
     @extend_schema(request=s.CollectionBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CollectionBody)
-        readers = list(self.scoped(Member.objects.active().filter(pk__in=data["memberIds"])))
-        if len(readers) != len(set(data["memberIds"])):
-            raise validation_error({"memberIds": ["Every id must be an active member of this workspace."]})
-        collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], readers=readers, creator=self.member)
+        collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], reader_ids=data["memberIds"], creator=self.member)
         return Response({"id": str(collection.pk)}, status=201)
 
 

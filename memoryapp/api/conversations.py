@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -34,10 +33,9 @@ from governance.models import Agent
 from memoryapp import gates
 from memoryapp.api.responses import AGENT_ERRORS, TurnResponse
 from memoryapp.api.views import agent_request
-from memoryapp.consolidation import agent_json, create_agent, submit_turn, update_agent
-from memoryapp.errors import ApiError, validation_error
+from memoryapp.consolidation import agent_json, create_agent, submit_agent_turn, update_agent
+from memoryapp.errors import validation_error
 from memoryapp.masking import MAX_MASKED_CHARS
-from memoryapp.ratelimit import get_limiter
 from memoryapp.schemas import IdField, PlainText, ScreenedText, StrictSerializer
 from retention import credits
 
@@ -92,33 +90,7 @@ class TurnsView(APIView):
     @extend_schema(request=TurnBody, responses={200: TurnResponse, 202: TurnResponse, **AGENT_ERRORS}, summary="Submit a conversation turn for consolidation into AI memories")
     def post(self, request):
         ctx, data = _admit(request, "remember", TurnBody)
-        agent = Agent.objects.filter(pk=data["agentId"], workspace=ctx.workspace).first()
-        if agent is None:
-            raise ApiError(404, "AGENT_NOT_FOUND", "No such agent in this workspace.")
-        # Turns have a budget of their own (remembers keep theirs), taken once the turn is valid.
-        limiter = get_limiter()
-        slot = limiter.acquire(ctx.credential.pk, settings.AGENT_TURNS_PER_HOUR, bucket="turn")
-        if not slot.allowed:
-            raise ApiError(
-                429,
-                "AGENT_MEMORY_RATE_LIMITED",
-                f"At most {slot.limit} conversation turns per credential per hour.",
-                {"retryAfterSeconds": slot.reset_seconds},
-                headers=slot.headers(),
-            )
-        try:
-            submitted = submit_turn(
-                workspace=ctx.workspace,
-                member=ctx.member,
-                agent=agent,
-                credential_id=ctx.credential.pk,
-                conversation_id=data["conversationId"],
-                anonymous=data["anonymous"],
-                messages=[dict(m) for m in data["messages"]],
-            )
-        except BaseException:
-            limiter.refund(slot)
-            raise
+        submitted, slot = submit_agent_turn(ctx, agent_id=data["agentId"], conversation_id=data["conversationId"], anonymous=data["anonymous"], messages=[dict(m) for m in data["messages"]])
         queued = submitted.consolidation.status == "queued"
         return Response(submitted.json(), status=202 if queued else 200, headers=slot.headers())
 

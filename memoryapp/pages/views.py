@@ -20,7 +20,6 @@ Decisions where the SPEC is silent:
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal
 from functools import wraps
 from typing import Any
 
@@ -31,7 +30,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import QuerySet
 from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -43,7 +42,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from governance import actions as governance_actions
 from governance.auth import MembershipRestarted, active_membership
-from governance.models import Credential, Member
+from governance.models import AskHistorySettings, Credential, Member
 from memoryapp import access_log, actions, assistant
 from memoryapp.errors import ApiError
 from memoryapp.models import MemoryVersion
@@ -53,8 +52,8 @@ from memoryapp.pages.forms import AskHistorySettingsForm, AssistantMemoryEditFor
 from memoryapp.pages.presenters import error_text, masked_note
 from memoryapp.timestamps import InvalidInstant, end_of_day
 from memoryapp.visibility import member_versions
+from retention import credits
 from retention import previews as retention_previews
-from retention.models import UsageRecord
 
 PAGE_SIZE = 50
 ACCESS_PAGE_SIZE = 20
@@ -395,7 +394,6 @@ def agent_access_revoke(request: HttpRequest, member: Member, credential_id: int
 
 
 # --- Settings → Ask history (owner) --------------------------------------------------------------
-SETTINGS_FORM_FIELDS = {"agentMemoriesEnabled": "agent_memories_enabled", "agentMemoryRetentionDays": "agent_memory_retention_days", "expiredGraceDays": "expired_grace_days"}
 CONFIRMED_FIELDS = ("agentMemories", "agentVersions", "assistantErased", "assistantToExpired", "assistantRestored")
 
 
@@ -431,25 +429,18 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     """Save the settings; a retention change that erases or moves memories is previewed first
     (a confirmation step with the counts), and saving applies it at once, with receipts."""
     ask_history = member.workspace.ask_history
-    initial = {
-        "agent_memories_enabled": ask_history.agent_memories_enabled,
-        "agent_memory_retention_days": ask_history.agent_memory_retention_days,
-        "expired_grace_days": ask_history.expired_grace_days,
-    }
+    # The form's fields are the model's: the API names map to both.
+    initial = {field: getattr(ask_history, field) for field in AskHistorySettings.API_FIELDS.values()}
     form = AskHistorySettingsForm(request.POST or None, initial=initial)
     if request.method != "POST" or not form.is_valid():
         return _ask_history_page(request, member, form)
-    changes = {api: form.cleaned_data[field] for api, field in SETTINGS_FORM_FIELDS.items()}
+    changes = {api: form.cleaned_data[field] for api, field in AskHistorySettings.API_FIELDS.items()}
     confirmed = _confirmed(request.POST)
     try:
-        if confirmed is None:
-            preview = retention_previews.change_settings(member.workspace, changes, actor=request.user, dry_run=True)
-            manifest = preview["manifest"]
-            summary = retention_previews.preview_summary(manifest)
-            if any(summary.values()):
-                return _ask_history_confirm(request, member, changes, manifest, preview["planToken"])
         plan = request.POST.get("seen_plan", "") if confirmed is not None else None
-        result = retention_previews.change_settings(member.workspace, changes, actor=request.user, confirmed=confirmed, confirmed_plan=plan)
+        result = retention_previews.save_settings_or_ask_confirmation(member.workspace, changes, actor=request.user, confirmed=confirmed, confirmed_plan=plan)
+        if result["needsConfirmation"]:
+            return _ask_history_confirm(request, member, changes, result["manifest"], result["planToken"])
     except ApiError as exc:
         if exc.code == retention_previews.PREVIEW_OUTDATED:
             return _ask_history_confirm(request, member, changes, exc.details["manifest"], exc.details["planToken"], outdated=True)
@@ -489,7 +480,7 @@ def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str
         member,
         "pages/ask_history_confirm.html",
         {
-            "changes": {field: changes[api] for api, field in SETTINGS_FORM_FIELDS.items()},
+            "changes": {field: changes[api] for api, field in AskHistorySettings.API_FIELDS.items()},
             "manifest": manifest,
             "sentences": presenters.retention_sentences(manifest),
             "rows": presenters.manifest_rows(manifest, owner=True),
@@ -550,14 +541,10 @@ def _owner_delete_all_confirm(request: HttpRequest, member: Member, manifest: di
 @require_GET
 @member_page()
 def usage(request: HttpRequest, member: Member) -> HttpResponse:
-    sees_all = member.has_perm("usage:read_all")
-    queryset = UsageRecord.objects.filter(workspace=member.workspace)
-    if not sees_all:
-        queryset = queryset.filter(member=member)
+    queryset = credits.visible_usage(member)
     page_obj = Paginator(queryset.select_related("member__user").order_by("-created_at", "-id"), USAGE_PAGE_SIZE).get_page(request.GET.get("page"))
     records = list(page_obj.object_list)
-    totals = queryset.aggregate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), input_cost=Sum("input_cost"), output_cost=Sum("output_cost"), count=Count("id"))
-    totals["credits"] = (totals["input_cost"] or Decimal(0)) + (totals["output_cost"] or Decimal(0))
+    totals = credits.usage_totals(queryset)
     return page(
         request,
         member,
@@ -565,7 +552,7 @@ def usage(request: HttpRequest, member: Member) -> HttpResponse:
         {
             "rows": presenters.usage_rows(records),
             "page_obj": page_obj,
-            "sees_all": sees_all,
+            "sees_all": member.has_perm("usage:read_all"),
             "totals": totals,
             "chart": usage_chart(queryset, timezone.localdate()) if records else None,
         },

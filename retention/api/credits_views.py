@@ -16,7 +16,7 @@ from typing import Any
 
 import django_filters
 from django import forms
-from django.db.models import Count, DecimalField, F, Sum, Value
+from django.db.models import DecimalField, F, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
@@ -162,8 +162,7 @@ class UsageView(WorkspaceAPIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, ws_id):
-        base = self.scoped(UsageRecord.objects.all()) if self.member.has_perm("usage:read_all") else self.owned(UsageRecord.objects.all())
-        filterset = UsageFilter(request.query_params, queryset=base)
+        filterset = UsageFilter(request.query_params, queryset=credits.visible_usage(self.member))
         if not filterset.is_valid():
             raise validation_error({k: [str(e) for e in v] for k, v in filterset.errors.items()})
         queryset = filterset.qs.order_by("-created_at", "-id")
@@ -171,15 +170,8 @@ class UsageView(WorkspaceAPIView):
         limit = query_int(params, "limit", default=50, minimum=1, maximum=200)
         offset = query_int(params, "offset", default=0, minimum=0, maximum=10**9)
         page = list(queryset[offset : offset + limit + 1])
+        totals = credits.usage_totals(queryset)
         zero = Value(credits.ZERO, output_field=_money())
-        totals = queryset.order_by().aggregate(
-            records=Count("id"),
-            inputTokens=Coalesce(Sum("input_tokens"), 0),
-            outputTokens=Coalesce(Sum("output_tokens"), 0),
-            memoryTokens=Coalesce(Sum("memory_tokens"), 0),
-            inputCost=Coalesce(Sum("input_cost", output_field=_money()), zero),
-            outputCost=Coalesce(Sum("output_cost", output_field=_money()), zero),
-        )
         series = (
             queryset.order_by()
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
@@ -192,10 +184,10 @@ class UsageView(WorkspaceAPIView):
                 "records": [credits.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],
                 "nextOffset": offset + limit if len(page) > limit else None,
                 "totals": {
-                    **{k: v for k, v in totals.items() if not k.endswith("Cost")},
+                    **{k: v for k, v in totals.items() if not k.endswith("Cost") and k != "total"},
                     "inputCost": str(totals["inputCost"]),
                     "outputCost": str(totals["outputCost"]),
-                    "total": str(totals["inputCost"] + totals["outputCost"]),
+                    "total": str(totals["total"]),
                 },
                 "series": [{"day": row["day"].isoformat(), "category": row["category"], "cost": str(row["cost"])} for row in series],
             }

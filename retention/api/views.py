@@ -5,11 +5,7 @@ verification, and anyone may fetch the public keys that verify it (docs/receipts
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
-from django.db.models import Count, Q
-from django.utils import translation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
@@ -18,51 +14,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance.api.base import WorkspaceAPIView
-from governance.models import AskHistorySettings, AuditEvent
+from governance.models import AskHistorySettings
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import validation_error
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, past_retention_q
 from memoryapp.params import query_int
-from memoryapp.timestamps import iso
 from retention import receipts as chain
+from retention.lifecycle import counts_for
 from retention.matrix import artifact_classes
-from retention.models import DeletionReceipt, Operation, UsageRecord
-
-MANAGE = "ask_history:manage"
-
-
-def _english_label(operation: str) -> str:
-    # An API field, not a page: the same words whatever the caller's Accept-Language.
-    with translation.override("en"):
-        return Operation.label_of(operation)
-
-
-def receipt_json(receipt: DeletionReceipt, *, own: bool) -> dict[str, Any]:
-    """A member sees their own receipts in full. Anyone else allowed to list a receipt (the
-    owner) sees counts only: the filters hold what the member wrote or chose (a namespace, a key
-    built from what was said, a memory id), so they are left out with the version ids."""
-    manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
-    if not own:
-        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds")}
-    data = {
-        "id": str(receipt.pk),
-        "operation": receipt.operation,
-        "operationLabel": _english_label(receipt.operation),
-        "actor": receipt.actor_label,
-        "memberId": str(receipt.member_ref) if receipt.member_ref is not None else None,
-        "manifest": manifest,
-        "requestedAt": iso(receipt.requested_at),
-        "unreachableAt": iso(receipt.unreachable_at),
-        "purgedAt": iso(receipt.purged_at),
-        "residual": receipt.residual,
-        "verification": receipt.verification,
-    }
-    if own:
-        data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
-        data["dedupeKey"] = receipt.dedupe_key
-        data["salt"] = receipt.salt  # the hashed secret: with it the member recomputes the hash; nobody else may
-    data["proof"] = chain.proof_json(receipt)
-    return data
+from retention.models import Operation
 
 
 class DeletionReceiptsVerifyView(WorkspaceAPIView):
@@ -78,13 +37,7 @@ class DeletionReceiptsVerifyView(WorkspaceAPIView):
         ),
     )
     def get(self, request, ws_id):
-        report = chain.verify_chains([self.workspace.pk])
-        (workspace,) = report["workspaces"]
-        if self.member.has_perm(MANAGE):
-            body = {**workspace, "scope": "workspace"}
-        else:
-            body = chain.member_view(workspace, self.member.pk)
-        return Response({**body, "checkedAt": report["checkedAt"], "keyIds": report["keyIds"], "publicKeyUrl": chain.PUBLIC_KEY_PATH})
+        return Response(chain.chain_report_for(self.member))
 
 
 class ReceiptSigningKeyView(APIView):
@@ -110,10 +63,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         summary="Deletion receipts: every receipt of the workspace (owner, counts only) or your own",
     )
     def get(self, request, ws_id):
-        receipts = DeletionReceipt.objects.filter(workspace_ref=self.workspace.pk).order_by("-id")
-        owner = self.member.has_perm(MANAGE)
-        if not owner:
-            receipts = receipts.filter(member_ref=self.member.pk)
+        receipts = chain.visible_receipts(self.member).order_by("-id")
         params = request.query_params
         if params.get("operation"):
             if params["operation"] not in Operation.values:
@@ -128,7 +78,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         page = page[:limit]
         return Response(
             {
-                "receipts": [receipt_json(r, own=r.member_ref == self.member.pk) for r in page],
+                "receipts": [chain.receipt_json(r, viewer=self.member) for r in page],
                 "nextCursor": encode_cursor(page[-1].pk, scope=scope) if more else None,
             }
         )
@@ -138,10 +88,10 @@ class LifecycleView(WorkspaceAPIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Lifecycle matrix of every stored artifact class, with current counts")
     def get(self, request, ws_id):
         ask_history = self.workspace.ask_history
-        owner = self.member.has_perm(MANAGE)
+        scope, counts = counts_for(self.member)
         return Response(
             {
-                "scope": "workspace" if owner else "member",
+                "scope": scope,
                 "settings": {
                     **ask_history.api_values(AskHistorySettings.RETENTION_API_FIELDS),
                     "backupRetentionDays": settings.BACKUP_RETENTION_DAYS,
@@ -149,39 +99,6 @@ class LifecycleView(WorkspaceAPIView):
                     "retentionAppliesToExistingMemories": True,
                 },
                 "artifacts": [a.as_json() for a in artifact_classes()],
-                "counts": self.counts(owner),
+                "counts": counts,
             }
         )
-
-    def counts(self, owner: bool) -> dict[str, int]:
-        """How many of each class exist now: the workspace's (owner) or the member's own."""
-        versions = MemoryVersion.objects.filter(workspace=self.workspace)
-        receipts = DeletionReceipt.objects.filter(workspace_ref=self.workspace.pk)
-        usage = UsageRecord.objects.filter(workspace=self.workspace)
-        access = AccessEntry.objects.filter(workspace=self.workspace)
-        if not owner:
-            versions = versions.filter(member=self.member)
-            receipts = receipts.filter(member_ref=self.member.pk)
-            usage = usage.filter(member=self.member)
-            access = access.filter(member=self.member)
-        expired = past_retention_q(self.workspace.ask_history.agent_memory_retention_days)
-        summary = versions.aggregate(
-            total=Count("pk"),
-            pending_erasure=Count("pk", filter=Q(unreachable_at__isnull=False)),
-            expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | expired)),
-            assistant=Count("pk", filter=Q(namespace=ASSISTANT_NAMESPACE)),
-        )
-        counts = {
-            "memoryVersions": summary["total"],
-            "assistantMemoryVersions": summary["assistant"],
-            "expiredAwaitingPurge": summary["expired"],
-            "pendingCascadeErasure": summary["pending_erasure"],
-            "citations": Citation.objects.filter(memory__in=versions).count(),
-            "embeddings": MemoryEmbedding.objects.filter(memory__in=versions).count(),
-            "receipts": receipts.count(),
-            "usageRecords": usage.count(),
-            "accessLogEntries": access.count(),
-        }
-        if owner:
-            counts["auditEvents"] = AuditEvent.objects.filter(workspace_ref=self.workspace.pk).count()
-        return counts

@@ -52,9 +52,9 @@ def test_the_canary_is_found_whatever_its_random_letters_stem_to(world, monkeypa
     # The marker is random letters; the BM25 terms are stemmed. A marker the stemmer shortens
     # ("…ies" → "…i") must still be seen in the stored terms before the forget (CI once failed
     # about one run in eight on that).
-    from retention.management.commands import verify_forgetting
+    from retention import forgetting
 
-    monkeypatch.setattr(verify_forgetting, "new_marker", lambda: "zqcanaryqwxkvj" + suffix)
+    monkeypatch.setattr(forgetting, "new_marker", lambda: "zqcanaryqwxkvj" + suffix)
     report = run_check(world)
     assert report["surfaces"]["recallTermsByText"] == {"before": 1, "after": 0}
     assert report["clean"] is True

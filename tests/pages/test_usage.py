@@ -42,12 +42,12 @@ def test_the_history_shows_50_records_a_page_newest_first_and_totals_cover_all(w
     records(world, world.owner, 60)
     first = browser(world.owner).get(url(world, "usage"))
     assert models_on(first) == [f"model-{i:03d}" for i in range(50)]
-    assert first.context["totals"]["count"] == 60
+    assert first.context["totals"]["records"] == 60
     assert "Page 1 of 2" in text_of(first) and "?page=2" in text_of(first) and "?page=0" not in text_of(first)
     second = browser(world.owner).get(url(world, "usage"), {"page": "2"})
     assert models_on(second) == [f"model-{i:03d}" for i in range(50, 60)]
     assert "Page 2 of 2" in text_of(second) and "?page=1" in text_of(second)
-    assert second.context["totals"]["count"] == 60 and second.context["chart"] is not None
+    assert second.context["totals"]["records"] == 60 and second.context["chart"] is not None
 
 
 def test_a_page_number_that_is_no_number_or_out_of_range_shows_a_real_page(world):
