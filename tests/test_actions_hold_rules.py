@@ -1,0 +1,153 @@
+"""Rules live in actions, not in the views that call them (issue 23 step 3, Zulip's `do_*`).
+
+Each rule that used to sit in a view, a page or a command is called here directly, the way the
+next interface would call it, and tried the way an attacker would: a reader id of another
+workspace, a removed member, a turn whose recording fails, an owner reading a member's receipt.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from governance import actions as governance
+from governance.models import AuditEvent, Collection
+from memoryapp import actions as memory_actions
+from memoryapp import consolidation, gates
+from memoryapp.errors import ApiError
+from memoryapp.models import MemoryVersion
+from memoryapp.ratelimit import get_limiter
+from retention import credits, lifecycle, previews, receipts
+from retention.models import ModelPrice
+from tests.conftest import make_agent
+
+
+# --- the reader check lives in create_collection ---------------------------------------------------
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # nothing is created on refusal
+@given(strangers=st.lists(st.sampled_from(["outsider", "removed", "unknown"]), min_size=1, max_size=3), friends=st.lists(st.sampled_from(["owner", "viewer"]), max_size=2))
+def test_create_collection_refuses_any_reader_who_is_not_an_active_member_here(removed_world, strangers, friends):
+    world, removed = removed_world
+    ids = {"outsider": world.outsider.pk, "removed": removed.pk, "unknown": 10**9, "owner": world.owner.pk, "viewer": world.viewer.pk}
+    before = Collection.objects.count()
+    with pytest.raises(ApiError) as refused:
+        governance.create_collection(world.workspace, name="Board", restricted=True, reader_ids=[ids[n] for n in strangers + friends], creator=world.editor)
+    assert refused.value.status == 400 and "memberIds" in refused.value.details["fields"]
+    assert Collection.objects.count() == before
+
+
+@pytest.fixture
+def removed_world(world, django_user_model):
+    removed = governance.add_member(world.workspace, "gone@acme.test", role="viewer", password="pw-gone-1234")
+    governance.remove_member(removed, actor=world.owner.user)
+    return world, removed
+
+
+def test_create_collection_adds_the_named_readers_and_keeps_the_creator_reading(world):
+    collection = governance.create_collection(world.workspace, name="Board", restricted=True, reader_ids=[world.viewer.pk, world.viewer.pk], creator=world.editor)
+    assert set(collection.readers.all()) == {world.viewer, world.editor}
+
+
+# --- the turn's rate limit lives in consolidation's action ------------------------------------------
+def _ctx(world):
+    make_agent(world.editor)  # a credential for the editor
+    credential = world.editor.credentials.get()
+    return gates.AgentContext(credential=credential, member=world.editor, workspace=world.workspace, ask_history=world.workspace.ask_history, context_set=None)
+
+
+def test_a_turn_that_fails_to_record_hands_its_slot_back_and_a_spent_budget_answers_429(world, monkeypatch, settings):
+    settings.AGENT_TURNS_PER_HOUR = 1
+    agent = consolidation.create_agent(world.workspace, name="helper", vector_memory=True, actor=world.owner.user)
+    ctx = _ctx(world)
+    turn = {"agent_id": agent.pk, "conversation_id": "c1", "anonymous": False, "messages": [{"role": "user", "content": "I like tea."}]}
+
+    def broken(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(consolidation, "submit_turn", broken)
+    with pytest.raises(RuntimeError):
+        consolidation.submit_agent_turn(ctx, **turn)
+    monkeypatch.undo()
+    submitted, slot = consolidation.submit_agent_turn(ctx, **turn)  # the failed one gave its slot back
+    assert slot.allowed and submitted.consolidation.pk
+    with pytest.raises(ApiError) as limited:
+        consolidation.submit_agent_turn(ctx, **turn)
+    assert limited.value.status == 429 and limited.value.code == "AGENT_MEMORY_RATE_LIMITED" and "Retry-After" in limited.value.headers
+    assert get_limiter().acquire(ctx.credential.pk, 10).allowed  # remembers keep a budget of their own
+
+
+def test_a_turn_for_an_agent_of_another_workspace_is_not_found_and_spends_nothing(world, settings):
+    settings.AGENT_TURNS_PER_HOUR = 1
+    foreign = consolidation.create_agent(world.other_workspace, name="theirs", vector_memory=True, actor=world.outsider.user)
+    ctx = _ctx(world)
+    with pytest.raises(ApiError) as missing:
+        consolidation.submit_agent_turn(ctx, agent_id=foreign.pk, conversation_id="c", anonymous=False, messages=[{"role": "user", "content": "hi"}])
+    assert missing.value.code == "AGENT_NOT_FOUND"
+    assert get_limiter().acquire(ctx.credential.pk, 1, bucket="turn").allowed
+
+
+# --- the admin's content step is an action that audits first ----------------------------------------
+def test_the_admin_content_step_records_who_and_why_but_never_the_content(world, admin_user):
+    make_agent(world.editor).remember(namespace="notes", text="Prefers the window seat on long flights.")
+    version = MemoryVersion.objects.get(member=world.editor)
+    content = memory_actions.view_content_as_admin(version, actor=admin_user, reason="support ticket 42")
+    assert content["text"] == version.text
+    event = AuditEvent.objects.get(action="memory.content_viewed")
+    assert event.reason == "support ticket 42" and event.actor == admin_user
+    assert "window seat" not in str(event.changes) and "window seat" not in event.target
+
+
+# --- receipts: who sees which, and how much -----------------------------------------------------------
+def test_an_owner_sees_every_receipt_with_counts_only_and_a_member_only_their_own(world):
+    editor, viewer = make_agent(world.editor), make_agent(world.viewer, scopes=("memory:read",))
+    memory_id = editor.remember(namespace="notes", text="Likes green tea.").json()["memory"]["id"]
+    editor.forget(memoryId=memory_id)
+    (receipt,) = receipts.visible_receipts(world.owner)
+    assert list(receipts.visible_receipts(world.editor)) == [receipt]
+    assert list(receipts.visible_receipts(world.viewer)) == []
+    owner_view, own_view = receipts.receipt_json(receipt, viewer=world.owner), receipts.receipt_json(receipt, viewer=world.editor)
+    assert "memoryVersionIds" not in owner_view and "salt" not in owner_view and "filters" not in owner_view["manifest"]
+    assert own_view["memoryVersionIds"] == [memory_id] and own_view["manifest"]["filters"] == {"memoryId": memory_id}
+    assert owner_view["operationLabel"] == "Forgotten by an agent"
+    assert receipts.chain_report_for(world.owner)["scope"] == "workspace"
+    assert "scope" not in receipts.chain_report_for(world.viewer) or receipts.chain_report_for(world.viewer)["scope"] != "workspace"
+    del viewer
+
+
+# --- usage and lifecycle counts: one rule of who sees what ---------------------------------------------
+def test_usage_and_lifecycle_counts_are_the_workspaces_for_owners_and_ones_own_otherwise(world):
+    ModelPrice.objects.create(model_name="agent-model", input_per_1k="2", output_per_1k="4")
+    credits.record_reply_usage(world.editor, conversation_id="c", model_name="agent-model", input_tokens=10, output_tokens=5, memory_tokens=0)
+    assert credits.usage_totals(credits.visible_usage(world.owner))["records"] == 1
+    assert credits.usage_totals(credits.visible_usage(world.viewer)) == {
+        "records": 0,
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "memoryTokens": 0,
+        "inputCost": credits.ZERO,
+        "outputCost": credits.ZERO,
+        "total": credits.ZERO,
+    }
+    assert lifecycle.counts_for(world.owner)[0] == "workspace" and "auditEvents" in lifecycle.counts_for(world.owner)[1]
+    scope, counts = lifecycle.counts_for(world.viewer)
+    assert scope == "member" and counts["usageRecords"] == 0 and "auditEvents" not in counts
+
+
+# --- the settings page's confirm-or-not lives in previews -----------------------------------------------
+def test_a_retention_change_that_erases_needs_confirmation_and_saves_nothing_until_confirmed(world):
+    make_agent(world.editor).remember(namespace="notes", text="Likes green tea.")
+    MemoryVersion.objects.update(retention_anchor=MemoryVersion.objects.get().retention_anchor.replace(year=2000))
+    change = {"agentMemoryRetentionDays": 30}
+    asked = previews.save_settings_or_ask_confirmation(world.workspace, change, actor=world.owner.user, confirmed=None, confirmed_plan=None)
+    assert asked["needsConfirmation"] is True and asked["manifest"]["agentMemories"]["memories"] == 1
+    world.workspace.ask_history.refresh_from_db()
+    assert world.workspace.ask_history.agent_memory_retention_days == 90 and MemoryVersion.objects.exists()
+    seen = previews.preview_summary(asked["manifest"])
+    saved = previews.save_settings_or_ask_confirmation(world.workspace, change, actor=world.owner.user, confirmed=seen, confirmed_plan=asked["planToken"])
+    assert saved["needsConfirmation"] is False and saved["applied"]["agentVersionsErased"] == 1
+    assert not MemoryVersion.objects.exists()
+
+
+def test_a_change_that_moves_nothing_is_saved_at_once(world):
+    saved = previews.save_settings_or_ask_confirmation(world.workspace, {"expiredGraceDays": 5}, actor=world.owner.user, confirmed=None, confirmed_plan=None)
+    assert saved["needsConfirmation"] is False and saved["settings"]["expiredGraceDays"] == 5
