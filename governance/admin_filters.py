@@ -36,7 +36,7 @@ class ActiveMemberFilter(admin.SimpleListFilter):
     parameter_name = "active"
 
     def lookups(self, request, model_admin):
-        return [("yes", "Active"), ("no", "Left")]
+        return [("yes", "Active"), ("no", "Removed")]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -96,18 +96,18 @@ class CurrentVersionFilter(admin.SimpleListFilter):
         return queryset
 
 
-class PendingErasureFilter(admin.SimpleListFilter):
-    title = "pending erasure"
-    parameter_name = "pending"
+class UnreachableFilter(admin.SimpleListFilter):
+    title = "unreachable"
+    parameter_name = "unreachable"
 
     def lookups(self, request, model_admin):
         return [("yes", "Unreachable, waiting for erasure"), ("no", "Reachable")]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(unreachable_at__isnull=False)
+            return queryset.unreachable()
         if self.value() == "no":
-            return queryset.filter(unreachable_at__isnull=True)
+            return queryset.reachable()
         return queryset
 
 

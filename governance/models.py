@@ -118,7 +118,7 @@ class Member(models.Model):
         return issued_at >= self.joined_at
 
     def opens_for(self, issued_at: datetime | None) -> bool:
-        """Whether a personal API token or browser session issued at `issued_at` (None: unknown,
+        """Whether a personal token or browser session issued at `issued_at` (None: unknown,
         a session from before login times were recorded) opens this membership. Both belong to
         the user, not to one membership, so a first membership opens to them whenever they were
         issued (joining a workspace needs no new login); a re-added one only to those issued

@@ -24,7 +24,7 @@ def hash_token(token: str) -> str:
 
 
 def issue(kind: str) -> IssuedToken:
-    """`kind` is a short visible tag: "gam" for agent credentials, "gpt" for personal API tokens."""
+    """`kind` is a short visible tag: "gam" for agent credentials, "gpt" for personal tokens."""
     prefix = secrets.token_hex(6)
     token = f"{kind}_{prefix}_{secrets.token_urlsafe(32)}"
     return IssuedToken(token=token, prefix=prefix, token_hash=hash_token(token))

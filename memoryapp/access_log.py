@@ -198,8 +198,8 @@ def expired_entries(now: datetime | None = None) -> QuerySet[AccessEntry]:
     return AccessEntry.objects.filter(at__lt=_retention_start(now))
 
 
-def entries_of_departed_members() -> QuerySet[AccessEntry]:
-    """Entries of members who have left: erasing their memories erased the entries listing
+def entries_of_removed_members() -> QuerySet[AccessEntry]:
+    """Entries of removed members: erasing their memories erased the entries listing
     them, so only an entry written by a read racing that erase can be here."""
     return AccessEntry.objects.filter(member__in=Member.objects.removed())
 
@@ -260,7 +260,7 @@ READABLE, HIDDEN, ERASED = "readable", "hidden", "erased"
 
 def readable_versions(member: Member, entries: Iterable[AccessEntry]) -> tuple[dict[int, MemoryVersion], set[int]]:
     """The listed versions the member may open now, and those hidden by the live source
-    re-check (SPEC §4.2). Anything else listed is gone: erased, expired, or pending erasure."""
+    re-check (SPEC §4.2). Anything else listed is gone: erased, expired, or unreachable."""
     ids = {ref_id for entry in entries for ref_id in entry.memory_ids}
     if not ids:
         return {}, set()

@@ -266,7 +266,7 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
     Under the member lock, like forget, so a concurrent remember on the key leaves no survivor."""
     with transaction.atomic():
         lock_member(member)
-        queryset = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, unreachable_at__isnull=True)
+        queryset = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).reachable()
         queryset = queryset.agent() if agent_only else queryset.assistant()
         version = queryset.filter(pk=memory_id).first()
         if version is None:

@@ -20,10 +20,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from governance.admin_base import GovernedAdmin, ReasonForm, audited_step_allowed
-from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, PendingErasureFilter
+from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, UnreachableFilter
 from governance.content import content_fields
 from memoryapp.actions import view_content_as_admin
-from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RememberHit
+from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RateLimitSlot
 
 CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
 
@@ -48,10 +48,10 @@ class MemoryVersionAdmin(GovernedAdmin):
         "digest_short",
         "created_at",
         "retention_anchor",
-        "pending_erasure",
+        "unreachable",
     )
     list_select_related = ("workspace", "member__user")
-    list_filter = ("workspace", MemorySurfaceFilter, "source", "state", CurrentVersionFilter, PendingErasureFilter, ("created_at", admin.DateFieldListFilter))
+    list_filter = ("workspace", MemorySurfaceFilter, "source", "state", CurrentVersionFilter, UnreachableFilter, ("created_at", admin.DateFieldListFilter))
     # Exact matches only: ids use the primary key, and nothing can reach text or details.
     search_fields = ("#id", "#member__id", "=key", "=namespace")
     numbers_search_ids_only = True
@@ -125,8 +125,8 @@ class MemoryVersionAdmin(GovernedAdmin):
     def is_current(self, obj: MemoryVersion) -> bool:
         return obj.valid_to is None
 
-    @admin.display(description="pending erasure", boolean=True)
-    def pending_erasure(self, obj: MemoryVersion) -> bool:
+    @admin.display(description="unreachable", boolean=True)
+    def unreachable(self, obj: MemoryVersion) -> bool:
         return obj.unreachable_at is not None
 
     @admin.display(description="keyed digest")
@@ -214,8 +214,8 @@ class MemoryEmbeddingAdmin(GovernedAdmin):
         return super().get_queryset(request).defer(*content_fields(MemoryEmbedding))
 
 
-@admin.register(RememberHit)
-class RememberHitAdmin(GovernedAdmin):
+@admin.register(RateLimitSlot)
+class RateLimitSlotAdmin(GovernedAdmin):
     list_display = ("id", "credential_id", "at")
     search_fields = ("#credential_id",)
     ordering = ("-id",)

@@ -7,7 +7,7 @@ again by the task (state may have changed while it waited). Skip reasons, in the
 |------------------|------------------------------------------------------------------------|
 | `organization`   | the platform's AI-memory flag is off for the workspace                 |
 | `anonymous`      | the conversation partner is an anonymous visitor                       |
-| `member_left`    | the partner is no longer a member (task only)                          |
+| `member_left`    | the partner was removed from the workspace (task only)                 |
 | `member`         | the partner turned "Let the assistant remember me" off                 |
 | `vector_memory`  | the agent's "vector memory" switch is off (or the agent was deleted)   |
 | `non_retaining`  | the workspace became non-retaining while the turn waited (task only)   |
@@ -63,7 +63,7 @@ REASON_MESSAGES = {
     "organization": "AI memory is not enabled for your organization.",
     "non_retaining": "This workspace keeps no history, so it keeps no memories.",
     "anonymous": "Conversations with anonymous visitors are not remembered.",
-    "member_left": "The conversation partner is no longer a member of the workspace.",
+    "member_left": "The conversation partner was removed from the workspace.",
     "member": "The member has turned off 'Let the assistant remember me'.",
     "vector_memory": "This agent's vector memory is off.",
     "personal_data": "A message contains sensitive personal data, so the turn is not sent for consolidation.",

@@ -6,7 +6,7 @@ use and query count stay bounded at the 5,000-version cap and beyond. Only the m
 are ever selected (`member=`, `member_ref=`); nothing of another member, and for a member of
 several workspaces nothing of another workspace (a membership is one workspace).
 
-What is left out, and said so in `withheld`: versions pending erasure or past their retention
+What is left out, and said so in `withheld`: versions unreachable (waiting for a cascade's erase) or past their retention
 (read paths never return them), and versions hidden by the live source re-check (SPEC §4.2: a
 memory citing a source the member can no longer read is not shown to them anywhere).
 """

@@ -97,7 +97,7 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
     # removal, and refused even unrevoked once the member was re-added after it.
     # A deactivated account (the admin's is_active switch, or a deleted person's) opens nothing.
     if not credential.is_usable(now) or not member.is_active or not member.user.is_active or member.workspace_id != credential.workspace_id or not member.issued_in_period(credential.created_at):
-        raise unauthenticated("This credential is revoked, expired, or its member left the workspace.")
+        raise unauthenticated("This credential is revoked, expired, or its member was removed from the workspace.")
     scope = OPERATION_SCOPES[operation]
     if scope not in credential.scopes:
         raise ApiError(403, "INSUFFICIENT_SCOPE", f"This credential lacks the {scope} scope.", {"requiredScope": scope})

@@ -152,7 +152,7 @@ def _backlog_families() -> Iterator[GaugeMetricFamily]:
     pending = GaugeMetricFamily("gam_erase_backlog_versions", "Memory versions marked unreachable (a cascade) and not yet erased.")
     age = GaugeMetricFamily("gam_erase_backlog_oldest_seconds", "Age of the oldest memory version waiting to be erased (0 when none).")
     try:
-        row = MemoryVersion.objects.filter(unreachable_at__isnull=False).aggregate(n=Count("pk"), oldest=Min("unreachable_at"))
+        row = MemoryVersion.objects.unreachable().aggregate(n=Count("pk"), oldest=Min("unreachable_at"))
     except Exception:  # the database is down: /readyz says so; the scrape still answers
         return
     pending.add_metric([], float(row["n"]))

@@ -73,10 +73,11 @@ class MemoryVersionQuerySet(models.QuerySet):
         return self.filter(namespace=ASSISTANT_NAMESPACE)
 
     def reachable(self) -> MemoryVersionQuerySet:
-        """Not pending erasure: no cascade has marked it unreachable."""
+        """No cascade has marked it unreachable (waiting for its erase)."""
         return self.filter(unreachable_at__isnull=True)
 
-    def pending_erasure(self) -> MemoryVersionQuerySet:
+    def unreachable(self) -> MemoryVersionQuerySet:
+        """Marked by a cascade in its cause's transaction: every read skips it; erased next."""
         return self.filter(unreachable_at__isnull=False)
 
     def within_retention(self, days: int, *, at: datetime | None = None) -> MemoryVersionQuerySet:
@@ -92,14 +93,14 @@ class MemoryVersionQuerySet(models.QuerySet):
         return self.filter(retention_anchor__lte=grace_cutoff(days, grace, at))
 
     def live(self, ask_history: AskHistorySettings, *, at: datetime | None = None) -> MemoryVersionQuerySet:
-        """What a read may return: not pending erasure, active, and not expired at `at` (now),
+        """What a read may return: reachable, active, and not expired at `at` (now),
         whether or not a sweep ran. Expired memories are gone for every read and every asOf."""
         return self.reachable().filter(state=MemoryState.ACTIVE).within_retention(ask_history.agent_memory_retention_days, at=at)
 
     def kept_for_member(self, ask_history: AskHistorySettings, *, at: datetime | None = None) -> MemoryVersionQuerySet:
         """What the member still sees of their own memories (their export, their access log):
         live agent memories, and assistant memories until their grace ends (an expired one is
-        offered for reactivation). Never one pending erasure."""
+        offered for reactivation). Never an unreachable one."""
         days, grace = ask_history.agent_memory_retention_days, ask_history.expired_grace_days
         assistant = Q(namespace=ASSISTANT_NAMESPACE, retention_anchor__gt=grace_cutoff(days, grace, at))
         agent = ~Q(namespace=ASSISTANT_NAMESPACE) & Q(state=MemoryState.ACTIVE, retention_anchor__gt=retention_cutoff(days, at))
@@ -265,19 +266,21 @@ class MemoryEmbedding(models.Model):
         return f"embedding of #{self.memory_id} ({self.embedder_id})"
 
 
-class RememberHit(models.Model):
-    """Embedded-mode rate-limit counter: one row per admitted remember (or, in bucket "turn", per
-    admitted conversation turn), kept one hour."""
+class RateLimitSlot(models.Model):
+    """One slot a credential's rolling-hour budget admitted (embedded mode; Redis keeps sorted
+    sets instead): a remember, or in bucket "turn" a conversation turn. Handed back (deleted) if
+    the work it admitted fails; purged by the cascade sweep once older than the window."""
 
     credential_id = models.BigIntegerField()
     bucket = models.CharField(max_length=16, default="remember")
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "memoryapp_rememberhit"  # the table keeps its first name (renaming it buys nothing)
         indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]
 
     def __str__(self) -> str:
-        return f"{self.bucket} hit of credential #{self.credential_id} at {self.at:%Y-%m-%dT%H:%M:%S}"
+        return f"{self.bucket} slot of credential #{self.credential_id} at {self.at:%Y-%m-%dT%H:%M:%S}"
 
 
 class AccessOperation(models.TextChoices):

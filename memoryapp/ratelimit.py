@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from governance.models import Credential
 from memoryapp.errors import ApiError
-from memoryapp.models import RememberHit
+from memoryapp.models import RateLimitSlot
 
 WINDOW_SECONDS = 3600  # the SPEC's rolling hour: settings.RATE_LIMIT_WINDOW_SECONDS (tests and demos may shorten it)
 
@@ -120,13 +120,13 @@ class DatabaseRateLimiter:
         window_start = now - window
         with transaction.atomic():
             Credential.objects.select_for_update().filter(pk=credential_id).exists()
-            hits_q = RememberHit.objects.filter(credential_id=credential_id, bucket=bucket)
+            hits_q = RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket)
             hits_q.filter(at__lte=window_start).delete()
             hits = list(hits_q.order_by("at").values_list("at", flat=True)[:limit])
             allowed = len(hits) < limit
             handle = ""
             if allowed:
-                handle = str(RememberHit.objects.create(credential_id=credential_id, bucket=bucket, at=now).pk)
+                handle = str(RateLimitSlot.objects.create(credential_id=credential_id, bucket=bucket, at=now).pk)
                 hits.append(now)
         oldest = hits[0] if hits else now
         reset = math.ceil((oldest + window - now).total_seconds())
@@ -134,10 +134,10 @@ class DatabaseRateLimiter:
 
     def refund(self, slot: Slot) -> None:
         if slot.handle:
-            RememberHit.objects.filter(pk=int(slot.handle)).delete()
+            RateLimitSlot.objects.filter(pk=int(slot.handle)).delete()
 
     def reset(self, credential_id: int, bucket: str = "remember") -> None:
-        RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).delete()
+        RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).delete()
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""What a read path may return: live versions (not expired, not pending erasure) that pass the
+"""What a read path may return: live versions (not expired, not unreachable) that pass the
 live source re-check of SPEC §4.2. Used by list, recall, the member API, pages and MCP alike."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ ERASE_TASK = "retention.tasks.erase_unreachable_task"
 
 
 def mark_unreachable(queryset: QuerySet[MemoryVersion], reason: str) -> int:
-    return queryset.filter(unreachable_at__isnull=True).update(unreachable_at=timezone.now(), unreachable_reason=reason)
+    return queryset.reachable().update(unreachable_at=timezone.now(), unreachable_reason=reason)
 
 
 def dependents_of_documents(workspace_id: int, document_ids) -> QuerySet[MemoryVersion]:
@@ -38,7 +38,7 @@ def schedule_erase(workspace_id: int) -> None:
     """Start the erase once the cause is committed; if the broker is down the sweep catches it."""
 
     def enqueue() -> None:
-        if not MemoryVersion.objects.filter(workspace_id=workspace_id, unreachable_at__isnull=False).exists():
+        if not MemoryVersion.objects.filter(workspace_id=workspace_id).unreachable().exists():
             return  # the cause had no dependents: no task to run
         try:
             queue_task(ERASE_TASK, workspace_id)
@@ -51,7 +51,7 @@ def schedule_erase(workspace_id: int) -> None:
 def erase_unreachable(workspace_id: int | None = None, *, actor_label: str = "system: cascade", chunk: int = CHUNK) -> int:
     """Erase every memory marked unreachable, one receipt per (workspace, member, cause) chunk.
     Safe to run twice at once: chunks are claimed with SKIP LOCKED (see `erase_in_chunks`)."""
-    base = MemoryVersion.objects.filter(unreachable_at__isnull=False)
+    base = MemoryVersion.objects.unreachable()
     if workspace_id is not None:
         base = base.filter(workspace_id=workspace_id)
     groups = list(base.order_by().values_list("workspace_id", "member_id", "unreachable_reason").distinct())

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from governance.models import AskHistorySettings, AuditEvent, Collection, Member, Passage, Workspace
 from memoryapp import access_log
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RememberHit, grace_cutoff, past_retention_q, retention_cutoff
+from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RateLimitSlot, grace_cutoff, past_retention_q, retention_cutoff
 from retention import cascades
 from retention.chunks import CHUNK, run_in_chunks
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
@@ -170,7 +170,7 @@ def apply_retention(workspace_id: int, days: int, grace: int, now: datetime, *, 
 def orphan_queries() -> dict[str, QuerySet[MemoryVersion]]:
     """Memories whose cause is gone but that were never marked: the cause's transaction raced a
     remember, or the deletion bypassed the actions. Keyed by the cause they are erased under."""
-    pending = MemoryVersion.objects.filter(unreachable_at__isnull=True)
+    pending = MemoryVersion.objects.reachable()
     missing_passage = Citation.objects.filter(~Exists(Passage.objects.filter(pk=OuterRef("passage_id"))))
     return {
         Operation.CASCADE_DOCUMENT: pending.filter(pk__in=missing_passage.values("memory_id")),
@@ -186,11 +186,11 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
     now = now or timezone.now()
     marked = {str(reason): _update_in_chunks(queryset, chunk, unreachable_at=now, unreachable_reason=reason) for reason, queryset in orphan_queries().items()}
     erased = cascades.erase_unreachable(actor_label="system: cascade sweep", chunk=chunk)
-    old_hits = RememberHit.objects.filter(at__lt=now - RATE_LIMIT_WINDOW)
+    old_hits = RateLimitSlot.objects.filter(at__lt=now - RATE_LIMIT_WINDOW)
 
     def purge_counters() -> tuple[int, int]:
         ids = list(old_hits.order_by("pk").values_list("pk", flat=True)[:chunk])
-        return len(ids), RememberHit.objects.filter(pk__in=ids)._raw_delete(RememberHit.objects.db) if ids else 0
+        return len(ids), RateLimitSlot.objects.filter(pk__in=ids)._raw_delete(RateLimitSlot.objects.db) if ids else 0
 
     counters = run_in_chunks(purge_counters, chunk=chunk)
     return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters, "vacuumed": erased > 0 and reclaim_erased_space()}
@@ -199,13 +199,13 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
 # --- the access log (SPEC §8.1) ----------------------------------------------------------------
 def access_log_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
     """Delete access entries older than ACCESS_LOG_RETENTION_DAYS (read paths already stopped
-    showing them), and any left behind by a departed member. Entries hold ids, never content,
+    showing them), and any left behind by a removed member. Entries hold ids, never content,
     so no receipt is written for their expiry; erasing memories strikes them with a receipt."""
     expired = access_log.expired_entries(now)
-    departed = access_log.entries_of_departed_members()
+    removed = access_log.entries_of_removed_members()
     return {
         "accessEntriesExpired": run_in_chunks(lambda: access_log.delete_chunk(expired, chunk), chunk=chunk),
-        "accessEntriesOfDepartedMembers": run_in_chunks(lambda: access_log.delete_chunk(departed, chunk), chunk=chunk),
+        "accessEntriesOfRemovedMembers": run_in_chunks(lambda: access_log.delete_chunk(removed, chunk), chunk=chunk),
     }
 
 
@@ -225,7 +225,7 @@ def artifact_counts(workspace: Workspace, *, member: Member | None = None) -> di
     expired = past_retention_q(workspace.ask_history.agent_memory_retention_days)
     summary = versions.aggregate(
         total=Count("pk"),
-        pending_erasure=Count("pk", filter=Q(unreachable_at__isnull=False)),
+        unreachable=Count("pk", filter=Q(unreachable_at__isnull=False)),
         expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | expired)),
         assistant=Count("pk", filter=Q(namespace=ASSISTANT_NAMESPACE)),
     )
@@ -233,7 +233,7 @@ def artifact_counts(workspace: Workspace, *, member: Member | None = None) -> di
         "memoryVersions": summary["total"],
         "assistantMemoryVersions": summary["assistant"],
         "expiredAwaitingPurge": summary["expired"],
-        "pendingCascadeErasure": summary["pending_erasure"],
+        "pendingCascadeErasure": summary["unreachable"],  # the API's name (the lifecycle matrix's counts)
         "citations": Citation.objects.filter(memory__in=versions).count(),
         "embeddings": MemoryEmbedding.objects.filter(memory__in=versions).count(),
         "receipts": receipts.count(),

@@ -300,7 +300,7 @@ def preview_summary(manifest: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def change_settings(
+def save_settings_and_apply_retention(
     workspace: Workspace, changes: dict[str, Any], *, actor: Actor, dry_run: bool = False, confirmed: dict[str, int] | None = None, confirmed_plan: str | None = None
 ) -> dict[str, Any]:
     """Save the ask-history settings and apply a changed retention at once (retroactive, SPEC §8):
@@ -331,10 +331,10 @@ def save_settings_or_ask_confirmation(workspace: Workspace, changes: dict[str, A
     or move any memory saves nothing and answers `{"needsConfirmation": True, "manifest",
     "planToken"}` for the person to confirm; a change that moves nothing, or a confirmed one
     (`confirmed`: the numbers they saw, `confirmed_plan`: the preview's token), is saved and
-    applied (`change_settings`; 409 `PREVIEW_OUTDATED` if what it moves changed since)."""
+    applied (`save_settings_and_apply_retention`; 409 `PREVIEW_OUTDATED` if what it moves changed since)."""
     if confirmed is None:
-        preview = change_settings(workspace, changes, actor=actor, dry_run=True)
+        preview = save_settings_and_apply_retention(workspace, changes, actor=actor, dry_run=True)
         if any(preview_summary(preview["manifest"]).values()):
             return {"needsConfirmation": True, "manifest": preview["manifest"], "planToken": preview["planToken"]}
         confirmed_plan = None
-    return {"needsConfirmation": False, **change_settings(workspace, changes, actor=actor, confirmed=confirmed, confirmed_plan=confirmed_plan)}
+    return {"needsConfirmation": False, **save_settings_and_apply_retention(workspace, changes, actor=actor, confirmed=confirmed, confirmed_plan=confirmed_plan)}

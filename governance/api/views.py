@@ -45,7 +45,7 @@ class SettingsView(WorkspaceAPIView):
         if isinstance(body, dict):
             body = {k: v for k, v in body.items() if k not in (DRY_RUN, PLAN_TOKEN)}
         changes = self.body_of(body, s.SettingsBody)
-        result = previews.change_settings(self.workspace, changes, actor=request.user, dry_run=dry_run, confirmed_plan=token)
+        result = previews.save_settings_and_apply_retention(self.workspace, changes, actor=request.user, dry_run=dry_run, confirmed_plan=token)
         if dry_run:
             return Response(result)
         return Response({**result["settings"], **({"retentionApplied": result["applied"]} if result["applied"] else {})})

@@ -261,7 +261,7 @@ def test_an_entry_written_by_a_read_racing_the_member_removal_is_swept(world, ag
     remember(agent, "Editor note")
     agent.list()
     g.remove_member(world.editor, actor=world.owner.user)  # no on-commit erase ran (as if it raced)
-    assert lifecycle.access_log_sweep()["accessEntriesOfDepartedMembers"] == 1
+    assert lifecycle.access_log_sweep()["accessEntriesOfRemovedMembers"] == 1
     assert AccessEntry.objects.count() == 0
 
 
@@ -291,7 +291,7 @@ def test_entries_expire_after_the_retention_setting_hidden_at_once_and_swept(wor
     AccessEntry.objects.filter(pk=old.pk).update(at=timezone.now() - timedelta(days=91))
     entries = client_for(world.editor).get(url(world)).json()["entries"]
     assert [e["id"] for e in entries] != [] and str(old.pk) not in {e["id"] for e in entries}  # read paths stop at once
-    assert lifecycle.access_log_sweep() == {"accessEntriesExpired": 1, "accessEntriesOfDepartedMembers": 0}
+    assert lifecycle.access_log_sweep() == {"accessEntriesExpired": 1, "accessEntriesOfRemovedMembers": 0}
     assert AccessEntry.objects.count() == 1
     settings.ACCESS_LOG_RETENTION_DAYS = 1
     AccessEntry.objects.update(at=timezone.now() - timedelta(days=2))

@@ -14,7 +14,7 @@ from django.test import Client
 
 from governance.admin_roles import AUDITOR, OPERATOR, sync_staff_groups
 from memoryapp.assistant import add_assistant_memory
-from memoryapp.models import Citation, MemoryVersion, RememberHit
+from memoryapp.models import Citation, MemoryVersion, RateLimitSlot
 from tests.conftest import make_agent
 
 User = get_user_model()
@@ -122,7 +122,7 @@ def everything(world, memories):
     agent = Agent.objects.create(workspace=world.workspace, name="Helpdesk")
     make_agent(world.viewer, scopes=("memory:read",))
     assert make_agent(world.editor, scopes=("memory:read",)).list().status_code == 200  # an access entry
-    RememberHit.objects.get_or_create(credential_id=0)  # the Redis rate limiter writes none
+    RateLimitSlot.objects.get_or_create(credential_id=0)  # the Redis rate limiter writes none
     spare = MemoryVersion.objects.create(workspace=world.workspace, member=world.owner, namespace="scratch", key="tmp", text="nothing personal")
     erase_memories([spare.pk], operation="forget", workspace_id=world.workspace.pk, member_id=world.owner.pk, actor_label="test")
     record = UsageRecord.objects.create(

@@ -37,9 +37,9 @@ def test_a_database_failure_mid_remember_leaves_no_partial_chain_and_returns_the
     from django.conf import settings
 
     if settings.RATE_LIMIT_BACKEND == "database":
-        from memoryapp.models import RememberHit
+        from memoryapp.models import RateLimitSlot
 
-        assert RememberHit.objects.count() == 1  # the failed remember handed its slot back
+        assert RateLimitSlot.objects.count() == 1  # the failed remember handed its slot back
     listed = agent.list().json()
     assert [m["text"] for m in listed["memories"]] == ["version one"]
 

@@ -4,7 +4,7 @@ The attack: a member is removed (their token answers 401), then re-added — `ad
 member row and cleared `left_at`, so the old agent token worked again (list 200, remember 201):
 `revokedAt` had never been set. Now removal revokes every credential of the membership in its own
 transaction, a re-added member starts a new membership period, and nothing issued before that
-period began — an agent credential, a personal API token or a browser session — opens the
+period began — an agent credential, a personal token or a browser session — opens the
 workspace again: every agent route (REST and MCP), every workspace API route and every page is
 tried with each of them. A deleted user's memberships end the same way. Generated sequences of
 add / remove / re-add / role change / issue never revive an older credential.

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from governance import actions as governance
 from governance.models import Collection, Document, Member, Workspace
-from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, RememberHit
+from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, RateLimitSlot
 from retention import lifecycle, tasks
 from retention.models import DeletionReceipt, Operation
 from tests.conftest import client_for, make_agent
@@ -171,7 +171,7 @@ def test_a_new_document_version_does_not_cascade(world, agent, knowledge):
 
 def test_the_cascade_sweep_drops_rate_limit_rows_older_than_an_hour(world):
     now = timezone.now()
-    RememberHit.objects.create(credential_id=1, at=now - timedelta(hours=2))
-    recent = RememberHit.objects.create(credential_id=1, at=now - timedelta(minutes=30))
+    RateLimitSlot.objects.create(credential_id=1, at=now - timedelta(hours=2))
+    recent = RateLimitSlot.objects.create(credential_id=1, at=now - timedelta(minutes=30))
     assert lifecycle.cascade_sweep()["rateLimitCountersPurged"] == 1
-    assert list(RememberHit.objects.values_list("pk", flat=True)) == [recent.pk]
+    assert list(RateLimitSlot.objects.values_list("pk", flat=True)) == [recent.pk]

@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from memoryapp import ratelimit
-from memoryapp.models import RememberHit
+from memoryapp.models import RateLimitSlot
 from memoryapp.ratelimit import RedisRateLimiter, get_limiter
 from tests.conftest import AgentClient, error_code, make_agent
 
@@ -28,13 +28,13 @@ class _DatabaseWindow:
         self.limiter = ratelimit.DatabaseRateLimiter()
 
     def age(self, credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
-        hits = list(RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).order_by("at", "pk"))
+        hits = list(RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).order_by("at", "pk"))
         for hit in hits if count is None else hits[:count]:
             hit.at -= timedelta(seconds=seconds)
             hit.save(update_fields=["at"])
 
     def stored(self, credential_id: int, bucket: str = "remember") -> int:
-        return RememberHit.objects.filter(credential_id=credential_id, bucket=bucket).count()
+        return RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).count()
 
 
 class _RedisWindow:
