@@ -72,7 +72,7 @@ class AskHistorySettings(models.Model):
 class MemberQuerySet(models.QuerySet):
     def active(self) -> MemberQuerySet:
         """Members still in their workspace (not removed). The one spelling of `left_at IS NULL`
-        outside this module (tests/test_model_rules.py fails on a copy)."""
+        outside this module (tests/layers/test_model_rules.py fails on a copy)."""
         return self.filter(left_at__isnull=True)
 
     def removed(self) -> MemberQuerySet:

@@ -62,7 +62,7 @@ def past_retention_q(days: int, at: datetime | None = None) -> Q:
 class MemoryVersionQuerySet(models.QuerySet):
     """The predicates every read, sweep, preview and count of memory versions shares. Nothing
     outside this module spells `retention_anchor` comparisons or the namespace split
-    (tests/test_model_rules.py fails on a copy)."""
+    (tests/layers/test_model_rules.py fails on a copy)."""
 
     def agent(self) -> MemoryVersionQuerySet:
         """Agent memories: every namespace except `assistant`."""

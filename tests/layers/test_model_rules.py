@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from governance.models import AskHistorySettings, Credential, Member
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 APPS = ("memoryapp", "governance", "retention")
 #: The modules that own the predicates: each may spell its own.
 OWNERS = {Path("memoryapp/models.py"), Path("governance/models.py")}
