@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
@@ -19,7 +20,7 @@ from django.utils import timezone
 from governance import signals, tokens
 from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
-from governance.knowledge import EntityMatcher, split_passages
+from governance.knowledge import EntityMatcher, matcher_for, split_passages
 from governance.models import (
     AskHistorySettings,
     Collection,
@@ -320,7 +321,7 @@ def delete_collection(collection: Collection, *, actor: Actor) -> None:
 
 
 def _link_entities(workspace_id: int, passages: list[Passage]) -> None:
-    matcher = EntityMatcher.for_workspace(workspace_id)
+    matcher = matcher_for(workspace_id)
     links = [Entity.passages.through(entity_id=entity_id, passage_id=p.pk) for p in passages for entity_id in matcher.find(p.text)]
     Entity.passages.through.objects.bulk_create(links, ignore_conflicts=True)
 
@@ -357,8 +358,18 @@ def delete_document(document: Document, *, actor: Actor) -> None:
     document.delete()
 
 
+ENTITY_LIMIT_REACHED = "ENTITY_LIMIT_REACHED"
+
+
 @transaction.atomic
 def create_entity(workspace: Workspace, *, name: str, aliases: list[str]) -> Entity:
+    """A named entity (SPEC §5.1), linked to every passage of the workspace that mentions it.
+    At most `MAX_ENTITIES_PER_WORKSPACE` per workspace, counted under the workspace's row lock
+    (exact under concurrency): every recall and ingestion matches text against all of them."""
+    Workspace.objects.select_for_update().filter(pk=workspace.pk).exists()
+    limit = settings.MAX_ENTITIES_PER_WORKSPACE
+    if Entity.objects.filter(workspace=workspace).count() >= limit:
+        raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace already has {limit} entities.", {"limit": limit})
     entity = Entity.objects.create(workspace=workspace, name=name, aliases=aliases)
     matcher = EntityMatcher([entity])
     links = []

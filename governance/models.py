@@ -25,12 +25,20 @@ class Workspace(models.Model):
     ai_memory_available = models.BooleanField(default=True, help_text="Platform feature flag (platform admins).")
     retains_history = models.BooleanField(default=True, help_text="Off: no history is kept and every memory operation is refused.")
     created_at = models.DateTimeField(default=timezone.now)
+    # Raised in the transaction of every change to the workspace's entities: each process's cached
+    # entity matcher (governance.knowledge.matcher_for) is current while this has not moved.
+    entity_generation = models.PositiveBigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
         return f"{self.name} (#{self.pk})"
+
+    @property
+    def entity_version(self) -> tuple[datetime, int]:
+        """What a cached entity matcher of this workspace must have been built for."""
+        return self.created_at, self.entity_generation
 
 
 class AskHistorySettings(models.Model):
@@ -205,6 +213,18 @@ class Entity(models.Model):
     @property
     def surface_forms(self) -> list[str]:
         return [self.name, *[alias for alias in self.aliases if alias]]
+
+    @staticmethod
+    def changed(workspace_id: int) -> None:
+        """The workspace's entities changed (inside the change's transaction): every process's
+        cached matcher of the workspace is stale from the commit on. Connected to Entity's
+        post_save and post_delete (GovernanceConfig.ready), so the admin and any queryset delete
+        count too; a raw `QuerySet.update()` of names or aliases must call it itself."""
+        Workspace.objects.filter(pk=workspace_id).update(entity_generation=models.F("entity_generation") + 1)
+
+
+def entity_changed(sender: type, instance: Entity, **kwargs: object) -> None:
+    Entity.changed(instance.workspace_id)
 
 
 class ContextSet(models.Model):

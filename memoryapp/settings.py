@@ -301,6 +301,10 @@ RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 3600, minimum=1
 # Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
+# Knowledge entities per workspace (409 ENTITY_LIMIT_REACHED past it) and the surface forms each
+# process keeps in its cached entity matchers (README "Limits", bench/entity_recall.py).
+MAX_ENTITIES_PER_WORKSPACE = env_int("MAX_ENTITIES_PER_WORKSPACE", 2000, minimum=1, maximum=100_000)
+ENTITY_MATCHER_CACHE_FORMS = env_int("ENTITY_MATCHER_CACHE_FORMS", 500_000, minimum=1)
 # SPEC §8.1: how long an access entry (which agent read which memory ids) is kept.
 ACCESS_LOG_RETENTION_DAYS = env_int("ACCESS_LOG_RETENTION_DAYS", 90, minimum=1, maximum=3650)
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"])

@@ -1,8 +1,9 @@
 """Recall (SPEC §4.4): the newest 300 candidates, the live re-check, three rankings and RRF.
 
 Query count is constant: candidates (1), their index entries (1), the re-check (≤3), the
-workspace's entities (1), the cited passages' entities when the query names one (1), and the
-full rows of the results (1).
+workspace's entities (1, only when this process's cached matcher is older than the workspace's
+entity generation), the cited passages' entities when the query names one (1), and the full
+rows of the results (1).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from governance.knowledge import EntityMatcher
+from governance.knowledge import matcher_for
 from governance.models import Entity
 from memoryapp import gates, metrics
 from memoryapp.actions import filtered_versions
@@ -148,9 +149,16 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
     return [rows[i] for rank, i in enumerate(ranked) if rank < always or similarities[i] > within], None
 
 
-def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int) -> list[int]:
-    """More entities shared between the query and a memory's cited passages ranks higher."""
-    query_entities = EntityMatcher.for_workspace(workspace_id).find(query)
+# A query is matched against at most this many of the entities it names (the first mentioned):
+# the link query and the overlap count stay bounded however many entities one query lists.
+QUERY_ENTITIES = 32
+
+
+def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, entity_version: tuple | None = None) -> list[int]:
+    """More entities shared between the query and a memory's cited passages ranks higher. The
+    workspace's matcher is cached per process (`matcher_for`; `entity_version`: the workspace
+    row's, already loaded by the gate); the query's first QUERY_ENTITIES entities count."""
+    query_entities = matcher_for(workspace_id, entity_version).mentions(query, limit=QUERY_ENTITIES)
     if not query_entities:
         return []
     passage_ids = {pid for version in candidates for pid in checked.passage_ids.get(version.pk, [])}
@@ -167,7 +175,9 @@ def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, wo
     return rank_by_scores(overlap, positive_only=True)
 
 
-def rank_candidates(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, pending: PendingQuery | None = None) -> tuple[dict[str, list[int]], list[str]]:
+def rank_candidates(
+    query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, pending: PendingQuery | None = None, entity_version: tuple | None = None
+) -> tuple[dict[str, list[int]], list[str]]:
     """The three rankings of the candidates (indices, best first) and the degraded flags.
     recall() fuses exactly these; bench/recall_locomo.py scores each of them alone."""
     degraded: list[str] = []
@@ -179,7 +189,7 @@ def rank_candidates(query: str, candidates: list[Candidate], checked: Recheck, w
             degraded.append(flag)
         if semantic is not None:
             rankings["semantic"] = semantic
-        rankings["entity"] = entity_ranking(query, candidates, checked, workspace_id)
+        rankings["entity"] = entity_ranking(query, candidates, checked, workspace_id, entity_version)
     return rankings, degraded
 
 
@@ -190,7 +200,7 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
     fetched = recall_candidates(admission)
     checked = recheck(fetched, ctx.member)
     candidates = checked.visible  # still newest first: a lower index is newer
-    rankings, degraded = rank_candidates(data["query"], candidates, checked, ctx.workspace.pk, pending)
+    rankings, degraded = rank_candidates(data["query"], candidates, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version)
     fused = list(rrf(rankings, k=RRF_K).items())[: data["limit"]]
     rows = MemoryVersion.objects.in_bulk([candidates[index].pk for index, _ in fused])
     results = []
