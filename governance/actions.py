@@ -233,6 +233,9 @@ def credential_json(credential: Credential) -> dict[str, Any]:
     }
 
 
+CREDENTIAL_LIMIT_REACHED = "CREDENTIAL_LIMIT_REACHED"
+
+
 @transaction.atomic
 def create_credential(
     member: Member, *, name: str, scopes: list[str], context_set: ContextSet | None = None, context_set_id: int | None = None, expires_at: datetime | None = None
@@ -251,6 +254,12 @@ def create_credential(
         raise ApiError(403, "INSUFFICIENT_ROLE", "A scope above your role cannot be granted.", {"scopes": above, "role": member.role})
     if expires_at is not None and expires_at <= timezone.now():
         raise validation_error({"expiresAt": ["Must be in the future."]})
+    # Each credential carries its own remember and read budgets (SPEC §4.7), so their number is
+    # capped too, counted under the member's row lock (exact when two are created at once).
+    Member.objects.select_for_update().filter(pk=member.pk).exists()
+    limit = settings.MAX_CREDENTIALS_PER_MEMBER
+    if Credential.objects.filter(member=member).active().count() >= limit:
+        raise ApiError(409, CREDENTIAL_LIMIT_REACHED, f"At most {limit} usable credentials per member: revoke one first.", {"limit": limit})
     issued = tokens.issue(CREDENTIAL_TOKEN_KIND)
     credential = Credential.objects.create(
         workspace_id=member.workspace_id,

@@ -214,6 +214,7 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-credits": {"task": "retention.tasks.reconcile_credits", "schedule": crontab(minute=30, hour="*/6"), "options": {"expires": 3600}},
     "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
     "access-log-sweep": {"task": "retention.tasks.access_log_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
+    "receipt-chain-check": {"task": "retention.tasks.receipt_chain_check", "schedule": crontab(minute=40, hour=3), "options": {"expires": 3600 * 6}},
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
@@ -305,6 +306,9 @@ MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
 # process keeps in its cached entity matchers (README "Limits", bench/entity_recall.py).
 MAX_ENTITIES_PER_WORKSPACE = env_int("MAX_ENTITIES_PER_WORKSPACE", 2000, minimum=1, maximum=100_000)
 ENTITY_MATCHER_CACHE_FORMS = env_int("ENTITY_MATCHER_CACHE_FORMS", 500_000, minimum=1)
+# Usable (unrevoked, unexpired) agent credentials per member: each has its own remember and read
+# budgets, so an unbounded number would multiply them (409 CREDENTIAL_LIMIT_REACHED past it).
+MAX_CREDENTIALS_PER_MEMBER = env_int("MAX_CREDENTIALS_PER_MEMBER", 50, minimum=1, maximum=10_000)
 # SPEC §8.1: how long an access entry (which agent read which memory ids) is kept.
 ACCESS_LOG_RETENTION_DAYS = env_int("ACCESS_LOG_RETENTION_DAYS", 90, minimum=1, maximum=3650)
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"])

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memoryapp import consolidation
-from retention import credits, lifecycle
+from retention import credits, lifecycle, receipts
 
 JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "expiry_sweep": lifecycle.expiry_sweep,
@@ -21,4 +21,6 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "quota_reset": credits.quota_reset,
     "reconcile_credits": credits.reconcile_credits,
     "consolidation_sweep": consolidation.sweep_stale_consolidations,
+    # every receipt chain from its first receipt (docs/receipts.md), beyond the endpoint's bounded check
+    "receipt_chain_check": receipts.check_all_chains,
 }

@@ -76,7 +76,11 @@ class DeletionReceipt(models.Model):
 
     class Meta:
         ordering = ["-purged_at", "-id"]
-        indexes = [models.Index(fields=["workspace_ref", "-purged_at"])]
+        indexes = [
+            models.Index(fields=["workspace_ref", "-purged_at"]),
+            # the verify endpoint counts unproven results (format 1) without walking every receipt
+            models.Index(fields=["workspace_ref"], condition=models.Q(proof_format=1), name="receipt_format1_by_workspace"),
+        ]
         constraints = [models.UniqueConstraint(fields=["workspace_ref", "chain_seq"], name="one_receipt_per_chain_position")]
 
     def __str__(self) -> str:
@@ -97,6 +101,20 @@ class ReceiptChain(models.Model):
     head_hash = models.CharField(max_length=64, default="0" * 64)
     head_receipt_ref = models.BigIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The verified checkpoint (docs/receipts.md "Checking the chain on the server"): receipts 1 …
+    # verified_seq were found intact, the last of them hashing to verified_hash; signed with the
+    # receipt signing key, so a database edit cannot move it past a changed receipt. The verify
+    # endpoint checks from it on (and re-checks a window of the prefix, from sweep_seq, each
+    # time); `verify_receipts` and the daily job check everything and rewrite it. Database
+    # defaults: `receipts.lock_head` creates the row with a raw upsert naming its own columns.
+    verified_seq = models.PositiveBigIntegerField(db_default=0)
+    verified_hash = models.CharField(max_length=64, db_default="0" * 64)
+    checkpoint_key_id = models.CharField(max_length=32, blank=True, db_default="")
+    checkpoint_signature = models.CharField(max_length=128, blank=True, db_default="")
+    checkpoint_rev = models.PositiveBigIntegerField(db_default=0, help_text="Raised at every checkpoint write: writers update only the revision they read.")
+    sweep_seq = models.PositiveBigIntegerField(db_default=1, help_text="Where the next bounded check re-checks the verified prefix.")
+    verified_at = models.DateTimeField(null=True, blank=True)
+    full_check_at = models.DateTimeField(null=True, blank=True, help_text="When every receipt was last checked from the first (verify_receipts, the daily job).")
 
     def __str__(self) -> str:
         return f"receipt chain of workspace #{self.workspace_ref} ({self.seq} receipts)"

@@ -31,6 +31,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -338,51 +339,197 @@ def check_verifications(receipt: DeletionReceipt, keys: dict[str, Ed25519PublicK
     return None
 
 
-def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None, newest: int | None = None) -> dict[str, Any]:
-    """Walk one workspace's chain from its first receipt; the report names the first break.
-    `newest`: check only the newest N receipts (a page's bounded check); the oldest of them is
-    taken as the anchor (its hash and signature are checked, its link to the one before is not)."""
-    keys = keys if keys is not None else public_keys()
-    previous, expected, checked, first_break = ZERO_HASH, 1, 0, None
-    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref)
-    total = receipts.count()
-    walk = receipts.order_by("chain_seq", "id")
-    checked_from = 1
-    if newest is not None and total > newest:
-        checked_from = receipts.order_by("-chain_seq").values_list("chain_seq", flat=True)[newest - 1]
-        walk = walk.filter(chain_seq__gte=checked_from)
-    unproven = 0
-    for receipt in walk.iterator(chunk_size=500):
-        if checked == 0 and checked_from > 1:
+@dataclass
+class Walk:
+    """What walking a run of receipts found: how many were checked, the first break, how many
+    checked results no record proves, and the last receipt found intact (its position, hash)."""
+
+    checked: int = 0
+    first_break: dict[str, Any] | None = None
+    unproven: int = 0
+    last_seq: int = 0
+    last_hash: str = ZERO_HASH
+
+
+def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, keys: dict[str, Ed25519PublicKey], anchored: bool = False) -> Walk:
+    """Check receipts in chain order, each linked to the one before (`previous`, `expected`: the
+    hash and position the first must follow; `anchored`: the first is the anchor, its link not
+    checked), stopping at the first break."""
+    found = Walk(last_seq=expected - 1, last_hash=previous)
+    for receipt in receipts:
+        if anchored and found.checked == 0:
             previous, expected = receipt.previous_hash, receipt.chain_seq
-        checked += 1
+        found.checked += 1
         reason = check(receipt, previous_hash=previous, expected_seq=expected, keys=keys)
         if reason:
-            first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": reason}
+            found.first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": reason}
             break
         problem = check_verifications(receipt, keys)
         if problem:
-            first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": problem[0], "verificationSeq": problem[1]}
+            found.first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": problem[0], "verificationSeq": problem[1]}
             break
-        unproven += not receipt.verifications
+        found.unproven += not receipt.verifications
         previous, expected = receipt.sha256, receipt.chain_seq + 1
+        found.last_seq, found.last_hash = receipt.chain_seq, receipt.sha256
+    return found
+
+
+def _head_break(head: ReceiptChain | None, last_seq: int, last_hash: str) -> dict[str, Any] | None:
+    """The chain's head names a later receipt than the last one found (the newest was removed)."""
+    if head is not None and (head.seq != last_seq or head.head_hash != last_hash):
+        return {"receiptId": str(head.head_receipt_ref) if head.head_receipt_ref is not None else None, "chainSeq": head.seq, "reason": MISSING_RECEIPT}
+    return None
+
+
+def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None, newest: int | None = None) -> dict[str, Any]:
+    """Walk one workspace's chain from its first receipt; the report names the first break, and
+    the verified checkpoint is rewritten from what was found (`save_checkpoint`).
+    `newest`: check only the newest N receipts (a page's bounded check; no checkpoint written);
+    the oldest of them is taken as the anchor (its hash and signature are checked, its link to
+    the one before is not)."""
+    keys = keys if keys is not None else public_keys()
+    started = ReceiptChain.objects.filter(workspace_ref=workspace_ref).values_list("checkpoint_rev", flat=True).first()
+    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref)
+    total = receipts.count()
+    ordered = receipts.order_by("chain_seq", "id")
+    checked_from = 1
+    if newest is not None and total > newest:
+        checked_from = receipts.order_by("-chain_seq").values_list("chain_seq", flat=True)[newest - 1]
+        ordered = ordered.filter(chain_seq__gte=checked_from)
+    found = walk(ordered.iterator(chunk_size=500), previous=ZERO_HASH, expected=1, keys=keys, anchored=checked_from > 1)
     head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
-    if first_break is None and head is not None and (head.seq != expected - 1 or head.head_hash != previous):
-        missing = str(head.head_receipt_ref) if head.head_receipt_ref is not None else None
-        first_break = {"receiptId": missing, "chainSeq": head.seq, "reason": MISSING_RECEIPT}
+    first_break = found.first_break or _head_break(head, found.last_seq, found.last_hash)
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
+    if checked_from == 1 and head is not None and started is not None:
+        save_checkpoint(head.pk, rev=started, seq=found.last_seq, sha256=found.last_hash, full=True, sweep=1)
     report = {
         "workspaceId": str(workspace_ref),
         "intact": first_break is None,
         "receipts": total,
-        "checked": checked,
+        "checked": found.checked,
         "headSeq": head.seq if head is not None else 0,
         "firstBreak": first_break,
-        "unprovenVerifications": unproven,  # checked receipts sealed before results were records, not re-verified since
+        "unprovenVerifications": found.unproven,  # checked receipts sealed before results were records, not re-verified since
     }
     if checked_from > 1:
         report["checkedFromSeq"] = checked_from
+    return report
+
+
+# --- the verified checkpoint and the bounded check ---------------------------------------------------
+#: Receipts of the verified prefix the endpoint re-checks per request, from `sweep_seq` on: a
+#: request costs at most this many receipts plus those appended since the last check, and every
+#: receipt is re-checked once per ceil(prefix / SWEEP_WINDOW) requests (0.18 ms a receipt,
+#: bench/receipt_chain.py: about 90 ms at most).
+SWEEP_WINDOW = 500
+
+
+def checkpoint_digest(workspace_ref: int, seq: int, sha256: str) -> bytes:
+    return hashlib.sha256(_canonical_json({"checkpoint": "receipt-chain/v1", "workspaceRef": str(workspace_ref), "seq": int(seq), "sha256": sha256})).digest()
+
+
+def checkpoint_valid(head: ReceiptChain, keys: dict[str, Ed25519PublicKey]) -> bool:
+    """Whether the head's checkpoint was signed by a receipt signing key (a database edit that
+    moves it is not): an invalid one counts as none."""
+    if head.verified_seq == 0:
+        return False
+    return _signature_problem(keys, head.checkpoint_key_id, head.checkpoint_signature, checkpoint_digest(head.workspace_ref, head.verified_seq, head.verified_hash)) is None
+
+
+def save_checkpoint(head_id: int, *, rev: int, seq: int, sha256: str, sweep: int, full: bool = False) -> bool:
+    """Write the checkpoint "receipts 1 … seq are intact", signed, if nobody wrote one since
+    revision `rev` was read (a conditional UPDATE: two checks at once keep one of them)."""
+    key = signing_key()
+    workspace_ref = ReceiptChain.objects.filter(pk=head_id).values_list("workspace_ref", flat=True).first()
+    if workspace_ref is None:
+        return False
+    now = timezone.now()
+    fields: dict[str, Any] = {
+        "verified_seq": seq,
+        "verified_hash": sha256,
+        "checkpoint_key_id": key_id(key.public_key()),
+        "checkpoint_signature": key.sign(checkpoint_digest(workspace_ref, seq, sha256)).hex() if seq else "",
+        "checkpoint_rev": rev + 1,
+        "sweep_seq": sweep,
+        "verified_at": now,
+    }
+    if full:
+        fields["full_check_at"] = now
+    return bool(ReceiptChain.objects.filter(pk=head_id, checkpoint_rev=rev).update(**fields))
+
+
+def _in_order(workspace_ref: int, first: int, last: int | None = None):
+    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref, chain_seq__gte=first)
+    if last is not None:
+        receipts = receipts.filter(chain_seq__lte=last)
+    return receipts.order_by("chain_seq", "id").iterator(chunk_size=500)
+
+
+def _stored_hash(workspace_ref: int, seq: int) -> str:
+    """The stored hash of the receipt at `seq` (0: the chain's start), checked by an earlier request."""
+    if seq == 0:
+        return ZERO_HASH
+    return DeletionReceipt.objects.filter(workspace_ref=workspace_ref, chain_seq=seq).values_list("sha256", flat=True).first() or ZERO_HASH
+
+
+def unproven_count(workspace_ref: int) -> int:
+    """Receipts of the workspace whose result no record proves: only receipts sealed before
+    records existed (proof format 1) can be such, and a partial index finds those."""
+    return DeletionReceipt.objects.filter(workspace_ref=workspace_ref, proof_format=1, verifications=[]).count()
+
+
+def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys: dict[str, Ed25519PublicKey] | None = None) -> dict[str, Any]:
+    """The verify endpoint's check, bounded per request (docs/receipts.md): from the signed
+    checkpoint, the receipts appended since (each request moves the checkpoint up to what it
+    found intact, so they are checked once), plus a window of `window` receipts of the verified
+    prefix from `sweep_seq` (rotating, so repeated requests re-check the whole prefix). A break
+    the window finds lowers the checkpoint below it, so it is reported from then on. A chain no
+    longer than the window is checked whole at every request, like `verify_chain`. Receipts
+    outside this request's window were checked by an earlier one: `verify_receipts` and the daily
+    job check every receipt."""
+    window = window or SWEEP_WINDOW
+    keys = keys if keys is not None else public_keys()
+    head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
+    if head is None:  # no chain head (a workspace without receipts, or a removed row): the newest only
+        return {**verify_chain(workspace_ref, keys=keys, newest=window), "mode": "newest"}
+    valid = checkpoint_valid(head, keys) and head.verified_seq <= head.seq
+    verified = head.verified_seq if valid else 0
+    verified_hash = head.verified_hash if valid else ZERO_HASH
+    checked, first_break = 0, None
+    sweep_from, sweep_to, next_sweep = None, None, 1
+    if verified:
+        sweep_from = head.sweep_seq if 1 <= head.sweep_seq <= verified else 1
+        sweep_to = min(verified, sweep_from + window - 1)
+        # the receipt before the window is its anchor: its hash and signature are checked, its link is not
+        swept = walk(_in_order(workspace_ref, max(1, sweep_from - 1), sweep_to), previous=ZERO_HASH, expected=1, keys=keys, anchored=sweep_from > 1)
+        checked += swept.checked
+        if swept.first_break is not None or swept.last_seq < sweep_to:
+            # the prefix is intact only up to the receipt before the break (or the gap)
+            verified = swept.last_seq if swept.first_break is None else swept.first_break["chainSeq"] - 1
+            verified_hash = swept.last_hash if swept.last_seq == verified else _stored_hash(workspace_ref, verified)
+        else:
+            next_sweep = sweep_to + 1 if sweep_to < verified else 1
+    newer = walk(_in_order(workspace_ref, verified + 1), previous=verified_hash, expected=verified + 1, keys=keys)
+    checked += newer.checked
+    first_break = newer.first_break or _head_break(head, newer.last_seq, newer.last_hash)
+    if first_break is not None:
+        metrics.verification_failed("chain", first_break["reason"])
+    if not valid or (newer.last_seq, newer.last_hash, next_sweep) != (head.verified_seq, head.verified_hash, head.sweep_seq):
+        save_checkpoint(head.pk, rev=head.checkpoint_rev, seq=newer.last_seq, sha256=newer.last_hash, sweep=next_sweep)
+    report = {
+        "workspaceId": str(workspace_ref),
+        "intact": first_break is None,
+        "receipts": head.seq,
+        "checked": checked,
+        "headSeq": head.seq,
+        "firstBreak": first_break,
+        "unprovenVerifications": unproven_count(workspace_ref),
+        "mode": "bounded",
+        "verifiedThroughSeq": newer.last_seq,
+        "sweptSeqs": [sweep_from, sweep_to] if sweep_from is not None else None,
+        "lastFullCheckAt": iso(head.full_check_at) if head.full_check_at else None,
+    }
     return report
 
 
@@ -401,6 +548,15 @@ def verify_chains(workspace_refs: Iterable[int] | None = None) -> dict[str, Any]
         "keyIds": list(keys),
         "workspaces": reports,
     }
+
+
+def check_all_chains() -> dict[str, Any]:
+    """Daily job: every workspace's chain checked from its first receipt (and its checkpoint
+    rewritten), so a receipt changed below the verify endpoint's checkpoint is reported within a
+    day even if nobody runs `verify_receipts`. Counts only."""
+    report = verify_chains()
+    broken = [chain["workspaceId"] for chain in report["workspaces"] if not chain["intact"]]
+    return {"workspaces": len(report["workspaces"]), "receipts": sum(chain["checked"] for chain in report["workspaces"]), "broken": len(broken), "brokenWorkspaceIds": broken}
 
 
 def member_view(report: dict[str, Any], member_id: int) -> dict[str, Any]:
@@ -429,10 +585,10 @@ def visible_receipts(member: Member) -> QuerySet[DeletionReceipt]:
 def chain_report_for(member: Member) -> dict[str, Any]:
     """The workspace chain's verification as `member` may see it: the whole report for an
     owner, `member_view` for anyone else."""
-    report = verify_chains([member.workspace_id])
-    (workspace,) = report["workspaces"]
+    keys = public_keys()
+    workspace = verify_chain_bounded(member.workspace_id, keys=keys)
     body = {**workspace, "scope": "workspace"} if member.has_perm(MANAGE) else member_view(workspace, member.pk)
-    return {**body, "checkedAt": report["checkedAt"], "keyIds": report["keyIds"], "publicKeyUrl": PUBLIC_KEY_PATH}
+    return {**body, "checkedAt": iso(timezone.now()), "keyIds": list(keys), "publicKeyUrl": PUBLIC_KEY_PATH}
 
 
 def _english_label(operation: str) -> str:

@@ -33,7 +33,9 @@ class DeletionReceiptsVerifyView(WorkspaceAPIView):
             "hash_mismatch, broken_link, unknown_key, bad_signature, verification_changed, missing_receipt; verificationSeq when the break is in "
             "one of the receipt's sealed verification records, null for the result shown with it), and how many receipts' results predate "
             "sealed records (unprovenVerifications). Members get whether the chain is intact, how many "
-            "receipts are theirs, and the break's receipt id only when it is one of their own receipts."
+            "receipts are theirs, and the break's receipt id only when it is one of their own receipts. Each request is bounded: "
+            "it checks the receipts appended since the last check and a rotating window of the earlier ones "
+            "(verifiedThroughSeq, sweptSeqs, lastFullCheckAt: docs/receipts.md); `manage.py verify_receipts` and the daily job check every receipt."
         ),
     )
     def get(self, request, ws_id):
