@@ -86,6 +86,12 @@ class MemberQuerySet(models.QuerySet):
     def removed(self) -> MemberQuerySet:
         return self.filter(left_at__isnull=False)
 
+    def lock(self) -> list[tuple[int, datetime | None, int]]:
+        """Take these members' row locks until the transaction ends, in id order (the one order
+        every writer that locks several members takes, so two never wait on each other), and
+        answer each one's (id, left_at, period) as committed when its lock was granted."""
+        return list(self.select_for_update().order_by("pk").values_list("pk", "left_at", "period"))
+
 
 class Member(models.Model):
     """A user's membership in one workspace. Removal is recorded (left_at), never a silent delete.

@@ -18,7 +18,7 @@ from governance.audit import Actor, actor_label, audit
 from governance.models import AskHistorySettings, Credential, Member, Passage, Workspace
 from memoryapp import gates
 from memoryapp.cursors import decode_cursor, encode_cursor
-from memoryapp.errors import ApiError, memory_not_found, validation_error
+from memoryapp.errors import ApiError, memory_not_found, unauthenticated, validation_error
 from memoryapp.models import MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.recall.embedders import get_embedder, to_bytes
@@ -40,13 +40,27 @@ class Remembered:
 
 
 # --- the member lock ----------------------------------------------------------------------------
-def lock_member(member: Member) -> None:
-    """Take the member's row lock for the rest of the transaction. Every write that reads a key's
-    chain and then changes it (store_version's supersession and cap, forget and the member's own
-    delete) takes it first, so one waits for the other and none acts on a chain read before the
-    other committed. Lock order: member row, then memory versions (erase_memories locks them by
-    id), then the workspace's receipt chain head — the order remove_member's cascade takes too."""
-    Member.objects.select_for_update().filter(pk=member.pk).exists()
+def lock_member(member: Member) -> tuple[int, datetime | None, int] | None:
+    """Take the member's row lock for the rest of the transaction and answer its (id, left_at,
+    period) as committed then. Every write that reads a key's chain and then changes it
+    (store_version's supersession and cap, forget, the member's own deletes, the bulk erases in
+    retention.previews) takes it first, and so do removal and re-adding a member
+    (governance.actions), so one waits for the other and none acts on a state read before the
+    other committed. Lock order: member rows (by id, when several), then memory versions
+    (erase_memories locks them by id), then the workspace's receipt chain head — the order
+    remove_member's cascade takes too."""
+    rows = Member.objects.filter(pk=member.pk).lock()
+    return rows[0] if rows else None
+
+
+def lock_active_member(member: Member) -> None:
+    """`lock_member`, then refuse if the membership the caller admitted is over: the member was
+    removed (or removed and re-added: a new period) after the gates passed. A write that waited
+    for the removal's lock must not land after it, past the cascade that erased the member's
+    memories. Refused as gate 1 refuses a credential whose member left (401)."""
+    row = lock_member(member)
+    if row is None or row[1] is not None or row[2] != member.period:
+        raise unauthenticated("The member left the workspace while this request ran; nothing was stored.")
 
 
 # --- remember ------------------------------------------------------------------------------------
@@ -103,12 +117,14 @@ def store_version(
 ) -> tuple[MemoryVersion, int]:
     """Store a new version (closing the current one of the same key). Row 12 — the cap — is
     counted under the member's row lock, which also serialises same-key supersession, so
-    concurrent writers leave one current version and a gap-free chain."""
+    concurrent writers leave one current version and a gap-free chain. Under that lock the
+    membership is checked again (`lock_active_member`): `member.period` is the period the caller
+    admitted, so a removal, or a removal and re-add, that committed meanwhile refuses the write."""
     if kind and kind not in MEMORY_KINDS:  # every writer, whatever its interface (SPEC §4.1)
         raise validation_error({"kind": [f"Must be one of {', '.join(MEMORY_KINDS)}."]})
     entry = index_entry(MemoryVersion(text=content.text))  # CPU work before any lock is taken
     with transaction.atomic():
-        lock_member(member)
+        lock_active_member(member)
         stored = MemoryVersion.objects.filter(member=member).count()
         if stored >= settings.MAX_VERSIONS_PER_MEMBER:
             raise ApiError(

@@ -7,7 +7,7 @@ again by the task (state may have changed while it waited). Skip reasons, in the
 |------------------|------------------------------------------------------------------------|
 | `organization`   | the platform's AI-memory flag is off for the workspace                 |
 | `anonymous`      | the conversation partner is an anonymous visitor                       |
-| `member_left`    | the partner was removed from the workspace (task only)                 |
+| `member_left`    | the partner is no longer a member, or was removed and re-added since the turn was submitted (task only) |
 | `member`         | the partner turned "Let the assistant remember me" off                 |
 | `vector_memory`  | the agent's "vector memory" switch is off (or the agent was deleted)   |
 | `non_retaining`  | the workspace became non-retaining while the turn waited (task only)   |
@@ -26,7 +26,11 @@ agent credentials (the agent namespaces), while consolidation writes assistant m
 seed 002 governs by the platform flag, the member's switch and the agent's vector memory.
 
 Message content lives only in `Consolidation.messages` (clean messages only) until the task
-ends; the task payload is the consolidation id.
+ends; the task payload is the consolidation id. A turn belongs to the membership period it was
+submitted in (`member_period`): removing the member discards every turn of theirs still waiting
+(`discard_turns_of`, input purged at once), and a task that runs anyway (or one whose member is
+removed while the model works) stores nothing and charges nothing (`member_left`), however the
+member was re-added since.
 """
 
 from __future__ import annotations
@@ -180,6 +184,7 @@ def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credentia
             member=partner,
             agent=agent,
             credential_ref=credential_id,
+            member_period=partner.period if partner is not None else None,
             conversation_id=conversation_id,
             anonymous=anonymous,
             status=ConsolidationStatus.SKIPPED if reason else ConsolidationStatus.QUEUED,
@@ -210,6 +215,8 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
     workspace = consolidation.workspace
     member = consolidation.member
     reason = skip_reason(workspace, member, consolidation.agent, anonymous=consolidation.anonymous)
+    if reason is None and member is not None and consolidation.member_period is not None and member.period != consolidation.member_period:
+        reason = "member_left"  # removed and re-added since: the turn belongs to the period that ended
     if reason is None and not workspace.retains_history:
         reason = "non_retaining"
     if reason is None:
@@ -250,6 +257,8 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
     except credits.CreditRefused as exc:
         return _finish(consolidation, ConsolidationStatus.SKIPPED, exc.reason, model_name=extraction.model_name)
     except _StoreRefused as exc:
+        if str(exc) == "UNAUTHENTICATED":  # the member was removed while the model worked (store_version's re-check)
+            return _finish(consolidation, ConsolidationStatus.SKIPPED, "member_left", model_name=extraction.model_name)
         log.warning("consolidation #%s: store refused (%s)", consolidation_id, exc)
         return _finish(consolidation, ConsolidationStatus.FAILED, "store_error", model_name=extraction.model_name)
     return _finish(
@@ -301,6 +310,19 @@ def _finish(
         input_purged_at=now,
     )
     return {"status": status, "reason": reason or None, "found": found, "stored": len(stored_ids or []), "dropped": dropped}
+
+
+def discard_turns_of(member: Member) -> int:
+    """The member's membership ended (removal, a deleted account): every turn of theirs still
+    waiting is skipped with its input purged, in the removal's transaction, so none is
+    consolidated after it. A turn already running keeps only the task's own copy of its messages;
+    its store is refused under the member lock (`store_version`), so it ends `member_left` too."""
+    now = timezone.now()
+    waiting = Consolidation.objects.filter(member=member, status=ConsolidationStatus.QUEUED).update(
+        status=ConsolidationStatus.SKIPPED, reason="member_left", messages=[], finished_at=now, input_purged_at=now
+    )
+    Consolidation.objects.filter(member=member, status=ConsolidationStatus.RUNNING).update(messages=[], input_purged_at=now)
+    return waiting
 
 
 #: A turn not consolidated within this time (a stopped worker, a lost message) is given up, so

@@ -322,6 +322,7 @@ class Consolidation(models.Model):
             "id",
             "workspace",
             "member",
+            "member_period",
             "agent",
             "credential_ref",
             "conversation_id",
@@ -341,6 +342,7 @@ class Consolidation(models.Model):
 
     workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="consolidations")
     member = models.ForeignKey("governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations", help_text="The partner being remembered; empty when anonymous.")
+    member_period = models.PositiveIntegerField(null=True, blank=True, help_text="The partner's membership period when the turn was submitted: a turn is never consolidated into a later one.")
     agent = models.ForeignKey("governance.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations")
     credential_ref = models.BigIntegerField(null=True, blank=True)
     conversation_id = models.CharField(max_length=120)

@@ -13,6 +13,7 @@ from django.db import transaction
 from governance import signals
 from governance.audit import Actor, actor_label
 from governance.models import Member, Workspace
+from memoryapp import consolidation
 from memoryapp.models import MemoryVersion
 from retention import cascades
 from retention.models import Operation
@@ -21,6 +22,12 @@ from retention.models import Operation
 def erase_memories_of_removed_member(sender: type, *, member: Member, **kwargs: Any) -> None:
     cascades.mark_unreachable(MemoryVersion.objects.filter(member=member), Operation.MEMBER_REMOVAL)
     cascades.schedule_erase(member.workspace_id)
+
+
+def discard_turns_of_removed_member(sender: type, *, member: Member, **kwargs: Any) -> None:
+    """The consolidation input of the member's waiting turns goes with the membership (SPEC §8:
+    an artifact class that depends on the membership)."""
+    consolidation.discard_turns_of(member)
 
 
 def erase_memories_of_deleted_member(sender: type, *, member: Member, actor: Actor, **kwargs: Any) -> int:
@@ -54,6 +61,7 @@ def erase_memories_of_deleted_workspace(sender: type, *, workspace: Workspace, a
 
 def connect() -> None:
     signals.member_removed.connect(erase_memories_of_removed_member, dispatch_uid="retention.member_removed")
+    signals.member_removed.connect(discard_turns_of_removed_member, dispatch_uid="retention.member_removed.turns")
     signals.member_deleting.connect(erase_memories_of_deleted_member, dispatch_uid="retention.member_deleting")
     signals.documents_deleting.connect(erase_memories_depending_on_documents, dispatch_uid="retention.documents_deleting")
     signals.history_stopped.connect(erase_memories_of_non_retaining_workspace, dispatch_uid="retention.history_stopped")
