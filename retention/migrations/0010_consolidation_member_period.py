@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("retention", "0008_receipt_chain_checkpoint"),
+        ("retention", "0009_receipt_chain_checkpoint"),
     ]
 
     operations = [

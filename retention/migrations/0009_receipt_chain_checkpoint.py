@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("retention", "0007_receipt_verifications"),
+        ("retention", "0008_operation_labels_one_table"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
