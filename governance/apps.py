@@ -11,7 +11,7 @@ class GovernanceConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save, pre_delete
 
         from governance import actions, auth, content  # noqa: F401  (content: registers the content-declaration check)
-        from governance.models import Entity, entity_changed
+        from governance.models import Entity, entity_changed  # models load only once the registry is ready
 
         # A session remembers when it logged in, so a re-added membership can refuse older ones.
         user_logged_in.connect(auth.record_login_time, dispatch_uid="governance.record_login_time")

@@ -30,7 +30,7 @@ from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import ExtractedMemory
 from retention.models import Consolidation, UsageRecord
 from tests.conftest import on_postgres
-from tests.test_credits_support import StubModel, ai_agent, balance, grant, use_stub, user_says
+from tests.credits.support import StubModel, ai_agent, balance, grant, use_stub, user_says
 
 GUARD = 60  # seconds a thread or event may wait before the test fails as hung (not a timing assertion)
 
