@@ -373,12 +373,17 @@ ENTITY_LIMIT_REACHED = "ENTITY_LIMIT_REACHED"
 @transaction.atomic
 def create_entity(workspace: Workspace, *, name: str, aliases: list[str]) -> Entity:
     """A named entity (SPEC §5.1), linked to every passage of the workspace that mentions it.
-    At most `MAX_ENTITIES_PER_WORKSPACE` per workspace, counted under the workspace's row lock
-    (exact under concurrency): every recall and ingestion matches text against all of them."""
+    At most `MAX_ENTITIES_PER_WORKSPACE` entities and `MAX_ENTITY_FORMS_PER_WORKSPACE` names
+    plus aliases per workspace, counted under the workspace's row lock (exact under concurrency):
+    every recall and ingestion matches text against all of them, and every process rebuilds its
+    matcher after a change, at a cost that grows with the forms."""
     Workspace.objects.select_for_update().filter(pk=workspace.pk).exists()
-    limit = settings.MAX_ENTITIES_PER_WORKSPACE
-    if Entity.objects.filter(workspace=workspace).count() >= limit:
+    existing = Entity.objects.filter(workspace=workspace)
+    limit, forms_limit = settings.MAX_ENTITIES_PER_WORKSPACE, settings.MAX_ENTITY_FORMS_PER_WORKSPACE
+    if existing.count() >= limit:
         raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace already has {limit} entities.", {"limit": limit})
+    if existing.surface_form_count() + 1 + len(aliases) > forms_limit:
+        raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace's entities may have {forms_limit} names and aliases in all.", {"formsLimit": forms_limit})
     entity = Entity.objects.create(workspace=workspace, name=name, aliases=aliases)
     matcher = EntityMatcher([entity])
     links = []

@@ -129,6 +129,7 @@ class EntityMatcher:
 # --- one matcher per workspace, per process ---------------------------------------------------------
 _matchers: OrderedDict[int, tuple[tuple[Any, int], EntityMatcher]] = OrderedDict()
 _matchers_lock = threading.Lock()
+_building: dict[int, threading.Lock] = {}  # one per workspace seen: a lock is a few dozen bytes
 
 
 def matcher_for(workspace_id: int, version: tuple[Any, int] | None = None) -> EntityMatcher:
@@ -150,7 +151,13 @@ def matcher_for(workspace_id: int, version: tuple[Any, int] | None = None) -> En
         if cached is not None and cached[0] == version:
             _matchers.move_to_end(workspace_id)
             return cached[1]
-    matcher = EntityMatcher.for_workspace(workspace_id)
+        building = _building.setdefault(workspace_id, threading.Lock())
+    with building:  # one build per workspace at a time: the threads that wait use its result
+        with _matchers_lock:
+            cached = _matchers.get(workspace_id)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+        matcher = EntityMatcher.for_workspace(workspace_id)
     with _matchers_lock:
         _matchers[workspace_id] = (version, matcher)
         _matchers.move_to_end(workspace_id)

@@ -202,12 +202,31 @@ class Passage(models.Model):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class JSONArrayLength(models.Func):
+    """The number of elements of a JSON array column (PostgreSQL jsonb, SQLite JSON1)."""
+
+    function = "json_array_length"
+    output_field = models.IntegerField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, function="jsonb_array_length", **extra_context)
+
+
+class EntityQuerySet(models.QuerySet):
+    def surface_form_count(self) -> int:
+        """Names plus aliases of these entities, counted in the database (what a matcher holds)."""
+        totals = self.aggregate(names=models.Count("id"), aliases=models.Sum(JSONArrayLength("aliases")))
+        return int(totals["names"] or 0) + int(totals["aliases"] or 0)
+
+
 class Entity(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="entities")
     name = models.CharField(max_length=200)
     aliases = models.JSONField(default=list, blank=True)
     passages = models.ManyToManyField(Passage, blank=True, related_name="entities")
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EntityQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]

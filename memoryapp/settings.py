@@ -302,9 +302,11 @@ RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 3600, minimum=1
 # Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
-# Knowledge entities per workspace (409 ENTITY_LIMIT_REACHED past it) and the surface forms each
-# process keeps in its cached entity matchers (README "Limits", bench/entity_recall.py).
+# Knowledge entities per workspace and their names plus aliases in all (409 ENTITY_LIMIT_REACHED
+# past either), and the surface forms each process keeps in its cached entity matchers (README,
+# bench/entity_recall.py).
 MAX_ENTITIES_PER_WORKSPACE = env_int("MAX_ENTITIES_PER_WORKSPACE", 2000, minimum=1, maximum=100_000)
+MAX_ENTITY_FORMS_PER_WORKSPACE = env_int("MAX_ENTITY_FORMS_PER_WORKSPACE", 20_000, minimum=1, maximum=1_000_000)
 ENTITY_MATCHER_CACHE_FORMS = env_int("ENTITY_MATCHER_CACHE_FORMS", 500_000, minimum=1)
 # Usable (unrevoked, unexpired) agent credentials per member: each has its own remember and read
 # budgets, so an unbounded number would multiply them (409 CREDENTIAL_LIMIT_REACHED past it).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import unicodedata
 
 import pytest
@@ -189,6 +190,50 @@ def test_entities_past_the_cap_are_refused_with_a_clear_code(world, settings):
     assert Entity.objects.filter(workspace=world.workspace).count() == 3
     # the cap is per workspace
     assert client_for(world.outsider).post(f"/api/w/{world.other_workspace.pk}/entities", {"name": "E"}, format="json").status_code == 201
+
+
+@pytest.mark.django_db
+def test_names_and_aliases_past_their_cap_are_refused_too(world, settings):
+    """A matcher's build (once per process and change) grows with the forms, not the entities."""
+    settings.MAX_ENTITY_FORMS_PER_WORKSPACE = 10
+    owner = client_for(world.owner)
+    url = f"/api/w/{world.workspace.pk}/entities"
+    assert owner.post(url, {"name": "A", "aliases": ["a1", "a2", "a3"]}, format="json").status_code == 201  # 4 forms
+    assert owner.post(url, {"name": "B", "aliases": ["b1", "b2", "b3", "b4", "b5"]}, format="json").status_code == 201  # 10
+    refused = owner.post(url, {"name": "C"}, format="json")
+    assert refused.status_code == 409 and error_code(refused) == "ENTITY_LIMIT_REACHED"
+    assert refused.json()["error"]["details"] == {"formsLimit": 10}
+    assert Entity.objects.filter(workspace=world.workspace).surface_form_count() == 10
+
+
+def test_threads_of_one_process_build_a_workspace_matcher_once(monkeypatch, db, world):
+    actions.create_entity(world.workspace, name="Shared", aliases=[])
+    version = Workspace.objects.get(pk=world.workspace.pk).entity_version
+    knowledge._matchers.pop(world.workspace.pk, None)
+    builds, arrived = [], []
+
+    def build(cls, workspace_id):
+        builds.append(workspace_id)
+        for _ in range(3000):  # until every thread asked (each then finds no matcher and waits)
+            if len(arrived) == 4:
+                break
+            time.sleep(0.001)
+        time.sleep(0.05)
+        return cls([])  # no query: the threads share no database connection here
+
+    monkeypatch.setattr(EntityMatcher, "for_workspace", classmethod(build))
+    results = []
+
+    def ask():
+        arrived.append(1)
+        results.append(matcher_for(world.workspace.pk, version))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(builds) == 1 and len({id(m) for m in results}) == 1
 
 
 @pytest.mark.postgres
