@@ -25,6 +25,11 @@ The owner's "Let agents keep memories" switch is not a reason: it governs memori
 agent credentials (the agent namespaces), while consolidation writes assistant memories, which
 seed 002 governs by the platform flag, the member's switch and the agent's vector memory.
 
+Topics are keys, and the admin sees keys (SPEC §10): an extracted memory's topic passes the
+same personal-data refusal as any key (`check_topic`: refused ones are dropped), and one named
+after what the member said is stored as a prefix and a digest keyed for the member
+(`system_models.topic_for`), never as the member's words.
+
 Message content lives only in `Consolidation.messages` (clean messages only) until the task
 ends; the task payload is the consolidation id. A turn belongs to the membership period it was
 submitted in (`member_period`): removing the member discards every turn of theirs still waiting
@@ -52,7 +57,7 @@ from memoryapp.errors import ApiError
 from memoryapp.gates import AgentContext
 from memoryapp.models import Source
 from memoryapp.ratelimit import Slot, spend_slot
-from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model
+from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model, topic_for
 from memoryapp.task_queue import queue_on_commit
 from memoryapp.timestamps import iso
 from retention import credits
@@ -283,7 +288,8 @@ def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
     for memory in extraction.memories:
         try:
             with transaction.atomic():  # a dropped memory rolls back alone
-                version, _ = add_assistant_memory(member, kind=memory.kind, topic=memory.topic, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
+                topic = topic_for(memory, workspace_id=member.workspace_id, member_id=member.pk)
+                version, _ = add_assistant_memory(member, kind=memory.kind, topic=topic, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
         except ApiError as exc:
             if exc.code in _DROPPABLE:
                 dropped += 1

@@ -24,12 +24,13 @@ import logging
 import math
 import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.conf import settings
 
-from governance.content import keyed_digest
+from governance.content import member_digest
 from memoryapp.models import MEMORY_KINDS
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,16 @@ MAX_MEMORIES_PER_TURN = 10
 
 @dataclass(frozen=True)
 class ExtractedMemory:
+    """One memory a model found. `subject`: set by a model that names the memory after what was
+    said (the offline model's free-form requests and preferences) instead of a topic of its own;
+    `topic` is then only the prefix, and consolidation completes it with a digest of the subject
+    keyed for the member (`topic_for`), so no member words reach the key the admin sees."""
+
     kind: str
     topic: str
     summary: str
     details: tuple[str, ...] = ()
+    subject: str = ""
 
 
 @dataclass
@@ -82,20 +89,23 @@ def memories_as_json(memories: list[ExtractedMemory]) -> str:
 _STOPWORDS = {"a", "an", "the", "my", "our", "your", "is", "are", "was", "be", "that", "this", "to", "of", "for", "and", "in", "on", "at", "i", "me", "we", "it", "its", "s"}
 
 
-def topic_from(text: str, *, prefix: str = "", fallback: str = "note") -> str:
-    """English snake_case from the first meaningful ASCII words; non-ASCII text gets a stable
-    short digest, so the same subject always maps to the same topic (and updates it). The digest
-    is keyed by the server (SPEC §8.2): the topic is a key the admin sees, and a plain hash of a
-    short subject would let anyone confirm a guessed one offline."""
-    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS]
-    ascii_share = sum(1 for ch in text if ord(ch) < 128 and not ch.isspace()) / max(1, sum(1 for ch in text if not ch.isspace()))
-    if words and ascii_share > 0.6:
-        topic = prefix + "_".join(words[:5])
-    else:
-        topic = f"{fallback}_{keyed_digest(text.strip(), 'offline-model/topic')[:8]}"
-    if not topic[0].isalpha():
-        topic = f"{fallback}_{topic}"
-    return topic[:120].rstrip("_")
+def normalised_subject(text: str) -> str:
+    """The subject as the same subject is always written: NFKC, casefolded, one space between
+    words, no punctuation at the ends (so "The deadline" and "the deadline." update one topic)."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(" .。!！?？、,:：;")
+
+
+def topic_for(memory: ExtractedMemory, *, workspace_id: int, member_id: int) -> str:
+    """The key an extracted memory is stored under. A model's own topic as it gave it; a subject
+    named after the member's words becomes `<prefix>_<10 hex>`, the digest of the normalised
+    subject under the member's key (governance.content.member_digest, HKDF per workspace and
+    member): stable for one member's same subject (it updates), unrelated across members (no
+    two members' equal subjects show equal keys to the admin), and not computable for a guess
+    without the server key. The words themselves never reach the key, in any script."""
+    if not memory.subject:
+        return memory.topic
+    digest = member_digest(normalised_subject(memory.subject), workspace_id=workspace_id, member_id=member_id)
+    return f"{memory.topic}_{digest[:10]}"
 
 
 def clean_sentence(text: str) -> str:
@@ -165,8 +175,16 @@ def _languages(raw: str) -> list[str]:
     return found
 
 
+def _identity(memory: ExtractedMemory) -> str:
+    """Which extracted memories are one (the same topic, or the same subject under one prefix)."""
+    return f"{memory.topic}\n{normalised_subject(memory.subject)}" if memory.subject else memory.topic
+
+
 class OfflineRulesModel:
-    """Deterministic rule-based extraction; the same messages always give the same memories."""
+    """Deterministic rule-based extraction; the same messages always give the same memories.
+    Topics are either fixed names (preferred_language, spoken_languages, job_role,
+    frequently_used_tools) or a prefix (user_note, prefers) with the subject beside it: the
+    member's words never become a key (see `topic_for`)."""
 
     def __init__(self, name: str | None = None):
         self.name = name or settings.SYSTEM_MODEL_NAME
@@ -179,11 +197,11 @@ class OfflineRulesModel:
             text = message.get("content", "")
             explicit = self._explicit(text)
             for memory in explicit:
-                found[memory.topic] = memory
+                found[_identity(memory)] = memory
             if not explicit:
                 for sentence in _sentences(text):
                     for memory in self._facts(sentence):
-                        found.setdefault(memory.topic, memory)
+                        found.setdefault(_identity(memory), memory)
         memories = list(found.values())[:MAX_MEMORIES_PER_TURN]
         return Extraction(
             model_name=self.name,
@@ -211,7 +229,7 @@ class OfflineRulesModel:
         details = tuple(p[:500] for p in parts[1:20])
         kind = "instruction" if _INSTRUCTION_HINTS.search(what) else "fact"
         subject = re.split(r"\s+(?:is|are|was|=)\s+|は", summary, maxsplit=1)[0]
-        return [ExtractedMemory(kind=kind, topic=topic_from(subject, fallback="user_note"), summary=summary, details=details)]
+        return [ExtractedMemory(kind=kind, topic="user_note", summary=summary, details=details, subject=subject)]
 
     def _facts(self, sentence: str) -> list[ExtractedMemory]:
         out: list[ExtractedMemory] = []
@@ -243,7 +261,7 @@ class OfflineRulesModel:
             if prefer:
                 what = clean_sentence(prefer.group("what"))
                 summary = f"Prefers {what}" if prefer.re is RULES_EN_PREFER else f"{what}を好む"
-                out.append(ExtractedMemory("preference", topic_from(what, prefix="prefers_", fallback="preference"), summary))
+                out.append(ExtractedMemory("preference", "prefers", summary, subject=what))
         return out
 
 
@@ -253,7 +271,9 @@ SYSTEM_PROMPT = (
     "long-term memories about the member: stable preferences, facts (role, languages, frequently used "
     "tools) and explicit requests to remember something. Ignore small talk and one-off tasks. "
     "Never include personal data such as email addresses, phone numbers, ID, card, passport or bank "
-    "numbers, passwords or API keys. Answer with one JSON object only: "
+    "numbers, passwords or API keys. The topic is a generic category in English snake_case "
+    "(preferred_language, job_role, preferred_editor, meeting_schedule): never a name, a place or other "
+    "words taken from the conversation. Answer with one JSON object only: "
     '{"memories": [{"type": "preference"|"fact"|"instruction", "topic": "english_snake_case", '
     '"summary": "one sentence", "details": ["optional", "lines"]}]}. '
     'Answer {"memories": []} when there is nothing worth remembering.'

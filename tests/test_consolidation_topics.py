@@ -1,0 +1,111 @@
+"""Consolidation's topics are keys the admin sees: no member words, no oracle (issue 22 review, D).
+
+The offline system model named a free-form memory after what the member said: English subjects
+became the key word for word ("Remember that Zebramarker Logistics is my employer" →
+`zebramarker_logistics`), and other scripts a digest under one deployment-wide key, so equal texts
+of two members showed equal keys to the admin (an oracle: whoever knows one member's note learns
+who else wrote it). Decision (README, "Privacy that holds under attack"): a topic is a key (SPEC
+§1, §10 let the admin see keys), so every extracted topic passes the key refusal of §4.1, and a
+topic named after the member's words is a prefix and a digest keyed per workspace and member.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from faker import Faker
+
+from memoryapp.consolidation import run_consolidation, submit_turn
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
+from memoryapp.system_models import ExtractedMemory, OfflineRulesModel, topic_for
+from tests.test_admin_support import admin_url, browser, staff  # noqa: F401
+from tests.test_credits_support import StubModel, ai_agent, grant, use_stub, user_says
+
+pytestmark = pytest.mark.django_db
+
+FIXED = {"preferred_language", "spoken_languages", "job_role", "frequently_used_tools"}
+LOCALES = ("en_US", "ja_JP", "he_IL", "fr_FR", "de_DE", "pt_BR", "es_ES", "it_IT", "zh_CN", "ko_KR", "ru_RU", "ar_AA")
+
+
+@pytest.fixture
+def consolidate(world):
+    grant(world.workspace, "1000")
+    agent = ai_agent(world)
+
+    def run(member, text: str) -> list[MemoryVersion]:
+        submitted = submit_turn(workspace=world.workspace, member=member, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says(text))
+        assert submitted.consolidation.status == "queued", submitted.json()
+        assert run_consolidation(submitted.consolidation.pk)["status"] == "done"
+        return list(MemoryVersion.objects.filter(member=member, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True).order_by("id"))
+
+    return run
+
+
+def words_of(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w{3,}", text.casefold())}
+
+
+def test_equal_subjects_of_two_members_show_unequal_keys(world, consolidate):
+    text = "覚えてください。プロジェクトの締め切りは金曜日です"
+    (editor_note,) = consolidate(world.editor, text)
+    (viewer_note,) = consolidate(world.viewer, text)
+    assert editor_note.text == viewer_note.text  # the same memory…
+    assert editor_note.key != viewer_note.key  # …under keys that say nothing about it
+    assert editor_note.key.startswith("user_note_") and viewer_note.key.startswith("user_note_")
+
+
+def test_an_english_subject_is_no_key_and_still_updates_its_memory(world, consolidate):
+    (first,) = consolidate(world.editor, "Remember that Zebramarker Logistics is my employer.")
+    assert not words_of(first.key) & {"zebramarker", "logistics", "employer"}, first.key
+    (second,) = consolidate(world.editor, "Remember that zebramarker  logistics is our biggest client")
+    assert second.key == first.key and second.version == 2  # the same subject, normalised: one topic
+    (prefers,) = [m for m in consolidate(world.editor, "I prefer oat milk from Quillfeather farms.") if m.key.startswith("prefers_")]
+    assert not words_of(prefers.key) & {"oat", "milk", "quillfeather", "farms"}, prefers.key
+    assert re.fullmatch(r"prefers_[0-9a-f]{10}", prefers.key)
+
+
+def test_generated_subjects_in_twelve_locales_never_reach_a_key():
+    fake = Faker(list(LOCALES))
+    fake.seed_instance(22)
+    model = OfflineRulesModel(name="offline")
+    checked = 0
+    for n in range(240):
+        locale = LOCALES[n % len(LOCALES)]
+        words = " ".join(fake[locale].words(nb=3))
+        for text in (f"Remember that {words} is important", f"I prefer {words}", f"覚えてください。{words}は大事です"):
+            for memory in model.extract(user_says(text)).memories:
+                key = topic_for(memory, workspace_id=1, member_id=1)
+                if key in FIXED:
+                    continue
+                assert re.fullmatch(r"(user_note|prefers)_[0-9a-f]{10}", key), (text, key)
+                checked += 1
+    assert checked >= 600
+
+
+def test_the_admin_shows_no_member_word_of_an_extracted_topic(world, consolidate, staff):
+    consolidate(world.editor, "Remember that Zebramarker Logistics is my employer.")
+    consolidate(world.editor, "I prefer oat milk from Quillfeather farms.")
+    client = browser(staff.superuser)
+    pages = [client.get(admin_url(MemoryVersion, "changelist")).content.decode()]
+    export = client.get(admin_url(MemoryVersion, "export_csv"))
+    pages.append(b"".join(export.streaming_content).decode() if hasattr(export, "streaming_content") else export.content.decode())
+    for version in MemoryVersion.objects.filter(member=world.editor):
+        pages.append(client.get(admin_url(MemoryVersion, "change", version.pk)).content.decode())
+    for page in pages:
+        for word in ("Zebramarker", "zebramarker", "Quillfeather", "quillfeather", "oat_milk"):
+            assert word not in page
+    rows = list(csv.reader(io.StringIO(pages[1])))
+    assert any(row and row[0].isdigit() for row in rows[1:])  # the export did list the memories
+
+
+def test_a_models_topic_with_personal_data_is_refused_like_any_key(world, monkeypatch):
+    grant(world.workspace, "100")
+    agent = ai_agent(world)
+    use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "dana_at_example_dot_com", "Has an address"), ExtractedMemory("fact", "job_role", "Works as an engineer")]))
+    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    result = run_consolidation(submitted.consolidation.pk)
+    assert (result["stored"], result["dropped"]) == (1, 1)
+    assert list(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == ["job_role"]
