@@ -21,8 +21,8 @@ from faker import Faker
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import ExtractedMemory, OfflineRulesModel, topic_for
-from tests.test_admin_support import admin_url, browser, staff  # noqa: F401
-from tests.test_credits_support import StubModel, ai_agent, grant, use_stub, user_says
+from tests.admin.support import admin_url, browser, staff  # noqa: F401
+from tests.credits.support import StubModel, ai_agent, grant, use_stub, user_says
 
 pytestmark = pytest.mark.django_db
 
