@@ -268,7 +268,7 @@ class MemoryEmbedding(models.Model):
 
 class RateLimitSlot(models.Model):
     """One slot a credential's rolling-hour budget admitted (embedded mode; Redis keeps sorted
-    sets instead): a remember, or in bucket "turn" a conversation turn. Handed back (deleted) if
+    sets instead): a remember, in bucket "turn" a conversation turn, in bucket "read" a recall or list. Handed back (deleted) if
     the work it admitted fails; purged by the cascade sweep once older than the window."""
 
     credential_id = models.BigIntegerField()

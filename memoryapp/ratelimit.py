@@ -1,6 +1,7 @@
 """Per-credential rolling-hour limits, exact under concurrency and across processes: 120 remembers
-(SPEC §4.7) and, in a budget of their own, AGENT_TURNS_PER_HOUR conversation turns (each turn
-screens up to MAX_MASKED_CHARS of messages; see the README's "Limits").
+(SPEC §4.7) and, each in a budget of its own, MEMORY_READS_PER_HOUR reads (recall and list) and
+AGENT_TURNS_PER_HOUR conversation turns (each turn screens up to MAX_MASKED_CHARS of messages;
+see the README's "Limits").
 
 Redis (production): one sorted set per credential, trimmed, counted and appended by one Lua
 script, so the check and the admission are a single atomic step on the server's clock.
@@ -50,6 +51,16 @@ class Slot:
         if not self.allowed:
             headers["Retry-After"] = str(max(1, self.reset_seconds))
         return headers
+
+
+READ_BUCKET = "read"
+TURN_BUCKET = "turn"
+
+
+def rate_limited(slot: Slot, operation: str, message: str) -> ApiError:
+    """The 429 of an exhausted budget: ``details.operation`` names it ("remember", "read",
+    "turn"), with the RateLimit-* headers and Retry-After."""
+    return ApiError(429, "AGENT_MEMORY_RATE_LIMITED", message, {"operation": operation, "retryAfterSeconds": slot.reset_seconds}, headers=slot.headers())
 
 
 def unavailable() -> ApiError:
@@ -158,7 +169,7 @@ def spend_slot(credential_id: int, limit: int, *, bucket: str = "remember", what
     limiter = get_limiter()
     slot = limiter.acquire(credential_id, limit, bucket=bucket)
     if not slot.allowed:
-        raise ApiError(429, "AGENT_MEMORY_RATE_LIMITED", f"At most {slot.limit} {what} per credential per hour.", {"retryAfterSeconds": slot.reset_seconds}, headers=slot.headers())
+        raise rate_limited(slot, bucket, f"At most {slot.limit} {what} per credential per hour.")
     try:
         yield slot
     except BaseException as exc:

@@ -1,6 +1,15 @@
-"""The agent reads as REST and MCP run them (SPEC §3 recall and list, §8.1 access log): the read,
-then one access entry naming the memory versions it returned, in the same request. Both surfaces
-call these two functions, so neither can hand memories to an agent without recording it.
+"""The agent reads as REST and MCP run them (SPEC §3 recall and list, §4.7 the read limit, §8.1
+access log): the credential's read budget, the read, then one access entry naming the memory
+versions it returned, in the same request. Both surfaces call these two functions, so neither can
+hand memories to an agent without counting and recording it.
+
+The read limit (MEMORY_READS_PER_HOUR per credential per rolling hour, recall and list together)
+is taken once the request is admitted (gate rows 1–8, like row 11 for a remember), so a refused
+request uses none; over it the answer is 429 AGENT_MEMORY_RATE_LIMITED with
+``details.operation: "read"`` and the remember limit's headers. A read whose answer fails hands
+its slot back. If the limiter itself is down (Redis), reads go on without it — they write nothing,
+and what one costs stays bounded per process (token caps, MEMORY_QUERIES_IN_FLIGHT) — while
+remembers answer 503 (README "Limits").
 
 The entry is written after the answer is computed and before it is returned: if it cannot be
 written the request fails (fail closed) rather than return memories nobody will see were read.
@@ -8,22 +17,59 @@ written the request fails (fail closed) rather than return memories nobody will 
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from memoryapp import access_log, actions, gates
+from memoryapp.errors import ApiError
 from memoryapp.models import AccessOperation
+from memoryapp.ratelimit import READ_BUCKET, Slot, get_limiter, rate_limited
 from memoryapp.recall.service import recall
 
+logger = logging.getLogger(__name__)
 
-def _logged(admission: gates.Admission, operation: str, surface: str, body: dict[str, Any]) -> dict[str, Any]:
+
+@dataclass
+class Read:
+    """A read's answer and the RateLimit-* headers of the budget it used (none when the
+    limiter was unavailable)."""
+
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _read_slot(ctx: gates.AgentContext) -> Slot | None:
+    try:
+        slot = get_limiter().acquire(ctx.credential.pk, settings.MEMORY_READS_PER_HOUR, bucket=READ_BUCKET)
+    except ApiError as exc:
+        if exc.code != "RATE_LIMIT_UNAVAILABLE":
+            raise
+        logger.warning("read limit not applied: the rate limiter is unavailable")
+        return None
+    if not slot.allowed:
+        raise rate_limited(slot, "read", f"At most {slot.limit} reads (recall, list) per credential per hour.")
+    return slot
+
+
+def _read(admission: gates.Admission, operation: str, surface: str, run) -> Read:
     ctx = admission.ctx
-    access_log.record(credential=ctx.credential, member=ctx.member, operation=operation, surface=surface, memories=body["memories"], hidden=body.get("hidden", 0))
-    return body
+    slot = _read_slot(ctx)
+    try:
+        body = run(admission)
+        access_log.record(credential=ctx.credential, member=ctx.member, operation=operation, surface=surface, memories=body["memories"], hidden=body.get("hidden", 0))
+    except BaseException:
+        if slot is not None:
+            get_limiter().refund(slot)
+        raise
+    return Read(body, slot.headers() if slot is not None else {})
 
 
-def recall_memories(admission: gates.Admission, *, surface: str) -> dict[str, Any]:
-    return _logged(admission, AccessOperation.RECALL, surface, recall(admission))
+def recall_memories(admission: gates.Admission, *, surface: str) -> Read:
+    return _read(admission, AccessOperation.RECALL, surface, recall)
 
 
-def list_memories(admission: gates.Admission, *, surface: str) -> dict[str, Any]:
-    return _logged(admission, AccessOperation.LIST, surface, actions.list_memories(admission))
+def list_memories(admission: gates.Admission, *, surface: str) -> Read:
+    return _read(admission, AccessOperation.LIST, surface, actions.list_memories)

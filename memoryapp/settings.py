@@ -299,6 +299,9 @@ ADMIN_MAY_VIEW_MEMORY_CONTENT = env_bool("ADMIN_MAY_VIEW_MEMORY_CONTENT", False)
 # production keeps the SPEC's values.
 AGENT_REMEMBERS_PER_HOUR = env_int("AGENT_REMEMBERS_PER_HOUR", 120, minimum=1)
 RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 3600, minimum=1, maximum=86400)
+# SPEC §4.7: reads (recall and list, REST and MCP) per credential per rolling hour, a budget of
+# their own: generous (one every 3 s, sustained for an hour) so that no honest agent meets it.
+MEMORY_READS_PER_HOUR = env_int("MEMORY_READS_PER_HOUR", 1200, minimum=1)
 # Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)

@@ -65,7 +65,8 @@ class RecallView(AgentOperationView):
 
     @extend_schema(request=RecallBody, responses={200: RecallResponse, **AGENT_ERRORS}, summary="Recall the memories that best match a query")
     def post(self, request):
-        return Response(reads.recall_memories(self.admit(request), surface=AccessSurface.REST))
+        read = reads.recall_memories(self.admit(request), surface=AccessSurface.REST)
+        return Response(read.body, headers=read.headers)
 
 
 class ListView(AgentOperationView):
@@ -73,7 +74,8 @@ class ListView(AgentOperationView):
 
     @extend_schema(request=ListBody, responses={200: ListResponse, **AGENT_ERRORS}, summary="List memories, newest first")
     def post(self, request):
-        return Response(reads.list_memories(self.admit(request), surface=AccessSurface.REST))
+        read = reads.list_memories(self.admit(request), surface=AccessSurface.REST)
+        return Response(read.body, headers=read.headers)
 
 
 class ForgetView(AgentOperationView):

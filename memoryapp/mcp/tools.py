@@ -43,14 +43,14 @@ def _remember(admission: gates.Admission) -> tuple[dict[str, Any], str]:
 
 
 def _recall(admission: gates.Admission) -> tuple[dict[str, Any], str]:
-    body = reads.recall_memories(admission, surface=AccessSurface.MCP)
+    body = reads.recall_memories(admission, surface=AccessSurface.MCP).body
     degraded = ", ".join(body.get("degraded") or []) or "none"
     summary = f"Recalled {len(body['memories'])} memories, best first (considered {body['considered']}, hidden {body['hidden']}, degraded rankings: {degraded})."
     return body, render_text(summary, body["memories"])
 
 
 def _list(admission: gates.Admission) -> tuple[dict[str, Any], str]:
-    body = reads.list_memories(admission, surface=AccessSurface.MCP)
+    body = reads.list_memories(admission, surface=AccessSurface.MCP).body
     more = f' More: call list_memories again with cursor "{fence_escape(body["nextCursor"], attribute=True)}".' if body.get("nextCursor") else ""
     summary = f"Listed {len(body['memories'])} memories, newest first (hidden {body['hidden']}).{more}"
     return body, render_text(summary, body["memories"])

@@ -191,11 +191,11 @@ def _use_up_the_hour(agent: AgentClient) -> None:
         assert agent.remember(namespace="n", text=f"note {i}").status_code == 201
 
 
-def _age_redis_window(credential_id: int, seconds: float, count: int | None = None) -> None:
+def _age_redis_window(credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
     """Move the oldest `count` (default all) admissions of a credential `seconds` into the past, on
     Redis' own clock (its scores are microseconds)."""
     limiter = get_limiter()
-    key = limiter._key(credential_id)
+    key = limiter._key(credential_id, bucket)
     entries = limiter._client.zrange(key, 0, -1 if count is None else count - 1, withscores=True)
     limiter._client.zadd(key, {member: score - seconds * 1_000_000 for member, score in entries})
 
