@@ -32,7 +32,7 @@ def main() -> None:
     from memoryapp.models import MemoryEmbedding, MemoryVersion
     from memoryapp.ratelimit import get_limiter
     from memoryapp.reads import list_memories as logged_list
-    from memoryapp.recall.embedders import _engine_executor, get_embedder
+    from memoryapp.recall.embedders import engine_lane, get_embedder
 
     workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
     actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
@@ -58,7 +58,7 @@ def main() -> None:
     note = "Note 17: prefers aisle seats; contact [EMAIL]"  # what the remembers above embed
     if hasattr(embedder, "_encode_on_engine"):  # e5: the same text on the engine thread, by thread count
         for threads in sorted({embedder.threads, 1}, reverse=True):
-            samples = timed(lambda threads=threads: _engine_executor().submit(embedder._encode_on_engine, note.casefold(), False, threads).result(), args.n)
+            samples = timed(lambda threads=threads: engine_lane(False).submit(embedder._encode_on_engine, note.casefold(), False, threads).result(), args.n)
             print(summary(f"  a memory's embedding alone, {threads} thread(s)", samples))
     else:
         print(summary("  a memory's embedding alone", timed(lambda: embedder.embed([note]), args.n)))

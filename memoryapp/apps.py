@@ -23,7 +23,7 @@ def check_embedder() -> None:
     """SPEC §4.4: a setting that names an embedder whose weights are missing stops the process at
     start-up (web, workers, management commands) instead of failing every remember. Loading the
     configured model here also means the first request does not pay for it."""
-    configure_engine(settings.MEMORY_EMBEDDER_THREADS)
+    configure_engine(settings.MEMORY_EMBEDDER_THREADS, settings.MEMORY_QUERIES_IN_FLIGHT)
     try:
         require_embedder(settings.MEMORY_EMBEDDER)
     except EmbedderUnavailable as exc:

@@ -86,8 +86,10 @@ def recall_answered(degraded: Iterable[str]) -> None:
         RECALL_DEGRADED.labels(bounded(ranking)).inc()
 
 
-def query_embedded(embedder_id: str, seconds: float, *, in_budget: bool) -> None:
-    QUERY_EMBEDDING_SECONDS.labels(bounded(embedder_id), "ok" if in_budget else "over_budget").observe(seconds)
+def query_embedded(embedder_id: str, seconds: float, *, in_budget: bool, busy: bool = False) -> None:
+    """outcome "busy": not started, the process already had MEMORY_QUERIES_IN_FLIGHT running."""
+    outcome = "busy" if busy else "ok" if in_budget else "over_budget"
+    QUERY_EMBEDDING_SECONDS.labels(bounded(embedder_id), outcome).observe(seconds)
 
 
 def receipt_written(operation: str, versions: int, *, clean: bool) -> None:

@@ -289,6 +289,10 @@ SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 # a one-core machine; 1 trades single-request latency for throughput when more busy processes
 # than cores share the machine (docs/operations.md).
 MEMORY_EMBEDDER_THREADS = env_int("MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64)
+# Query embeddings one process runs or queues at once; over it a recall answers without its
+# semantic ranking (degraded "semantic") instead of queueing. 4 x a capped query's worst cost stays
+# inside SEMANTIC_BUDGET_SECONDS on a loaded 2-core machine (README "Bounded cost per request").
+MEMORY_QUERIES_IN_FLIGHT = env_int("MEMORY_QUERIES_IN_FLIGHT", 4, minimum=1, maximum=64)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL
 # segments are kept. They hold the erased rows' bytes as long as they exist; 0 = no archiving.

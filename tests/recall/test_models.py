@@ -174,15 +174,15 @@ def test_the_engine_loads_with_the_configured_threads_and_leaves_the_environment
 def test_a_vector_does_not_depend_on_the_thread_count(e5):
     """Memories are embedded with MEMORY_EMBEDDER_THREADS and queries with one thread, and the
     embedder id does not name a thread count: the vectors must be the same bits."""
-    from memoryapp.recall.embedders import QUERY_THREADS, _engine_executor
+    from memoryapp.recall.embedders import QUERY_THREADS, engine_lane
 
     assert e5._openmp is not None  # the wheel's own libgomp was found, so the count is set per call
     assert e5.threads >= 1 and QUERY_THREADS == 1
     for text in ["Caroline attended an LGBTQ support group", "大阪の倉庫は平日に出荷します", "x" * 600]:
         for is_query in (False, True):
-            one, two = (_engine_executor().submit(e5._encode_on_engine, text, is_query, n).result() for n in (1, 2))
+            one, two = (engine_lane(is_query).submit(e5._encode_on_engine, text, is_query, n).result() for n in (1, 2))
             assert np.array_equal(one, two)
-            assert _engine_executor().submit(e5._openmp.omp_get_max_threads).result() == 2  # the count was applied
+            assert engine_lane(is_query).submit(e5._openmp.omp_get_max_threads).result() == 2  # the count was applied
 
 
 def test_the_environment_libgomp_reads_bounds_its_spinning(monkeypatch):
@@ -293,7 +293,7 @@ class _FixedQuery:
     """A PendingQuery whose vector is already there, for an embedder stub with chosen cuts."""
 
     def __init__(self, embedder, vector):
-        self.embedder, self._vector, self.started = embedder, vector, 0.0
+        self.embedder, self._vector, self.started, self.busy = embedder, vector, 0.0, False
 
     def result(self, budget_seconds):
         return self._vector
