@@ -79,6 +79,6 @@ def test_list_query_count_does_not_grow_with_citations(agent, docs, django_asser
     _, _, passages = docs
     for i in range(30):
         agent.remember(namespace="n", text=f"note {i}", citations=[str(p.pk) for p in passages])
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(12):  # 8 for the read, 4 for its read-budget slot on the database limiter (lock, trim, count, insert; Redis: none)
         response = agent.list(limit=100)
     assert len(response.json()["memories"]) == 30
