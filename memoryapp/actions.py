@@ -304,8 +304,11 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
 def delete_all_own_agent_memories(member: Member, *, dry_run: bool = False, confirmed: str | None = None) -> dict[str, Any]:
     """The member erases every agent memory of theirs; `dry_run` answers the manifest (and the
     plan token a confirmation sends back) instead. `confirmed`: the token of the preview the
-    member confirmed; if the memories changed since, 409 PREVIEW_OUTDATED and nothing erased."""
+    member confirmed; if the memories changed since, 409 PREVIEW_OUTDATED and nothing erased.
+    Planned and erased under the member lock, like forget: no remember lands between the two."""
     with transaction.atomic():
+        if not dry_run:
+            lock_member(member)  # before the ids are read: a remember on a listed key waits, then starts a new chain
         plan = previews.plan_member_delete_all(member)
         if dry_run:
             return {"dryRun": True, "manifest": plan.manifest(), "planToken": previews.plan_token(plan)}
@@ -321,8 +324,12 @@ def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bo
     transaction; the answer carries the totals and the receipt ids. `dry_run` answers the
     manifest (counts only, and the plan token) instead, and writes nothing. `confirmed`: the
     token of the preview the owner confirmed; if the memories changed since, 409
-    PREVIEW_OUTDATED and nothing erased."""
+    PREVIEW_OUTDATED and nothing erased. Planned and erased under every member's lock, taken in
+    id order first."""
     with transaction.atomic():
+        if not dry_run:
+            # every member's lock, in id order (the order every multi-member writer takes), before the ids are read
+            Member.objects.filter(workspace=workspace).lock()
         plan = previews.plan_owner_bulk_delete(workspace)
         if dry_run:
             return {"dryRun": True, "manifest": plan.manifest(), "planToken": previews.plan_token(plan)}

@@ -96,8 +96,10 @@ def check_confirmed(plan: ErasePlan, confirmed: str | None) -> None:
 
 
 def execute(plan: ErasePlan, *, actor: Actor, actor_label: str) -> list[DeletionReceipt]:
-    """Erase what the plan lists, batch by batch (call inside a transaction for all-or-nothing).
-    A batch a concurrent eraser emptied first writes no receipt."""
+    """Erase what the plan lists, batch by batch (call inside a transaction for all-or-nothing,
+    after taking the lock of every member the plan may cover — `Member.objects.lock()`, in id
+    order — and planning under them: a remember superseding a listed version would otherwise
+    leave its new version behind). A batch a concurrent eraser emptied first writes no receipt."""
     receipts = []
     for batch in plan.batches:
         receipt = erase_memories(batch.ids, operation=plan.operation, workspace_id=plan.workspace_id, member_id=batch.member_id, actor=actor, actor_label=actor_label, filters=plan.filters)
@@ -183,8 +185,10 @@ def plan_admin_erase(member: Member, reason: str = "") -> ErasePlan:
 
 
 def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
-    """A platform admin erases every memory of one member (with a receipt and an audit event)."""
+    """A platform admin erases every memory of one member (with a receipt and an audit event),
+    planned and erased under the member's lock (memoryapp.actions.lock_member's order)."""
     with transaction.atomic():
+        Member.objects.filter(pk=member.pk).lock()
         receipts = execute(plan_admin_erase(member, reason), actor=actor, actor_label=label_of(actor))
         versions = sum(receipt.versions_erased for receipt in receipts)
         audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": versions}, reason=reason)
