@@ -49,8 +49,12 @@ def server_codes() -> set[str]:
     error_response(status, "CODE"…), forbidden(code="CODE") and the DRF table."""
     pattern = re.compile(r'(?:ApiError\(\s*\d{3},\s*|error_body\(\s*|error_response\(\s*\d{3},\s*|code=|\(drf\.\w+,\s*\d{3},\s*)"([A-Z][A-Z0-9_]+)"')
     codes: set[str] = set()
-    for package in ("memoryapp", "governance", "retention"):
-        for path in (REPO / package).rglob("*.py"):
+    # Every top-level package of the server (its apps, the project wiring, the shared core), found
+    # on disk, so a package added or renamed on the server side is scanned without editing this.
+    packages = [init.parent for init in REPO.glob("*/__init__.py") if init.parent.name not in {"tests", "bench"}]
+    assert {p.name for p in packages} >= {"memoryapp", "governance", "retention"}
+    for package in packages:
+        for path in package.rglob("*.py"):
             if "migrations" not in path.parts:
                 codes.update(pattern.findall(path.read_text()))
     return codes
