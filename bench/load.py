@@ -48,8 +48,8 @@ WORDS = [
 def prepare() -> list[str]:
     setup("bench_load", redis_db=10)
     from governance import actions
-    from memoryapp.actions import index_entry
     from memoryapp.models import MemoryEmbedding, MemoryVersion
+    from memoryapp.recall.index import index_entry
 
     rng = random.Random(3)
     workspace, _ = actions.create_workspace("Load", owner_email="load-owner@x.test")

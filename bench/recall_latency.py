@@ -76,8 +76,8 @@ def sentence(rng: random.Random, i: int) -> str:
 
 
 def populate_member(member, workspace, count: int, rng: random.Random) -> None:
-    from memoryapp.actions import index_entry
     from memoryapp.models import MemoryEmbedding, MemoryVersion
+    from memoryapp.recall.index import index_entry
 
     versions = [MemoryVersion(workspace=workspace, member=member, namespace=rng.choice(["prefs", "work", "travel"]), text=sentence(rng, i), text_length=0) for i in range(count)]
     MemoryVersion.objects.bulk_create(versions, batch_size=1000)
@@ -89,8 +89,8 @@ def populate_others(total: int) -> None:
     from django.db import connection
 
     from governance import actions
-    from memoryapp.actions import index_entry
     from memoryapp.models import MemoryVersion
+    from memoryapp.recall.index import index_entry
 
     members = []
     for w in range(20):
@@ -132,10 +132,10 @@ def main() -> None:
 
     from governance import actions
     from memoryapp import gates
-    from memoryapp.actions import filtered_versions
     from memoryapp.models import AccessEntry, MemoryVersion
     from memoryapp.reads import recall_memories
     from memoryapp.recall.service import recall
+    from memoryapp.visibility import filtered_versions
 
     rng = random.Random(7)
     started = time.perf_counter()

@@ -15,7 +15,7 @@ query, runs the product's read path: ``service.recall_candidates`` (newest 300, 
 
 The index entry stores the configured embedder's vector only; for every other embedder (each one
 whose package is installed, or ``--embedders``) the bench computes the entries with
-``memoryapp.actions.index_entry`` under that setting and attaches them to the candidates
+``memoryapp.recall.index.index_entry`` under that setting and attaches them to the candidates
 (``service.Candidate``) in memory, so ``semantic_ranking`` sees exactly what it would see had the
 memories been remembered with that embedder. ``--set`` overrides a named constant of
 ``memoryapp.recall`` as in ``bench/recall_locomo.py``. The semantic budget is raised (``--budget``) so
@@ -132,8 +132,8 @@ def available_embedders(requested: str | None) -> list[str]:
 def index_entries(embedder: str) -> dict:
     from django.test import override_settings
 
-    from memoryapp.actions import index_entry
     from memoryapp.models import MemoryVersion
+    from memoryapp.recall.index import index_entry
 
     with override_settings(MEMORY_EMBEDDER=embedder):
         return {v.pk: index_entry(v) for v in MemoryVersion.objects.all()}

@@ -28,11 +28,12 @@ def main() -> None:
 
     from governance import actions
     from memoryapp import gates
-    from memoryapp.actions import index_entry, list_memories, remember
+    from memoryapp.actions import list_memories, remember
     from memoryapp.models import MemoryEmbedding, MemoryVersion
     from memoryapp.ratelimit import get_limiter
     from memoryapp.reads import list_memories as logged_list
     from memoryapp.recall.embedders import engine_lane, get_embedder
+    from memoryapp.recall.index import index_entry
 
     workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
     actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)

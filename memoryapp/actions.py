@@ -19,13 +19,12 @@ from governance.models import AskHistorySettings, Credential, Member, Passage, W
 from memoryapp import gates
 from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.errors import ApiError, memory_not_found, unauthenticated, validation_error
-from memoryapp.models import MEMORY_KINDS, Citation, MemoryEmbedding, MemoryVersion, Source
+from memoryapp.models import MEMORY_KINDS, Citation, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, spend_slot
-from memoryapp.recall.embedders import get_embedder, to_bytes
-from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
+from memoryapp.recall.index import index_entry
 from memoryapp.representation import memory_json
 from memoryapp.timestamps import iso, parse_instant
-from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, live_versions, member_versions, recheck
+from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, filtered_versions, live_versions, recheck
 from retention import previews
 from retention.erasure import erase_memories
 from retention.models import Operation
@@ -93,13 +92,6 @@ def fresh_check(version: MemoryVersion, passages: list[Passage]) -> Recheck:
         CheckedCitation(Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256), CURRENT) for i, p in enumerate(passages)
     ]
     return Recheck(visible=[version], hidden=0, citations={version.pk: citations}, passage_ids={version.pk: [p.pk for p in passages]})
-
-
-def index_entry(version: MemoryVersion) -> MemoryEmbedding:
-    """The version's embedding and recall terms, computed from its masked text."""
-    embedder = get_embedder(settings.MEMORY_EMBEDDER)
-    vector = embedder.embed([version.text])[0]
-    return MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
 
 
 def store_version(
@@ -175,15 +167,6 @@ def encode_position(version: MemoryVersion, member: Member) -> str:
 def decode_position(cursor: str, member: Member) -> tuple[datetime, int]:
     created, pk = decode_cursor(cursor, scope=_cursor_scope(member))
     return parse_instant(created), int(pk)
-
-
-def filtered_versions(admission: gates.Admission) -> QuerySet[MemoryVersion]:
-    """The member's live versions matching the read filters and the credential's context set."""
-    ctx, data = admission.ctx, admission.data
-    queryset = member_versions(ctx.member, ctx.ask_history, as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId"))
-    if admission.scope is not None:
-        queryset = queryset.filter(gates.in_scope_q(admission.scope))
-    return queryset
 
 
 def list_memories(admission: gates.Admission) -> dict[str, Any]:

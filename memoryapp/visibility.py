@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from governance.knowledge import readable_collections_q
 from governance.models import AskHistorySettings, Collection, Member, Passage
+from memoryapp import gates
 from memoryapp.models import Citation, MemoryVersion
 
 
@@ -45,6 +46,15 @@ def member_versions(
     if collection_id is not None:
         queryset = queryset.filter(collection_id=collection_id)
     return queryset.order_by("-created_at", "-id")
+
+
+def filtered_versions(admission: gates.Admission) -> QuerySet[MemoryVersion]:
+    """What an admitted read (list, recall) may see: the member's live versions matching the read filters and the credential's context set."""
+    ctx, data = admission.ctx, admission.data
+    queryset = member_versions(ctx.member, ctx.ask_history, as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId"))
+    if admission.scope is not None:
+        queryset = queryset.filter(gates.in_scope_q(admission.scope))
+    return queryset
 
 
 CURRENT = "current"

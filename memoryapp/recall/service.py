@@ -20,7 +20,6 @@ from django.db import connection
 from governance.knowledge import matcher_for
 from governance.models import Entity
 from memoryapp import gates, metrics
-from memoryapp.actions import filtered_versions
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.embedders import PendingQuery, get_embedder
@@ -28,7 +27,7 @@ from memoryapp.recall.fusion import rank_by_scores, rrf
 from memoryapp.recall.stopwords import content_terms
 from memoryapp.recall.tokenize import stem_terms, tokenize
 from memoryapp.representation import memory_json
-from memoryapp.visibility import Recheck, recheck
+from memoryapp.visibility import Recheck, filtered_versions, recheck
 
 CANDIDATES = 300  # SPEC §4.4: the newest 300
 RRF_K = 60  # SPEC §4.4

@@ -15,10 +15,10 @@ from rank_bm25 import BM25Okapi
 
 from governance import actions
 from governance.models import Document
-from memoryapp.actions import index_entry
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall import service
 from memoryapp.recall import service as recall_service
+from memoryapp.recall.index import index_entry
 from memoryapp.recall.stopwords import content_terms
 from memoryapp.recall.tokenize import stem_terms, tokenize
 from tests.conftest import make_agent
