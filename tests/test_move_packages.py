@@ -4,6 +4,7 @@ run. Generated import statements check the AST rewrite; a scratch git repository
 whole run (moves, the wiring's __init__, pyproject) and its idempotence; the real tree, once
 moved, must have nothing left to move."""
 
+# move_packages: names the old modules on purpose
 from __future__ import annotations
 
 import ast
@@ -248,6 +249,17 @@ def test_a_whole_run_on_a_scratch_repository_moves_rewrites_and_then_has_nothing
     assert mp.run(tmp_path, check=True, ruff=False) == 0
     assert mp.run(tmp_path, check=False, ruff=False) == 0
     assert _git(tmp_path, "status", "--porcelain") == ""
+
+
+def test_a_file_that_names_the_old_modules_on_purpose_is_left_alone(tmp_path):
+    (tmp_path / "memoryapp").mkdir()
+    (tmp_path / "memoryapp" / "errors.py").write_text("")
+    kept = f"# {mp.KEEP_MARKER}\nOLD = 'memoryapp.errors'\n"
+    (tmp_path / "probe.py").write_text(kept)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    assert mp.run(tmp_path, check=False, ruff=False) == 0
+    assert (tmp_path / "probe.py").read_text() == kept and (tmp_path / "core" / "errors.py").exists()
 
 
 def test_the_real_tree_has_nothing_left_to_move():
