@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("move_packages", ROOT / "scripts" / "refactor" / "move_packages.py")
 mp = importlib.util.module_from_spec(_spec)
 sys.modules["move_packages"] = mp
