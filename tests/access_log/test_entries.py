@@ -9,6 +9,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from governance import actions as g
 from memoryapp import assistant, mcp
-from memoryapp.models import AccessEntry, MemoryVersion
+from memoryapp.models import AccessEntry, MemoryVersion, RateLimitSlot
 from retention import lifecycle
 from retention.models import DeletionReceipt
 from tests.conftest import AgentClient, client_for, error_code, make_agent, on_postgres
@@ -93,7 +94,11 @@ def test_the_entry_is_one_insert_inside_the_request(world, agent):
     with CaptureQueriesContext(connection) as queries:
         assert agent.recall(query="window seats").status_code == 200
     inserts = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("INSERT")]
-    assert len(inserts) == 1 and AccessEntry._meta.db_table in inserts[0]
+    # The database limiter (no Redis) also inserts the read budget's slot (SPEC §4.7): a row of its own.
+    slots = [sql for sql in inserts if RateLimitSlot._meta.db_table in sql]
+    assert len(slots) == (1 if settings.RATE_LIMIT_BACKEND == "database" else 0)
+    entries = [sql for sql in inserts if sql not in slots]
+    assert len(entries) == 1 and AccessEntry._meta.db_table in entries[0]
 
 
 def test_the_hidden_count_is_recorded(world, agent):

@@ -67,7 +67,26 @@ class World:
 
 @pytest.fixture(scope="session")
 def world(live: LiveServer) -> World:
-    editors = ("editor", "pager", "demoted", "quiet", "full", "limited", "limited2", "backoff", "backoff2", "graph", "agents", "pydantic", "fence", "turns", "examples", "examples-graph")
+    editors = (
+        "editor",
+        "pager",
+        "demoted",
+        "quiet",
+        "full",
+        "limited",
+        "limited2",
+        "reader",
+        "reads",
+        "backoff",
+        "backoff2",
+        "graph",
+        "agents",
+        "pydantic",
+        "fence",
+        "turns",
+        "examples",
+        "examples-graph",
+    )
     return World(
         *live.workspaces(
             ("Client suite", editors, ()),

@@ -11,7 +11,8 @@ Three web processes share one database and one worker, differing only by environ
 
 - `main`: the product as the README runs it (every default);
 - `tight`: AGENT_REMEMBERS_PER_HOUR=2, RATE_LIMIT_WINDOW_SECONDS=4, MAX_VERSIONS_PER_MEMBER=3,
-  AGENT_TURNS_PER_HOUR=1, so 429 and 409 are provoked for real and a back-off can be waited out;
+  AGENT_TURNS_PER_HOUR=1, MEMORY_READS_PER_HOUR=3, so 429 and 409 are provoked for real and a
+  back-off can be waited out;
 - `nolimiter`: the Redis rate limiter pointed at a closed port, so remembers answer
   503 RATE_LIMIT_UNAVAILABLE (hashing embedder: no request it serves gets to embedding).
 """
@@ -31,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 REPO = Path(__file__).resolve().parents[3]
-TIGHT = {"AGENT_REMEMBERS_PER_HOUR": "2", "RATE_LIMIT_WINDOW_SECONDS": "4", "MAX_VERSIONS_PER_MEMBER": "3", "AGENT_TURNS_PER_HOUR": "1"}
+TIGHT = {"AGENT_REMEMBERS_PER_HOUR": "2", "RATE_LIMIT_WINDOW_SECONDS": "4", "MAX_VERSIONS_PER_MEMBER": "3", "AGENT_TURNS_PER_HOUR": "1", "MEMORY_READS_PER_HOUR": "3"}
 SERVER_VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "RATE_LIMIT_BACKEND", "VAR_DIR", "PROMETHEUS_MULTIPROC_DIR", "VIRTUAL_ENV", "PYTHONPATH", "GAM_URL", "GAM_TOKEN")
 
 

@@ -147,6 +147,14 @@ def rate_limited(c: Case, member: str = "limited") -> None:
     memory.remember("limits", "third: over AGENT_REMEMBERS_PER_HOUR=2")
 
 
+def read_limited(c: Case) -> None:
+    memory = c.client(c.world.member("reader").credential(("memory:read",)), "tight")
+    memory.recall("first")
+    memory.list_page()
+    memory.recall("third")
+    memory.list_page()  # the fourth read: over MEMORY_READS_PER_HOUR=3
+
+
 def full(c: Case) -> None:
     member = c.world.member("full")
     first, second = (c.client(member.credential(), "tight") for _ in range(2))
@@ -211,7 +219,7 @@ PROVOKE: dict[str, list[tuple[str, Callable[[Case], None], dict]]] = {
     "AGENT_CONTEXT_SET_SCOPE_REFUSED": [("outside the bound context set", context_set_scope, {})],
     "AGENT_MEMORY_CITATION_INVALID": [("cites a missing passage", citation_invalid, {})],
     "AGENT_MEMORY_EMPTY": [("nothing left after masking", empty, {})],
-    "AGENT_MEMORY_RATE_LIMITED": [("third remember in the window", rate_limited, {})],
+    "AGENT_MEMORY_RATE_LIMITED": [("third remember in the window", rate_limited, {"operation": "remember"}), ("fourth read in the window", read_limited, {"operation": "read"})],
     "AGENT_MEMORY_FULL": [("fourth version over the cap", full, {})],
     "MEMORY_NOT_FOUND": [("forget an unknown id", not_found_memory, {})],
     "RATE_LIMIT_UNAVAILABLE": [("rate limiter's Redis unreachable", limiter_unavailable, {})],
@@ -251,7 +259,7 @@ def test_error_details_are_carried(live: LiveServer, world: World):
     with pytest.raises(errors.RateLimited) as limited:
         rate_limited(Case(live, world), "limited2")
     assert 0 < limited.value.retry_after <= 4 and limited.value.headers["ratelimit-limit"] == "2"
-    assert limited.value.operation in (None, "remember")  # the server names it (or will: reads say "read")
+    assert limited.value.operation == "remember"  # the server names the budget (reads say "read")
 
 
 def test_a_wrong_base_url_is_an_unexpected_response_not_a_crash(live: LiveServer, world: World):

@@ -84,6 +84,18 @@ def test_a_429_longer_than_the_callers_max_wait_is_raised_at_once(live: LiveServ
     assert raised.value.retry_after == float(recorder.retry_after[2]) > 0.5
 
 
+def test_a_read_over_the_read_budget_is_retried_after_the_servers_retry_after(live: LiveServer, world: World, recorder: Recorder):
+    policy = RetryPolicy(max_wait=30, sleep=recorder.sleep)
+    with MemoryClient(live.url("tight"), world.member("reads").credential(("memory:read",)), retry=policy, http_client=recorder.http()) as memory:
+        for _ in range(3):
+            memory.list_page()
+        fourth = memory.recall("waited for the read window to move")  # MEMORY_READS_PER_HOUR=3
+    assert recorder.statuses == [200, 200, 200, 429, 200]
+    asked = float(recorder.retry_after[3])
+    assert 1 <= asked <= 4 and recorder.sleeps == [asked]
+    assert fourth.memories == []
+
+
 def test_async_client_waits_out_a_429_on_a_turn(live: LiveServer, world: World):
     recorder = Recorder()
     agent = world.main.owner.api("POST", "agents", {"name": "retry bot", "vectorMemory": True}).json()["id"]
