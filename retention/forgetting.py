@@ -46,7 +46,8 @@ PARAPHRASE = "When should the quarterly sales summary reach this person each wee
 
 
 class CheckCannotRun(Exception):
-    pass
+    """The check could not start (no member who may write, the canary refused): nothing was
+    proven either way, so the command reports it instead of CLEAN or DIRTY."""
 
 
 def serving_host() -> str:
