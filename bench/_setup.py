@@ -20,6 +20,7 @@ def setup(db_name: str, *, redis_db: int = 9) -> None:
     db_name = os.environ.get("BENCH_DB_PREFIX", "") + db_name  # parallel runs on one server keep apart
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        conn.execute(f'DROP DATABASE IF EXISTS "{db_name}_keyring" WITH (FORCE)')  # the key store's (migrate creates it)
         conn.execute(f'CREATE DATABASE "{db_name}"')
     os.environ["DATABASE_URL"] = f"{base}/{db_name}"
     os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")

@@ -16,6 +16,8 @@ run it against historical models.
 
 from __future__ import annotations
 
+from django.db import router
+
 AUDITOR = "auditor"
 OPERATOR = "operator"
 
@@ -72,6 +74,8 @@ def sync_after_migrate(sender, app_config=None, using: str = "default", apps=Non
     """`post_migrate` receiver; runs once per migrate (when the governance app is signalled)."""
     if app_config is None or app_config.label != "governance":
         return
+    if not router.allow_migrate(using, "auth", model_name="group"):
+        return  # a database that holds no auth tables (the key store's)
     if apps is None:
         from django.apps import apps as global_apps
 

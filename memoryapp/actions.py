@@ -342,5 +342,7 @@ def view_content_as_admin(version: MemoryVersion, *, actor: Actor, reason: str) 
         changes={"memberId": version.member_id, "namespace": version.namespace, "version": version.version},
         reason=reason,
     )
-    stored = MemoryVersion.objects.get(pk=version.pk)
+    stored = MemoryVersion.objects.filter(pk=version.pk).first()  # opened (decrypted) here, and only here, for the admin
+    if stored is None:  # its data key is gone (an erase's leftover) or it does not open
+        return {"text": "(unreadable: its data key is gone or its content does not open)", "details": ""}
     return {"text": stored.text, "details": stored.details}

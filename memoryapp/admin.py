@@ -14,6 +14,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.db.models.functions import Length
 from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,6 +25,7 @@ from governance.admin_base import GovernedAdmin, ReasonForm, audited_step_allowe
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, UnreachableFilter
 from governance.content import content_fields
 from memoryapp.actions import view_content_as_admin
+from memoryapp.crypto import OVERHEAD as SEALED_OVERHEAD
 from memoryapp.models import AccessEntry, Citation, MemoryEmbedding, MemoryVersion, RateLimitSlot
 
 CONTENT_COLUMNS = tuple(sorted(content_fields(MemoryVersion)))
@@ -136,8 +139,10 @@ class MemoryVersionAdmin(GovernedAdmin):
 
     @admin.display(description="details", boolean=True)
     def has_details(self, obj: MemoryVersion) -> bool:
-        # `details` is content: only whether there are any, read without loading the column.
-        return MemoryVersion.objects.filter(pk=obj.pk).exclude(details="").exists()
+        # `details` is content, sealed: only whether there are any, from the ciphertext's length
+        # (an empty value seals to the bare overhead), never decrypting it.
+        sealed = Q(key_id__isnull=False, details_bytes__gt=SEALED_OVERHEAD) | Q(key_id__isnull=True, details_bytes__gt=0)
+        return MemoryVersion.objects.filter(pk=obj.pk).annotate(details_bytes=Length("details")).filter(sealed).exists()
 
     @admin.display(description="citations")
     def citations_display(self, obj: MemoryVersion) -> str:

@@ -47,6 +47,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.audit import Actor, audit
@@ -57,6 +58,7 @@ from memoryapp.errors import ApiError
 from memoryapp.gates import AgentContext
 from memoryapp.models import Source
 from memoryapp.ratelimit import Slot, spend_slot
+from memoryapp.sealing import destroy_keys_on_commit, is_unreadable
 from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model, topic_for
 from memoryapp.task_queue import queue_on_commit
 from memoryapp.timestamps import iso
@@ -194,7 +196,7 @@ def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credentia
             anonymous=anonymous,
             status=ConsolidationStatus.SKIPPED if reason else ConsolidationStatus.QUEUED,
             reason=reason or "",
-            messages=[] if reason else [{"role": m["role"], "content": m["content"]} for m in messages],
+            messages=None if reason else [{"role": m["role"], "content": m["content"]} for m in messages],
             message_count=len(messages),
             finished_at=now if reason else None,
             input_purged_at=now if reason else None,
@@ -216,7 +218,9 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
     claimed = Consolidation.objects.filter(pk=consolidation_id, status=ConsolidationStatus.QUEUED).update(status=ConsolidationStatus.RUNNING)
     if not claimed:
         return {"status": "not_queued"}
-    consolidation = Consolidation.objects.select_related("workspace", "member", "member__workspace", "member__workspace__ask_history", "agent").get(pk=consolidation_id)
+    consolidation = Consolidation.objects.keep_unreadable().select_related("workspace", "member", "member__workspace", "member__workspace__ask_history", "agent").get(pk=consolidation_id)
+    if is_unreadable(consolidation) or consolidation.messages is None:  # its key is gone or its input corrupted (logged)
+        return _finish(consolidation, ConsolidationStatus.FAILED, "input_unreadable")
     workspace = consolidation.workspace
     member = consolidation.member
     reason = skip_reason(workspace, member, consolidation.agent, anonymous=consolidation.anonymous)
@@ -303,7 +307,8 @@ def _finish(
     consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record: UsageRecord | None = None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0
 ) -> dict[str, Any]:
     now = timezone.now()
-    Consolidation.objects.filter(pk=consolidation.pk).update(
+    purge_input(
+        Consolidation.objects.filter(pk=consolidation.pk),
         status=status,
         reason=reason,
         model_name=model_name,
@@ -311,7 +316,6 @@ def _finish(
         memories_found=found,
         memories_stored=len(stored_ids or []),
         memory_ids=stored_ids or [],
-        messages=[],
         finished_at=now,
         input_purged_at=now,
     )
@@ -324,11 +328,22 @@ def discard_turns_of(member: Member) -> int:
     consolidated after it. A turn already running keeps only the task's own copy of its messages;
     its store is refused under the member lock (`store_version`), so it ends `member_left` too."""
     now = timezone.now()
-    waiting = Consolidation.objects.filter(member=member, status=ConsolidationStatus.QUEUED).update(
-        status=ConsolidationStatus.SKIPPED, reason="member_left", messages=[], finished_at=now, input_purged_at=now
+    waiting = purge_input(
+        Consolidation.objects.filter(member=member, status=ConsolidationStatus.QUEUED), status=ConsolidationStatus.SKIPPED, reason="member_left", finished_at=now, input_purged_at=now
     )
-    Consolidation.objects.filter(member=member, status=ConsolidationStatus.RUNNING).update(messages=[], input_purged_at=now)
+    purge_input(Consolidation.objects.filter(member=member, status=ConsolidationStatus.RUNNING), input_purged_at=now)
     return waiting
+
+
+def purge_input(queryset: QuerySet[Consolidation], **changes: Any) -> int:
+    """Empty the input of these consolidations and destroy its data keys once that commits, so a
+    database backup taken while the task waited holds only ciphertext whose key is gone (SPEC
+    §8.2). A key left behind by a crash between the two is destroyed by the keyring sweep."""
+    with transaction.atomic():
+        rows = list(queryset.select_for_update().values_list("pk", "key_id"))
+        updated = Consolidation.objects.filter(pk__in=[pk for pk, _ in rows]).update(messages=None, **changes)
+        destroy_keys_on_commit([key_id for _, key_id in rows if key_id is not None])
+    return updated
 
 
 #: A turn not consolidated within this time (a stopped worker, a lost message) is given up, so
@@ -340,8 +355,12 @@ def sweep_stale_consolidations(now: datetime | None = None) -> dict[str, int]:
     """Beat job: give up on consolidations still queued or running after STALE_AFTER, purging
     their input (claimed by a conditional UPDATE; nothing is charged)."""
     now = now or timezone.now()
-    expired = Consolidation.objects.filter(status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER).update(
-        status=ConsolidationStatus.FAILED, reason="expired", messages=[], finished_at=now, input_purged_at=now
+    expired = purge_input(
+        Consolidation.objects.filter(status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER),
+        status=ConsolidationStatus.FAILED,
+        reason="expired",
+        finished_at=now,
+        input_purged_at=now,
     )
     return {"expired": expired}
 

@@ -51,6 +51,16 @@ QUERY_EMBEDDING_SECONDS = Histogram("gam_recall_query_embedding_seconds", "Time 
 ERASED_VERSIONS = Counter("gam_erased_memory_versions_total", "Memory versions erased, by deletion operation (sweeps, cascades, forgets, …).", ["operation"])
 RECEIPTS = Counter("gam_deletion_receipts_total", "Deletion receipts written, by operation.", ["operation"])
 VERIFICATION_FAILURES = Counter("gam_verification_failures_total", "Verifications that found something left (receipts, re-verifications, forgetting checks).", ["check", "operation"])
+SEALED_UNREADABLE = Counter(
+    "gam_sealed_content_unreadable_total",
+    "Stored rows left out of a read because their sealed content did not open (SPEC §8.2), by model and reason: missing_key (an erase's leftover), bad_key, corrupt.",
+    ["model", "reason"],
+)
+KEYRING_SWEEP = Counter(
+    "gam_keyring_sweep_total",
+    "What the keyring sweep repaired: orphaned_key (destroyed), orphaned_version (erased), orphaned_input (purged), receipt_reverified.",
+    ["kind"],
+)
 TASK_SECONDS = Histogram("gam_celery_task_duration_seconds", "Celery task run time, by task name.", ["task"], buckets=_TASK_BUCKETS)
 TASKS = Counter("gam_celery_tasks_total", "Celery task runs by outcome (success, failure, retry).", ["task", "outcome"])
 TASK_LAST_SUCCESS = Gauge("gam_celery_task_last_success_timestamp_seconds", "When each task last succeeded (Unix time).", ["task"], multiprocess_mode="max")
@@ -99,6 +109,16 @@ def receipt_written(operation: str, versions: int, *, clean: bool) -> None:
         ERASED_VERSIONS.labels(operation).inc(versions)
     if not clean:
         VERIFICATION_FAILURES.labels("receipt", operation).inc()
+
+
+def content_unreadable(model: str, reason: str, count: int) -> None:
+    SEALED_UNREADABLE.labels(bounded(model), bounded(reason)).inc(count)
+
+
+def keyring_swept(*, orphaned_keys: int, orphaned_versions: int, orphaned_inputs: int, reverified: int) -> None:
+    for kind, count in (("orphaned_key", orphaned_keys), ("orphaned_version", orphaned_versions), ("orphaned_input", orphaned_inputs), ("receipt_reverified", reverified)):
+        if count:
+            KEYRING_SWEEP.labels(kind).inc(count)
 
 
 def verification_failed(check: str, operation: str = "") -> None:

@@ -16,6 +16,8 @@ from django.utils import timezone
 
 from governance.content import member_digest
 from governance.models import Credential, Member, Workspace
+from memoryapp.keyring import DataKey  # noqa: F401 -- the key store's one model (it lives in the `keyring` database)
+from memoryapp.sealing import RowKeyField, SealedField, SealedManager, SealedQuerySet
 
 if TYPE_CHECKING:
     from governance.models import AskHistorySettings
@@ -59,7 +61,7 @@ def past_retention_q(days: int, at: datetime | None = None) -> Q:
     return Q(retention_anchor__lte=retention_cutoff(days, at))
 
 
-class MemoryVersionQuerySet(models.QuerySet):
+class MemoryVersionQuerySet(SealedQuerySet):
     """The predicates every read, sweep, preview and count of memory versions shares. Nothing
     outside this module spells `retention_anchor` comparisons or the namespace split
     (tests/layers/test_model_rules.py fails on a copy)."""
@@ -115,13 +117,15 @@ class MemoryVersionQuerySet(models.QuerySet):
 
 class MemoryVersion(models.Model):
     # What the admin may touch (governance/content.py): content is never shown or queried,
-    # digests are shown but never queried, metadata is both.
+    # digests are shown but never queried, metadata is both. Content is stored only sealed
+    # (AES-256-GCM under the version's own data key, memoryapp.sealing, SPEC §8.2).
     content_fields = frozenset({"text", "details", "kind"})
     content_digests = frozenset({"text_length", "masked_kinds"})
     keyed_digests = frozenset({"text_hmac"})
     metadata_fields = frozenset(
         {
             "id",
+            "key_id",
             "workspace",
             "member",
             "credential",
@@ -147,15 +151,18 @@ class MemoryVersion(models.Model):
     source = models.CharField(max_length=24, choices=Source.choices, default=Source.AGENT)
     namespace = models.CharField(max_length=64)
     key = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 -- SPEC: a memory without a key is NULL, not "" (keys are unique per namespace when set)
-    text = models.TextField(help_text="Masked text; the original is never stored.")
+    # The id of the version's data key in the key store, chosen before the INSERT (the ciphertexts'
+    # associated data names it); NULL only on a row stored before encryption (encrypt_memories).
+    key_id = RowKeyField(null=True, blank=True, unique=True, editable=False)
+    text = SealedField(codec="text", help_text="Masked text, sealed; the original is never stored.")
     # Keyed per workspace and member (governance.content.member_digest), never a plain hash: the
     # admin shows it, and a plain SHA-256 would confirm a guessed text offline (SPEC §8.2). The
     # member's own export computes the plain SHA-256 from the text instead.
     text_hmac = models.CharField(max_length=64, editable=False, default="")
     text_length = models.PositiveIntegerField(editable=False)
     masked_kinds = models.JSONField(default=list, blank=True)
-    kind = models.CharField(max_length=64, blank=True)
-    details = models.TextField(blank=True, help_text="Masked; one item per line.")
+    kind = SealedField(codec="text", default="", blank=True)
+    details = SealedField(codec="text", default="", blank=True, help_text="Masked, sealed; one item per line.")
     collection_id = models.BigIntegerField(null=True, blank=True, help_text="Plain id: a deleted collection hides, then erases, the memory.")
     version = models.PositiveIntegerField(default=1)
     valid_from = models.DateTimeField(default=timezone.now)
@@ -170,9 +177,10 @@ class MemoryVersion(models.Model):
     unreachable_at = models.DateTimeField(null=True, blank=True)
     unreachable_reason = models.CharField(max_length=32, blank=True, help_text="The cascade that will erase it.")
 
-    objects = MemoryVersionQuerySet.as_manager()
+    objects = MemoryVersionQuerySet.as_manager()  # a SealedQuerySet: it opens what it fetches
 
     class Meta:
+        base_manager_name = "objects"  # related lookups and refresh_from_db open the content too
         ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(
@@ -249,7 +257,10 @@ class Citation(models.Model):
 
 class MemoryEmbedding(models.Model):
     """The version's search index entry: its embedding and its BM25 terms, both derived from
-    the masked text at remember time and erased with the version."""
+    the masked text at remember time and erased with the version. Both are sealed under the
+    version's data key (`sealed_with`), so destroying that key makes them unreadable too."""
+
+    sealed_with = "memory"
 
     content_fields = frozenset({"vector", "terms"})
     content_digests: frozenset[str] = frozenset()
@@ -258,9 +269,14 @@ class MemoryEmbedding(models.Model):
     memory = models.OneToOneField(MemoryVersion, on_delete=models.CASCADE, primary_key=True, related_name="embedding")
     embedder_id = models.CharField(max_length=40, db_index=True)
     dim = models.PositiveSmallIntegerField()
-    vector = models.BinaryField()
-    terms = models.TextField(default="", help_text="Space-separated recall tokens of the masked text.")
+    vector = SealedField(codec="bytes")
+    terms = SealedField(codec="text", default="", help_text="Space-separated recall tokens of the masked text, sealed.")
     terms_format = models.CharField(max_length=24, db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.")
+
+    objects = SealedManager()
+
+    class Meta:
+        base_manager_name = "objects"
 
     def __str__(self) -> str:
         return f"embedding of #{self.memory_id} ({self.embedder_id})"

@@ -14,7 +14,7 @@ from celery import signals as celery_signals
 from django.db import transaction
 from django.db.models.signals import post_save
 
-from memoryapp import logs, metrics
+from memoryapp import logs, metrics, sealing
 from retention.models import DeletionReceipt
 
 _OUTCOMES = {"SUCCESS": "success", "FAILURE": "failure", "RETRY": "retry"}
@@ -88,7 +88,12 @@ def receipt_saved(sender: type[DeletionReceipt], instance: DeletionReceipt, crea
         transaction.on_commit(lambda: metrics.verification_failed("reverify", operation))
 
 
+def content_unreadable(sender: Any = None, reason: str = "", count: int = 0, **_: Any) -> None:
+    metrics.content_unreadable(sender._meta.label if sender is not None else "", reason, count)
+
+
 def connect() -> None:
+    sealing.content_unreadable.connect(content_unreadable, weak=False, dispatch_uid="memoryapp.observers.content_unreadable")
     celery_signals.task_prerun.connect(task_started, weak=False, dispatch_uid="memoryapp.observers.task_started")
     celery_signals.task_failure.connect(task_failed, weak=False, dispatch_uid="memoryapp.observers.task_failed")
     celery_signals.task_retry.connect(task_retried, weak=False, dispatch_uid="memoryapp.observers.task_retried")

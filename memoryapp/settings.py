@@ -17,6 +17,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from memoryapp.crypto import decode_kek
 from memoryapp.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -174,8 +175,72 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
     _db["CONN_HEALTH_CHECKS"] = True
 else:
     raise ImproperlyConfigured("DATABASE_URL must point to PostgreSQL or SQLite")
-DATABASES = {"default": _db}
 IS_POSTGRES = _db["ENGINE"] == "django.db.backends.postgresql"
+
+
+# --- Key store (SPEC §8.2, docs/encryption.md) -------------------------------------------------
+# Memory content is stored only encrypted, under one data key per memory version; the data keys
+# live wrapped by the key-encryption key in a database of their own (alias `keyring`, the one model
+# `memoryapp.DataKey`, memoryapp.routers), whose backups are separate and short-lived. Embedded
+# default: a second SQLite file next to the data's. PostgreSQL: KEYRING_DATABASE_URL, or by default a
+# database `<name>_keyring` on the same server (`migrate` creates it) — production should give it
+# a server (cluster) of its own, so that no physical backup of the data holds the keys.
+KEYRING_DATABASE_URL = env_str("KEYRING_DATABASE_URL", "")
+
+
+def _keyring_database() -> dict:
+    if KEYRING_DATABASE_URL:
+        try:
+            keyring = dj_database_url.parse(KEYRING_DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))
+        except Exception as exc:
+            raise ImproperlyConfigured(f"KEYRING_DATABASE_URL is not a valid database URL: {exc}") from exc
+    elif IS_POSTGRES:
+        keyring = {**_db, "NAME": f"{_db['NAME']}_keyring", "TEST": {}, "OPTIONS": dict(_db.get("OPTIONS", {}))}
+    else:
+        keyring = dj_database_url.parse(f"sqlite:///{VAR_DIR / 'keyring.sqlite3'}")
+    if keyring["ENGINE"] == "django.db.backends.sqlite3":
+        keyring["CONN_MAX_AGE"] = 0
+        # secure_delete: a destroyed key is overwritten with zeros in the file; its WAL is truncated
+        # after every deletion (memoryapp.keyring). synchronous=FULL: a key is on disk before the
+        # data row that needs it commits, even across a power cut.
+        keyring["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=30000; PRAGMA secure_delete=ON;",
+        }
+        keyring.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test_keyring.sqlite3")
+    elif keyring["ENGINE"] == "django.db.backends.postgresql":
+        keyring["CONN_HEALTH_CHECKS"] = True
+    else:
+        raise ImproperlyConfigured("KEYRING_DATABASE_URL must point to PostgreSQL or SQLite")
+    same = (keyring["ENGINE"], keyring.get("HOST"), keyring.get("PORT"), keyring["NAME"]) == (_db["ENGINE"], _db.get("HOST"), _db.get("PORT"), _db["NAME"])
+    if same:
+        raise ImproperlyConfigured("KEYRING_DATABASE_URL must name another database than DATABASE_URL: the keys must not be in the data's backups")
+    return keyring
+
+
+DATABASES = {"default": _db, "keyring": _keyring_database()}
+DATABASE_ROUTERS = ["memoryapp.routers.KeyringRouter"]
+
+
+def _kek(name: str, value: str) -> str:
+    try:
+        decode_kek(value, name=name)
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
+    return value
+
+
+# The key-encryption key: base64 of 32 random bytes. Embedded default: generated once and kept in
+# var/ (mode 600) like the receipt key. Rotation: set the new one here and the old one in
+# RETIRED_KEKS, run `manage.py rotate_kek` (it re-wraps every data key; no content is re-encrypted),
+# then drop the old one from RETIRED_KEKS.
+MEMORY_KEK = _kek("MEMORY_KEK", env_str("MEMORY_KEK") or _kept_in_var("memory_kek", lambda: base64.b64encode(secrets.token_bytes(32)).decode()))
+RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS", [])]
+# How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
+# destroyed by an erase survives in them that long, and with it the erased memory's content in
+# every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).
+KEYRING_BACKUP_RETENTION_DAYS = env_int("KEYRING_BACKUP_RETENTION_DAYS", 0, minimum=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, cache, broker -------------------------------------------------------------------
@@ -215,6 +280,7 @@ CELERY_BEAT_SCHEDULE = {
     "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
     "access-log-sweep": {"task": "retention.tasks.access_log_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
     "receipt-chain-check": {"task": "retention.tasks.receipt_chain_check", "schedule": crontab(minute=40, hour=3), "options": {"expires": 3600 * 6}},
+    "keyring-sweep": {"task": "retention.tasks.keyring_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------

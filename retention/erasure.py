@@ -1,10 +1,21 @@
 """`erase_memories` is the one way memories are erased.
 
 It removes every stored artifact of the given memory versions (versions, citation rows,
-embeddings; no cache ever holds memory content, and `verify_forgetting` scans the cache to prove it) and writes a deletion receipt in the same
+embeddings; no cache ever holds memory content, and `verify_forgetting` scans the cache to prove it),
+destroys their data keys in the key store (SPEC §8.2: every copy of their ciphertext, in any
+backup, becomes unreadable) and writes a deletion receipt in the same
 transaction, verified by re-querying each store, sealed into the workspace's receipt chain and
 signed (`retention.receipts`). Forget, member and owner deletes, expiry,
 grace purge, cascades and admin actions all call it.
+
+The order, for crash safety (docs/lifecycle.md "Erase order"): the data rows are deleted (not yet
+committed), then the keys are destroyed (committed at once: the key store is another database),
+then the receipt is written and everything commits. A crash before the keys go leaves nothing
+changed; a crash after leaves rows whose key is gone — unreadable everywhere, read as erased, and
+erased with a receipt of their own by the keyring sweep (`retention.keysweep`). No order leaves a
+readable orphan, and no receipt says a key was destroyed that was not: if destroying the keys
+fails, the erase still removes the rows, its receipt says `keysDestroyed: 0` and is not clean, and
+the sweep destroys the keys and re-verifies the receipt.
 """
 
 from __future__ import annotations
@@ -15,16 +26,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from governance.audit import Actor, audit
 from governance.models import AuditEvent, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
+from memoryapp.keyring import KEYRING, key_store
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from retention import receipts
 from retention.chunks import CHUNK, run_in_chunks
@@ -42,11 +55,18 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
         yield ids[start : start + size]
 
 
-def residual_window(purged_at: datetime) -> dict[str, Any]:
-    """What may still hold the erased bytes, outside what the application can query, and until when."""
-    window = {"database": _database_residual(), "backups": _backups_residual(purged_at)}
+DATA_KEY_ARTIFACT = "data_key"
+
+
+def residual_window(purged_at: datetime, *, unsealed: int = 0) -> dict[str, Any]:
+    """What may still hold the erased bytes, outside what the application can query, and until
+    when. Content is stored sealed (SPEC §8.2): what database backups and WAL archives keep of it is
+    ciphertext whose key the erase destroyed, so the window that bounds the content is the key
+    store's (`keyring`). `unsealed`: versions erased that were stored before encryption (their
+    plaintext stays in backups as before)."""
+    window = {"database": _database_residual(), "backups": _backups_residual(purged_at, unsealed=unsealed), "keyring": _keyring_residual(purged_at)}
     if connection.vendor == "postgresql":
-        window["walArchives"] = _wal_archive_residual(purged_at)
+        window["walArchives"] = _wal_archive_residual(purged_at, unsealed=unsealed)
     return window
 
 
@@ -66,22 +86,52 @@ def _database_residual() -> dict[str, Any]:
     }
 
 
-def _backups_residual(purged_at: datetime) -> dict[str, Any]:
-    return _kept_for(
+_SEALED = "as ciphertext only: their data keys were destroyed with them, so no restored backup can read their content (see keyring)."
+
+
+def _unsealed_note(unsealed: int) -> str:
+    return f" {unsealed} of them were stored before encryption and are kept there readable." if unsealed else ""
+
+
+def _backups_residual(purged_at: datetime, *, unsealed: int = 0) -> dict[str, Any]:
+    window = _kept_for(
         settings.BACKUP_RETENTION_DAYS,
         purged_at,
         none="No database backups are configured; nothing remains in backups.",
-        kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days.",
+        kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days, " + _SEALED + _unsealed_note(unsealed),
     )
+    window["content"] = "sealed" if not unsealed else "partly_unsealed"
+    return window
 
 
-def _wal_archive_residual(purged_at: datetime) -> dict[str, Any]:
-    return _kept_for(
+def _wal_archive_residual(purged_at: datetime, *, unsealed: int = 0) -> dict[str, Any]:
+    window = _kept_for(
         settings.WAL_ARCHIVE_RETENTION_DAYS,
         purged_at,
         none="No WAL archiving is configured; no archived segment keeps these rows.",
-        kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days.",
+        kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days, " + _SEALED + _unsealed_note(unsealed),
     )
+    window["content"] = "sealed" if not unsealed else "partly_unsealed"
+    return window
+
+
+def _keyring_residual(purged_at: datetime) -> dict[str, Any]:
+    engine = connections[KEYRING].vendor
+    window = _kept_for(
+        settings.KEYRING_BACKUP_RETENTION_DAYS,
+        purged_at,
+        none=(
+            "The data keys were destroyed in the key store (a database apart from the data's, never in its backups)"
+            + (", overwritten with zeros and its write-ahead log truncated" if engine == "sqlite" else "")
+            + "; no key-store backups are kept (KEYRING_BACKUP_RETENTION_DAYS is 0), so the content of these memories can no longer be read from any copy."
+        ),
+        kept=(
+            "The data keys were destroyed in the key store, but key-store backups taken before the purge keep them until they rotate out, at most {days} days: "
+            "until then, a database backup restored together with such a key-store backup would read these memories. That is why key-store backups are kept briefly."
+        ),
+    )
+    window["engine"] = engine
+    return window
 
 
 def _kept_for(days: int, purged_at: datetime, *, none: str, kept: str) -> dict[str, Any]:
@@ -148,20 +198,46 @@ def count_remaining(ids: Sequence[int]) -> dict[str, int]:
     return remaining
 
 
-def verify(ids: Sequence[int]) -> dict[str, Any]:
+def remaining_keys(key_ids: Sequence[str | UUID]) -> int:
+    """How many of these data keys the key store still holds; all of them when it cannot answer."""
+    if not key_ids:
+        return 0
+    try:
+        return len(key_store().present([UUID(str(k)) for k in key_ids]))
+    except Exception as exc:  # the key store is another database: unreachable is "not destroyed"
+        logger.error("key store unreachable while verifying an erase: %s", type(exc).__name__)
+        return len(key_ids)
+
+
+def verify(ids: Sequence[int], key_ids: Sequence[str | UUID] = ()) -> dict[str, Any]:
     remaining = count_remaining(ids)
     remaining[ENTRY_ARTIFACT] = count_listing(ids)  # access entries still listing any of them
+    if key_ids:
+        remaining[DATA_KEY_ARTIFACT] = remaining_keys(key_ids)
     return {"checkedAt": timezone.now().isoformat(), "remaining": remaining, "clean": not any(remaining.values())}
 
 
-def _lock(ids: list[int]) -> list[tuple[int, datetime | None]]:
+def destroy_keys(key_ids: Sequence[UUID]) -> int:
+    """Destroy the data keys of erased rows; the number destroyed (0 when the key store fails:
+    logged, and the keyring sweep destroys them later). Runs in the key store's own transaction,
+    so the keys are gone for good before the erase commits (module docstring)."""
+    if not key_ids:
+        return 0
+    try:
+        return key_store().delete_many(key_ids)
+    except Exception as exc:
+        logger.error("data keys of erased memories could not be destroyed (the keyring sweep retries): %s", type(exc).__name__)
+        return 0
+
+
+def _lock(ids: list[int]) -> list[tuple[int, datetime | None, UUID | None]]:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, unreachable_at FROM {_tables()[0]} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
+            cursor.execute(f"SELECT id, unreachable_at, key_id FROM {_tables()[0]} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
             return cursor.fetchall()
-    rows: list[tuple[int, datetime | None]] = []
+    rows: list[tuple[int, datetime | None, UUID | None]] = []
     for chunk in _chunks(ids):
-        rows.extend(MemoryVersion.objects.select_for_update().filter(pk__in=chunk).order_by().values_list("pk", "unreachable_at"))
+        rows.extend(MemoryVersion.objects.select_for_update().filter(pk__in=chunk).order_by().values_list("pk", "unreachable_at", "key_id"))
     return rows
 
 
@@ -207,14 +283,19 @@ def erase_memories(
                 return None
             # Lock and re-read: a concurrent eraser may have taken some of these already.
             present: list[int] = []
-            for pk, marked_at in _lock(ids):
+            key_ids: list[UUID] = []
+            for pk, marked_at, key_id in _lock(ids):
                 present.append(pk)
+                if key_id is not None:
+                    key_ids.append(key_id if isinstance(key_id, UUID) else UUID(str(key_id)))
                 if marked_at is not None and (unreachable_at is None or marked_at < unreachable_at):
                     unreachable_at = marked_at
             if not present:
                 return None  # someone else erased them first: no empty or double receipt
             counts = _delete(present)
             counts.update(strike_references(present, member_id=member_id))  # the access log forgets them too
+            destroyed = destroy_keys(key_ids)  # after the rows, before the receipt (module docstring)
+            counts[DATA_KEY_ARTIFACT] = destroyed
             if connection.vendor == "sqlite":
                 transaction.on_commit(checkpoint_sqlite_wal)
             purged_at = timezone.now()
@@ -224,13 +305,19 @@ def erase_memories(
                 member_ref=member_id,
                 actor=actor if isinstance(actor, AbstractBaseUser) else None,
                 actor_label=actor_label,
-                manifest={"artifacts": counts, "filters": filters or {}, "requestedIds": len(ids)},
+                manifest={
+                    "artifacts": counts,
+                    "filters": filters or {},
+                    "requestedIds": len(ids),
+                    "keysDestroyed": destroyed,
+                    "dataKeyIds": sorted(str(k) for k in key_ids),
+                },
                 memory_version_ids=present,
                 requested_at=requested_at,
                 unreachable_at=unreachable_at or purged_at,
                 purged_at=purged_at,
-                residual=residual_window(purged_at),
-                verification=verify(present),
+                residual=residual_window(purged_at, unsealed=len(present) - len(key_ids)),
+                verification=verify(present, key_ids),
                 dedupe_key=dedupe_key,
             )
     except IntegrityError:
@@ -305,6 +392,11 @@ def erase_in_chunks(
     return tally
 
 
+def receipt_key_ids(receipt: DeletionReceipt) -> list[str]:
+    manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
+    return [str(k) for k in manifest.get("dataKeyIds", []) if isinstance(k, str)]
+
+
 @transaction.atomic
 def reverify_receipt(receipt: DeletionReceipt, *, actor: Actor, reason: str = "") -> dict[str, Any]:
     """Re-query every store for the receipt's memory versions; append the result as a sealed
@@ -312,7 +404,7 @@ def reverify_receipt(receipt: DeletionReceipt, *, actor: Actor, reason: str = ""
     event keeps the workspace's id even when the workspace itself is gone."""
     receipt = DeletionReceipt.objects.select_for_update().get(pk=receipt.pk)
     previous = receipt.verification if isinstance(receipt.verification, dict) else {}
-    result = verify(receipt.memory_version_ids)
+    result = verify(receipt.memory_version_ids, receipt_key_ids(receipt))
     receipts.add_verification(receipt, result, trigger=receipts.REVERIFICATION_TRIGGER)
     receipt.save(update_fields=["verification", "verifications"])
     workspace = Workspace.objects.filter(pk=receipt.workspace_ref).first()

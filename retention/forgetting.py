@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.test import Client, override_settings
 from django.urls import Resolver404, resolve
 from django.utils import timezone
@@ -32,6 +32,7 @@ from governance import actions as governance
 from governance.models import AuditEvent, Credential, Member, Workspace
 from governance.permissions import scope_allowed_for_role
 from memoryapp.access_log import count_listing
+from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.recall.tokenize import index_terms
 from memoryapp.timestamps import iso
@@ -59,11 +60,12 @@ def serving_host() -> str:
     return "localhost"  # ALLOWED_HOSTS = ["*"] (or empty with DEBUG): any name is accepted
 
 
-def sqlite_files() -> list[Path]:
-    """The embedded database's file and its write-ahead log (and rollback journal)."""
-    if connection.vendor != "sqlite":
+def sqlite_files(alias: str = DEFAULT_DB_ALIAS) -> list[Path]:
+    """An embedded database's file and its write-ahead log (and rollback journal): the data's, or
+    the key store's (`keyring`)."""
+    if connections[alias].vendor != "sqlite":
         return []
-    name = Path(connection.settings_dict["NAME"])
+    name = Path(connections[alias].settings_dict["NAME"])
     return [path for path in (name, Path(f"{name}-wal"), Path(f"{name}-journal")) if path.exists()]
 
 
@@ -106,6 +108,9 @@ class ForgettingCheck:
         self.canary_id: int | None = None
         self.as_of: datetime | None = None
         self.vector: np.ndarray | None = None
+        self.key_id = None  # the canary's data key (SPEC §8.2)
+        self.sealed_text = b""  # its text as stored: ciphertext
+        self.wrapped_key = b""  # its data key as stored in the key store: wrapped
         self.bar = bar  # a progress bar (memoryapp.progress) advanced once per step, or None
 
     def advance(self, step: str) -> None:
@@ -141,6 +146,9 @@ class ForgettingCheck:
         embedding = MemoryEmbedding.objects.filter(memory_id=self.canary_id).first()
         if embedding is not None:
             self.vector = np.frombuffer(bytes(embedding.vector), dtype="<f4").astype(np.float32)
+        self.key_id, sealed = MemoryVersion.objects.filter(pk=self.canary_id).values_list("key_id", "text").first()
+        self.sealed_text = sealed.raw if isinstance(sealed.raw, bytes) else b""
+        self.wrapped_key = bytes(DataKey.objects.filter(pk=self.key_id).values_list("wrapped", flat=True).first() or b"")
 
     def cleanup(self) -> None:
         leftovers = list(MemoryVersion.objects.filter(pk=self.canary_id).values_list("pk", flat=True)) if self.canary_id else []
@@ -171,18 +179,25 @@ class ForgettingCheck:
             "recallParaphraseAllNamespaces": agent_count("recall", {"query": PARAPHRASE, "limit": 50}),
             "memberApi": self.member_api,
             "tableMemoryVersionById": lambda: MemoryVersion.objects.filter(pk=self.canary_id).count(),
-            "tableMemoryVersionByText": lambda: MemoryVersion.objects.filter(text__contains=self.marker).count(),
+            # Content is sealed: the member's rows are opened and searched (no query can look into them).
+            "tableMemoryVersionByText": lambda: sum(self.marker in (v.text or "") for v in MemoryVersion.objects.filter(member=self.member).only("pk", "text").iterator(chunk_size=1000)),
             "tableCitation": lambda: Citation.objects.filter(memory_id=self.canary_id).count(),
             "tableMemoryEmbedding": lambda: MemoryEmbedding.objects.filter(memory_id=self.canary_id).count(),
             # The stored BM25 terms are stemmed ("…ies" → "…i"): look for the marker as it is indexed.
-            "recallTermsByText": lambda: MemoryEmbedding.objects.filter(terms__contains=index_terms(self.marker)[0]).count(),
+            "recallTermsByText": lambda: sum(
+                index_terms(self.marker)[0] in (e.terms or "").split() for e in MemoryEmbedding.objects.filter(memory__member=self.member).only("memory_id", "terms").iterator(chunk_size=1000)
+            ),
+            "keyringDataKey": lambda: len(key_store().present([self.key_id])) if self.key_id else 0,
             "accessLogEntries": lambda: count_listing([self.canary_id]),  # the reads above logged it
             "embeddingSimilarity": self.similar_embeddings,
         }
-        if sqlite_files() and not connection.in_atomic_block:
+        if sqlite_files() and not connection.in_atomic_block and self.sealed_text:
             # The bytes themselves: erased rows must leave the database file and its WAL. (Not
-            # inside a transaction, i.e. a test's: nothing is committed to the files there.)
-            found["sqliteFiles"] = lambda: occurrences_on_disk(sqlite_files(), self.marker.encode())
+            # inside a transaction, i.e. a test's: nothing is committed to the files there.) The
+            # text is only ever there sealed: its ciphertext is what is looked for.
+            found["sqliteFiles"] = lambda: occurrences_on_disk(sqlite_files(), self.sealed_text)
+        if sqlite_files(KEYRING) and not connections[KEYRING].in_atomic_block and self.wrapped_key:
+            found["keyringFiles"] = lambda: occurrences_on_disk(sqlite_files(KEYRING), self.wrapped_key)
         if self.page_url():
             found["memberPage"] = self.member_page
         return found
@@ -212,10 +227,10 @@ class ForgettingCheck:
         if self.vector is None:
             return 0
         matches = 0
-        for vector, dim in MemoryEmbedding.objects.filter(memory__member=self.member).values_list("vector", "dim").iterator(chunk_size=1000):
-            if dim != self.vector.shape[0]:
+        for embedding in MemoryEmbedding.objects.filter(memory__member=self.member).only("memory_id", "vector", "dim").iterator(chunk_size=1000):
+            if embedding.dim != self.vector.shape[0]:
                 continue
-            other = np.frombuffer(bytes(vector), dtype="<f4").astype(np.float32)
+            other = np.frombuffer(bytes(embedding.vector), dtype="<f4").astype(np.float32)
             denominator = float(np.linalg.norm(other) * np.linalg.norm(self.vector)) or 1.0
             if float(other @ self.vector) / denominator >= 0.999:
                 matches += 1
@@ -241,7 +256,7 @@ class ForgettingCheck:
 
     def never_surfaces(self) -> dict[str, Callable[[], int]]:
         """Stores that must never hold memory content: empty before the forget as after it."""
-        return {
+        probes: dict[str, Callable[[], int]] = {
             "cache": self.cache_hits,
             "receiptsAndAuditEvents": lambda: (
                 DeletionReceipt.objects.filter(manifest__icontains=self.marker).count()
@@ -249,6 +264,10 @@ class ForgettingCheck:
                 + AuditEvent.objects.filter(changes__icontains=self.marker).count()
             ),
         }
+        if [*sqlite_files(), *sqlite_files(KEYRING)] and not connection.in_atomic_block:
+            # Memory content is stored only sealed (SPEC §8.2): its plaintext never reaches a file.
+            probes["plaintextInSqliteFiles"] = lambda: occurrences_on_disk([*sqlite_files(), *sqlite_files(KEYRING)], self.marker.encode())
+        return probes
 
     def observe(self, probes: dict[str, Callable[[], int]]) -> dict[str, Any]:
         results: dict[str, Any] = {}

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from memoryapp import consolidation
-from retention import credits, lifecycle, receipts
+from retention import credits, keysweep, lifecycle, receipts
 
 JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "expiry_sweep": lifecycle.expiry_sweep,
     "cascade_sweep": lifecycle.cascade_sweep,
     "grace_purge": lifecycle.grace_purge,
     "access_log_sweep": lifecycle.access_log_sweep,
+    "keyring_sweep": keysweep.sweep_keyring,  # SPEC §8.2: data keys and sealed rows converge
     # credit accounting (SPEC §9), see retention/credits.py
     "settle_usage": credits.settle_usage,
     "daily_rollup": credits.daily_rollup,

@@ -82,6 +82,22 @@ def _backups() -> str:
     )
 
 
+def _sealed_backups() -> str:
+    return (
+        _backups() + " What any of these keep of the content is AES-256-GCM ciphertext under the version's data key, destroyed by the erase (SPEC §8.2): "
+        "unreadable once the key store's own residual window (data_key, KEYRING_BACKUP_RETENTION_DAYS) has passed."
+    )
+
+
+def _keyring_residual() -> str:
+    return (
+        "SQLite (embedded default, var/keyring.sqlite3): none in the file (destroyed keys are overwritten, secure_delete, and its WAL truncated at once). "
+        "PostgreSQL (KEYRING_DATABASE_URL): dead tuples until VACUUM, WAL until recycled, as for the data. "
+        "Key-store backups taken before the erase keep the key until they rotate out: KEYRING_BACKUP_RETENTION_DAYS (default 0). "
+        "Until then a database backup restored together with such a key-store backup reads the memory: keep key-store backups separate and brief."
+    )
+
+
 def artifact_classes() -> list[ArtifactClass]:
     # Here, not at the top: `python -m retention.matrix` imports this module before Django is set up.
     from retention.lifecycle import RATE_LIMIT_WINDOW
@@ -114,7 +130,7 @@ def artifact_classes() -> list[ArtifactClass]:
                 f"Assistant memories: grace purge, {_every('grace-purge')}, once expiredGraceDays have passed. "
                 f"Cascades: a task started on commit; the cascade sweep, {_every('cascade-sweep')}, catches any it missed."
             ),
-            residual=_backups(),
+            residual=_sealed_backups(),
         ),
         ArtifactClass(
             key="citation",
@@ -135,14 +151,34 @@ def artifact_classes() -> list[ArtifactClass]:
             name="Embedding and recall terms",
             store="Database table memoryapp_memoryembedding (the version's search index entry)",
             models=("memoryapp.MemoryEmbedding",),
-            derived_from="The masked memory text: its vector by the configured embedder (MEMORY_EMBEDDER, id stored with it) and its BM25 recall tokens.",
+            derived_from="The masked memory text: its vector by the configured embedder (MEMORY_EMBEDDER, id stored with it) and its BM25 recall tokens; both sealed under the version's data key.",
             scope="Its memory version.",
             retention="That of its memory version.",
             delete_method=f"{erase}, with its memory version.",
             deleted_by=(erase,),
             unreachable=same_as_memory_unreachable,
             purged=same_as_memory_purged,
-            residual=_backups(),
+            residual=_sealed_backups(),
+        ),
+        ArtifactClass(
+            key="data_key",
+            name="Data key",
+            store="Key store: database alias `keyring`, table memoryapp_datakey (SQLite var/keyring.sqlite3, or KEYRING_DATABASE_URL); never in the data's database",
+            models=("memoryapp.DataKey",),
+            derived_from=(
+                "A random 256-bit AES key per memory version (its text, details, kind, vector and recall terms are sealed under it) and per consolidation input, "
+                "stored wrapped (AES-256-GCM) by the key-encryption key MEMORY_KEK (docs/encryption.md). Nothing derived from content."
+            ),
+            scope="One memory version (or one consolidation's input).",
+            retention="That of what it seals.",
+            delete_method=(
+                f"{erase}: destroyed after the version's rows are deleted and before the receipt is written (keysDestroyed); "
+                "a consolidation's when its input is purged; the keyring sweep destroys keys left by an interrupted erase and erases rows whose key is gone."
+            ),
+            deleted_by=(erase, "retention.erasure.destroy_keys", "memoryapp.consolidation.purge_input", "retention.keysweep.sweep_keyring"),
+            unreachable=same_as_memory_unreachable,
+            purged=f"In the erase, before it commits; leftovers by the keyring sweep, {_every('keyring-sweep')}.",
+            residual=_keyring_residual(),
         ),
         ArtifactClass(
             key="access_log_entry",

@@ -7,6 +7,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from memoryapp.sealing import RowKeyField, SealedField, SealedManager
+
 
 class Operation(models.TextChoices):
     """Why memories were erased. The labels are the one table of their names: the pages show
@@ -24,6 +26,7 @@ class Operation(models.TextChoices):
     NON_RETAINING = "non_retaining", gettext_lazy("Workspace made non-retaining")
     ADMIN_ERASE = "admin_erase", gettext_lazy("Erased by a platform admin")
     FORGETTING_CHECK = "forgetting_check", gettext_lazy("Forgetting check")
+    KEY_SWEEP = "key_sweep", gettext_lazy("Left by an interrupted erase (data key already destroyed)")
 
     @classmethod
     def label_of(cls, value: str) -> str:
@@ -320,6 +323,7 @@ class Consolidation(models.Model):
     metadata_fields = frozenset(
         {
             "id",
+            "key_id",
             "workspace",
             "member",
             "member_period",
@@ -349,7 +353,10 @@ class Consolidation(models.Model):
     anonymous = models.BooleanField(default=False)
     status = models.CharField(max_length=8, choices=ConsolidationStatus.choices, default=ConsolidationStatus.QUEUED, db_index=True)
     reason = models.CharField(max_length=32, blank=True, help_text="Why it was skipped or failed (a code, never content).")
-    messages = models.JSONField(default=list, blank=True)
+    # Sealed under the row's own data key (memoryapp.sealing), destroyed when the input is purged:
+    # a database backup taken while the task waited holds ciphertext only.
+    key_id = RowKeyField(null=True, blank=True, unique=True, editable=False)
+    messages = SealedField(codec="json", null=True, blank=True, default=None)
     message_count = models.PositiveSmallIntegerField(default=0)
     model_name = models.CharField(max_length=120, blank=True)
     memories_found = models.PositiveSmallIntegerField(default=0)
@@ -360,7 +367,10 @@ class Consolidation(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     input_purged_at = models.DateTimeField(null=True, blank=True)
 
+    objects = SealedManager()
+
     class Meta:
+        base_manager_name = "objects"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["workspace", "member", "-created_at"])]
 

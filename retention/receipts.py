@@ -604,7 +604,7 @@ def receipt_json(receipt: DeletionReceipt, *, viewer: Member) -> dict[str, Any]:
     own = receipt.member_ref == viewer.pk
     manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
     if not own:
-        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds")}
+        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds"), "keysDestroyed": manifest.get("keysDestroyed")}  # never the key ids
     data = {
         "id": str(receipt.pk),
         "operation": receipt.operation,

@@ -22,6 +22,25 @@ celery_app.conf.task_always_eager = True
 celery_app.conf.task_eager_propagates = True
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """Every test that reaches a database reaches the key store too (SPEC §8.2: memory content is
+    sealed under data keys kept in the `keyring` database, memoryapp.routers). pytest-django gives a
+    test only the databases its `django_db` marker names (the default one, unless told): each such
+    test gets a marker that keeps its own options and names every database."""
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        wants_db = marker is not None or {"db", "transactional_db", "live_server", "django_db_reset_sequences", "django_db_serialized_rollback"} & set(getattr(item, "fixturenames", ()))
+        if not wants_db:
+            continue
+        kwargs = dict(marker.kwargs) if marker is not None else {}
+        if marker is not None and marker.args:
+            kwargs.setdefault("transaction", marker.args[0])
+        if "transactional_db" in item.fixturenames or "live_server" in item.fixturenames:
+            kwargs["transaction"] = True
+        kwargs["databases"] = "__all__"
+        item.add_marker(pytest.mark.django_db(**kwargs), append=False)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     from memoryapp.ratelimit import RedisRateLimiter, get_limiter

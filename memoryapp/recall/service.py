@@ -8,10 +8,12 @@ rows of the results (1).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 from django.conf import settings
@@ -19,7 +21,7 @@ from django.db import connection
 
 from governance.knowledge import matcher_for
 from governance.models import Entity
-from memoryapp import gates, metrics
+from memoryapp import gates, metrics, sealing
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.embedders import PendingQuery, get_embedder
@@ -28,6 +30,8 @@ from memoryapp.recall.stopwords import content_terms
 from memoryapp.recall.tokenize import stem_terms, tokenize
 from memoryapp.representation import memory_json
 from memoryapp.visibility import Recheck, filtered_versions, recheck
+
+logger = logging.getLogger(__name__)
 
 CANDIDATES = 300  # SPEC §4.4: the newest 300
 RRF_K = 60  # SPEC §4.4
@@ -52,29 +56,56 @@ class Candidate:
 
     pk: int
     collection_id: int | None
+    key_id: UUID | None = None
     embedder_id: str | None = None
     dim: int = 0
     vector: bytes | None = None
     terms: list[str] | None = None
 
 
-def recall_candidates(admission: gates.Admission) -> list[Candidate]:
+class Candidates(list):
+    """The candidates, and the ciphers that opened their index entries (they open the results too)."""
+
+    def __init__(self, items: Any = ()):
+        super().__init__(items)
+        self.keys: dict[UUID, Any] = {}
+
+
+def recall_candidates(admission: gates.Admission) -> Candidates:
     """The newest 300 current (or current-at-asOf) memories matching filters and scope, then
     their index entries: two indexed queries returning plain tuples. (Joining first made
-    PostgreSQL join every version of the member before sorting: 158 ms at 5,000 versions.)"""
-    candidates = [Candidate(pk, collection_id) for pk, collection_id in filtered_versions(admission).values_list("pk", "collection_id")[:CANDIDATES]]
+    PostgreSQL join every version of the member before sorting: 158 ms at 5,000 versions.) Then
+    their data keys, in one key-store query, and the entries opened (SPEC §8.2): a candidate whose
+    key is gone (an erase's leftover) or whose entry does not open is left out (memoryapp.sealing)."""
+    rows = filtered_versions(admission).values_list("pk", "collection_id", "key_id")[:CANDIDATES]
+    candidates = Candidates(Candidate(pk, collection_id, key_id) for pk, collection_id, key_id in rows)
     by_pk = {c.pk: c for c in candidates}
-    for memory_id, embedder_id, dim, vector, terms in index_entries(list(by_pk)):
+    entries = index_entries(list(by_pk))
+    candidates.keys = sealing.fetch_keys(c.key_id for c in candidates)
+    unreadable: dict[str, int] = {}
+    for memory_id, embedder_id, dim, vector, terms in entries:
         candidate = by_pk[memory_id]
-        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim, bytes(vector), terms.split()
+        try:
+            opened = sealing.open_values(MemoryEmbedding, candidate.key_id, candidates.keys, {"vector": vector, "terms": terms})
+        except sealing.Unreadable as exc:
+            unreadable[exc.reason] = unreadable.get(exc.reason, 0) + 1
+            by_pk.pop(memory_id)
+            if exc.reason != sealing.MISSING_KEY:
+                logger.error("recall candidate's index entry does not open: %s", exc, extra={"row": memory_id, "reason": exc.reason})
+            continue
+        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim, opened["vector"], opened["terms"].split()
+    for reason, count in unreadable.items():
+        sealing.content_unreadable.send(sender=MemoryEmbedding, reason=reason, count=count)
+    if unreadable:
+        candidates[:] = [c for c in candidates if c.pk in by_pk]
     return candidates
 
 
 def index_entries(memory_ids: list[int]):
-    """(memory_id, embedder_id, dim, vector, terms) rows. On PostgreSQL they are fetched in
-    binary: decoding 300 vectors from bytea's hex text took 7.2 ms, binary takes 1.8 ms. (That
-    cursor is psycopg's own on Django's connection and transaction, so Django's query log does
-    not list it.)"""
+    """(memory_id, embedder_id, dim, vector, terms) rows, vector and terms still sealed. On
+    PostgreSQL they are fetched in binary: decoding 300 vectors from bytea's hex text took 7.2 ms,
+    binary takes 1.8 ms. (That cursor is psycopg's own on Django's connection and transaction, so
+    Django's query log does not list it.)"""
     if not memory_ids:
         return []
     if connection.vendor == "postgresql":
@@ -202,9 +233,11 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
     candidates = checked.visible  # still newest first: a lower index is newer
     rankings, degraded = rank_candidates(data["query"], candidates, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version)
     fused = list(rrf(rankings, k=RRF_K).items())[: data["limit"]]
-    rows = MemoryVersion.objects.in_bulk([candidates[index].pk for index, _ in fused])
+    rows = MemoryVersion.objects.with_keys(fetched.keys).in_bulk([candidates[index].pk for index, _ in fused])
     results = []
     for index, (score, ranks) in fused:
+        if candidates[index].pk not in rows:
+            continue  # erased since the candidates were read (its key is gone)
         memory = memory_json(rows[candidates[index].pk], checked, ctx.ask_history)
         memory["score"] = score
         memory["ranks"] = {name: ranks.get(name) for name in ("bm25", "semantic", "entity")}

@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 import pytest
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.core.exceptions import SuspiciousOperation
+from django.core.exceptions import FieldError, SuspiciousOperation
 from django.db import connection, models
 from django.test import RequestFactory
 
@@ -73,9 +73,12 @@ def swap_content(target: Planted, source: Planted) -> None:
         (Consolidation, target.consolidation.pk, source.consolidation.pk),
     ]
     for model, target_pk, source_pk in pairs:
-        fields = sorted(content_derived_fields(model))
-        values = model.objects.filter(pk=source_pk).values(*fields).get()
-        assert model.objects.filter(pk=target_pk).update(**values) == 1
+        # Content is sealed under each row's own key (SPEC §8.2): a ciphertext copied to another
+        # row would not open. The rows are opened and the target saved, so it is sealed again.
+        source, row = model.objects.get(pk=source_pk), model.objects.get(pk=target_pk)
+        for name in sorted(content_derived_fields(model)):
+            setattr(row, name, getattr(source, name))
+        row.save()
 
 
 # --- probe values, derived from the planted content -------------------------------------------
@@ -191,15 +194,30 @@ def test_the_probes_would_catch_an_admin_that_let_content_through(world, staff, 
     """The same enumeration, with the guard switched off for one field, finds the oracle."""
     from governance import admin_base
 
+    # Content itself is sealed (SPEC §8.2): no lookup can read it, guard or not (below). A content
+    # digest is stored in the clear (a size), so the guard is what keeps it from being an oracle.
     original = admin_base.lookup_reaches_content
-    monkeypatch.setattr(admin_base, "lookup_reaches_content", lambda model, lookup: False if lookup.startswith("terms") else original(model, lookup))
-    probes = [p for p in build_probes(probe_values(SECRET_TEXT, SECRET_DETAIL, "preference")) if p.admin_label == "memoryapp.memoryembedding"]
+    monkeypatch.setattr(admin_base, "lookup_reaches_content", lambda model, lookup: False if lookup.startswith("text_length") else original(model, lookup))
+    probes = [p for p in build_probes(probe_values(SECRET_TEXT, SECRET_DETAIL, "preference")) if p.admin_label == "memoryapp.memoryversion"]
     twin = plant(world.owner, text=OTHER_TEXT, detail=OTHER_DETAIL, kind="instruction", key="twin")
     before = run_all(probes, staff.auditor)
     swap_content(planted, twin)
     after = run_all(probes, staff.auditor)
     leaking = {dict(p.params).popitem()[0] for p in probes if before[p] != after[p]}
-    assert "terms__contains" in leaking and "terms__regex" in leaking
+    assert "o" in leaking  # ordering by the text_length column shows the content's size changed
+
+
+def test_sealed_content_answers_no_lookup_even_without_the_admin_guard(world, planted):
+    """With the admin's guard gone, a lookup into sealed content reaches the field, which refuses
+    to compare: the database holds ciphertext only, so there is nothing to match a guess against."""
+    for model, lookup in (
+        (MemoryEmbedding, {"terms__contains": MARKER}),
+        (MemoryVersion, {"text__icontains": "apricot"}),
+        (MemoryVersion, {"kind": "preference"}),
+        (Consolidation, {"messages__icontains": MARKER}),
+    ):
+        with pytest.raises(FieldError, match="sealed"):
+            list(model.objects.filter(**lookup))
 
 
 @pytest.mark.parametrize(

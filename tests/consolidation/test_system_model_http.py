@@ -128,7 +128,7 @@ def test_personal_data_never_reaches_the_http_model(world, ready, chat_server, d
     everything_received = b"".join(chat_server.raw).decode()
     for secret in PII:
         assert secret not in everything_received
-    assert all(c.messages == [] for c in Consolidation.objects.all())
+    assert all(c.messages is None for c in Consolidation.objects.all())
 
 
 def test_transient_errors_are_retried(world, ready, chat_server, django_capture_on_commit_callbacks):

@@ -31,7 +31,7 @@ def _assert_nothing_charged_or_stored(world, before: Decimal):
     assert UsageRecord.objects.count() == 0
     assert balance(world.workspace) == before
     assert not MemoryVersion.objects.filter(namespace=ASSISTANT_NAMESPACE).exists()
-    assert all(c.messages == [] for c in Consolidation.objects.all())
+    assert all(c.messages is None for c in Consolidation.objects.all())
 
 
 # --- the happy path -----------------------------------------------------------------------------
@@ -44,7 +44,7 @@ def test_turn_is_consolidated_into_ai_extracted_memories_and_charged(world, read
 
     consolidation = Consolidation.objects.get(pk=body["id"])
     assert consolidation.status == "done"
-    assert consolidation.messages == [] and consolidation.input_purged_at is not None
+    assert consolidation.messages is None and consolidation.input_purged_at is not None
     memory = MemoryVersion.objects.get(member=world.editor, namespace=ASSISTANT_NAMESPACE, key="preferred_language")
     assert memory.source == Source.AI_EXTRACTED
     assert memory.text == "Prefers answers in Japanese"
@@ -181,7 +181,7 @@ def test_message_with_personal_data_is_never_sent_nor_stored(world, ready, monke
     assert body["personalData"][0]["index"] == 1 and body["personalData"][0]["kinds"]
     assert secret not in json.dumps(response.json())
     assert stub.received == []
-    assert Consolidation.objects.get().messages == []
+    assert Consolidation.objects.get().messages is None
     _assert_nothing_charged_or_stored(world, Decimal("100"))
 
 
@@ -346,6 +346,6 @@ def test_stale_consolidations_are_given_up_and_their_input_purged(world, ready):
     assert sweep_stale_consolidations() == {"expired": 0}
     assert sweep_stale_consolidations(timezone.now() + timedelta(hours=7)) == {"expired": 1}
     consolidation = Consolidation.objects.get(pk=submitted.consolidation.pk)
-    assert (consolidation.status, consolidation.reason, consolidation.messages) == ("failed", "expired", [])
+    assert (consolidation.status, consolidation.reason, consolidation.messages) == ("failed", "expired", None)
     assert run_consolidation(consolidation.pk)["status"] == "not_queued"
     assert UsageRecord.objects.count() == 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
 import string
 import subprocess
 import sys
@@ -110,12 +111,19 @@ def test_a_forgotten_marker_leaves_every_file_of_the_running_deployment(deployme
     for n in range(3):  # more versions of the key, and an unrelated memory written after it
         assert agent.post("/api/agent/v1/memories/remember", json={"namespace": "disk", "key": "note", "text": f"Version {n}: the {marker} moved"}).status_code == 201
     assert agent.post("/api/agent/v1/memories/remember", json={"namespace": "other", "text": "An unrelated note that stays"}).status_code == 201
-    before = marker_count(var_dir, marker.encode())
-    assert sum(before.values()) >= 4, before  # the bytes are really on disk: the check below can fail
+    # SPEC §8.2: the text reaches the files only sealed, so its plaintext is never there; what is
+    # looked for is each version's ciphertext and its wrapped data key.
+    assert marker_count(var_dir, marker.encode()) == {}, "memory plaintext reached a file"
+    with sqlite3.connect(var_dir / "memory.sqlite3") as data:
+        rows = data.execute("SELECT text, key_id FROM memoryapp_memoryversion WHERE namespace = 'disk'").fetchall()
+    with sqlite3.connect(var_dir / "keyring.sqlite3") as keys:
+        wrapped = [keys.execute("SELECT wrapped FROM memoryapp_datakey WHERE key_id = ?", [key_id]).fetchone()[0] for _, key_id in rows]
+    sealed = [bytes(text) for text, _ in rows] + [bytes(w) for w in wrapped]
+    assert len(sealed) == 8 and all(sum(marker_count(var_dir, blob).values()) >= 1 for blob in sealed)  # really on disk: the check below can fail
 
     forgotten = agent.post("/api/agent/v1/memories/forget", json={"namespace": "disk", "key": "note"})
     assert forgotten.status_code == 200 and forgotten.json()["forgotten"] == 4
-    assert marker_count(var_dir, marker.encode()) == {}, "erased bytes remain on disk while the server runs"
+    assert [marker_count(var_dir, blob) for blob in sealed] == [{}] * 8, "erased ciphertext or destroyed keys remain on disk while the server runs"
 
     receipts = owner.get(f"/api/w/{workspace_id}/ask-history/deletion-receipts").json()["receipts"]
     receipt = next(r for r in receipts if r["id"] == forgotten.json()["receiptId"])

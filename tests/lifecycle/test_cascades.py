@@ -52,7 +52,7 @@ def test_deleting_a_cited_document_hides_its_memories_at_once_and_erases_them_on
     assert gone(cites)
     receipt = DeletionReceipt.objects.get()
     assert (receipt.operation, receipt.member_ref, receipt.memory_version_ids) == (Operation.CASCADE_DOCUMENT, world.editor.pk, [cites])
-    assert receipt.manifest["artifacts"] == {"memory_version": 1, "citation": 1, "memory_embedding": 1, "access_log_entry": 0, "access_log_reference": 0}
+    assert receipt.manifest["artifacts"] == {"memory_version": 1, "citation": 1, "memory_embedding": 1, "access_log_entry": 0, "access_log_reference": 0, "data_key": 1}
     assert listed(agent) == [unrelated]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 
 from governance import actions as governance
 from memoryapp.celery import app as celery_app
@@ -33,15 +33,22 @@ app.conf.beat_schedule = {"cascade-sweep": {"task": "retention.tasks.cascade_swe
 """
 
 
-def test_database_url() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
+def test_database_url(alias: str = "default") -> str:
+    db = connections[alias].settings_dict
+    if connections[alias].vendor == "sqlite":
         return f"sqlite:///{db['NAME']}"
     auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def test_database_env() -> dict[str, str]:
+    """What a worker needs to read this test's rows: its database, its key store (memory content
+    is sealed under keys kept there, SPEC §8.2) and the key-encryption key that unwraps them."""
+    return {"DATABASE_URL": test_database_url(), "KEYRING_DATABASE_URL": test_database_url("keyring"), "MEMORY_KEK": settings.MEMORY_KEK}
+
+
 test_database_url.__test__ = False  # a helper, not a test
+test_database_env.__test__ = False
 
 
 def wait_until(condition, timeout: float = 60.0) -> bool:
@@ -56,7 +63,7 @@ def wait_until(condition, timeout: float = 60.0) -> bool:
 def start_worker(tmp_path, *pool_args: str, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, object]:
     env = {
         **os.environ,
-        "DATABASE_URL": test_database_url(),
+        **test_database_env(),
         "VAR_DIR": str(tmp_path),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # the broker this test process sends to
         "CELERY_TASK_ALWAYS_EAGER": "0",
@@ -74,7 +81,7 @@ def worker_and_beat(tmp_path):
     (tmp_path / "fastbeat.py").write_text(FAST_BEAT)
     env = {
         **os.environ,
-        "DATABASE_URL": test_database_url(),
+        **test_database_env(),
         "VAR_DIR": str(tmp_path),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # the broker this test process sends to
         "CELERY_TASK_ALWAYS_EAGER": "0",

@@ -9,6 +9,7 @@ import json
 
 import pytest
 from django.apps import apps
+from django.core.exceptions import FieldError
 
 from memoryapp.masking import MAX_MASKED_CHARS, mask
 from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, MemoryVersion
@@ -40,7 +41,7 @@ def test_generated_values_never_reach_the_database(agent):
         response = agent.remember(namespace="generated", text=sample.text, details=[sample.text])
         if response.status_code == 400:
             assert error_code(response) == "AGENT_MEMORY_EMPTY", (sample, response.json())
-            assert MemoryVersion.objects.filter(text__contains=sample.value).count() == 0
+            assert not any(sample.value in v.text for v in MemoryVersion.objects.all())  # sealed: opened to be searched
             continue
         assert response.status_code == 201, (sample, response.json())
         memory = response.json()["memory"]
@@ -131,14 +132,17 @@ def test_the_ai_memory_page_offers_exactly_the_vocabulary():
     assert sorted(k for k, _ in form.fields["kind"].choices) == sorted(MEMORY_KINDS)
 
 
-def test_the_migration_clears_stored_kinds_outside_the_vocabulary(agent):
-    kept = agent.remember(namespace="kinds", text="prefers tea", kind="fact").json()["memory"]["id"]
-    legacy = agent.remember(namespace="kinds", text="likes hiking").json()["memory"]["id"]
-    MemoryVersion.objects.filter(pk=int(legacy)).update(kind="ada@example.com 054-123-4567")
+def test_the_kind_migration_cannot_run_on_sealed_kinds_nor_can_a_free_text_kind_be_written(agent):
+    """Migration 0003 cleared free-text kinds while `kind` was a plain column. Since 0009 seals it
+    (SPEC §8.2) no query reaches it: re-running 0003 refuses (never a silent no-op), and no
+    update() can write a kind past the vocabulary check."""
+    agent.remember(namespace="kinds", text="prefers tea", kind="fact")
     migration = importlib.import_module("memoryapp.migrations.0003_memory_kind_vocabulary")
-    migration.clear_unknown_kinds(apps, None)
-    assert MemoryVersion.objects.get(pk=int(legacy)).kind == ""
-    assert MemoryVersion.objects.get(pk=int(kept)).kind == "fact"
+    with pytest.raises(FieldError, match="sealed"):
+        migration.clear_unknown_kinds(apps, None)
+    assert agent.remember(namespace="kinds", text="likes hiking", kind="ada@example.com").status_code == 400
+    with pytest.raises(TypeError, match="sealed"):  # last: a refused update() marks the transaction for rollback
+        MemoryVersion.objects.update(kind="ada@example.com 054-123-4567")
 
 
 # --- other stored free text goes through the same detector --------------------------------------
@@ -185,7 +189,7 @@ def test_a_turn_is_skipped_exactly_when_remember_would_mask(world, agent):
         if mask(text).kinds:
             assert (consolidation["status"], consolidation["reason"]) == ("skipped", "personal_data"), text
             stored = Consolidation.objects.get(pk=int(consolidation["id"]))
-            assert stored.messages == []
+            assert stored.messages is None
         else:
             assert consolidation["status"] == "queued", text
 

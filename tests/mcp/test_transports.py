@@ -18,7 +18,7 @@ import anyio
 import httpx2
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -37,18 +37,22 @@ TOOL_NAMES = {"remember_memory", "recall_memories", "list_memories", "forget_mem
 
 def server_env(**extra: str) -> dict[str, str]:
     """The environment a server process needs to use this test run's database and Redis."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        url = f"sqlite:///{db['NAME']}"
-    else:
+
+    def url(alias: str) -> str:
+        db = connections[alias].settings_dict
+        if connections[alias].vendor == "sqlite":
+            return f"sqlite:///{db['NAME']}"
         auth = quote(db["USER"] or "")
         if db.get("PASSWORD"):
             auth += ":" + quote(db["PASSWORD"])
-        url = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
     env = {
         "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
         "VAR_DIR": str(settings.VAR_DIR),
-        "DATABASE_URL": url,
+        "DATABASE_URL": url("default"),
+        "KEYRING_DATABASE_URL": url("keyring"),  # memory content is sealed under keys kept there (SPEC §8.2)
+        "MEMORY_KEK": settings.MEMORY_KEK,
         "RATE_LIMIT_BACKEND": settings.RATE_LIMIT_BACKEND,
         "PYTHONPATH": str(BASE_DIR),
         "LOG_LEVEL": "WARNING",

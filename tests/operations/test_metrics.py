@@ -154,7 +154,7 @@ def test_a_label_value_outside_the_vocabulary_becomes_other():
 def test_a_receipt_whose_verification_finds_something_left_counts_as_a_failure(world, monkeypatch, django_capture_on_commit_callbacks):
     agent = make_agent(world.editor)
     assert agent.remember(namespace="crm", key="tier", text="Enterprise tier").status_code == 201
-    monkeypatch.setattr("retention.erasure.verify", lambda ids: {"checkedAt": timezone.now().isoformat(), "remaining": {"memory_version": 1}, "clean": False})
+    monkeypatch.setattr("retention.erasure.verify", lambda ids, key_ids=(): {"checkedAt": timezone.now().isoformat(), "remaining": {"memory_version": 1}, "clean": False})
     failures = sample("gam_verification_failures_total", check="receipt", operation="forget")
     with django_capture_on_commit_callbacks(execute=True):
         assert agent.forget(namespace="crm", key="tier").status_code == 200

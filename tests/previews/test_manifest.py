@@ -471,7 +471,7 @@ def test_a_retention_confirmation_is_refused_when_other_memories_took_the_previe
     old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
     chain = list(MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).order_by("pk"))
     for version in chain:
-        MemoryVersion.objects.create(**{f.attname: getattr(version, f.attname) for f in MemoryVersion._meta.concrete_fields if f.attname not in ("id", "key")}, key=f"{old.key}-twin")
+        MemoryVersion.objects.create(**{f.attname: getattr(version, f.attname) for f in MemoryVersion._meta.concrete_fields if f.attname not in ("id", "key", "key_id")}, key=f"{old.key}-twin")
     MemoryVersion.objects.filter(pk__in=[v.pk for v in chain]).delete()
     summary = previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest())
     assert {f"seen_{k}": str(v) for k, v in summary.items()}.items() <= seen.items()  # the numbers did not move

@@ -358,7 +358,9 @@ def test_japanese_paraphrase_found_by_the_default_embedder_through_the_endpoint(
 # --- reembed ---------------------------------------------------------------------------------------
 def test_reembed_refreshes_vectors_of_another_embedder_and_terms_of_another_format(agent, settings):
     remember_ok(agent, namespace="n", text="Painted a sunrise over the lake.")
-    MemoryEmbedding.objects.update(embedder_id="hashing-v1-256", terms="painted a sunrise over the lake", terms_format="t1")
+    stale = MemoryEmbedding.objects.get()  # saved as a row: the terms are sealed under the version's key
+    stale.embedder_id, stale.terms, stale.terms_format = "hashing-v1-256", "painted a sunrise over the lake", "t1"
+    stale.save()
     call_command("reembed", stdout=io.StringIO(), stderr=io.StringIO())
     entry = MemoryEmbedding.objects.get()
     assert entry.embedder_id == get_embedder(settings.MEMORY_EMBEDDER).id

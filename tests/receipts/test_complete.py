@@ -28,9 +28,11 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert receipt.operation == operation
     assert receipt.actor_label
     artifacts = receipt.manifest["artifacts"]
-    assert set(artifacts) == {"memory_version", "citation", "memory_embedding", "access_log_entry", "access_log_reference"}
+    assert set(artifacts) == {"memory_version", "citation", "memory_embedding", "access_log_entry", "access_log_reference", "data_key"}
     assert artifacts["memory_version"] == versions == len(receipt.memory_version_ids)
     assert artifacts["memory_embedding"] == versions
+    # SPEC §8.2: one data key per version, destroyed with it, and the receipt names them.
+    assert artifacts["data_key"] == receipt.manifest["keysDestroyed"] == versions == len(receipt.manifest["dataKeyIds"])
     assert isinstance(receipt.manifest["filters"], dict) and receipt.manifest["filters"]
     assert receipt.unreachable_at <= receipt.purged_at
     assert receipt.requested_at <= receipt.purged_at
@@ -38,7 +40,9 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert backups["retentionDays"] == backup_days
     assert backups["until"] == (receipt.purged_at + timedelta(days=backup_days)).isoformat()
     assert receipt.verification["clean"] is True
-    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "access_log_entry": 0}
+    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "access_log_entry": 0, "data_key": 0}
+    assert backups["content"] == "sealed" and "ciphertext only" in backups["statement"]
+    assert receipt.residual["keyring"]["retentionDays"] == 0 and receipt.residual["keyring"]["until"] is None
     everything = json.dumps([receipt.manifest, receipt.residual, receipt.verification, receipt.actor_label, receipt.memory_version_ids])
     assert "Zebra" not in everything and "umbrella" not in everything
 

@@ -161,6 +161,7 @@ class LiveServer:
         self._prepare_backend()
         (self.var_dir / "prometheus").mkdir(parents=True, exist_ok=True)
         self.run("manage.py", "migrate", "--noinput")
+        self.run("manage.py", "encrypt_memories")  # as the run command does (a no-op on a fresh database)
         self._spawn("worker", ["-m", "celery", "-A", "memoryapp", "worker", "--concurrency=1", "--pool=threads", "--loglevel=WARNING"], self.env())
         self._web("main")
         self._web("tight", **TIGHT)

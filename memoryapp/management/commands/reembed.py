@@ -43,10 +43,11 @@ class Command(BaseCommand):
                 existing = set(MemoryEmbedding.objects.filter(memory_id__in=[v.pk for v in batch]).values_list("memory_id", flat=True))
                 for version, vector in zip(batch, vectors):
                     values = {"embedder_id": embedder.id, "dim": embedder.dim, "vector": to_bytes(vector), "terms": " ".join(index_terms(version.text)), "terms_format": TERMS_FORMAT}
+                    # Saved as a row (not update()): vector and terms are sealed under the version's key.
                     if version.pk in existing:
-                        MemoryEmbedding.objects.filter(memory_id=version.pk).update(**values)
+                        MemoryEmbedding(memory=version, **values).save(force_update=True)
                     elif MemoryVersion.objects.filter(pk=version.pk).exists():  # erased meanwhile: nothing to index
-                        MemoryEmbedding.objects.create(memory_id=version.pk, **values)
+                        MemoryEmbedding(memory=version, **values).save(force_insert=True)
             done += len(batch)
             last_pk = batch[-1].pk
             bar.update(len(batch))

@@ -1,0 +1,205 @@
+"""The key store (SPEC §8.2): data keys, wrapped by the key-encryption key, in a database that is
+not the data store.
+
+`DataKey` is the only model of the Django database alias `keyring` (`memoryapp.routers`): a
+second SQLite file under var/ (embedded default: `secure_delete` on, its WAL truncated after every
+key deletion) or a PostgreSQL database of its own (`KEYRING_DATABASE_URL`). Its backups are taken
+apart from the database's and kept briefly (`KEYRING_BACKUP_RETENTION_DAYS`): a database backup
+restored after an erase then holds ciphertext whose keys exist nowhere (docs/lifecycle.md).
+
+`KeyStore` is the interface every caller uses; `DatabaseKeyStore` is the backend for both
+databases. A KMS or Vault backend implements the same five methods (docs/encryption.md, "Another
+key store"): `put` stores new DEKs wrapped, `get_many` returns them unwrapped in one round trip,
+`delete_many` destroys them, `present` tells which still exist, `rewrap` moves them to the current
+KEK. Nothing outside this module knows how keys are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Protocol
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connections, models
+from django.utils import timezone
+
+from memoryapp.crypto import KeyEncryptionKeys, SealError, decode_kek
+
+logger = logging.getLogger(__name__)
+
+KEYRING = "keyring"  # the database alias
+# SQLite caps bound parameters per statement; PostgreSQL is happy with large IN lists.
+_SQLITE_CHUNK = 900
+
+
+class DataKey(models.Model):
+    """One data key, wrapped by a KEK. Holds no content and nothing a content could be guessed from."""
+
+    key_id = models.UUIDField(primary_key=True, help_text="The `key_id` of the row (memory version, consolidation) it encrypts.")
+    owner = models.CharField(max_length=40, help_text="The model whose row it encrypts (memoryapp.memoryversion, retention.consolidation).")
+    wrapped_by = models.CharField(max_length=16, help_text="Id of the key-encryption key that wrapped it.")
+    wrapped = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "created_at"], name="datakey_sweep"), models.Index(fields=["wrapped_by"], name="datakey_rewrap")]
+
+    def __str__(self) -> str:
+        return f"data key {self.key_id}"
+
+
+class KeyStore(Protocol):
+    def put(self, keys: Mapping[UUID, bytes], *, owner: str) -> None: ...
+
+    def get_many(self, key_ids: Iterable[UUID]) -> dict[UUID, bytes | None]:
+        """The unwrapped DEKs of these ids, in one round trip. An id absent from the answer has no
+        key (destroyed); None: a key is stored but does not unwrap (corrupted, or an unknown KEK)."""
+        ...
+
+    def _rows(self, ids: Sequence[UUID]) -> Iterable[tuple[UUID, str, bytes]]:
+        """(key id, wrapped by, wrapped) of these ids. PostgreSQL: one array parameter (`= ANY`),
+        not 300 placeholders to interpolate and parse."""
+        connection = connections[self.alias]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s::uuid[])", [[str(i) for i in ids]])
+                return cursor.fetchall()
+        return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
+
+    def delete_many(self, key_ids: Iterable[UUID]) -> int: ...
+
+    def present(self, key_ids: Iterable[UUID]) -> set[UUID]: ...
+
+    def rewrap(self, *, limit: int, after: UUID | None = None) -> tuple[int, UUID | None]: ...
+
+
+@lru_cache(maxsize=4)
+def _keks(current: str, retired: tuple[str, ...]) -> KeyEncryptionKeys:
+    return KeyEncryptionKeys(decode_kek(current), tuple(decode_kek(value, name="RETIRED_KEKS") for value in retired))
+
+
+def key_encryption_keys() -> KeyEncryptionKeys:
+    return _keks(settings.MEMORY_KEK, tuple(settings.RETIRED_KEKS))
+
+
+def _chunked(ids: Sequence[UUID], alias: str) -> Iterable[Sequence[UUID]]:
+    size = _SQLITE_CHUNK if connections[alias].vendor == "sqlite" else 10_000
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+class DatabaseKeyStore:
+    """Keys in the `keyring` database (SQLite or PostgreSQL). Every call runs in the keyring
+    connection's own autocommit transaction: a key is durable before the data row that needs it
+    commits, and destroyed before the erase that destroys it reports so."""
+
+    def __init__(self, alias: str = KEYRING):
+        self.alias = alias
+
+    def _objects(self) -> models.QuerySet[DataKey]:
+        return DataKey.objects.using(self.alias)
+
+    def put(self, keys: Mapping[UUID, bytes], *, owner: str) -> None:
+        if not keys:
+            return
+        keks = key_encryption_keys()
+        now = timezone.now()
+        rows = []
+        for key_id, dek in keys.items():
+            wrapped_by, wrapped = keks.wrap(key_id, dek)
+            rows.append(DataKey(key_id=key_id, owner=owner, wrapped_by=wrapped_by, wrapped=wrapped, created_at=now))
+        self._objects().bulk_create(rows, batch_size=500)
+
+    def get_many(self, key_ids: Iterable[UUID]) -> dict[UUID, bytes | None]:
+        ids = list(dict.fromkeys(key_ids))
+        keks = key_encryption_keys()
+        found: dict[UUID, bytes | None] = {}
+        for chunk in _chunked(ids, self.alias):
+            for key_id, wrapped_by, wrapped in self._rows(chunk):
+                try:
+                    found[key_id] = keks.unwrap(key_id, wrapped_by, bytes(wrapped))
+                except SealError as exc:
+                    logger.error("data key does not unwrap: %s", exc, extra={"key_id": str(key_id)})
+                    found[key_id] = None
+        return found
+
+    def _rows(self, ids: Sequence[UUID]) -> Iterable[tuple[UUID, str, bytes]]:
+        """(key id, wrapped by, wrapped) of these ids. PostgreSQL: one array parameter (`= ANY`),
+        not 300 placeholders to interpolate and parse."""
+        connection = connections[self.alias]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s::uuid[])", [[str(i) for i in ids]])
+                return cursor.fetchall()
+        return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
+
+    def delete_many(self, key_ids: Iterable[UUID]) -> int:
+        ids = list(dict.fromkeys(key_ids))
+        deleted = 0
+        for chunk in _chunked(ids, self.alias):
+            deleted += self._objects().filter(pk__in=chunk)._raw_delete(self.alias)
+        if deleted:
+            self.checkpoint()
+        return deleted
+
+    def present(self, key_ids: Iterable[UUID]) -> set[UUID]:
+        ids = list(dict.fromkeys(key_ids))
+        return {key_id for chunk in _chunked(ids, self.alias) for key_id in self._objects().filter(pk__in=chunk).values_list("key_id", flat=True)}
+
+    def rewrap(self, *, limit: int, after: UUID | None = None) -> tuple[int, UUID | None]:
+        """Re-wrap up to `limit` keys (in key id order, after `after`) under the current KEK:
+        those wrapped by a retired one. Returns how many were re-wrapped and the last key id
+        looked at (None when none was left). A key that does not unwrap is logged and left."""
+        keks = key_encryption_keys()
+        queryset = self._objects().exclude(wrapped_by=keks.current_id)
+        if after is not None:
+            queryset = queryset.filter(key_id__gt=after)
+        rows = list(queryset.order_by("key_id").values_list("key_id", "wrapped_by", "wrapped")[:limit])
+        done = 0
+        for key_id, wrapped_by, wrapped in rows:
+            try:
+                dek = keks.unwrap(key_id, wrapped_by, bytes(wrapped))
+            except SealError as exc:
+                logger.error("data key cannot be re-wrapped: %s", exc, extra={"key_id": str(key_id)})
+                continue
+            new_by, new_wrapped = keks.wrap(key_id, dek)
+            done += self._objects().filter(pk=key_id, wrapped_by=wrapped_by).update(wrapped_by=new_by, wrapped=new_wrapped)
+        return done, (rows[-1][0] if rows else None)
+
+    def not_current(self) -> int:
+        """Keys still wrapped by another KEK than the current one."""
+        return self._objects().exclude(wrapped_by=key_encryption_keys().current_id).count()
+
+    # --- for the sweep and the matrix (not part of what another backend must offer) -------------
+    def scan(self, *, owner: str, created_before, after: UUID | None, limit: int) -> list[UUID]:
+        queryset = self._objects().filter(owner=owner, created_at__lt=created_before)
+        if after is not None:
+            queryset = queryset.filter(key_id__gt=after)
+        return list(queryset.order_by("key_id").values_list("key_id", flat=True)[:limit])
+
+    def count(self) -> int:
+        return self._objects().count()
+
+    def checkpoint(self, attempts: int = 5) -> bool:
+        """SQLite: copy the keyring's WAL into its file and truncate it, so destroyed keys leave the
+        WAL too (secure_delete has zeroed them in the file). PostgreSQL: nothing to do here."""
+        connection = connections[self.alias]
+        if connection.vendor != "sqlite" or connection.in_atomic_block:
+            return False
+        with connection.cursor() as cursor:
+            for attempt in range(attempts):
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                busy, _, _ = cursor.fetchone()
+                if not busy:
+                    return True
+                time.sleep(0.05 * (attempt + 1))
+        logger.warning("keyring WAL checkpoint stayed busy after %d attempts", attempts)
+        return False
+
+
+def key_store() -> DatabaseKeyStore:
+    return DatabaseKeyStore()

@@ -1,0 +1,56 @@
+"""`migrate` migrates the key store too (SPEC §8.2).
+
+The data keys live in a database of their own (alias `keyring`, memoryapp.routers). So that every
+place that sets the product up — the README's run command, CI, the client's live server, the
+benchmarks — needs no second step, migrating the default database migrates the keyring after it
+(creating its PostgreSQL database first when it does not exist yet). `migrate --database keyring`
+migrates the keyring alone. Inside a test database (the test runner migrates each alias itself)
+nothing more is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.commands.migrate import Command as DjangoMigrate
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from memoryapp.routers import KEYRING
+
+
+def _in_test_database() -> bool:
+    connection = connections[DEFAULT_DB_ALIAS]
+    return connection.settings_dict["NAME"] == connection.creation._get_test_db_name()
+
+
+def ensure_postgres_database(alias: str) -> bool:
+    """Create the alias's PostgreSQL database when it does not exist (True when created)."""
+    import psycopg
+    from psycopg import sql
+
+    params = connections[alias].get_connection_params()
+    name = params.pop("dbname")
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params.pop("prepare_threshold", None)
+    with psycopg.connect(**{**params, "dbname": "postgres"}, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            return False
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return True
+
+
+class Command(DjangoMigrate):
+    help = "Updates the database schema, then the key store's (`--database keyring` for the keyring alone)."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["database"] == KEYRING and connections[KEYRING].vendor == "postgresql":
+            ensure_postgres_database(KEYRING)
+        super().handle(*args, **options)
+        if options["database"] != DEFAULT_DB_ALIAS or options.get("app_label") or _in_test_database():
+            return
+        if connections[KEYRING].vendor == "postgresql" and ensure_postgres_database(KEYRING) and options["verbosity"] >= 1:
+            self.stdout.write(f"Created the key store's database {connections[KEYRING].settings_dict['NAME']}.")
+        if options["verbosity"] >= 1:
+            self.stdout.write("Key store (database alias `keyring`):")
+        super().handle(*args, **{**options, "database": KEYRING})

@@ -1,0 +1,460 @@
+"""Sealed fields: memory content stored only as AES-256-GCM ciphertext, opened in bulk on read.
+
+A model that stores content declares its content fields as `SealedField`s and keeps its row's key
+id in a `RowKeyField` (or names, in `sealed_with`, the foreign key whose row's key it shares: a
+memory embedding is sealed under its memory version's key). Then:
+
+- **Writing**: saving the row (save, create, bulk_create) seals each field under the row's data
+  key, creating the key (and storing it, wrapped, in the key store) the first time. The key id is
+  chosen before the INSERT, so the associated data can name the row before it has a primary key.
+  `QuerySet.update()` and filters refuse a plain value for a sealed field (TypeError): nothing
+  writes or queries content except by saving the row.
+- **Reading**: the model's QuerySet (`SealedQuerySet`, also its base manager, so related lookups
+  and `refresh_from_db` use it) fetches the rows, then the data keys of all of them in ONE
+  key-store query, and decrypts every sealed field in place: callers keep reading `version.text`.
+  `values()`/`values_list()` return the `Sealed` ciphertext unopened: `open_values` opens such rows
+  explicitly (recall's candidates do).
+- **Unreadable rows**: a row whose key is gone (destroyed by an erase, the sweep erases the rest
+  of it) reads as erased: it is left out of the results. A corrupted ciphertext, one bound to
+  another row or field, or a key that does not unwrap: logged as an error (ids only), left out,
+  and counted (`content_unreadable`, which `memoryapp.observers` turns into a metric). Never a
+  500, never another row's text. `keep_unreadable()` keeps them, flagged (`is_unreadable`), for a
+  caller that must count them (the list's pagination).
+- **Legacy rows** (stored before encryption, `key_id` NULL) are read as plaintext until
+  `manage.py encrypt_memories` seals them.
+
+No unwrapped key is cached between queries: a DEK lives on the instances it opened (for the
+request that loaded them), so no process can read a row after its key was destroyed
+(docs/encryption.md measures what that costs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
+from typing import Any
+from uuid import UUID, uuid4
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from django.core.exceptions import FieldError
+from django.db import migrations, models, transaction
+from django.db.models.query import ModelIterable
+from django.dispatch import Signal
+
+from memoryapp.crypto import SealError, field_aad, new_data_key, open_sealed, seal
+from memoryapp.keyring import key_store
+
+logger = logging.getLogger(__name__)
+
+#: Sent once per read that left rows out: sender = the model, reason = missing_key | bad_key | corrupt, count.
+content_unreadable = Signal()
+
+MISSING_KEY = "missing_key"  # destroyed: the row is an erase's leftover (the sweep erases it)
+BAD_KEY = "bad_key"  # stored but does not unwrap: corrupted, or a KEK missing from RETIRED_KEKS
+CORRUPT = "corrupt"  # a ciphertext that does not authenticate: corrupted, or moved from another row or field
+
+
+class Sealed:
+    """A sealed field's value as read from the database, before it is opened. Deliberately not a
+    str nor bytes: code that reads content without opening it fails loudly instead of showing
+    ciphertext."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes | str):
+        self.raw = raw
+
+    def __repr__(self) -> str:
+        return f"<Sealed {len(self.raw)} bytes>"
+
+    def __str__(self) -> str:
+        raise TypeError("a sealed value was read without being opened (memoryapp.sealing)")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sealed) and other.raw == self.raw
+
+    def __hash__(self) -> int:
+        return hash(self.raw)  # compared as ciphertext (a test's before/after sets): never opened by it
+
+
+class Ciphertext(bytes):
+    """What `SealedField.pre_save` hands the database: the only value a sealed column accepts."""
+
+
+_ABSENT = object()
+
+
+class Unreadable(Exception):
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(detail or reason)
+        self.reason = reason
+
+
+# --- codecs ----------------------------------------------------------------------------------------
+def _encode(codec: str, value: Any) -> bytes:
+    if codec == "text":
+        return str(value).encode("utf-8")
+    if codec == "bytes":
+        return bytes(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _decode(codec: str, data: bytes) -> Any:
+    if codec == "text":
+        return data.decode("utf-8")
+    if codec == "bytes":
+        return data
+    return json.loads(data.decode("utf-8"))
+
+
+def _legacy(codec: str, raw: bytes | str) -> Any:
+    """A value stored before encryption: the column held it as text (SQLite keeps its storage
+    class), UTF-8 bytes (PostgreSQL's converted column) or raw bytes (vectors)."""
+    if codec == "bytes":
+        return bytes(raw, "latin-1") if isinstance(raw, str) else bytes(raw)
+    text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
+    return text if codec == "text" else json.loads(text or "null")
+
+
+# --- fields --------------------------------------------------------------------------------------
+class SealedField(models.BinaryField):
+    """A content field stored as AES-256-GCM ciphertext under its row's data key. `codec`: how
+    the Python value becomes bytes (`text`: str, `bytes`, `json`)."""
+
+    def __init__(self, *args: Any, codec: str = "text", **kwargs: Any):
+        if codec not in ("text", "bytes", "json"):
+            raise ValueError(f"unknown codec {codec!r}")
+        self.codec = codec
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        kwargs["codec"] = self.codec
+        return name, path, args, kwargs
+
+    def check(self, **kwargs: Any) -> list:
+        return models.Field.check(self, **kwargs)  # a str default is right for a text codec (BinaryField refuses one)
+
+    def get_default(self) -> Any:
+        return models.Field.get_default(self)  # BinaryField's would turn "" into b""
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Sealed | None:
+        if value is None:
+            return None
+        return Sealed(value if isinstance(value, str) else bytes(value))
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Ciphertext | None:
+        value = getattr(model_instance, self.attname)
+        if value is None:
+            return None
+        if isinstance(value, Sealed):  # loaded and never opened (deferred opening): written back as it is
+            return Ciphertext(value.raw.encode("utf-8") if isinstance(value.raw, str) else value.raw)
+        key_id, cipher = row_cipher(model_instance)
+        return Ciphertext(seal(cipher, _encode(self.codec, value), field_aad(self.model._meta.db_table, key_id, self.name)))
+
+    def get_prep_value(self, value: Any) -> Any:
+        if value is None or isinstance(value, Ciphertext):
+            return value
+        raise TypeError(f"{self.model.__name__}.{self.name} is sealed: it is written by saving its row, never by update() or compared in a filter")
+
+    def to_python(self, value: Any) -> Any:
+        return value
+
+    def get_lookup(self, lookup_name: str) -> Any:
+        if lookup_name == "isnull":
+            return super().get_lookup(lookup_name)
+        raise FieldError(f"{self.model.__name__}.{self.name} is sealed: no lookup reaches its content (only isnull)")
+
+    def get_transform(self, name: str) -> Any:
+        raise FieldError(f"{self.model.__name__}.{self.name} is sealed: no lookup reaches its content (only isnull)")
+
+
+class RowKeyField(models.UUIDField):
+    """The id of the row's data key, chosen (and the key stored) before the row is inserted."""
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> UUID | None:
+        if any(isinstance(getattr(model_instance, f.attname, None), (str, bytes, list, dict)) for f in sealed_fields(type(model_instance))):
+            row_cipher(model_instance)
+        return getattr(model_instance, self.attname)
+
+
+_SEALED_FIELDS: dict[type[models.Model], list[SealedField]] = {}
+
+
+def sealed_fields(model: type[models.Model]) -> list[SealedField]:
+    fields = _SEALED_FIELDS.get(model)
+    if fields is None:
+        fields = _SEALED_FIELDS[model] = [f for f in model._meta.concrete_fields if isinstance(f, SealedField)]
+    return fields
+
+
+def _codecs(model: type[models.Model]) -> dict[str, str]:
+    return {f.name: f.codec for f in sealed_fields(model)}
+
+
+def owner_label(model: type[models.Model]) -> str:
+    return model._meta.label_lower
+
+
+def _key_holder(instance: models.Model) -> models.Model:
+    via = getattr(type(instance), "sealed_with", None)
+    return getattr(instance, via) if via else instance
+
+
+def row_cipher(instance: models.Model) -> tuple[UUID, AESGCM]:
+    """The row's key id and cipher, creating the key (stored wrapped in the key store, committed
+    at once) for a new row. A row sealed under another row's key (an embedding) asks that row."""
+    holder = _key_holder(instance)
+    cached = holder.__dict__.get("_sealing_cipher")
+    if cached is not None:
+        return cached
+    if holder.key_id is None:
+        if holder.pk is not None and holder is not instance:
+            raise Unreadable(MISSING_KEY, f"{holder._meta.label} #{holder.pk} is stored unencrypted: run `manage.py encrypt_memories`")
+        holder.key_id = uuid4()
+        dek = new_data_key()
+        key_store().put({holder.key_id: dek}, owner=owner_label(type(holder)))
+    else:
+        dek = key_store().get_many([holder.key_id]).get(holder.key_id)
+        if dek is None:
+            raise Unreadable(MISSING_KEY, f"{holder._meta.label} #{holder.pk}: its data key is gone")
+    holder._sealing_cipher = (holder.key_id, AESGCM(dek))
+    return holder._sealing_cipher
+
+
+def prepare_keys(instances: Iterable[models.Model]) -> None:
+    """Create the data keys of many new rows with one key-store write (before a bulk_create)."""
+    fresh = [i for i in instances if i.key_id is None and "_sealing_cipher" not in i.__dict__]
+    if not fresh:
+        return
+    keys = {}
+    for instance in fresh:
+        instance.key_id = uuid4()
+        keys[instance.key_id] = new_data_key()
+        instance._sealing_cipher = (instance.key_id, AESGCM(keys[instance.key_id]))
+    key_store().put(keys, owner=owner_label(type(fresh[0])))
+
+
+def destroy_keys_on_commit(key_ids: list[UUID]) -> None:
+    """Destroy these data keys once the current transaction commits (never if it rolls back: the
+    rows they open are then still there). What a crash leaves is the keyring sweep's."""
+    if key_ids:
+        transaction.on_commit(lambda: key_store().delete_many(key_ids))
+
+
+# --- opening ---------------------------------------------------------------------------------------
+def fetch_keys(key_ids: Iterable[UUID | None]) -> dict[UUID, AESGCM | None]:
+    """The ciphers of these keys, in one key-store query (absent: destroyed; None: does not unwrap)."""
+    wanted = [k for k in dict.fromkeys(key_ids) if k is not None]
+    if not wanted:
+        return {}
+    return {key_id: (AESGCM(dek) if dek is not None else None) for key_id, dek in key_store().get_many(wanted).items()}
+
+
+def open_values(model: type[models.Model], key_id: UUID | None, keys: Mapping[UUID, AESGCM | None], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Open some sealed columns of one row of `model` (as `values_list` or a raw cursor gave
+    them) with the ciphers `fetch_keys` returned. Raises Unreadable."""
+    codecs = _codecs(model)
+    opened: dict[str, Any] = {}
+    if key_id is None:
+        for name, raw in values.items():
+            raw = raw.raw if isinstance(raw, Sealed) else raw
+            opened[name] = None if raw is None else _legacy(codecs[name], raw)
+        return opened
+    cipher = keys.get(key_id, _ABSENT)
+    if cipher is _ABSENT:
+        raise Unreadable(MISSING_KEY)
+    if cipher is None:
+        raise Unreadable(BAD_KEY)
+    prefix = f"gam/v1|{model._meta.db_table}|{key_id}|"
+    for name, raw in values.items():
+        if isinstance(raw, Sealed):
+            raw = raw.raw
+        if raw is None:
+            opened[name] = None
+            continue
+        data = raw.encode("latin-1") if isinstance(raw, str) else raw if isinstance(raw, bytes) else bytes(raw)
+        try:
+            opened[name] = _decode(codecs[name], open_sealed(cipher, data, (prefix + name).encode()))
+        except (SealError, UnicodeDecodeError, ValueError) as exc:
+            raise Unreadable(CORRUPT, f"{name}: {exc}") from None
+    return opened
+
+
+def _holder_key_ids(instances: list[models.Model]) -> dict[int, UUID | None]:
+    """id(instance) -> the key id it is sealed under; one query for embeddings whose memory
+    version is not loaded with them."""
+    found: dict[int, UUID | None] = {}
+    missing: dict[type[models.Model], dict[Any, list[models.Model]]] = {}
+    for instance in instances:
+        via = getattr(type(instance), "sealed_with", None)
+        if via is None:
+            found[id(instance)] = instance.key_id
+            continue
+        field = instance._meta.get_field(via)
+        if field.is_cached(instance):
+            found[id(instance)] = getattr(instance, via).key_id
+        else:
+            missing.setdefault(field.related_model, {}).setdefault(getattr(instance, field.attname), []).append(instance)
+    for model, by_pk in missing.items():
+        key_ids = dict(model._base_manager.filter(pk__in=list(by_pk)).values_list("pk", "key_id"))
+        for pk, waiting in by_pk.items():
+            for instance in waiting:
+                found[id(instance)] = key_ids.get(pk)
+    return found
+
+
+def _walk(instances: Iterable[models.Model]) -> Iterator[models.Model]:
+    """The instances and every related instance loaded with them (select_related)."""
+    stack = list(instances)
+    seen: set[int] = set()
+    while stack:
+        instance = stack.pop()
+        if id(instance) in seen or instance is None:
+            continue
+        seen.add(id(instance))
+        yield instance
+        stack.extend(v for v in instance._state.fields_cache.values() if isinstance(v, models.Model))
+
+
+def open_instances(instances: list[models.Model], *, keys: Mapping[UUID, AESGCM | None] | None = None) -> dict[int, str]:
+    """Decrypt, in place, every sealed field loaded on these instances (and on the instances
+    loaded with them); one key-store query for all of them. Returns id(instance) -> reason for
+    the ones that could not be opened (their sealed fields are set to None)."""
+    sealed = [i for i in _walk(instances) if sealed_fields(type(i)) and any(isinstance(i.__dict__.get(f.attname), Sealed) for f in sealed_fields(type(i)))]
+    if not sealed:
+        return {}
+    holder_keys = _holder_key_ids(sealed)
+    known = dict(keys or {})
+    wanted = [k for k in holder_keys.values() if k is not None and k not in known]
+    if wanted:
+        known.update(fetch_keys(wanted))
+    failed: dict[int, str] = {}
+    counts: dict[tuple[type[models.Model], str], int] = {}
+    for instance in sealed:
+        model = type(instance)
+        key_id = holder_keys[id(instance)]
+        pending = {f.name: instance.__dict__[f.attname] for f in sealed_fields(model) if isinstance(instance.__dict__.get(f.attname), Sealed)}
+        try:
+            opened = open_values(model, key_id, known, pending)
+        except Unreadable as exc:
+            failed[id(instance)] = exc.reason
+            counts[(model, exc.reason)] = counts.get((model, exc.reason), 0) + 1
+            if exc.reason != MISSING_KEY:
+                logger.error("sealed content does not open: %s", exc, extra={"model": model._meta.label, "row": instance.pk, "reason": exc.reason})
+            for name in pending:
+                instance.__dict__[name] = None
+            instance._sealing_unreadable = exc.reason
+            continue
+        instance.__dict__.update(opened)
+        cipher = known.get(key_id) if key_id is not None else None
+        if cipher is not None and getattr(model, "sealed_with", None) is None:
+            instance._sealing_cipher = (key_id, cipher)
+    for (model, reason), count in counts.items():
+        content_unreadable.send(sender=model, reason=reason, count=count)
+    return failed
+
+
+def is_unreadable(instance: models.Model) -> bool:
+    return bool(instance.__dict__.get("_sealing_unreadable"))
+
+
+class SealedQuerySet(models.QuerySet):
+    """Opens what it fetches (module docstring). `with_keys(ciphers)` reuses ciphers a caller
+    already fetched (recall: the candidates' keys open the results too); `keep_unreadable()`
+    keeps rows that do not open, flagged, instead of leaving them out."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._sealing_keys: Mapping[UUID, AESGCM | None] | None = None
+        self._keep_unreadable = False
+
+    def _clone(self):
+        clone = super()._clone()
+        clone._sealing_keys = self._sealing_keys
+        clone._keep_unreadable = self._keep_unreadable
+        return clone
+
+    def with_keys(self, keys: Mapping[UUID, AESGCM | None]) -> SealedQuerySet:
+        clone = self._chain()
+        clone._sealing_keys = keys
+        return clone
+
+    def keep_unreadable(self) -> SealedQuerySet:
+        clone = self._chain()
+        clone._keep_unreadable = True
+        return clone
+
+    def only(self, *fields: str) -> SealedQuerySet:
+        """`only()` naming a sealed field loads the row's key id with it (opening needs it)."""
+        sealed = {f.name for f in sealed_fields(self.model)}
+        if sealed & set(fields) and any(isinstance(f, RowKeyField) for f in self.model._meta.concrete_fields):
+            fields = (*fields, "key_id")
+        return super().only(*fields)
+
+    def _open(self, rows: list[models.Model]) -> list[models.Model]:
+        failed = open_instances(rows, keys=self._sealing_keys)
+        if not failed or self._keep_unreadable:
+            return rows
+        return [row for row in rows if id(row) not in failed]
+
+    def _fetch_all(self) -> None:
+        if self._result_cache is None and issubclass(self._iterable_class, ModelIterable):
+            super()._fetch_all()
+            self._result_cache = self._open(self._result_cache)
+            return
+        super()._fetch_all()
+
+    def _iterator(self, use_chunked_fetch: bool, chunk_size: int | None):
+        rows = super()._iterator(use_chunked_fetch, chunk_size)
+        if not issubclass(self._iterable_class, ModelIterable):
+            yield from rows
+            return
+        size = chunk_size or 2000
+        while batch := list(islice(rows, size)):
+            yield from self._open(batch)
+
+
+SealedManager = models.Manager.from_queryset(SealedQuerySet)
+
+
+# --- the migration that turned content columns into sealed ones ---------------------------------
+class SealColumn(migrations.AlterField):
+    """AlterField to a SealedField that keeps the rows already stored: PostgreSQL converts the
+    text (or jsonb) column to bytea as UTF-8 (`convert_to`; a plain cast would read backslashes as
+    escapes), SQLite copies the values as they are. They stay readable as legacy plaintext until
+    `encrypt_memories` seals them. Backwards works only for rows not sealed yet."""
+
+    def __init__(self, *args: Any, json: bool = False, **kwargs: Any):
+        self.json = json
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, args, kwargs = super().deconstruct()
+        if self.json:
+            kwargs["json"] = True
+        return name, args, kwargs
+
+    def _convert(self, app_label: str, schema_editor: Any, state: Any, to_type: str) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        model = state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        table, column = schema_editor.quote_name(model._meta.db_table), schema_editor.quote_name(model._meta.get_field(self.name).column)
+        if to_type == "bytea":
+            using = f"convert_to({column}::text, 'UTF8')" if self.json else f"convert_to({column}, 'UTF8')"
+        else:
+            using = f"convert_from({column}, 'UTF8')::{to_type}"
+        schema_editor.execute(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE {to_type} USING {using}")
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self._convert(app_label, schema_editor, from_state, "bytea")
+        super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self._convert(app_label, schema_editor, from_state, "jsonb" if self.json else "text")
+        # AlterField's backwards is its forwards with the states swapped: not this class's forwards.
+        migrations.AlterField.database_forwards(self, app_label, schema_editor, from_state, to_state)
