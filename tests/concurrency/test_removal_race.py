@@ -169,7 +169,7 @@ def test_removal_discards_the_waiting_turns_and_purges_their_input(world, turn):
     assert queued.status == "queued" and queued.messages and queued.member_period == 1
     governance.remove_member(world.editor, actor=world.owner.user)
     queued.refresh_from_db()
-    assert (queued.status, queued.reason, queued.messages) == ("skipped", "member_left", [])
+    assert (queued.status, queued.reason, queued.messages) == ("skipped", "member_left", None)
     assert queued.input_purged_at is not None
     governance.add_member(world.workspace, world.editor.user.email, role="editor")
     assert run_consolidation(queued.pk)["status"] == "not_queued"

@@ -167,7 +167,9 @@ def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(se
     purged = timezone.now()
     window = erasure.residual_window(purged)
     vendor = connection.vendor
-    assert set(window) == ({"database", "backups", "walArchives"} if vendor == "postgresql" else {"database", "backups"})
+    assert set(window) == ({"database", "backups", "walArchives", "keyring"} if vendor == "postgresql" else {"database", "backups", "keyring"})
+    # SPEC §8.2: backups keep ciphertext only; the key store's own window bounds the content.
+    assert window["backups"]["content"] == "sealed" and window["keyring"]["retentionDays"] == settings.KEYRING_BACKUP_RETENTION_DAYS
     assert window["database"]["engine"] == vendor and window["database"]["statement"]
     backups = window["backups"]
     assert backups["retentionDays"] == backup_days

@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Every label name any metric may carry: none of them names content, a namespace, a key, a
 # credential or a member.
-ALLOWED_LABELS = {"route", "method", "status", "code", "operation", "transport", "kind", "ranking", "embedder", "outcome", "task", "check", "queue", "le"}
+# model and reason: gam_sealed_content_unreadable_total (a model label, missing_key | bad_key | corrupt)
+ALLOWED_LABELS = {"route", "method", "status", "code", "operation", "transport", "kind", "ranking", "embedder", "outcome", "task", "check", "queue", "le", "model", "reason"}
 
 
 def sample(name: str, **labels: str) -> float:
