@@ -19,8 +19,11 @@ from memoryapp.routers import KEYRING
 
 
 def _in_test_database() -> bool:
-    connection = connections[DEFAULT_DB_ALIAS]
-    return connection.settings_dict["NAME"] == connection.creation._get_test_db_name()
+    """Under a test runner (Django's or pytest-django's), which sets the test environment up
+    before it creates the test databases and migrates every alias itself."""
+    from django.test.utils import _TestState
+
+    return hasattr(_TestState, "saved_data")
 
 
 def ensure_postgres_database(alias: str) -> bool:
