@@ -65,8 +65,14 @@ class KeyStore(Protocol):
         not 300 placeholders to interpolate and parse."""
         connection = connections[self.alias]
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s::uuid[])", [[str(i) for i in ids]])
+            import psycopg
+
+            # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
+            # from text. psycopg's own cursor on Django's connection, so Django's query log does not
+            # list it.
+            connection.ensure_connection()
+            with psycopg.Cursor(connection.connection) as cursor:
+                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s)", [list(ids)], binary=True)
                 return cursor.fetchall()
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 
@@ -132,8 +138,14 @@ class DatabaseKeyStore:
         not 300 placeholders to interpolate and parse."""
         connection = connections[self.alias]
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s::uuid[])", [[str(i) for i in ids]])
+            import psycopg
+
+            # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
+            # from text. psycopg's own cursor on Django's connection, so Django's query log does not
+            # list it.
+            connection.ensure_connection()
+            with psycopg.Cursor(connection.connection) as cursor:
+                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s)", [list(ids)], binary=True)
                 return cursor.fetchall()
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 

@@ -203,16 +203,24 @@ def test_a_key_encryption_key_missing_from_the_configuration_hides_rows_and_neve
 
 
 # --- the cost of reading: one key-store query ------------------------------------------------------
-def test_recall_of_many_candidates_asks_the_key_store_once(world):
+def test_recall_of_many_candidates_asks_the_key_store_once(world, monkeypatch):
     agent = make_agent(world.editor)
     for i in range(40):
         remember(agent, f"candidate {MARKER} {i} about shipping")
-    with CaptureQueriesContext(connections[KEYRING]) as keys:
-        found = recalled(agent, f"{MARKER} shipping")
-    assert found and len(keys.captured_queries) == 1
-    with CaptureQueriesContext(connections[KEYRING]) as keys:
-        assert len(listed_ids(agent)) == 40
-    assert len(keys.captured_queries) <= 2  # one per page batch
+    calls: list[int] = []
+    original = keyring.DatabaseKeyStore.get_many
+
+    def counted(self, key_ids):
+        key_ids = list(key_ids)
+        calls.append(len(key_ids))
+        return original(self, key_ids)
+
+    monkeypatch.setattr(keyring.DatabaseKeyStore, "get_many", counted)
+    found = recalled(agent, f"{MARKER} shipping")
+    assert found and calls == [40]  # one round trip for every candidate, and the results reuse it
+    calls.clear()
+    assert len(listed_ids(agent)) == 40
+    assert len(calls) <= 2  # one per page batch
 
 
 def test_no_unwrapped_key_outlives_the_erase_in_a_later_read(world):
