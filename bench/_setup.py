@@ -25,7 +25,7 @@ def setup(db_name: str, *, redis_db: int = 9) -> None:
     os.environ["DATABASE_URL"] = f"{base}/{db_name}"
     os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")
     os.environ.setdefault("VAR_DIR", f"/tmp/bench_var_{db_name}")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "memoryapp.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     import django
 
     django.setup()

@@ -41,10 +41,10 @@ def entity_forms(rng: random.Random, i: int, shape: str) -> tuple[str, list[str]
 
 
 def build(count: int, shape: str, rng: random.Random):
+    from core.errors import ApiError
     from governance import actions
     from memoryapp import gates
     from memoryapp.actions import store_version
-    from memoryapp.errors import ApiError
 
     workspace, owner = actions.create_workspace(f"Entities {shape} {count}", owner_email=f"owner-{shape}-{count}@bench.test")
     actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)

@@ -106,7 +106,7 @@ async def run_load(base: str, tokens: list[str], clients: int, seconds: float) -
 def serve(workers: int, port: int) -> subprocess.Popen:
     env = dict(os.environ, DEBUG="0", ALLOWED_HOSTS="127.0.0.1")
     process = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "memoryapp.wsgi:application", "-w", str(workers), "-b", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "60"],
+        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "-w", str(workers), "-b", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "60"],
         cwd=ROOT,
         env=env,
     )

@@ -205,7 +205,7 @@ def http_bench(token: str, n: int) -> None:
 
     port = 8765
     env = dict(os.environ)
-    server = subprocess.Popen([str(ROOT / ".venv/bin/gunicorn"), "memoryapp.wsgi:application", "-w", "1", "-b", f"127.0.0.1:{port}", "--log-level", "warning"], cwd=ROOT, env=env)
+    server = subprocess.Popen([str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "-w", "1", "-b", f"127.0.0.1:{port}", "--log-level", "warning"], cwd=ROOT, env=env)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=10) as client:
             for _ in range(100):

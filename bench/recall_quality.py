@@ -52,14 +52,14 @@ def setup_django(var_dir: str) -> None:
     for name in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"):
         os.environ.pop(name, None)
     os.environ["VAR_DIR"] = var_dir
-    os.environ["DJANGO_SETTINGS_MODULE"] = "memoryapp.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
-    from memoryapp.celery import app as celery_app
+    from config.celery import app as celery_app
 
     celery_app.conf.task_always_eager = True
 

@@ -111,7 +111,7 @@ def main() -> None:
     os.environ["DATABASE_URL"] = args.database_url
     os.environ.setdefault("VAR_DIR", "/tmp/var_bench_sweep")
     os.environ.pop("REDIS_URL", None)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "memoryapp.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     import django
 
     django.setup()

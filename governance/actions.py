@@ -17,6 +17,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import ApiError, memory_disabled, validation_error
+from core.timestamps import iso
 from governance import signals, tokens
 from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
@@ -35,8 +37,6 @@ from governance.models import (
     Workspace,
 )
 from governance.permissions import MEMORY_SCOPES, Role, scope_allowed_for_role
-from memoryapp.errors import ApiError, memory_disabled, validation_error
-from memoryapp.timestamps import iso
 
 User = get_user_model()
 

@@ -4,7 +4,3 @@ import os
 # multi-threaded BLAS under load made a single query embedding 5-20x slower (measured).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-
-from memoryapp.celery import app as celery_app  # noqa: E402
-
-__all__ = ["celery_app"]

@@ -24,10 +24,10 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from core.cursors import decode_cursor, encode_cursor
+from core.timestamps import iso, parse_instant
 from governance.models import AskHistorySettings, Credential, Member, Workspace
-from memoryapp.cursors import decode_cursor, encode_cursor
 from memoryapp.models import AccessEntry, MemoryVersion
-from memoryapp.timestamps import iso, parse_instant
 from memoryapp.visibility import recheck
 
 ENTRY_ARTIFACT = "access_log_entry"  # entries erased: every memory they listed is erased

@@ -14,16 +14,16 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core.cursors import decode_cursor, encode_cursor
+from core.errors import ApiError, memory_not_found, unauthenticated, validation_error
+from core.timestamps import iso, parse_instant
 from governance.audit import Actor, actor_label, audit
 from governance.models import AskHistorySettings, Credential, Member, Passage, Workspace
 from memoryapp import gates
-from memoryapp.cursors import decode_cursor, encode_cursor
-from memoryapp.errors import ApiError, memory_not_found, unauthenticated, validation_error
 from memoryapp.models import MEMORY_KINDS, Citation, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.recall.index import index_entry
 from memoryapp.representation import memory_json
-from memoryapp.timestamps import iso, parse_instant
 from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, filtered_versions, live_versions, recheck
 from retention import previews
 from retention.erasure import erase_memories

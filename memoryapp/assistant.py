@@ -10,10 +10,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.errors import memory_not_found, validation_error
 from governance.models import Member
 from memoryapp import gates
 from memoryapp.actions import store_version
-from memoryapp.errors import memory_not_found, validation_error
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
 from memoryapp.representation import detail_lines, memory_json
 

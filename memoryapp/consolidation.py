@@ -50,18 +50,18 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.errors import ApiError
+from core.task_queue import queue_on_commit
+from core.timestamps import iso
 from governance.audit import Actor, audit
 from governance.models import Agent, Member, Workspace
 from memoryapp import masking
 from memoryapp.assistant import add_assistant_memory
-from memoryapp.errors import ApiError
 from memoryapp.gates import AgentContext
 from memoryapp.models import Source
 from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.sealing import destroy_keys_on_commit, is_unreadable
 from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model, topic_for
-from memoryapp.task_queue import queue_on_commit
-from memoryapp.timestamps import iso
 from retention import credits
 from retention.models import Consolidation, ConsolidationStatus, UsageCategory, UsageRecord
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
-from memoryapp.errors import error_body
+from core.errors import error_body
 
 API_PREFIXES = ("/api/", "/mcp")
 

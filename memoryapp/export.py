@@ -24,13 +24,13 @@ from typing import Any
 from django.db.models import Model, QuerySet
 from django.utils import timezone
 
+from core.timestamps import iso
 from governance.actions import credential_json
 from governance.audit import Actor, audit
 from governance.models import AskHistorySettings, Credential, Member
 from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion
 from memoryapp.representation import memory_json
-from memoryapp.timestamps import iso
 from memoryapp.visibility import Recheck, recheck
 from retention.models import DeletionReceipt, UsageRecord
 

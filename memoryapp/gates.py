@@ -14,13 +14,14 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from core import logs
+from core.errors import ApiError, memory_disabled, plain_details, unauthenticated, validation_error
+from core.jsontext import unpaired_surrogates
 from governance.auth import find_credential, touch_credential
 from governance.knowledge import readable_collections_q, readable_documents
 from governance.models import AskHistorySettings, Collection, ContextSet, Credential, Document, Member, Passage, Workspace
 from governance.permissions import scope_allowed_for_role
-from memoryapp import logs, masking, metrics
-from memoryapp.errors import ApiError, memory_disabled, plain_details, unauthenticated, validation_error
-from memoryapp.jsontext import unpaired_surrogates
+from memoryapp import masking, metrics
 from memoryapp.models import Citation, MemoryVersion
 from memoryapp.schemas import BODIES
 

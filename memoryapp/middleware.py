@@ -15,12 +15,13 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
+from core import logs
+from core.errors import error_body
 from governance import login_throttle
-from memoryapp import logs, metrics
-from memoryapp.errors import error_body
+from memoryapp import metrics
 
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
-# The agent REST routes (memoryapp.urls) and the operation each one is.
+# The agent REST routes (config.urls) and the operation each one is.
 AGENT_ROUTES = {"agent-remember": "remember", "agent-recall": "recall", "agent-list": "list", "agent-forget": "forget"}
 
 

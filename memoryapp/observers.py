@@ -14,7 +14,8 @@ from celery import signals as celery_signals
 from django.db import transaction
 from django.db.models.signals import post_save
 
-from memoryapp import logs, metrics, sealing
+from core import logs
+from memoryapp import metrics, sealing
 from retention.models import DeletionReceipt
 
 _OUTCOMES = {"SUCCESS": "success", "FAILURE": "failure", "RETRY": "retry"}

@@ -26,8 +26,8 @@ from django.db import transaction
 from django.db.models import Count, Min
 from django.utils import timezone
 
+from core.errors import ApiError
 from governance.models import Credential
-from memoryapp.errors import ApiError
 from memoryapp.models import RateLimitSlot
 
 WINDOW_SECONDS = 3600  # the SPEC's rolling hour: settings.RATE_LIMIT_WINDOW_SECONDS (tests and demos may shorten it)

@@ -23,8 +23,8 @@ from typing import Any
 
 from django.conf import settings
 
+from core.errors import ApiError
 from memoryapp import access_log, actions, gates
-from memoryapp.errors import ApiError
 from memoryapp.models import AccessOperation
 from memoryapp.ratelimit import READ_BUCKET, Slot, get_limiter, rate_limited
 from memoryapp.recall.service import recall

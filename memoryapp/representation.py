@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.timestamps import iso
 from governance.models import AskHistorySettings
 from memoryapp.models import MemoryVersion
-from memoryapp.timestamps import iso
 from memoryapp.visibility import Recheck
 
 #: SPEC §4.6: every memory, whichever surface shows it, says it is an untrusted note, not evidence.

@@ -10,10 +10,10 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.params import parse_id
+from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
 from memoryapp import masking
 from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE, MEMORY_KINDS
-from memoryapp.params import parse_id
-from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_DETAIL_LINES = 20
@@ -104,7 +104,7 @@ class KindField(serializers.ChoiceField):
 
 class InstantField(serializers.DateTimeField):
     """Every instant in a request body (`expiresAt`, …): DRF's ISO-8601 forms (without an offset
-    it is UTC), in the range every store and zone conversion can hold (`memoryapp.timestamps`)."""
+    it is UTC), in the range every store and zone conversion can hold (`core.timestamps`)."""
 
     default_error_messages = {"overflow": RANGE_MESSAGE}
 

@@ -1,5 +1,5 @@
 """Celery tasks of the memory app: thin wrappers around `memoryapp.consolidation`. Payloads carry
-ids only, never text; the work is queued by name (`memoryapp.task_queue`)."""
+ids only, never text; the work is queued by name (`core.task_queue`)."""
 
 from __future__ import annotations
 

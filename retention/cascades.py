@@ -10,9 +10,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core.chunks import CHUNK
+from core.task_queue import queue_task
 from memoryapp.models import Citation, MemoryVersion
-from memoryapp.task_queue import queue_task
-from retention.chunks import CHUNK
 from retention.erasure import erase_in_chunks
 from retention.models import Operation
 

@@ -22,11 +22,11 @@ from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from core.chunks import run_in_chunks
+from core.errors import ApiError
+from core.timestamps import iso
 from governance.audit import Actor, actor_label, audit
 from governance.models import Member, Workspace
-from memoryapp.errors import ApiError
-from memoryapp.timestamps import iso
-from retention.chunks import run_in_chunks
 from retention.models import (
     CREDIT_DIGITS,
     CREDIT_PLACES,

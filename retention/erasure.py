@@ -34,13 +34,13 @@ from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.chunks import CHUNK, run_in_chunks
 from governance.audit import Actor, audit
 from governance.models import AuditEvent, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
 from memoryapp.keyring import KEYRING, key_store
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from retention import receipts
-from retention.chunks import CHUNK, run_in_chunks
 from retention.models import DeletionReceipt
 
 logger = logging.getLogger(__name__)

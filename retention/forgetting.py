@@ -28,6 +28,7 @@ from django.test import Client, override_settings
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 
+from core.timestamps import iso
 from governance import actions as governance
 from governance.models import AuditEvent, Credential, Member, Workspace
 from governance.permissions import scope_allowed_for_role
@@ -35,7 +36,6 @@ from memoryapp.access_log import count_listing
 from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.recall.tokenize import index_terms
-from memoryapp.timestamps import iso
 from retention import receipts
 from retention.erasure import erase_memories, residual_window, verify
 from retention.models import DeletionReceipt, Operation
@@ -111,7 +111,7 @@ class ForgettingCheck:
         self.key_id = None  # the canary's data key (SPEC §8.2)
         self.sealed_text = b""  # its text as stored: ciphertext
         self.wrapped_key = b""  # its data key as stored in the key store: wrapped
-        self.bar = bar  # a progress bar (memoryapp.progress) advanced once per step, or None
+        self.bar = bar  # a progress bar (core.progress) advanced once per step, or None
 
     def advance(self, step: str) -> None:
         if self.bar is not None:

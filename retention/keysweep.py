@@ -27,11 +27,11 @@ from uuid import UUID
 
 from django.utils import timezone
 
+from core.chunks import CHUNK
 from memoryapp import metrics
 from memoryapp.keyring import key_store
 from memoryapp.models import MemoryVersion
 from memoryapp.sealing import owner_label
-from retention.chunks import CHUNK
 from retention.erasure import DATA_KEY_ARTIFACT, erase_memories, reverify_receipt
 from retention.models import Consolidation, DeletionReceipt, Operation
 

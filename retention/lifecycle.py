@@ -23,11 +23,11 @@ from typing import Any
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from core.chunks import CHUNK, run_in_chunks
 from governance.models import AskHistorySettings, AuditEvent, Collection, Member, Passage, Workspace
 from memoryapp import access_log
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RateLimitSlot, grace_cutoff, past_retention_q, retention_cutoff
 from retention import cascades
-from retention.chunks import CHUNK, run_in_chunks
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
 from retention.models import DeletionReceipt, Operation, UsageRecord
 

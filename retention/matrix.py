@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from retention.chunks import CHUNK
+from core.chunks import CHUNK
 
 
 @dataclass(frozen=True)
@@ -367,7 +367,7 @@ if __name__ == "__main__":
 
     import django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
     write_docs()
     print(f"rewrote the matrix in {DOC_PATH}")

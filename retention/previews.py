@@ -29,15 +29,15 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from core.chunks import CHUNK
+from core.errors import ApiError
+from core.timestamps import iso
 from governance.actions import settings_json, update_settings
 from governance.audit import Actor, audit
 from governance.audit import actor_label as label_of
 from governance.models import AskHistorySettings, Member, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, REFERENCE_ARTIFACT, strike_counts_in_order
-from memoryapp.errors import ApiError
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from memoryapp.timestamps import iso
-from retention.chunks import CHUNK
 from retention.erasure import count_remaining, erase_memories
 from retention.lifecycle import EXPIRY_ORDER, RetentionScope, apply_retention, members_with, retention_scope
 from retention.models import DeletionReceipt, Operation

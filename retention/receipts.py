@@ -45,9 +45,9 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone, translation
 
+from core.timestamps import iso
 from governance.models import Member
 from memoryapp import metrics
-from memoryapp.timestamps import iso
 from retention.models import DeletionReceipt, Operation, ReceiptChain
 
 ZERO_HASH = "0" * 64

@@ -2,7 +2,7 @@
 
 The beat entries (`CELERY_BEAT_SCHEDULE`, each with `expires`) name `retention.tasks.<job>`: a
 task is registered here for every job of `retention.jobs.JOBS`. Work caused by an action (the
-cascade erase) is queued by name (`memoryapp.task_queue`), so nothing below imports this module."""
+cascade erase) is queued by name (`core.task_queue`), so nothing below imports this module."""
 
 from __future__ import annotations
 

@@ -29,10 +29,10 @@ cleanup() {
   wait 2>/dev/null || true
 }
 trap cleanup INT TERM EXIT
-.venv/bin/celery -A memoryapp worker --concurrency=2 --pool=threads &
+.venv/bin/celery -A config worker --concurrency=2 --pool=threads &
 pids+=($!)
-.venv/bin/celery -A memoryapp beat &
+.venv/bin/celery -A config beat &
 pids+=($!)
-.venv/bin/uvicorn memoryapp.asgi:application --host 127.0.0.1 --port "$PORT" --no-access-log &
+.venv/bin/uvicorn config.asgi:application --host 127.0.0.1 --port "$PORT" --no-access-log &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -10,9 +10,9 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from config.celery import app as celery_app
 from governance import actions
 from governance.models import Member, Workspace
-from memoryapp.celery import app as celery_app
 
 pytest_plugins = ["tests.skip_policy"]
 

@@ -14,9 +14,9 @@ from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
+from core.errors import ApiError, not_found, validation_error
 from governance.auth import MembershipRestarted, active_membership
 from governance.models import Member, Workspace
-from memoryapp.errors import ApiError, not_found, validation_error
 
 
 class WorkspaceAPIView(APIView):

@@ -9,14 +9,14 @@ from django.db.models import Q
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from core.errors import not_found, validation_error
+from core.params import DRY_RUN, body_dry_run
+from core.timestamps import iso
 from governance import actions
 from governance.api import serializers as s
 from governance.api.base import WorkspaceAPIView
 from governance.knowledge import readable_collections_q, readable_documents
 from governance.models import Collection, ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
-from memoryapp.errors import not_found, validation_error
-from memoryapp.params import DRY_RUN, body_dry_run
-from memoryapp.timestamps import iso
 from retention import previews
 
 PLAN_TOKEN = "planToken"

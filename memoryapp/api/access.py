@@ -29,11 +29,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import ApiError, validation_error
+from core.params import parse_id, query_int
 from governance.api.base import WorkspaceAPIView
 from memoryapp import access_log, export
-from memoryapp.errors import ApiError, validation_error
 from memoryapp.models import AccessOperation
-from memoryapp.params import parse_id, query_int
 
 MANAGE = "ask_history:manage"
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "export.schema.json"

@@ -28,13 +28,13 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import validation_error
 from governance.api.base import WorkspaceAPIView
 from governance.models import Agent
 from memoryapp import gates
 from memoryapp.api.responses import AGENT_ERRORS, TurnResponse
 from memoryapp.api.views import agent_request
 from memoryapp.consolidation import agent_json, create_agent, submit_agent_turn, update_agent
-from memoryapp.errors import validation_error
 from memoryapp.masking import MAX_MASKED_CHARS
 from memoryapp.schemas import IdField, PlainText, ScreenedText, StrictSerializer
 from retention import credits

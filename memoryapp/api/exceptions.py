@@ -9,8 +9,8 @@ from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from core.errors import ApiError, error_body, plain_details
 from memoryapp.api.parsers import NotText
-from memoryapp.errors import ApiError, error_body, plain_details
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
     (drf.NotAuthenticated, 401, "UNAUTHENTICATED"),

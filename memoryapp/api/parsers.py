@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from memoryapp.jsontext import unpaired_surrogates
+from core.jsontext import unpaired_surrogates
 
 
 class NotText(ParseError):

@@ -6,7 +6,7 @@
 - `memoryapp.mcp.transport`: streamable HTTP at `/mcp` and the project's ASGI routing.
 
 Transports: stdio (`manage.py mcp_server`, token from `AGENT_MEMORY_TOKEN`) and streamable HTTP at
-`/mcp` (`memoryapp.asgi`). The public entry points are re-exported here."""
+`/mcp` (`config.asgi`). The public entry points are re-exported here."""
 
 from memoryapp.mcp.fence import UNTRUSTED_HEADER, fence, fence_escape, render_text
 from memoryapp.mcp.schemas import DESCRIPTIONS, TOOLS, field_schema, input_schema

@@ -20,9 +20,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp_types import CallToolResult, TextContent
 
+from core import logs
+from core.errors import ApiError
 from governance.auth import bearer_token
-from memoryapp import actions, gates, logs, metrics, reads
-from memoryapp.errors import ApiError
+from memoryapp import actions, gates, metrics, reads
 from memoryapp.mcp.fence import UNTRUSTED_HEADER, fence_escape, render_text
 from memoryapp.mcp.schemas import TOOLS, input_schema
 from memoryapp.models import AccessSurface

@@ -1,4 +1,4 @@
-"""Streamable HTTP at `/mcp` (`memoryapp.asgi`, `Authorization: Bearer <token>` read on every
+"""Streamable HTTP at `/mcp` (`config.asgi`, `Authorization: Bearer <token>` read on every
 request), and the ASGI application that routes `/mcp` to it and everything else to Django."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from core.errors import error_body
 from governance.auth import bearer_token
-from memoryapp.errors import error_body
 from memoryapp.mcp.tools import build_server, request_bearer_token
 
 

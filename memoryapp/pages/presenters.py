@@ -18,11 +18,11 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from core.errors import ApiError
 from governance.actions import ACCOUNT_NOTICES, account_target
 from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
 from memoryapp import access_log
-from memoryapp.errors import ApiError
 from memoryapp.models import AccessEntry, MemoryVersion, Source
 from memoryapp.pages.forms import KIND_CHOICES
 from retention import receipts as receipt_chain

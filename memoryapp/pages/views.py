@@ -40,17 +40,17 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import ApiError
+from core.timestamps import InvalidInstant, end_of_day
 from governance import actions as governance_actions
 from governance.auth import MembershipRestarted, active_membership
 from governance.models import AskHistorySettings, Credential, Member
 from memoryapp import access_log, actions, assistant
-from memoryapp.errors import ApiError
 from memoryapp.models import MemoryVersion
 from memoryapp.pages import presenters
 from memoryapp.pages.charts import usage_chart
 from memoryapp.pages.forms import AskHistorySettingsForm, AssistantMemoryEditForm, AssistantMemoryForm, CredentialForm
 from memoryapp.pages.presenters import error_text, masked_note
-from memoryapp.timestamps import InvalidInstant, end_of_day
 from memoryapp.visibility import member_versions
 from retention import credits
 from retention import previews as retention_previews

@@ -24,13 +24,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core.errors import not_found, validation_error
+from core.params import query_int
+from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
 from governance.api.base import WorkspaceAPIView
 from governance.models import Member
 from governance.permissions import ROLE_CHOICES
-from memoryapp.errors import not_found, validation_error
-from memoryapp.params import query_int
 from memoryapp.schemas import StrictSerializer
-from memoryapp.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
 from retention import credits
 from retention.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
 
@@ -107,7 +107,7 @@ class RoleQuotaView(WorkspaceAPIView):
 
 # --- usage history ---------------------------------------------------------------------------------
 class InstantFormField(IsoDateTimeField):
-    """`since`/`until`: ISO-8601 instants, in the range `memoryapp.timestamps` accepts."""
+    """`since`/`until`: ISO-8601 instants, in the range `core.timestamps` accepts."""
 
     def clean(self, value: Any) -> datetime | None:
         try:

@@ -13,11 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.cursors import decode_cursor, encode_cursor
+from core.errors import validation_error
+from core.params import query_int
 from governance.api.base import WorkspaceAPIView
 from governance.models import AskHistorySettings
-from memoryapp.cursors import decode_cursor, encode_cursor
-from memoryapp.errors import validation_error
-from memoryapp.params import query_int
 from retention import receipts as chain
 from retention.lifecycle import counts_for
 from retention.matrix import artifact_classes

@@ -315,7 +315,7 @@ def test_the_sweep_is_a_registered_periodic_job_on_the_beat_schedule(settings):
 def test_the_retention_setting_refuses_a_bad_value(monkeypatch):
     from django.core.exceptions import ImproperlyConfigured
 
-    from memoryapp.env import env_int
+    from core.env import env_int
 
     monkeypatch.setenv("ACCESS_LOG_RETENTION_DAYS", "0")
     with pytest.raises(ImproperlyConfigured):

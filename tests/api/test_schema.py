@@ -8,8 +8,8 @@ import pytest
 import schemathesis
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from config.wsgi import application
 from governance.models import Agent
-from memoryapp.wsgi import application
 from tests.conftest import make_agent
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)

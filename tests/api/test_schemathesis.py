@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from config.wsgi import application
 from governance import actions
-from memoryapp.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "15"))

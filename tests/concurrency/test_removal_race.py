@@ -22,10 +22,10 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
+from core.errors import ApiError
 from governance import actions as governance
 from memoryapp import actions, gates
 from memoryapp.consolidation import run_consolidation, submit_turn
-from memoryapp.errors import ApiError
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import ExtractedMemory
 from retention.models import Consolidation, UsageRecord

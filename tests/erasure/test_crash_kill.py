@@ -44,7 +44,7 @@ def test_an_eraser_killed_between_the_key_deletion_and_the_commit_leaves_nothing
     pk = int(response.json()["memory"]["id"])
     key_id = MemoryVersion.objects.get(pk=pk).key_id
 
-    env = {**os.environ, **test_database_env(), "DJANGO_SETTINGS_MODULE": "memoryapp.settings", "MEMORY_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **test_database_env(), "DJANGO_SETTINGS_MODULE": "config.settings", "MEMORY_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", CHILD, str(pk), str(world.workspace.pk), str(world.editor.pk)], cwd=ROOT, env=env, capture_output=True, timeout=120)
     assert done.returncode == -9, done.stderr.decode()[-2000:]
 

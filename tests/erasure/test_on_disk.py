@@ -72,7 +72,7 @@ def deployment(tmp_path):
     with log.open("wb") as out:
         processes = [
             subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
                 cwd=BASE_DIR,
                 env=env,
                 stdout=out,
@@ -80,7 +80,7 @@ def deployment(tmp_path):
                 stdin=subprocess.DEVNULL,
             ),
             subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "memoryapp", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"],
+                [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"],
                 cwd=BASE_DIR,
                 env=env,
                 stdout=out,

@@ -80,7 +80,7 @@ def test_scope_beats_role(world):
 
 
 def test_viewer_cannot_be_granted_write_scope(world):
-    from memoryapp.errors import ApiError
+    from core.errors import ApiError
 
     with pytest.raises(ApiError) as refused:
         actions.create_credential(world.viewer, name="a", scopes=["memory:write"])

@@ -131,8 +131,8 @@ def test_under_asgi_the_wait_is_awaited_before_django_and_holds_no_thread(world,
     application: awaited on the event loop before Django is called, the body handed on intact."""
     from asgiref.sync import async_to_sync
 
+    from config import asgi
     from governance import login_throttle as throttle
-    from memoryapp import asgi
     from memoryapp.middleware import login_slowdown
 
     body = b"username=owner%40acme.test&password=guess"

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import ApiError
 from governance import actions as governance
 from governance.models import AuditEvent, Collection
 from memoryapp import actions as memory_actions
 from memoryapp import consolidation, gates
-from memoryapp.errors import ApiError
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
 from retention import credits, lifecycle, previews, receipts

@@ -76,8 +76,8 @@ def test_grace_purge_and_reactivation_at_once_never_both_happen(world):
 
     from django.utils import timezone
 
+    from core.errors import ApiError
     from memoryapp import assistant
-    from memoryapp.errors import ApiError
 
     ids = plant_expired(world.editor, 1, namespace="assistant", days_old=150)
     MemoryVersion.objects.filter(pk__in=ids).update(key="topic_one", retention_anchor=timezone.now() - timedelta(days=120, minutes=-5))

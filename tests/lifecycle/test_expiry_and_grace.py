@@ -327,7 +327,7 @@ def test_run_periodic_jobs_runs_every_job_or_only_the_named_ones(world):
 def test_every_beat_entry_names_a_registered_task_and_expires(world):
     from django.conf import settings
 
-    from memoryapp.celery import app
+    from config.celery import app
     from retention.jobs import JOBS
 
     app.loader.import_default_modules()

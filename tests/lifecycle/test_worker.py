@@ -15,8 +15,8 @@ import pytest
 from django.conf import settings
 from django.db import connection, connections
 
+from config.celery import app as celery_app
 from governance import actions as governance
-from memoryapp.celery import app as celery_app
 from memoryapp.models import MemoryVersion
 from retention import cascades
 from retention.models import DeletionReceipt, Operation
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
 FAST_BEAT = """
 from datetime import timedelta
-from memoryapp.celery import app
+from config.celery import app
 app.conf.beat_schedule = {"cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(seconds=2), "options": {"expires": 10}}}
 """
 
@@ -68,11 +68,11 @@ def start_worker(tmp_path, *pool_args: str, extra_env: dict[str, str] | None = N
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # the broker this test process sends to
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
-        "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         **(extra_env or {}),
     }
     log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 -- closed by the caller
-    command = [CELERY, "-A", "memoryapp", "worker", *pool_args, "--without-mingle", "--without-gossip", "-l", "INFO"]
+    command = [CELERY, "-A", "config", "worker", *pool_args, "--without-mingle", "--without-gossip", "-l", "INFO"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log
 
 
@@ -86,13 +86,11 @@ def worker_and_beat(tmp_path):
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # the broker this test process sends to
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
-        "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}  # noqa: SIM115 -- closed in the finally below
     processes = [
-        subprocess.Popen(
-            [CELERY, "-A", "memoryapp", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT
-        ),
+        subprocess.Popen([CELERY, "-A", "config", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT),
         subprocess.Popen([CELERY, "-A", "fastbeat", "beat", "-s", str(tmp_path / "schedule"), "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["beat"], stderr=subprocess.STDOUT),
     ]
     eager = celery_app.conf.task_always_eager

@@ -271,8 +271,8 @@ def test_the_new_forms_are_refused_as_namespace_or_key_over_rest_and_mcp(agent, 
 
 @pytest.mark.parametrize("topic", FORM_TOPICS)
 def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_consolidation(world, topic):
+    from core.errors import ApiError
     from memoryapp.assistant import add_assistant_memory
-    from memoryapp.errors import ApiError
     from memoryapp.models import Source
 
     client = client_for(world.editor)

@@ -1,5 +1,5 @@
 """MCP over its two real transports, with the SDK's own clients: stdio (the management command as a
-subprocess) and streamable HTTP (uvicorn serving memoryapp.asgi:application on loopback).
+subprocess) and streamable HTTP (uvicorn serving config.asgi:application on loopback).
 
 The servers are other processes, so the tests commit their data (transactional tests) and point
 the servers at the test database."""
@@ -48,7 +48,7 @@ def server_env(**extra: str) -> dict[str, str]:
         return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
     env = {
-        "DJANGO_SETTINGS_MODULE": "memoryapp.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "VAR_DIR": str(settings.VAR_DIR),
         "DATABASE_URL": url("default"),
         "KEYRING_DATABASE_URL": url("keyring"),  # memory content is sealed under keys kept there (SPEC §8.2)
@@ -208,14 +208,14 @@ def test_stdio_unknown_token_is_unauthenticated_and_missing_token_refuses_to_sta
 # --- streamable HTTP -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def http_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[str]:
-    """The README's run command: uvicorn serving memoryapp.asgi:application (lifespan "auto", its default)."""
+    """The README's run command: uvicorn serving config.asgi:application (lifespan "auto", its default)."""
     with django_db_blocker.unblock():
         env = os.environ | server_env()
     port = free_port()
     log = tmp_path_factory.mktemp("uvicorn") / "stderr.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
             env=env,
             cwd=BASE_DIR,
             stdin=subprocess.DEVNULL,

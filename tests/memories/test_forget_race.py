@@ -18,9 +18,9 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from core.errors import ApiError
 from governance.actions import create_credential
 from memoryapp import actions, gates
-from memoryapp.errors import ApiError
 from memoryapp.models import MemoryVersion
 from retention.models import DeletionReceipt
 from tests.conftest import on_postgres

@@ -19,9 +19,9 @@ from celery.signals import before_task_publish
 from kombu.simple import SimpleQueue
 from rest_framework.test import APIClient
 
+from config.celery import app as celery_app
+from core import logs
 from governance import actions as governance
-from memoryapp import logs
-from memoryapp.celery import app as celery_app
 from memoryapp.mcp.tools import run_operation
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from retention.models import Consolidation

@@ -18,9 +18,9 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
+from config.celery import app as celery_app
 from governance import actions as governance
 from memoryapp import metrics
-from memoryapp.celery import app as celery_app
 from memoryapp.models import MemoryVersion
 from memoryapp.recall.embedders import get_embedder
 from retention.erasure import erase_memories
@@ -221,7 +221,7 @@ def test_the_broker_queue_depth_is_read_at_scrape_time(client, metrics_on, db):
 
 CHILD = """
 import os, sys, django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from memoryapp import metrics
 for _ in range(int(sys.argv[1])):
@@ -245,7 +245,7 @@ def test_several_processes_add_up_in_multiprocess_mode(tmp_path):
 
 SCRAPER = """
 import os, django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from memoryapp import metrics
 metrics.observe_request("pages:usage", "GET", 200, "OK", 0.01)

@@ -38,7 +38,7 @@ print(workspace.pk)
 def deployment(tmp_path_factory):
     var = tmp_path_factory.mktemp("progress-var")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PROMETHEUS_MULTIPROC_DIR")}
-    env.update(VAR_DIR=str(var), PYTHONPATH=str(ROOT), CELERY_TASK_ALWAYS_EAGER="1", DJANGO_SETTINGS_MODULE="memoryapp.settings", MEMORY_EMBEDDER="hashing")
+    env.update(VAR_DIR=str(var), PYTHONPATH=str(ROOT), CELERY_TASK_ALWAYS_EAGER="1", DJANGO_SETTINGS_MODULE="config.settings", MEMORY_EMBEDDER="hashing")
     manage(env, "migrate", "--noinput")
     workspace_id = manage(env, "shell", "-c", SEED).stdout.strip().splitlines()[-1]
     return env, workspace_id

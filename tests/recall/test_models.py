@@ -96,7 +96,7 @@ def test_e5_accepts_lone_surrogates_and_nul(e5):
 def _django_setup(env_extra: dict[str, str], prelude: str = "", code: str = "print('started')") -> subprocess.CompletedProcess:
     """django.setup() in a fresh interpreter, with MEMORY_EMBEDDER only as given."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_EMBEDDER")}
-    env.update({"DJANGO_SETTINGS_MODULE": "memoryapp.settings", **env_extra})
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", **env_extra})
     code = f"{prelude}import django; django.setup(); {code}"
     return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
 
@@ -155,7 +155,7 @@ os.kill(pid, 9); print('child hung'); sys.exit(1)
 def test_a_child_forked_after_the_model_ran_with_two_threads_embeds():
     """libgomp is not fork-safe: a thread that ran a parallel region and then forks hangs in the
     child at its next one. The engine runs on its own thread, so the forking thread never has."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "memoryapp.settings"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
     result = subprocess.run([sys.executable, "-c", _FORK_AFTER_EMBEDDING], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == ["child", "exit", "0"], (result.stdout, result.stderr)
 

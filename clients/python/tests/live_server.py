@@ -1,7 +1,7 @@
 """The product, started the way `scripts/run.sh` starts it, for the client's suite and bench.
 
 From the server's own virtualenv (the repository's `.venv`, or `GAM_SERVER_PYTHON`), never this
-one: migrations, a Celery worker, uvicorn serving `memoryapp.asgi:application` on a free port, and
+one: migrations, a Celery worker, uvicorn serving `config.asgi:application` on a free port, and
 workspaces, members and tokens made by the bootstrap management commands with `--json`. The
 backend follows the environment like the server's suite: `DATABASE_URL` (+ `REDIS_URL`) for
 PostgreSQL + Redis — a database of its own, `test_<name>_live`, dropped before and after —
@@ -155,14 +155,14 @@ class LiveServer:
     def _web(self, name: str, **extra: str) -> None:
         port = free_port()
         self.ports[name] = port
-        self._spawn(name, ["-m", "uvicorn", "memoryapp.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--no-access-log"], self.env(**extra))
+        self._spawn(name, ["-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--no-access-log"], self.env(**extra))
 
     def start(self) -> None:
         self._prepare_backend()
         (self.var_dir / "prometheus").mkdir(parents=True, exist_ok=True)
         self.run("manage.py", "migrate", "--noinput")
         self.run("manage.py", "encrypt_memories")  # as the run command does (a no-op on a fresh database)
-        self._spawn("worker", ["-m", "celery", "-A", "memoryapp", "worker", "--concurrency=1", "--pool=threads", "--loglevel=WARNING"], self.env())
+        self._spawn("worker", ["-m", "celery", "-A", "config", "worker", "--concurrency=1", "--pool=threads", "--loglevel=WARNING"], self.env())
         self._web("main")
         self._web("tight", **TIGHT)
         broker = self.env().get("REDIS_URL") or f"sqla+sqlite:///{self.var_dir / 'celery-broker.sqlite3'}"

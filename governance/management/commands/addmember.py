@@ -2,10 +2,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ApiError
 from governance.actions import add_member
 from governance.models import Workspace
 from governance.permissions import Role
-from memoryapp.errors import ApiError
 
 
 class Command(BaseCommand):

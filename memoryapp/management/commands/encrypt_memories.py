@@ -11,7 +11,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from memoryapp import progress
+from core import progress
 from memoryapp.encryption import CHUNK, encrypt_legacy_rows, legacy_counts
 
 

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.db.models import Q
 
-from memoryapp import progress
+from core import progress
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.recall.embedders import get_embedder, to_bytes
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms

@@ -14,7 +14,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from memoryapp import progress
+from core import progress
 from memoryapp.encryption import CHUNK, rewrap_keys
 from memoryapp.keyring import key_store
 

@@ -9,7 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memoryapp import progress
+from core import progress
 from retention.jobs import JOBS
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core import progress
 from governance.models import Member, Workspace
-from memoryapp import progress
 from retention.forgetting import CheckCannotRun, ForgettingCheck
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memoryapp.errors import validation_error
+from core.errors import validation_error
 
 ID_PATTERN = "[0-9]{1,18}"
 MAX_ID = 2**63 - 1

@@ -2,11 +2,11 @@ from django.contrib import admin
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from core.params import IdConverter
 from governance.api import views as g
 from memoryapp import error_pages, health
 from memoryapp.api import access, conversations
 from memoryapp.api import views as m
-from memoryapp.params import IdConverter
 from retention.api import views as receipt_views
 
 # Every id in a path is `<id:…>`: a malformed or out-of-range id matches no route (404), never

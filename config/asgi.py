@@ -1,6 +1,6 @@
 """The ASGI application: Django for pages and APIs, the MCP streamable HTTP transport at `/mcp`.
 
-Serve it with `uvicorn memoryapp.asgi:application` (lifespan on, uvicorn's default): the lifespan
+Serve it with `uvicorn config.asgi:application` (lifespan on, uvicorn's default): the lifespan
 starts the MCP session manager; Django itself does not take part in the lifespan.
 """
 
@@ -8,7 +8,7 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_asgi_application()
 
 from memoryapp.mcp import with_mcp  # noqa: E402  (needs the app registry that get_asgi_application set up)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core import signing
 
-from memoryapp.errors import validation_error
+from core.errors import validation_error
 
 
 def encode_cursor(position: Any, *, scope: str) -> str:

@@ -17,8 +17,8 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from core.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from memoryapp.crypto import decode_kek
-from memoryapp.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -115,7 +115,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: the log-in slow-down under WSGI (under ASGI memoryapp.asgi waits before Django,
+    # Outermost: the log-in slow-down under WSGI (under ASGI config.asgi waits before Django,
     # on the event loop; governance/login_throttle.py); the request line's latency starts after it.
     "memoryapp.middleware.LoginSlowdownMiddleware",
     # Then: its latency and its line cover everything below, the 413s and static files included.
@@ -133,9 +133,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "memoryapp.urls"
-WSGI_APPLICATION = "memoryapp.wsgi.application"
-ASGI_APPLICATION = "memoryapp.asgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -406,17 +406,17 @@ if PROMETHEUS_MULTIPROC_DIR:
     Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
-# json (default): one JSON object per line (memoryapp.logs); plain: the same records as text.
+# json (default): one JSON object per line (core.logs); plain: the same records as text.
 LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "plain"))
-# Celery workers and beat use this configuration too (memoryapp.celery's setup_logging receiver).
+# Celery workers and beat use this configuration too (config.celery's setup_logging receiver).
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "memoryapp.logs.RequestContextFilter"}},
+    "filters": {"request_context": {"()": "core.logs.RequestContextFilter"}},
     "formatters": {
         "json": {
-            "()": "memoryapp.logs.JsonFormatter",
+            "()": "core.logs.JsonFormatter",
             "format": "%(levelname)s %(name)s %(message)s",
             "rename_fields": {"levelname": "level", "name": "logger"},
             "timestamp": True,

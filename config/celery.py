@@ -4,7 +4,7 @@ import os
 from celery import Celery, signals
 from django.conf import settings
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("memoryapp")
 app.config_from_object("django.conf:settings", namespace="CELERY")
