@@ -1,5 +1,6 @@
-"""Governance in the admin console (SPEC §10): workspaces, members, credentials, settings,
-knowledge and the audit log.
+"""Governance in the admin console (SPEC §10): workspaces, members, credentials, settings and
+the audit log; accounts (users, groups, the login) are `admin_accounts`, the knowledge base
+`admin_knowledge`, both registered by importing them here.
 
 Everything is read-only except two paths: a platform admin with `add_workspace` may create a
 workspace (through `actions.create_workspace`, so its settings row, owner and audit event exist)
@@ -14,135 +15,28 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.admin.utils import unquote
-from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import GroupAdmin, UserAdmin
-from django.contrib.auth.forms import AdminPasswordChangeForm
-from django.contrib.auth.models import Group
-from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.db.models.signals import post_migrate
 from django.urls import reverse
 from django.utils.html import format_html
 
-from governance import actions
-from governance.admin_base import GovernedAdmin, RefuseUnknownActionsMixin, Summary, audited_step_allowed, governed_action
+from governance import actions, admin_accounts, admin_knowledge  # noqa: F401  (the two register their admins)
+from governance.admin_base import GovernedAdmin, Summary, governed_action
 from governance.admin_filters import ActiveMemberFilter, CredentialStatusFilter, WorkspaceRefFilter
 from governance.admin_roles import ERASE_MEMBER_MEMORIES, REVOKE_CREDENTIAL, SET_PLATFORM_FLAGS, sync_after_migrate
-from governance.auth import is_member_account
-from governance.login_throttle import ThrottledLoginMixin
 from governance.models import (
-    Agent,
     AskHistorySettings,
     AuditEvent,
-    Collection,
-    ContextSet,
     Credential,
-    Document,
-    DocumentVersion,
-    Entity,
     Member,
-    Passage,
     PersonalToken,
     Workspace,
 )
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from retention import previews
 
-User = get_user_model()
-
 post_migrate.connect(sync_after_migrate, dispatch_uid="governance.sync_staff_groups")
-
-
-# --- accounts: no admin path yields a member's session outside the audited step (SPEC §10) ------------
-class AuditedPasswordChangeForm(AdminPasswordChangeForm):
-    """Django's set-password form, with the reason the audited step asks for: required when the
-    account is a member's (`is_member_account`), optional for platform staff."""
-
-    reason = forms.CharField(
-        label="Reason",
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        max_length=2000,
-        required=False,
-        help_text="Recorded in the audit event; the account's owner sees it on their Settings → Agent access page.",
-    )
-
-    def __init__(self, user, *args, **kwargs):
-        super().__init__(user, *args, **kwargs)
-        self.member_account = is_member_account(user)
-        self.fields["reason"].required = self.member_account
-
-    def clean_reason(self) -> str:
-        reason = self.cleaned_data.get("reason", "").strip()
-        if self.member_account and not reason:
-            raise forms.ValidationError("A reason is required: this account belongs to a workspace member.")
-        return reason
-
-
-class AccountAdmin(RefuseUnknownActionsMixin, UserAdmin):
-    """Django's user admin, closed as an impersonation path. For an account that is or was a
-    member's: setting or disabling its password needs the audited step (`audited_step_allowed`:
-    the deployment's ADMIN_MAY_VIEW_MEMORY_CONTENT, an active superuser, a reason) and writes an
-    audit event the member sees; its login (username) and e-mail are read-only, so nobody can
-    point it elsewhere; deleting it is refused by the admin (its member rows are not deletable
-    here). Every password an admin sets, on any account and through the add form too, is
-    recorded the same way, so an account prepared by an admin that joins a workspace later shows
-    it. Activating and deactivating stay editable; the privilege fields (superuser, staff, groups,
-    permissions) and the password of a superuser or another admin are for superusers only."""
-
-    change_password_form = AuditedPasswordChangeForm
-    change_user_password_template = "admin/auth/user/change_password_audited.html"
-
-    def get_readonly_fields(self, request, obj=None):
-        readonly = tuple(super().get_readonly_fields(request, obj))
-        if not request.user.is_superuser:  # staff cannot grant themselves (or anyone) more power
-            readonly += ("is_superuser", "is_staff", "groups", "user_permissions")
-        if obj is not None and is_member_account(obj):
-            readonly += ("username", "email")
-        return readonly
-
-    def user_change_password(self, request, id, form_url=""):
-        target = self.get_object(request, unquote(id))
-        own = target is not None and target.pk == request.user.pk  # an admin's own password is theirs to change
-        if target is not None and not own and is_member_account(target) and not audited_step_allowed(request.user):
-            raise PermissionDenied
-        if target is not None and not own and (target.is_superuser or target.is_staff) and not request.user.is_superuser:
-            raise PermissionDenied  # staff setting a superuser's (or another admin's) password would become them
-        with transaction.atomic():
-            before = target.password if target is not None else None
-            response = super().user_change_password(request, id, form_url)
-            if target is not None and not own and request.method == "POST":
-                target.refresh_from_db(fields=["password"])
-                if target.password != before:
-                    actions.record_password_set_by_admin(target, actor=request.user, reason=request.POST.get("reason", "").strip())
-        return response
-
-    def save_model(self, request, obj, form, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        if not change and obj.has_usable_password():
-            actions.record_password_set_by_admin(obj, actor=request.user, reason="set when the account was created in the admin")
-
-
-if admin.site.is_registered(User):
-    admin.site.unregister(User)
-admin.site.register(User, AccountAdmin)
-# Groups keep Django's admin, with the console's rule that a refused action is a 403.
-if admin.site.is_registered(Group):
-    admin.site.unregister(Group)
-admin.site.register(Group, type(GroupAdmin.__name__, (RefuseUnknownActionsMixin, GroupAdmin), {}))
-
-
-class ThrottledAdminLoginForm(ThrottledLoginMixin, AdminAuthenticationForm):
-    pass
-
-
-admin.site.login_form = ThrottledAdminLoginForm
-admin.site.site_header = "Governed agent memory — governance console"
-admin.site.site_title = "Governance console"
-admin.site.index_title = "Dashboard"
 
 
 def count_of(queryset: QuerySet, field: str = "workspace") -> Subquery:
@@ -461,81 +355,3 @@ class AuditEventAdmin(GovernedAdmin):
     @admin.display(description="changes")
     def changes_display(self, obj: AuditEvent) -> str:
         return json.dumps(obj.changes, sort_keys=True, ensure_ascii=False) if obj.changes else ""
-
-
-# --- knowledge (not memory: passage text may be shown) ---------------------------------------
-@admin.register(Collection)
-class CollectionAdmin(GovernedAdmin):
-    list_display = ("id", "name", "workspace", "restricted", "readers_count", "created_at")
-    list_select_related = ("workspace",)
-    list_filter = ("workspace", "restricted")
-    search_fields = ("#id", "name")
-    ordering = ("-id",)
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(readers_count=Count("readers"))
-
-    @admin.display(description="readers", ordering="readers_count")
-    def readers_count(self, obj: Collection) -> int:
-        return obj.readers_count
-
-
-@admin.register(Document)
-class DocumentAdmin(GovernedAdmin):
-    list_display = ("id", "title", "workspace", "collection", "current_version_number", "expires_at", "created_at")
-    list_select_related = ("workspace", "collection", "current_version")
-    list_filter = ("workspace",)
-    search_fields = ("#id", "title")
-    ordering = ("-id",)
-
-    @admin.display(description="current version")
-    def current_version_number(self, obj: Document):
-        return obj.current_version.number if obj.current_version else "—"
-
-
-@admin.register(DocumentVersion)
-class DocumentVersionAdmin(GovernedAdmin):
-    list_display = ("id", "document", "number", "created_at")
-    list_select_related = ("document",)
-    search_fields = ("#id", "#document__id")
-    ordering = ("-id",)
-
-
-@admin.register(Passage)
-class PassageAdmin(GovernedAdmin):
-    list_display = ("id", "document", "version", "position", "excerpt", "sha256")
-    list_select_related = ("document", "version")
-    search_fields = ("#id", "#document__id", "text")
-    ordering = ("-id",)
-
-    @admin.display(description="text")
-    def excerpt(self, obj: Passage) -> str:
-        return obj.text if len(obj.text) <= 120 else obj.text[:119] + "…"
-
-
-@admin.register(Entity)
-class EntityAdmin(GovernedAdmin):
-    list_display = ("id", "name", "aliases", "workspace", "created_at")
-    list_select_related = ("workspace",)
-    list_filter = ("workspace",)
-    search_fields = ("#id", "name")
-    ordering = ("-id",)
-    exclude = ("passages",)
-
-
-@admin.register(ContextSet)
-class ContextSetAdmin(GovernedAdmin):
-    list_display = ("id", "name", "workspace", "active", "deleted_at", "created_at")
-    list_select_related = ("workspace",)
-    list_filter = ("workspace", "active")
-    search_fields = ("#id", "name")
-    ordering = ("-id",)
-
-
-@admin.register(Agent)
-class AgentAdmin(GovernedAdmin):
-    list_display = ("id", "name", "workspace", "vector_memory", "created_at")
-    list_select_related = ("workspace",)
-    list_filter = ("workspace", "vector_memory")
-    search_fields = ("#id", "name")
-    ordering = ("-id",)
