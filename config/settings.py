@@ -2,6 +2,9 @@
 
 `DATABASE_URL`, `REDIS_URL` and `CELERY_BROKER_URL` decide embedded vs production: with none of
 them set the product runs on a SQLite file and a SQLite-backed Celery broker, needing no server.
+
+Over ~400 lines on purpose: Django's one settings module, every setting with the comment that
+says why its default is what it is.
 """
 
 from __future__ import annotations

@@ -4,7 +4,11 @@ with the one error type (`ApiError`); views only translate HTTP.
 
 Governance does not know what other apps keep about its objects: removing a member, deleting
 knowledge or a workspace, or stopping history sends a `governance.signals` signal, and the apps
-that keep dependent data react to it (retention erases the memories, SPEC §8)."""
+that keep dependent data react to it (retention erases the memories, SPEC §8).
+
+Over ~400 lines on purpose: every governance write is here, one section per object (members,
+accounts, settings, credentials, knowledge, platform switches), none over ~130 lines; a reader
+looking for "where does governance change state" finds one file."""
 
 from __future__ import annotations
 

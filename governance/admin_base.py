@@ -12,6 +12,9 @@ Rules they enforce for every admin that uses them:
 - a lookup the database cannot run (a JSON `contains` on SQLite, an invalid regex) answers 400;
 - a governed action asks for a reason on an intermediate page and calls the same action function
   the API uses, which writes the audit event.
+
+Over ~400 lines on purpose: the one base every admin stands on; the rules above are enforced
+together (a refused action, the reason page and the export all read the same permission).
 """
 
 from __future__ import annotations

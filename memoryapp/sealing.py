@@ -26,6 +26,9 @@ memory embedding is sealed under its memory version's key). Then:
 No unwrapped key is cached between queries: a DEK lives on the instances it opened (for the
 request that loaded them), so no process can read a row after its key was destroyed
 (docs/encryption.md measures what that costs).
+
+Over ~400 lines on purpose: the field types, the bulk open and the seal-on-save are one seam
+(the format of a sealed value); cutting them apart would spread the AAD rule over modules.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ erased with a receipt of their own by the keyring sweep (`retention.keysweep`). 
 readable orphan, and no receipt says a key was destroyed that was not: if destroying the keys
 fails, the erase still removes the rows, its receipt says `keysDestroyed: 0` and is not clean, and
 the sweep destroys the keys and re-verifies the receipt.
+
+Over ~400 lines on purpose: the one erase path, with its order (rows, keys, receipt) in one
+place so that it is read and changed as a whole.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ each candidate with ``phonenumbers.parse``. International call prefixes (00, 001
 "+". An extension after a number (x3682, ext. 12, 内線 123) belongs to it. A short local number
 right after a phone word of the users' languages ("call 555-1234", 電話 1234-5678, "ruf mich an
 unter 555 1234"; ``words.PHONE_WORDS``) is a phone too.
+
+Over ~400 lines on purpose: one detector (windows, the matcher, the acceptance rules, the
+segmenting second pass); its rules only make sense read together.
 """
 
 from __future__ import annotations

@@ -39,6 +39,9 @@ Idempotent: a moved tree has no old names left, so a second run changes nothing 
 proves it). Stdlib only; ruff, when `.venv/bin/ruff` (or `ruff` on PATH) exists, re-sorts
 the imports it touched. Lists of *app labels* (e.g. `STAFF_APPS`) are left alone: `config` and
 `core` are not apps; the run prints every such list it saw so a reviewer can check.
+
+Over ~400 lines on purpose: a one-off refactoring tool kept whole so that it can be re-run
+(--check) and read as one procedure.
 """
 
 # move_packages: names the old modules on purpose
