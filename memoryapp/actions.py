@@ -68,7 +68,7 @@ def remember(admission: gates.Admission) -> Remembered:
     write itself fails, so 120 means 120 stored remembers."""
     ctx = admission.ctx
     data = admission.data
-    with spend_slot(ctx.credential.pk, settings.AGENT_REMEMBERS_PER_HOUR) as slot:  # row 11
+    with spend_slot(ctx.credential, settings.AGENT_REMEMBERS_PER_HOUR) as slot:  # row 11
         version, superseded = store_version(
             workspace=ctx.workspace,
             member=ctx.member,

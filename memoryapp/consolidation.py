@@ -154,7 +154,7 @@ def submit_agent_turn(ctx: AgentContext, *, agent_id: int, conversation_id: str,
     agent = Agent.objects.filter(pk=agent_id, workspace=ctx.workspace).first()
     if agent is None:
         raise ApiError(404, "AGENT_NOT_FOUND", "No such agent in this workspace.")
-    with spend_slot(ctx.credential.pk, settings.AGENT_TURNS_PER_HOUR, bucket="turn", what="conversation turns") as slot:
+    with spend_slot(ctx.credential, settings.AGENT_TURNS_PER_HOUR, bucket="turn", what="conversation turns") as slot:
         submitted = submit_turn(
             workspace=ctx.workspace,
             member=ctx.member,

@@ -285,15 +285,21 @@ class MemoryEmbedding(models.Model):
 class RateLimitSlot(models.Model):
     """One slot a credential's rolling-hour budget admitted (embedded mode; Redis keeps sorted
     sets instead): a remember, in bucket "turn" a conversation turn, in bucket "read" a recall or list. Handed back (deleted) if
-    the work it admitted fails; purged by the cascade sweep once older than the window."""
+    the work it admitted fails; purged by the cascade sweep once older than the window. The row
+    counts for the credential and for its member (`member_id`: the anti-cycling bound of
+    memoryapp/ratelimit.py, which a revoked credential's slots keep charging)."""
 
     credential_id = models.BigIntegerField()
+    member_id = models.BigIntegerField(null=True, blank=True)
     bucket = models.CharField(max_length=16, default="remember")
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         db_table = "memoryapp_rememberhit"  # the table keeps its first name (renaming it buys nothing)
-        indexes = [models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at")]
+        indexes = [
+            models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at"),
+            models.Index(fields=["member_id", "bucket", "at"], name="memoryapp_hit_member_bucket_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.bucket} slot of credential #{self.credential_id} at {self.at:%Y-%m-%dT%H:%M:%S}"

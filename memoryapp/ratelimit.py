@@ -27,7 +27,7 @@ from django.db.models import Count, Min
 from django.utils import timezone
 
 from core.errors import ApiError
-from governance.models import Credential
+from governance.models import Credential, Member
 from memoryapp.models import RateLimitSlot
 
 WINDOW_SECONDS = 3600  # the SPEC's rolling hour: settings.RATE_LIMIT_WINDOW_SECONDS (tests and demos may shorten it)
@@ -46,6 +46,7 @@ class Slot:
     handle: str = ""
     credential_id: int = 0
     bucket: str = "remember"
+    member_id: int = 0  # the member charged beside the credential (0: none)
 
     def headers(self) -> dict[str, str]:
         headers = {"RateLimit-Limit": str(self.limit), "RateLimit-Remaining": str(self.remaining), "RateLimit-Reset": str(self.reset_seconds)}
@@ -70,26 +71,52 @@ def unavailable() -> ApiError:
 
 
 _LUA = """
-local key = KEYS[1]
 local window = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-local member = ARGV[3]
+local handle = ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local count = redis.call('ZCARD', key)
+local function spent(key)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  return redis.call('ZCARD', key)
+end
+local binding = KEYS[1]
+local remaining = tonumber(ARGV[2]) - spent(KEYS[1])
+if KEYS[2] then
+  local member_remaining = tonumber(ARGV[4]) - spent(KEYS[2])
+  if member_remaining < remaining then
+    remaining = member_remaining
+    binding = KEYS[2]
+  end
+end
 local allowed = 0
-if count < limit then
-  redis.call('ZADD', key, now, member)
-  count = count + 1
+if remaining > 0 then
+  for _, key in ipairs(KEYS) do redis.call('ZADD', key, now, handle) end
+  remaining = remaining - 1
   allowed = 1
 end
-redis.call('PEXPIRE', key, math.floor(window / 1000) + 1000)
-local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, math.floor(window / 1000) + 1000) end
+local oldest = redis.call('ZRANGE', binding, 0, 0, 'WITHSCORES')
 local reset = 0
 if oldest[2] then reset = tonumber(oldest[2]) + window - now end
-return {allowed, count, reset}
+return {allowed, remaining, reset}
 """
+
+
+@dataclass(frozen=True)
+class MemberBound:
+    """The anti-cycling bound of a budget (issue 22, F1): what the member's credentials spent
+    together, revoked and expired ones included, against `limit` = the budget × the member's
+    usable credentials. Each live credential keeps its full SPEC §4.7 budget, and a fresh
+    credential never brings a fresh one: a member admits at most the budget × the most
+    credentials they hold at once (MAX_CREDENTIALS_PER_MEMBER), cycling or not."""
+
+    member_id: int
+    limit: int
+
+
+def member_bound(credential: Credential, limit: int) -> MemberBound:
+    usable = Credential.objects.active().filter(member_id=credential.member_id).count()
+    return MemberBound(credential.member_id, limit * max(1, usable))
 
 
 class RedisRateLimiter:
@@ -103,47 +130,73 @@ class RedisRateLimiter:
     def _key(credential_id: int, bucket: str = "remember") -> str:
         return f"ratelimit:{bucket}:{credential_id}"
 
-    def acquire(self, credential_id: int, limit: int, bucket: str = "remember") -> Slot:
+    @staticmethod
+    def _member_key(member_id: int, bucket: str = "remember") -> str:
+        return f"ratelimit:{bucket}:member:{member_id}"
+
+    def _keys(self, slot: Slot) -> list[str]:
+        return [self._key(slot.credential_id, slot.bucket)] + ([self._member_key(slot.member_id, slot.bucket)] if slot.member_id else [])
+
+    def acquire(self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None) -> Slot:
         import redis
 
         handle = uuid.uuid4().hex
+        keys, args = [self._key(credential_id, bucket)], [window_seconds() * 1_000_000, limit, handle]
+        if member is not None:
+            keys.append(self._member_key(member.member_id, bucket))
+            args.append(member.limit)
         try:
-            allowed, count, reset_us = self._script(keys=[self._key(credential_id, bucket)], args=[window_seconds() * 1_000_000, limit, handle])
+            allowed, remaining, reset_us = self._script(keys=keys, args=args)
         except redis.RedisError as exc:
             raise unavailable() from exc
-        return Slot(bool(allowed), limit, max(0, limit - int(count)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id, bucket)
+        return Slot(bool(allowed), limit, max(0, int(remaining)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id, bucket, member.member_id if member else 0)
 
     def refund(self, slot: Slot) -> None:
         import redis
 
         try:
-            self._client.zrem(self._key(slot.credential_id, slot.bucket), slot.handle)
+            for key in self._keys(slot):
+                self._client.zrem(key, slot.handle)
         except redis.RedisError:
             pass  # the slot then simply ages out with the window
 
     def reset(self, credential_id: int, bucket: str = "remember") -> None:
-        self._client.delete(self._key(credential_id, bucket))
+        """Forget the credential's spending and its member's (tests and benches)."""
+        member_id = Credential.objects.filter(pk=credential_id).values_list("member_id", flat=True).first()
+        self._client.delete(self._key(credential_id, bucket), *([self._member_key(member_id, bucket)] if member_id else []))
 
 
 class DatabaseRateLimiter:
-    def acquire(self, credential_id: int, limit: int, bucket: str = "remember") -> Slot:
+    def acquire(self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None) -> Slot:
         now = timezone.now()
         window = timedelta(seconds=window_seconds())
         window_start = now - window
         with transaction.atomic():
-            Credential.objects.select_for_update().filter(pk=credential_id).exists()
-            hits_q = RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket)
-            hits_q.filter(at__lte=window_start).delete()
-            # One row, whatever the budget: the read budget's 1,200 timestamps are not fetched per read.
-            window_hits = hits_q.aggregate(count=Count("pk"), oldest=Min("at"))
-            count, oldest = window_hits["count"], window_hits["oldest"] or now
-            allowed = count < limit
+            # one lock per member (all its credentials' admissions in turn), else per credential
+            if member is not None:
+                Member.objects.select_for_update().filter(pk=member.member_id).exists()
+            else:
+                Credential.objects.select_for_update().filter(pk=credential_id).exists()
+            RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket, at__lte=window_start).delete()
+            remaining, oldest = self._spent(RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket), limit, now)
+            if member is not None:
+                RateLimitSlot.objects.filter(member_id=member.member_id, bucket=bucket, at__lte=window_start).delete()
+                member_remaining, member_oldest = self._spent(RateLimitSlot.objects.filter(member_id=member.member_id, bucket=bucket), member.limit, now)
+                if member_remaining < remaining:
+                    remaining, oldest = member_remaining, member_oldest
+            allowed = remaining > 0
             handle = ""
             if allowed:
-                handle = str(RateLimitSlot.objects.create(credential_id=credential_id, bucket=bucket, at=now).pk)
-                count += 1
+                handle = str(RateLimitSlot.objects.create(credential_id=credential_id, member_id=member.member_id if member else None, bucket=bucket, at=now).pk)
+                remaining -= 1
         reset = math.ceil((oldest + window - now).total_seconds())
-        return Slot(allowed, limit, max(0, limit - count), max(0, reset), handle, credential_id, bucket)
+        return Slot(allowed, limit, max(0, remaining), max(0, reset), handle, credential_id, bucket, member.member_id if member else 0)
+
+    @staticmethod
+    def _spent(slots, limit: int, now):
+        # One row, whatever the budget: the read budget's 1,200 timestamps are not fetched per read.
+        window_hits = slots.aggregate(count=Count("pk"), oldest=Min("at"))
+        return limit - window_hits["count"], window_hits["oldest"] or now
 
     def refund(self, slot: Slot) -> None:
         if slot.handle:
@@ -162,14 +215,21 @@ def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
     return _limiter(settings.RATE_LIMIT_BACKEND, settings.REDIS_URL)
 
 
+def admit(credential: Credential, limit: int, *, bucket: str = "remember") -> Slot:
+    """One unit of `bucket` for the credential: charged to the credential (its SPEC §4.7 budget,
+    which the RateLimit-* headers describe; `remaining` is the tighter of the two) and to its
+    member (`member_bound`), so revoking a spent credential and creating another buys nothing."""
+    return get_limiter().acquire(credential.pk, limit, bucket=bucket, member=member_bound(credential, limit))
+
+
 @contextmanager
-def spend_slot(credential_id: int, limit: int, *, bucket: str = "remember", what: str = "remembers") -> Iterator[Slot]:
-    """Admit one unit of work against the credential's rolling-hour budget: 429
-    `AGENT_MEMORY_RATE_LIMITED` (with `Retry-After`) when it is spent; the slot is handed back if
-    the work inside fails, so the limit counts work done (a remember's 409 carries the headers).
+def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", what: str = "remembers") -> Iterator[Slot]:
+    """Admit one unit of work against the credential's (and its member's) rolling-hour budget:
+    429 `AGENT_MEMORY_RATE_LIMITED` (with `Retry-After`) when it is spent; the slot is handed back
+    if the work inside fails, so the limit counts work done (a remember's 409 carries the headers).
     The one rule behind SPEC §2 row 11 and the turns' budget."""
     limiter = get_limiter()
-    slot = limiter.acquire(credential_id, limit, bucket=bucket)
+    slot = admit(credential, limit, bucket=bucket)
     if not slot.allowed:
         raise rate_limited(slot, bucket, f"At most {slot.limit} {what} per credential per hour.")
     try:

@@ -237,10 +237,10 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="rate_limit_counter",
             name="Rate-limit counter",
-            store="Redis sorted sets ratelimit:remember:<credential id> and ratelimit:turn:<credential id> (production) or table memoryapp_rememberhit, one bucket each (embedded)",
+            store="Redis sorted sets ratelimit:<budget>:<credential id> and ratelimit:<budget>:member:<member id> (production) or table memoryapp_rememberhit, one bucket each, rows carrying credential and member ids (embedded)",
             models=("memoryapp.RateLimitSlot",),
-            derived_from="Admitted remembers and conversation turns: credential id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
-            scope="One credential.",
+            derived_from="Admitted remembers, reads and conversation turns: credential id, member id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
+            scope="One credential and its member.",
             retention=f"Rolling {window_minutes}-minute window.",
             delete_method=f"Redis: entries trimmed on every remember and the key expires one window after the last; database: rows older than the window deleted by the cascade sweep ({_every('cascade-sweep')}).",
             deleted_by=("retention.lifecycle.cascade_sweep",),

@@ -193,11 +193,17 @@ def _use_up_the_hour(agent: AgentClient) -> None:
 
 def _age_redis_window(credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
     """Move the oldest `count` (default all) admissions of a credential `seconds` into the past, on
-    Redis' own clock (its scores are microseconds)."""
+    Redis' own clock (its scores are microseconds), in the member's set too (same handles)."""
+    from governance.models import Credential
+
     limiter = get_limiter()
     key = limiter._key(credential_id, bucket)
     entries = limiter._client.zrange(key, 0, -1 if count is None else count - 1, withscores=True)
     limiter._client.zadd(key, {member: score - seconds * 1_000_000 for member, score in entries})
+    member_id = Credential.objects.filter(pk=credential_id).values_list("member_id", flat=True).first()
+    if member_id is not None:
+        member_key = limiter._member_key(member_id, bucket)
+        limiter._client.zadd(member_key, {member: score - seconds * 1_000_000 for member, score in entries}, xx=True)
 
 
 def _credential_id(agent: AgentClient) -> int:
