@@ -26,9 +26,10 @@ agent credentials (the agent namespaces), while consolidation writes assistant m
 seed 002 governs by the platform flag, the member's switch and the agent's vector memory.
 
 Topics are keys, and the admin sees keys (SPEC §10): an extracted memory's topic passes the
-same personal-data refusal as any key (`check_topic`: refused ones are dropped), and one named
-after what the member said is stored as a prefix and a digest keyed for the member
-(`system_models.topic_for`), never as the member's words.
+same personal-data refusal as any key (`check_topic`, on the model's topic as given and on the
+key: refused ones are dropped); a topic outside the fixed vocabulary (`TOPIC_VOCABULARY`), and
+one named after what the member said, is stored as a prefix and a digest keyed for the member
+(`system_models.topic_for`), never as the model's or the member's words.
 
 Message content lives only in `Consolidation.messages` (clean messages only) until the task
 ends; the task payload is the consolidation id. A turn belongs to the membership period it was
@@ -56,7 +57,7 @@ from core.timestamps import iso
 from governance.audit import Actor, audit
 from governance.models import Agent, Member, Workspace
 from memoryapp import masking
-from memoryapp.assistant import add_assistant_memory
+from memoryapp.assistant import add_assistant_memory, check_topic
 from memoryapp.gates import AgentContext
 from memoryapp.models import Source
 from memoryapp.ratelimit import Slot, spend_slot
@@ -292,6 +293,7 @@ def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
     for memory in extraction.memories:
         try:
             with transaction.atomic():  # a dropped memory rolls back alone
+                check_topic(memory.topic)  # a model that leaks personal data into a topic loses the memory
                 topic = topic_for(memory, workspace_id=member.workspace_id, member_id=member.pk)
                 version, _ = add_assistant_memory(member, kind=memory.kind, topic=topic, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
         except ApiError as exc:

@@ -95,17 +95,40 @@ def normalised_subject(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(" .。!！?？、,:：;")
 
 
+# The words a key may carry (issue 22 review F3): generic categories, never a member's word. A
+# model's topic is free text — an LLM may well answer `zebramarker_logistics` — so one outside
+# this list is stored as `topic_<10 hex>` (`topic_for`), like a subject.
+TOPIC_VOCABULARY = frozenset(
+    {
+        "preferred_language", "spoken_languages", "job_role", "frequently_used_tools", "preferred_editor",
+        "meeting_schedule", "team", "department", "employer", "current_project", "projects", "expertise",
+        "skills", "interests", "goals", "learning_goals", "communication_style", "response_format",
+        "response_style", "response_length", "tone", "writing_style", "formatting", "code_style",
+        "programming_languages", "preferred_tools", "work_schedule", "working_hours", "timezone", "location",
+        "dietary_preference", "accessibility_needs", "notification_preferences", "documentation_style",
+        "naming_conventions", "review_preferences",
+    }
+)  # fmt: skip
+SUBJECT_PREFIXES = frozenset({"user_note", "prefers"})
+
+
 def topic_for(memory: ExtractedMemory, *, workspace_id: int, member_id: int) -> str:
-    """The key an extracted memory is stored under. A model's own topic as it gave it; a subject
-    named after the member's words becomes `<prefix>_<10 hex>`, the digest of the normalised
-    subject under the member's key (governance.content.member_digest, HKDF per workspace and
-    member): stable for one member's same subject (it updates), unrelated across members (no
-    two members' equal subjects show equal keys to the admin), and not computable for a guess
-    without the server key. The words themselves never reach the key, in any script."""
+    """The key an extracted memory is stored under: never free words. A model's own topic only
+    if it is one of TOPIC_VOCABULARY, else `topic_<10 hex>`, the digest of that topic under the
+    member's key; a subject named after the member's words becomes `<prefix>_<10 hex>` (prefix:
+    SUBJECT_PREFIXES or the vocabulary, else `user_note`), the digest of the normalised subject
+    under the member's key (governance.content.member_digest, HKDF per workspace and member).
+    Either digest is stable for one member's same topic or subject (it updates), unrelated across
+    members (no two members' equal subjects show equal keys to the admin), and not computable for
+    a guess without the server key. The words themselves never reach the key, in any script."""
     if not memory.subject:
-        return memory.topic
+        if memory.topic in TOPIC_VOCABULARY:
+            return memory.topic
+        digest = member_digest(f"topic:{memory.topic}", workspace_id=workspace_id, member_id=member_id)
+        return f"topic_{digest[:10]}"
+    prefix = memory.topic if memory.topic in SUBJECT_PREFIXES or memory.topic in TOPIC_VOCABULARY else "user_note"
     digest = member_digest(normalised_subject(memory.subject), workspace_id=workspace_id, member_id=member_id)
-    return f"{memory.topic}_{digest[:10]}"
+    return f"{prefix}_{digest[:10]}"
 
 
 def clean_sentence(text: str) -> str:
@@ -273,7 +296,7 @@ SYSTEM_PROMPT = (
     "Never include personal data such as email addresses, phone numbers, ID, card, passport or bank "
     "numbers, passwords or API keys. The topic is a generic category in English snake_case "
     "(preferred_language, job_role, preferred_editor, meeting_schedule): never a name, a place or other "
-    "words taken from the conversation. Answer with one JSON object only: "
+    "words taken from the conversation. Prefer one of these (any other topic is stored as an opaque digest): " + ", ".join(sorted(TOPIC_VOCABULARY)) + ". Answer with one JSON object only: "
     '{"memories": [{"type": "preference"|"fact"|"instruction", "topic": "english_snake_case", '
     '"summary": "one sentence", "details": ["optional", "lines"]}]}. '
     'Answer {"memories": []} when there is nothing worth remembering.'

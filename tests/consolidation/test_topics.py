@@ -17,10 +17,13 @@ import re
 
 import pytest
 from faker import Faker
+from hypothesis import assume, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from memoryapp.system_models import ExtractedMemory, OfflineRulesModel, topic_for
+from memoryapp.system_models import SUBJECT_PREFIXES, TOPIC_VOCABULARY, ExtractedMemory, OfflineRulesModel, topic_for
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
 from tests.credits.support import StubModel, ai_agent, grant, use_stub, user_says
 
@@ -109,3 +112,41 @@ def test_a_models_topic_with_personal_data_is_refused_like_any_key(world, monkey
     result = run_consolidation(submitted.consolidation.pk)
     assert (result["stored"], result["dropped"]) == (1, 1)
     assert list(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == ["job_role"]
+
+
+# --- a model's own topic (issue 22 review, F3) ------------------------------------------------------
+TOPIC_WORD = st.from_regex(r"[a-z][a-z0-9]{2,11}", fullmatch=True)
+
+
+@given(words=st.lists(TOPIC_WORD, min_size=1, max_size=4), member_id=st.integers(1, 10**6))
+@hypothesis_settings(max_examples=300, deadline=None)
+def test_a_models_topic_outside_the_vocabulary_carries_no_word_into_the_key(words, member_id):
+    """An LLM's topic is free text (it may name the member's employer): unless it is one of the
+    fixed vocabulary, no word of it reaches the key the admin sees, with or without a subject."""
+    topic = "_".join(words)
+    assume(topic not in TOPIC_VOCABULARY and topic not in SUBJECT_PREFIXES)
+    for memory in (ExtractedMemory("fact", topic, "A fact"), ExtractedMemory("fact", topic, "A fact", subject="some subject")):
+        key = topic_for(memory, workspace_id=1, member_id=member_id)
+        assert re.fullmatch(r"(topic|user_note)_[0-9a-f]{10}", key), (topic, key)
+        assert not {w for w in words if not w.isdigit()} & set(key.split("_")) - {"topic", "user", "note"}, (topic, key)
+        assert key == topic_for(memory, workspace_id=1, member_id=member_id)  # stable: the same topic updates
+
+
+def test_vocabulary_topics_stay_readable_and_digests_differ_per_member():
+    for topic in sorted(TOPIC_VOCABULARY):
+        assert topic_for(ExtractedMemory("fact", topic, "x"), workspace_id=1, member_id=1) == topic
+    free = ExtractedMemory("fact", "zebramarker_logistics", "Works at a logistics firm")
+    assert topic_for(free, workspace_id=1, member_id=1) != topic_for(free, workspace_id=1, member_id=2)
+
+
+def test_a_models_free_topic_is_stored_as_a_digest_and_updates(world, monkeypatch):
+    grant(world.workspace, "100")
+    agent = ai_agent(world)
+    stub = use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "zebramarker_logistics_employer", "Works at a logistics firm")]))
+    for conversation in ("c1", "c2"):
+        submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id=conversation, anonymous=False, messages=user_says("hi"))
+        assert run_consolidation(submitted.consolidation.pk)["stored"] == 1
+        stub.memories = [ExtractedMemory("fact", "zebramarker_logistics_employer", "Works at a freight firm")]
+    versions = list(MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).order_by("version"))
+    assert [v.version for v in versions] == [1, 2] and len({v.key for v in versions}) == 1
+    assert re.fullmatch(r"topic_[0-9a-f]{10}", versions[0].key) and "zebramarker" not in versions[0].key
