@@ -423,6 +423,11 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
 #: receipt is re-checked once per ceil(prefix / SWEEP_WINDOW) requests (0.18 ms a receipt,
 #: bench/receipt_chain.py: about 90 ms at most).
 SWEEP_WINDOW = 500
+# Receipts appended since the checkpoint that one verify request checks at most (issue 22 review
+# F4): a burst of forgets between two requests is checked over several, the rest reported as not
+# verified yet; the command and the daily job check every receipt.
+APPEND_CAP = 2000
+NOT_VERIFIED_NOTE = "Receipts after verifiedThroughSeq were not verified by this request (at most {cap} new receipts are checked per request); later requests go on from there, the daily receipt_chain_check job and `manage.py verify_receipts` check every receipt."
 
 
 def checkpoint_digest(workspace_ref: int, seq: int, sha256: str) -> bytes:
@@ -510,9 +515,12 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
             verified_hash = swept.last_hash if swept.last_seq == verified else _stored_hash(workspace_ref, verified)
         else:
             next_sweep = sweep_to + 1 if sweep_to < verified else 1
-    newer = walk(_in_order(workspace_ref, verified + 1), previous=verified_hash, expected=verified + 1, keys=keys)
+    cap = APPEND_CAP
+    newer = walk(_in_order(workspace_ref, verified + 1, verified + cap), previous=verified_hash, expected=verified + 1, keys=keys)
     checked += newer.checked
-    first_break = newer.first_break or _head_break(head, newer.last_seq, newer.last_hash)
+    # stopped by the cap, not by the chain's end: what lies beyond is unverified, not missing
+    capped = newer.first_break is None and newer.last_seq == verified + cap and head.seq > newer.last_seq
+    first_break = newer.first_break or (None if capped else _head_break(head, newer.last_seq, newer.last_hash))
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
     if not valid or (newer.last_seq, newer.last_hash, next_sweep) != (head.verified_seq, head.verified_hash, head.sweep_seq):
@@ -527,6 +535,9 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
         "unprovenVerifications": unproven_count(workspace_ref),
         "mode": "bounded",
         "verifiedThroughSeq": newer.last_seq,
+        "complete": not capped,
+        "notVerifiedBeyondSeq": newer.last_seq if capped else None,
+        "note": NOT_VERIFIED_NOTE.format(cap=cap) if capped else None,
         "sweptSeqs": [sweep_from, sweep_to] if sweep_from is not None else None,
         "lastFullCheckAt": iso(head.full_check_at) if head.full_check_at else None,
     }
@@ -568,7 +579,10 @@ def member_view(report: dict[str, Any], member_id: int) -> dict[str, Any]:
     if brk is not None:
         mine = brk["receiptId"] is not None and own.filter(pk=int(brk["receiptId"])).exists()
         brk = {**brk, "own": True} if mine else {"receiptId": None, "chainSeq": None, "reason": brk["reason"], "own": False}
-    return {"workspaceId": report["workspaceId"], "scope": "member", "intact": report["intact"], "receipts": own.count(), "firstBreak": brk}
+    body = {"workspaceId": report["workspaceId"], "scope": "member", "intact": report["intact"], "receipts": own.count(), "firstBreak": brk}
+    if "complete" in report:  # the bounded check: whether it reached the head (positions are not the member's to see)
+        body.update(complete=report["complete"], note=report["note"])
+    return body
 
 
 # --- who sees which receipts (SPEC §5, §8) ----------------------------------------------------------

@@ -34,8 +34,9 @@ class DeletionReceiptsVerifyView(WorkspaceAPIView):
             "one of the receipt's sealed verification records, null for the result shown with it), and how many receipts' results predate "
             "sealed records (unprovenVerifications). Members get whether the chain is intact, how many "
             "receipts are theirs, and the break's receipt id only when it is one of their own receipts. Each request is bounded: "
-            "it checks the receipts appended since the last check and a rotating window of the earlier ones "
-            "(verifiedThroughSeq, sweptSeqs, lastFullCheckAt: docs/receipts.md); `manage.py verify_receipts` and the daily job check every receipt."
+            "it checks the receipts appended since the last check (at most 2,000; `complete: false` and a note say when more wait "
+            "for the next requests) and a rotating window of the earlier ones "
+            "(verifiedThroughSeq, notVerifiedBeyondSeq, sweptSeqs, lastFullCheckAt: docs/receipts.md); `manage.py verify_receipts` and the daily job check every receipt."
         ),
     )
     def get(self, request, ws_id):
