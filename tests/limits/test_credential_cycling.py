@@ -7,6 +7,7 @@ window rolls. On both limiter backends (Redis when REDIS_URL is set, the databas
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from governance import actions
 from governance.models import Credential
-from tests.conftest import AgentClient, error_code, make_agent
+from tests.conftest import AgentClient, error_code, make_agent, on_postgres
 from tests.credits.support import ai_agent, post_turn, user_says
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +109,38 @@ def test_one_members_cycling_leaves_other_members_alone(world):
     assert admitted == 2
     other = make_agent(world.editor)
     assert other.list()["RateLimit-Remaining"] == "1"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not on_postgres(), reason="backend: row locks and real concurrency need PostgreSQL")
+def test_the_member_bound_is_exact_under_concurrency(world, settings):
+    """A revoked credential spent 2 of 3; two fresh ones race 12 threads each: the member's bound
+    (3 × 2 live credentials = 6) admits exactly 4 more, none over 3 on either credential."""
+    from django.db import connection
+
+    from memoryapp.ratelimit import admit
+
+    settings.MEMORY_READS_PER_HOUR = 3
+    spent, _ = actions.create_credential(world.viewer, name="spent", scopes=["memory:read"])
+    assert all(admit(spent, 3, bucket="read").allowed for _ in range(2))
+    actions.revoke_credential(spent, actor=world.viewer.user)
+    fresh = [actions.create_credential(world.viewer, name=f"fresh {i}", scopes=["memory:read"])[0] for i in range(2)]
+    barrier = threading.Barrier(24, timeout=60)
+    admitted: list[int] = []
+
+    def read(credential) -> None:
+        try:
+            barrier.wait()
+            if admit(credential, 3, bucket="read").allowed:
+                admitted.append(credential.pk)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=read, args=(fresh[i % 2],)) for i in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(admitted) == 4
+    assert max(admitted.count(c.pk) for c in fresh) <= 3
