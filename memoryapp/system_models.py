@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from governance.content import member_digest
+from memoryapp.masking import name_kinds
 from memoryapp.models import MEMORY_KINDS
 
 log = logging.getLogger(__name__)
@@ -127,11 +128,25 @@ def topic_for(memory: ExtractedMemory, *, workspace_id: int, member_id: int) -> 
     if not memory.subject:
         if memory.topic in TOPIC_VOCABULARY:
             return memory.topic
-        digest = member_digest(f"topic:{memory.topic}", workspace_id=workspace_id, member_id=member_id)
-        return f"topic_{digest[:10]}"
+        return _digest_key("topic", member_digest(f"topic:{memory.topic}", workspace_id=workspace_id, member_id=member_id))
     prefix = memory.topic if memory.topic in SUBJECT_PREFIXES or memory.topic in TOPIC_VOCABULARY else "user_note"
-    digest = member_digest(normalised_subject(memory.subject), workspace_id=workspace_id, member_id=member_id)
-    return f"{prefix}_{digest[:10]}"
+    return _digest_key(prefix, member_digest(normalised_subject(memory.subject), workspace_id=workspace_id, member_id=member_id))
+
+
+# 0-9 -> g-p: what a digest suffix becomes when its hex reads as a number.
+_DIGITS_TO_LETTERS = str.maketrans("0123456789", "ghijklmnop")
+
+
+def _digest_key(prefix: str, digest: str) -> str:
+    """`<prefix>_<10 hex>`, unless those hex digits read as a phone or account number to the key
+    check (masking.name_kinds: ~1.2% of suffixes, all-digit ones and 9-digit runs), which would
+    refuse the key and drop the memory: then the same suffix with its digits spelled as letters.
+    Still stable per member and subject; every key stored before keeps its form (the ones that
+    change were refused, so never stored)."""
+    key = f"{prefix}_{digest[:10]}"
+    if name_kinds(key):
+        key = f"{prefix}_{digest[:10].translate(_DIGITS_TO_LETTERS)}"
+    return key
 
 
 def clean_sentence(text: str) -> str:
