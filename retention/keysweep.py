@@ -28,12 +28,13 @@ from uuid import UUID
 from django.utils import timezone
 
 from core.chunks import CHUNK
+from credits.models import Consolidation
 from memoryapp import metrics
 from memoryapp.keyring import key_store
 from memoryapp.models import MemoryVersion
 from memoryapp.sealing import owner_label
 from retention.erasure import DATA_KEY_ARTIFACT, erase_memories, reverify_receipt
-from retention.models import Consolidation, DeletionReceipt, Operation
+from retention.models import DeletionReceipt, Operation
 
 SWEEP_ACTOR = "system: keyring sweep"
 #: Keys younger than this are never taken for orphans: their row's INSERT may still be in flight.

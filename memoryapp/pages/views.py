@@ -42,6 +42,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.errors import ApiError
 from core.timestamps import InvalidInstant, end_of_day
+from credits import usage as credit_usage
 from governance import actions as governance_actions
 from governance.auth import MembershipRestarted, active_membership
 from governance.models import AskHistorySettings, Credential, Member
@@ -52,7 +53,6 @@ from memoryapp.pages.charts import usage_chart
 from memoryapp.pages.forms import AskHistorySettingsForm, AssistantMemoryEditForm, AssistantMemoryForm, CredentialForm
 from memoryapp.pages.presenters import error_text, masked_note
 from memoryapp.visibility import member_versions
-from retention import credits
 from retention import previews as retention_previews
 
 PAGE_SIZE = 50
@@ -541,10 +541,10 @@ def _owner_delete_all_confirm(request: HttpRequest, member: Member, manifest: di
 @require_GET
 @member_page()
 def usage(request: HttpRequest, member: Member) -> HttpResponse:
-    queryset = credits.visible_usage(member)
+    queryset = credit_usage.visible_usage(member)
     page_obj = Paginator(queryset.select_related("member__user").order_by("-created_at", "-id"), USAGE_PAGE_SIZE).get_page(request.GET.get("page"))
     records = list(page_obj.object_list)
-    totals = credits.usage_totals(queryset)
+    totals = credit_usage.usage_totals(queryset)
     return page(
         request,
         member,

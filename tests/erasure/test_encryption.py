@@ -25,12 +25,13 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from credits.models import Consolidation
 from memoryapp import crypto, keyring, metrics, sealing
 from memoryapp.assistant import add_assistant_memory, list_assistant_memories
 from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import erasure, keysweep, receipts
-from retention.models import Consolidation, DeletionReceipt, Operation
+from retention.models import DeletionReceipt, Operation
 from tests.conftest import client_for, make_agent
 
 MARKER = "quillfeatherzebra"

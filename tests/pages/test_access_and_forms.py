@@ -11,11 +11,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from credits.models import UsageRecord
 from governance import actions as governance_actions
 from governance.models import Credential, Member
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
-from retention.models import DeletionReceipt, UsageRecord
+from retention.models import DeletionReceipt
 from tests.conftest import make_agent
 
 pytestmark = pytest.mark.django_db
