@@ -267,9 +267,9 @@ def test_the_delete_form_returns_to_the_filtered_list_but_never_off_site(world):
 
 
 def test_agent_memories_paginate_with_an_older_link(world, monkeypatch):
-    from memoryapp.pages import views
+    from memoryapp.pages.views import agent_memories
 
-    monkeypatch.setattr(views, "PAGE_SIZE", 2)
+    monkeypatch.setattr(agent_memories, "PAGE_SIZE", 2)
     agent = make_agent(world.editor)
     for i in range(3):
         agent.remember(namespace="many", text=f"Numbered note {i}")
