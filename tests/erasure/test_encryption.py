@@ -406,3 +406,18 @@ def test_erasing_a_legacy_row_says_its_backups_keep_it_readable(world):
     pk = plant_legacy(world, "old plaintext")
     receipt = erasure.erase_memories([pk], operation=Operation.FORGET, workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="test")
     assert receipt.manifest["keysDestroyed"] == 0 and receipt.residual["backups"]["content"] == "partly_unsealed"
+
+
+def test_an_orphaned_input_key_stored_before_the_credits_move_is_still_destroyed(world):
+    """Consolidation moved from retention to credits (issue 23 step 4); the keys its inputs were
+    sealed under before the move say `retention.consolidation` in the key store, which no
+    migration rewrites. The sweep still finds the orphaned ones and keeps the live ones."""
+    assert sealing.owner_label(Consolidation) == "credits.consolidation"
+    live = Consolidation.objects.create(workspace=world.workspace, member=world.editor, conversation_id="c", messages=[{"role": "user", "content": "hello"}], message_count=1)
+    orphan = uuid.uuid4()
+    key_store().put({orphan: crypto.new_data_key()}, owner="retention.consolidation")
+    DataKey.objects.filter(pk=live.key_id).update(owner="retention.consolidation")  # sealed before the move
+    result = keysweep.sweep_keyring(now=timezone.now() + keysweep.KEY_GRACE + timedelta(seconds=1))
+    assert result["orphanedKeysDestroyed"] == 1
+    assert not DataKey.objects.filter(pk=orphan).exists()
+    assert Consolidation.objects.get(pk=live.pk).messages == [{"role": "user", "content": "hello"}]
