@@ -97,7 +97,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "previews": (["retention/previews.py"], _unique(["tests/previews/test_manifest.py"], RULE_TESTS)),
     "receipts": (["retention/receipts.py"], ["tests/receipts/test_chain.py", "tests/receipts/test_complete.py"]),
     "lifecycle": (["retention/lifecycle.py"], _unique(["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py"], RULE_TESTS)),
-    "credits": (["retention/credits.py"], _unique(["tests/credits/test_charging.py", "tests/consolidation/test_turns.py"], RULE_TESTS)),
+    "credits": (["credits/pricing.py", "credits/quotas.py", "credits/charging.py", "credits/jobs.py"], _unique(["tests/credits/test_charging.py", "tests/consolidation/test_turns.py"], RULE_TESTS)),
 }
 
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}

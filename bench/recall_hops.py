@@ -12,6 +12,7 @@ first reaches them, each with its entry count, and the totals. Runs on any tree 
 runs of this script on two checkouts.
 """
 
+# move_packages: names the old modules on purpose (memoryapp.settings: the "before" checkout of a before/after)
 from __future__ import annotations
 
 import argparse

@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "governance",
     "memoryapp",
     "retention",
+    "credits",
 ]
 
 MIDDLEWARE = [

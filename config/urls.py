@@ -1,5 +1,6 @@
 from django.contrib import admin
-from django.urls import include, path, register_converter
+from django.urls import include, path, re_path, register_converter
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core.params import IdConverter
@@ -51,7 +52,13 @@ workspace_api = [
     path("agents/<id:agent_id>", conversations.AgentView.as_view()),
 ]
 
+# The credit, usage and consolidation models moved from retention to the credits app (issue 23
+# step 4), and the admin's URLs name the app: an old link or bookmark lands on the same page. Only
+# ids and the admin's own words (change, history, delete) pass, so the target is always local.
+MOVED_TO_CREDITS = "usagerecord|modelprice|creditaccount|memberquota|rolequota|ledgerentry|usagerollup|consolidation"
+
 urlpatterns = [
+    re_path(rf"^admin/retention/(?P<rest>(?:{MOVED_TO_CREDITS})/(?:[\w-]+/)*)$", RedirectView.as_view(url="/admin/credits/%(rest)s", permanent=True, query_string=True)),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics, name="metrics"),
@@ -63,6 +70,7 @@ urlpatterns = [
     path("api/agent/v1/", include(agent_api)),
     path("api/w/<id:ws_id>/", include(workspace_api)),
     path("api/w/<id:ws_id>/", include("retention.api.urls")),
+    path("api/w/<id:ws_id>/", include("credits.api.urls")),
     path("", include("memoryapp.pages.urls")),
 ]
 

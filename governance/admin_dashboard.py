@@ -20,10 +20,11 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from credits.models import CreditAccount, UsageRecord
 from governance.admin_filters import last_days_query
 from governance.models import Credential, Member, Workspace
 from memoryapp.models import MemoryVersion
-from retention.models import CreditAccount, DeletionReceipt, Operation, UsageRecord
+from retention.models import DeletionReceipt, Operation
 
 LIMIT = 50
 DAYS = 30
@@ -167,7 +168,7 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
         )
         if CreditAccount is not None:
             account = balances.get(workspace.pk)
-            figures.balance = Figure(account.balance if account else None, _url("retention.creditaccount", workspace__id__exact=workspace.pk))
+            figures.balance = Figure(account.balance if account else None, _url("credits.creditaccount", workspace__id__exact=workspace.pk))
         result.append(figures)
     return result
 
@@ -195,5 +196,5 @@ def charts(now: datetime | None = None) -> list[Chart]:
     return [
         bar_chart("Memory versions written per day (still stored)", remembers, days, url=_url("memoryapp.memoryversion", **last_days_query("created_at", DAYS))),
         bar_chart("Memory versions erased per day (deletion receipts)", erased, days, url=_url("retention.deletionreceipt", **last_days_query("purged_at", DAYS))),
-        bar_chart("Credits used per day (usage records)", credits, days, url=_url("retention.usagerecord", **last_days_query("created_at", DAYS))),
+        bar_chart("Credits used per day (usage records)", credits, days, url=_url("credits.usagerecord", **last_days_query("created_at", DAYS))),
     ]

@@ -21,7 +21,7 @@ from django.db import router
 AUDITOR = "auditor"
 OPERATOR = "operator"
 
-STAFF_APPS = ("governance", "memoryapp", "retention", "auth")
+STAFF_APPS = ("governance", "memoryapp", "retention", "credits", "auth")
 
 # (app label, model, codename, name): the governed actions, attached to the model they act on.
 GOVERNED_PERMISSIONS: tuple[tuple[str, str, str, str], ...] = (

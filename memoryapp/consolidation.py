@@ -54,6 +54,8 @@ from django.utils import timezone
 from core.errors import ApiError
 from core.task_queue import queue_on_commit
 from core.timestamps import iso
+from credits import charging, pricing
+from credits.models import Consolidation, ConsolidationStatus, UsageCategory, UsageRecord
 from governance.audit import Actor, audit
 from governance.models import Agent, Member, Workspace
 from memoryapp import masking
@@ -63,8 +65,6 @@ from memoryapp.models import Source
 from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.sealing import destroy_keys_on_commit, is_unreadable
 from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model, topic_for
-from retention import credits
-from retention.models import Consolidation, ConsolidationStatus, UsageCategory, UsageRecord
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,9 @@ REASON_MESSAGES = {
     "member": "The member has turned off 'Let the assistant remember me'.",
     "vector_memory": "This agent's vector memory is off.",
     "personal_data": "A message contains sensitive personal data, so the turn is not sent for consolidation.",
-    credits.REASON_CREDITS: "The workspace does not have enough credits.",
-    credits.REASON_MEMBER_QUOTA: "The member's credit quota for this period is used up.",
-    credits.REASON_ROLE_QUOTA: "The credit quota of the member's role for this period is used up.",
+    charging.REASON_CREDITS: "The workspace does not have enough credits.",
+    charging.REASON_MEMBER_QUOTA: "The member's credit quota for this period is used up.",
+    charging.REASON_ROLE_QUOTA: "The credit quota of the member's role for this period is used up.",
     "model_error": "The system model failed; nothing was charged.",
     "expired": "The consolidation did not run in time; its input was discarded and nothing was charged.",
     "store_error": "The memories could not be stored; nothing was charged.",
@@ -184,7 +184,7 @@ def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credentia
         if report:
             reason = "personal_data"
     if reason is None:
-        reason = credits.precheck(workspace, partner)
+        reason = charging.precheck(workspace, partner)
     now = timezone.now()
     with transaction.atomic():
         consolidation = Consolidation.objects.create(
@@ -234,7 +234,7 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
         if any(masking.contains_personal_data(m.get("content", "")) for m in consolidation.messages):
             reason = "personal_data"
     if reason is None:
-        reason = credits.precheck(workspace, member)
+        reason = charging.precheck(workspace, member)
     if reason is not None:
         return _finish(consolidation, ConsolidationStatus.SKIPPED, reason)
 
@@ -248,11 +248,11 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
         log.error("consolidation #%s: system model raised %s", consolidation_id, type(exc).__name__)
         return _finish(consolidation, ConsolidationStatus.FAILED, "model_error", model_name=getattr(model, "name", ""))
 
-    price = credits.system_model_price(extraction.model_name)
-    input_cost, output_cost = credits.cost_of(price, extraction.input_tokens, extraction.output_tokens)
+    price = pricing.system_model_price(extraction.model_name)
+    input_cost, output_cost = pricing.cost_of(price, extraction.input_tokens, extraction.output_tokens)
     try:
         with transaction.atomic():
-            record = credits.charge(
+            record = charging.charge(
                 workspace=workspace,
                 member=member,
                 category=UsageCategory.AI_MEMORY,
@@ -264,7 +264,7 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
                 output_cost=output_cost,
             )
             stored_ids, dropped = _store(member, extraction)
-    except credits.CreditRefused as exc:
+    except charging.CreditRefused as exc:
         return _finish(consolidation, ConsolidationStatus.SKIPPED, exc.reason, model_name=extraction.model_name)
     except _StoreRefused as exc:
         if str(exc) == "UNAUTHENTICATED":  # the member was removed while the model worked (store_version's re-check)

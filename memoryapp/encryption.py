@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 from django.db import transaction
 
+from credits.models import Consolidation
 from memoryapp.keyring import key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.sealing import prepare_keys, sealed_fields
-from retention.models import Consolidation
 
 CHUNK = 500
 

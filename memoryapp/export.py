@@ -25,6 +25,7 @@ from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from core.timestamps import iso
+from credits.models import UsageRecord
 from governance.actions import credential_json
 from governance.audit import Actor, audit
 from governance.models import AskHistorySettings, Credential, Member
@@ -32,7 +33,7 @@ from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion
 from memoryapp.representation import memory_json
 from memoryapp.visibility import Recheck, recheck
-from retention.models import DeletionReceipt, UsageRecord
+from retention.models import DeletionReceipt
 
 FORMAT = "governed-agent-memory/member-export"
 FORMAT_VERSION = 1

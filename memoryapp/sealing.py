@@ -201,6 +201,13 @@ def owner_label(model: type[models.Model]) -> str:
     return model._meta.label_lower
 
 
+def owner_labels(model: type[models.Model]) -> tuple[str, ...]:
+    """Every owner the model's keys may be stored under: its label, then the labels it had before
+    it moved to another app (`former_key_owners` on the model). A key store is not migrated with
+    the app, so keys written before a move keep the old owner, and the keyring sweep must see them."""
+    return (owner_label(model), *getattr(model, "former_key_owners", ()))
+
+
 def _key_holder(instance: models.Model) -> models.Model:
     via = getattr(type(instance), "sealed_with", None)
     return getattr(instance, via) if via else instance

@@ -3,7 +3,7 @@ from django.apps import AppConfig
 
 class RetentionConfig(AppConfig):
     name = "retention"
-    verbose_name = "Retention, receipts and credits"
+    verbose_name = "Retention, erasure and receipts"
 
     def ready(self) -> None:
         # Wiring, once the models exist (NetBox's `ready()`): the reactions to governance's

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from credits import jobs as credit_jobs
 from memoryapp import consolidation
-from retention import credits, keysweep, lifecycle, receipts
+from retention import keysweep, lifecycle, receipts
 
 JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "expiry_sweep": lifecycle.expiry_sweep,
@@ -16,11 +17,11 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "grace_purge": lifecycle.grace_purge,
     "access_log_sweep": lifecycle.access_log_sweep,
     "keyring_sweep": keysweep.sweep_keyring,  # SPEC §8.2: data keys and sealed rows converge
-    # credit accounting (SPEC §9), see retention/credits.py
-    "settle_usage": credits.settle_usage,
-    "daily_rollup": credits.daily_rollup,
-    "quota_reset": credits.quota_reset,
-    "reconcile_credits": credits.reconcile_credits,
+    # credit accounting (SPEC §9), see credits/jobs.py
+    "settle_usage": credit_jobs.settle_usage,
+    "daily_rollup": credit_jobs.daily_rollup,
+    "quota_reset": credit_jobs.quota_reset,
+    "reconcile_credits": credit_jobs.reconcile_credits,
     "consolidation_sweep": consolidation.sweep_stale_consolidations,
     # every receipt chain from its first receipt (docs/receipts.md), beyond the endpoint's bounded check
     "receipt_chain_check": receipts.check_all_chains,

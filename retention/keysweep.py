@@ -28,12 +28,13 @@ from uuid import UUID
 from django.utils import timezone
 
 from core.chunks import CHUNK
+from credits.models import Consolidation
 from memoryapp import metrics
 from memoryapp.keyring import key_store
 from memoryapp.models import MemoryVersion
-from memoryapp.sealing import owner_label
+from memoryapp.sealing import owner_labels
 from retention.erasure import DATA_KEY_ARTIFACT, erase_memories, reverify_receipt
-from retention.models import Consolidation, DeletionReceipt, Operation
+from retention.models import DeletionReceipt, Operation
 
 SWEEP_ACTOR = "system: keyring sweep"
 #: Keys younger than this are never taken for orphans: their row's INSERT may still be in flight.
@@ -44,18 +45,19 @@ def destroy_orphaned_keys(now: datetime, chunk: int = CHUNK) -> int:
     store = key_store()
     destroyed = 0
     for model, alive in ((MemoryVersion, {}), (Consolidation, {"messages__isnull": False})):
-        after: UUID | None = None
-        while True:
-            ids = store.scan(owner=owner_label(model), created_before=now - KEY_GRACE, after=after, limit=chunk)
-            if not ids:
-                break
-            kept = set(model._base_manager.filter(key_id__in=ids, **alive).values_list("key_id", flat=True))
-            orphans = [key_id for key_id in ids if key_id not in kept]
-            if orphans:
-                destroyed += store.delete_many(orphans)
-            after = ids[-1]
-            if len(ids) < chunk:
-                break
+        for owner in owner_labels(model):
+            after: UUID | None = None
+            while True:
+                ids = store.scan(owner=owner, created_before=now - KEY_GRACE, after=after, limit=chunk)
+                if not ids:
+                    break
+                kept = set(model._base_manager.filter(key_id__in=ids, **alive).values_list("key_id", flat=True))
+                orphans = [key_id for key_id in ids if key_id not in kept]
+                if orphans:
+                    destroyed += store.delete_many(orphans)
+                after = ids[-1]
+                if len(ids) < chunk:
+                    break
     return destroyed
 
 

@@ -24,12 +24,13 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.chunks import CHUNK, run_in_chunks
+from credits.models import UsageRecord
 from governance.models import AskHistorySettings, AuditEvent, Collection, Member, Passage, Workspace
 from memoryapp import access_log
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RateLimitSlot, grace_cutoff, past_retention_q, retention_cutoff
 from retention import cascades
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
-from retention.models import DeletionReceipt, Operation, UsageRecord
+from retention.models import DeletionReceipt, Operation
 
 SYSTEM_ACTOR = "system: retention"
 RATE_LIMIT_WINDOW = timedelta(hours=1)

@@ -58,10 +58,10 @@ NOT_MEMORY_DERIVED: dict[str, str] = {
     "governance.Credential": "Agent credential (hash only); memories keep its id, not the reverse.",
     "governance.PersonalToken": "Member's personal token (hash only).",
     "governance.Agent": "Assistant configuration (vector-memory switch).",
-    "retention.ModelPrice": "Price list.",
-    "retention.CreditAccount": "Workspace credit balance.",
-    "retention.MemberQuota": "Credit quota configuration and counter.",
-    "retention.RoleQuota": "Credit quota configuration and counter.",
+    "credits.ModelPrice": "Price list.",
+    "credits.CreditAccount": "Workspace credit balance.",
+    "credits.MemberQuota": "Credit quota configuration and counter.",
+    "credits.RoleQuota": "Credit quota configuration and counter.",
 }
 
 
@@ -224,7 +224,7 @@ def artifact_classes() -> list[ArtifactClass]:
             key="usage_record",
             name="Usage record",
             store="Database tables retention_usagerecord, retention_ledgerentry, retention_usagerollup",
-            models=("retention.UsageRecord", "retention.LedgerEntry", "retention.UsageRollup"),
+            models=("credits.UsageRecord", "credits.LedgerEntry", "credits.UsageRollup"),
             derived_from="Token counts and costs of consolidations and replies (including how many input tokens were AI memory). No memory content.",
             scope="Workspace and the member charged.",
             retention="Kept for accounting; the member link is cleared when the member row goes; deleted with the workspace.",
@@ -252,7 +252,7 @@ def artifact_classes() -> list[ArtifactClass]:
             key="consolidation_input",
             name="Consolidation input",
             store="Database table retention_consolidation (messages), Celery task payload (ids only)",
-            models=("retention.Consolidation",),
+            models=("credits.Consolidation",),
             derived_from="A submitted conversation turn; only messages in which the masker found no personal data are stored (a turn with any is skipped and stores none).",
             scope="Workspace and the member being remembered.",
             retention="Messages are emptied as soon as the consolidation task finishes, whatever the outcome, or when the member's membership ends (removal, a deleted account: waiting turns are skipped, never consolidated into a later membership period); the row keeps status, counts and the ids of the memories written.",

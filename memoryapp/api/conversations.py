@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import validation_error
+from credits import charging, usage
 from governance.api.base import WorkspaceAPIView
 from governance.models import Agent
 from memoryapp import gates
@@ -37,7 +38,6 @@ from memoryapp.api.views import agent_request
 from memoryapp.consolidation import agent_json, create_agent, submit_agent_turn, update_agent
 from memoryapp.masking import MAX_MASKED_CHARS
 from memoryapp.schemas import IdField, PlainText, ScreenedText, StrictSerializer
-from retention import credits
 
 MAX_TOKENS = 10**9
 
@@ -102,7 +102,7 @@ class ReplyUsageView(APIView):
     @extend_schema(request=ReplyUsageBody, responses={201: OpenApiTypes.OBJECT}, summary="Report a reply's token usage (AI-memory tokens included in input)")
     def post(self, request):
         ctx, data = _admit(request, "recall", ReplyUsageBody)
-        record = credits.record_reply_usage(
+        record = charging.record_reply_usage(
             ctx.member,
             conversation_id=data["conversationId"],
             model_name=data["model"],
@@ -110,7 +110,7 @@ class ReplyUsageView(APIView):
             output_tokens=data["outputTokens"],
             memory_tokens=data["memoryTokens"],
         )
-        return Response({"usage": credits.usage_json(record)}, status=201)
+        return Response({"usage": usage.usage_json(record)}, status=201)
 
 
 # --- agents (workspace API) ---------------------------------------------------------------------------

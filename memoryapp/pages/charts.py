@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
-from retention.models import UsageRecord
+from credits.models import UsageRecord
 
 CHART_DAYS = 30
 CHART_WIDTH, CHART_HEIGHT = 720, 200

@@ -19,6 +19,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from core.errors import ApiError
+from credits.models import UsageCategory, UsageRecord
+from credits.usage import LINE_LABELS
 from governance.actions import ACCOUNT_NOTICES, account_target
 from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
@@ -26,8 +28,7 @@ from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion, Source
 from memoryapp.pages.forms import KIND_CHOICES
 from retention import receipts as receipt_chain
-from retention.credits import LINE_LABELS
-from retention.models import DeletionReceipt, Operation, UsageCategory, UsageRecord
+from retention.models import DeletionReceipt, Operation
 
 # Source tags (SPEC §7): the text always says what the colour means.
 SOURCE_LABELS = {
@@ -296,7 +297,7 @@ def receipt_chain_status(member: Member) -> dict[str, Any]:
 
 # --- Usage ------------------------------------------------------------------------------------------------
 def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
-    """The record's input and output lines, labelled like the usage API (`retention.credits.LINE_LABELS`)."""
+    """The record's input and output lines, labelled like the usage API (`credits.usage.LINE_LABELS`)."""
     input_label, output_label = LINE_LABELS.get(record.category, ("Input", "Output"))
     return [
         {"label": _(input_label), "tokens": record.input_tokens, "cost": record.input_cost, "memory_tokens": record.memory_tokens},

@@ -23,7 +23,7 @@ CANARY_TEXT = "Canary zebrafinch prefers periwinkle umbrellas"
 CANARY_DETAIL = "Canary detail marmalade quokka"
 CANARY_WORDS = ("zebrafinch", "periwinkle", "marmalade", "quokka")
 
-PRODUCT_APPS = ("governance", "memoryapp", "retention")
+PRODUCT_APPS = ("governance", "memoryapp", "retention", "credits")
 
 
 @dataclass
@@ -108,11 +108,11 @@ def everything(world, memories):
 
     from django.utils import timezone
 
+    from credits import charging, quotas
+    from credits.models import Consolidation, ModelPrice, UsageRecord, UsageRollup
     from governance import actions
     from governance.models import Agent
-    from retention import credits
     from retention.erasure import erase_memories
-    from retention.models import Consolidation, ModelPrice, UsageRecord, UsageRollup
 
     collection = actions.create_collection(world.workspace, name="Handbook")
     document = actions.create_document(collection, title="Travel policy", text="Umbrellas are provided at reception.\n\nTaxis need approval.")
@@ -136,9 +136,9 @@ def everything(world, memories):
         input_cost=Decimal("0.5"),
         output_cost=Decimal("0.25"),
     )
-    credits.grant_credits(world.workspace, Decimal("100"), note="welcome")
-    credits.set_member_quota(world.editor, limit=Decimal("10"), period="month", actor=world.owner.user)
-    credits.set_role_quota(world.workspace, "editor", limit=Decimal("50"), period="month", actor=world.owner.user)
+    charging.grant_credits(world.workspace, Decimal("100"), note="welcome")
+    quotas.set_member_quota(world.editor, limit=Decimal("10"), period="month", actor=world.owner.user)
+    quotas.set_role_quota(world.workspace, "editor", limit=Decimal("50"), period="month", actor=world.owner.user)
     ModelPrice.objects.get_or_create(model_name="admin-test-model", defaults={"input_per_1k": Decimal("0.01"), "output_per_1k": Decimal("0.02")})
     UsageRollup.objects.create(workspace=world.workspace, day=timezone.localdate(), member_ref=world.editor.pk, role="editor", category="ai_memory", records=1)
     Consolidation.objects.create(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
+from credits.models import Consolidation
 from governance.models import AuditEvent, Member
 from memoryapp.models import MemoryVersion
-from retention.models import Consolidation
 from tests.admin.support import (  # noqa: F401
     CANARY_TEXT,
     CONVERSATION_WORD,

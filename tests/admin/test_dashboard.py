@@ -9,13 +9,14 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from credits import charging
+from credits.models import UsageRecord
 from governance import actions
 from governance.admin_base import LargeTablePaginator
 from governance.admin_dashboard import charts, workspace_figures
 from memoryapp.models import MemoryVersion
-from retention import credits
 from retention.erasure import erase_memories
-from retention.models import DeletionReceipt, UsageRecord
+from retention.models import DeletionReceipt
 from tests.admin.support import admin_url, assert_no_content, browser, everything, memories, product_admins, staff  # noqa: F401
 from tests.conftest import make_agent
 
@@ -42,7 +43,7 @@ def known(world, memories):
     receipt = erase_memories([old.pk], operation="expiry", workspace_id=world.workspace.pk, actor_label="test")
     DeletionReceipt.objects.filter(pk=receipt.pk).update(purged_at=timezone.now() - timedelta(days=45))
     actions.remove_member(leaver, actor=world.owner.user)
-    credits.grant_credits(world.workspace, Decimal("100"))
+    charging.grant_credits(world.workspace, Decimal("100"))
     UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="m", input_cost=Decimal("0.5"), output_cost=Decimal("0.25"))
     return world
 

@@ -247,7 +247,7 @@ def test_every_admin_url_is_classified_and_every_product_write_is_refused(world,
         assert name in names, name
     # Deletes of product rows are refused too (receipts, audit events, memories are read-only).
     for model in admin.site._registry:
-        if model._meta.app_label in ("governance", "memoryapp", "retention"):
+        if model._meta.app_label in ("governance", "memoryapp", "retention", "credits"):
             obj = model._default_manager.first()
             if obj is not None:
                 assert client.post(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_delete", args=[obj.pk]), {"post": "yes"}).status_code == 403, model

@@ -28,10 +28,10 @@ from django.core.exceptions import FieldError, SuspiciousOperation
 from django.db import connection, models
 from django.test import RequestFactory
 
+from credits.models import Consolidation
 from governance.content import content_derived_fields, declares_content, lookup_reaches_content
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention.models import Consolidation
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
 from tests.conftest import make_agent
 
@@ -295,7 +295,7 @@ def test_every_model_holding_content_classifies_every_field():
 
     call_command("check")  # governance.E001 fails on an unclassified field
     holders = [model for model in apps.get_models() if declares_content(model)]
-    assert {m._meta.label for m in holders} >= {"memoryapp.MemoryVersion", "memoryapp.MemoryEmbedding", "retention.Consolidation"}
+    assert {m._meta.label for m in holders} >= {"memoryapp.MemoryVersion", "memoryapp.MemoryEmbedding", "credits.Consolidation"}
     for model in holders:
         for name in content_derived_fields(model):
             assert lookup_reaches_content(model, f"{name}__exact")

@@ -23,12 +23,12 @@ import pytest
 from django.db import connection
 
 from core.errors import ApiError
+from credits.models import Consolidation, UsageRecord
 from governance import actions as governance
 from memoryapp import actions, gates
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import ExtractedMemory
-from retention.models import Consolidation, UsageRecord
 from tests.conftest import on_postgres
 from tests.credits.support import StubModel, ai_agent, balance, grant, use_stub, user_says
 

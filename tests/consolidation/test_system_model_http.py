@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from credits.models import Consolidation, ModelPrice, UsageRecord
 from memoryapp.models import MemoryVersion, Source
 from memoryapp.system_models import OpenAICompatibleModel, SystemModelError
-from retention.models import Consolidation, ModelPrice, UsageRecord
 from tests.conftest import make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
 

@@ -7,13 +7,13 @@ from decimal import Decimal
 
 import pytest
 
+from credits import charging, quotas, usage
+from credits.models import Consolidation, RoleQuota, UsageCategory, UsageRecord
 from governance import actions
 from governance.models import AskHistorySettings
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from memoryapp.system_models import ExtractedMemory
-from retention import credits
-from retention.models import Consolidation, RoleQuota, UsageCategory, UsageRecord
 from tests.conftest import client_for, error_code, make_agent
 from tests.credits.support import STUB_COST, StubModel, ai_agent, balance, grant, post_turn, use_stub, user_says
 
@@ -52,7 +52,7 @@ def test_turn_is_consolidated_into_ai_extracted_memories_and_charged(world, read
     record = UsageRecord.objects.get()
     assert record.member == world.editor and record.category == UsageCategory.AI_MEMORY
     assert record.input_tokens > 0 and record.total_cost > 0
-    assert [line["label"] for line in credits.usage_lines(record)] == ["AI memory (input)", "AI memory (output)"]
+    assert [line["label"] for line in usage.usage_lines(record)] == ["AI memory (input)", "AI memory (output)"]
     assert balance(world.workspace) == Decimal("100") - record.total_cost
     assert consolidation.usage_record_id == record.pk
 
@@ -116,17 +116,17 @@ def _vector_memory_off(world, agent):
 
 
 def _no_credits(world, agent):
-    credits.grant_credits(world.workspace, -credits.balance_of(world.workspace))
+    charging.grant_credits(world.workspace, -charging.balance_of(world.workspace))
 
 
 def _member_quota_used_up(world, agent):
-    quota = credits.set_member_quota(world.editor, limit=Decimal("5"), period="month", actor=None)
+    quota = quotas.set_member_quota(world.editor, limit=Decimal("5"), period="month", actor=None)
     quota.used = Decimal("5")
     quota.save()
 
 
 def _role_quota_used_up(world, agent):
-    quota = credits.set_role_quota(world.workspace, "editor", limit=Decimal("0"), period="month", actor=None)
+    quota = quotas.set_role_quota(world.workspace, "editor", limit=Decimal("0"), period="month", actor=None)
     assert quota.used == 0
 
 
@@ -326,7 +326,7 @@ def test_role_quota_is_shared_by_the_role(world, ready, monkeypatch, django_capt
     """(Also in tests/credits/test_charging.py: here via the turn endpoint.) A second editor finds the role's quota used up."""
     agent, client = ready
     use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
-    credits.set_role_quota(world.workspace, "editor", limit=STUB_COST, period="month", actor=None)
+    quotas.set_role_quota(world.workspace, "editor", limit=STUB_COST, period="month", actor=None)
     assert post_turn(client, agent, user_says("a"), capture=django_capture_on_commit_callbacks).status_code == 202
     other = actions.add_member(world.workspace, "editor2@acme.test", role="editor")
     response = post_turn(make_agent(other), agent, user_says("b"), capture=django_capture_on_commit_callbacks)

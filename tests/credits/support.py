@@ -6,11 +6,11 @@ import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from credits import charging
+from credits.models import ModelPrice
 from governance.models import Agent, Member
 from memoryapp.consolidation import create_agent
 from memoryapp.system_models import ExtractedMemory, Extraction, SystemModelError
-from retention import credits
-from retention.models import ModelPrice
 
 STUB_MODEL = "stub-model"
 # 1,000 input tokens at 1 credit and 1,000 output tokens at 2 credits: 3 credits a consolidation.
@@ -44,7 +44,7 @@ def use_stub(monkeypatch, model: StubModel) -> StubModel:
 
 
 def grant(workspace, amount: str = "100") -> None:
-    credits.grant_credits(workspace, Decimal(amount))
+    charging.grant_credits(workspace, Decimal(amount))
 
 
 def ai_agent(world, *, vector_memory: bool = True) -> Agent:
@@ -70,7 +70,7 @@ def user_says(text: str) -> list[dict[str, str]]:
 
 
 def balance(workspace) -> Decimal:
-    return credits.balance_of(workspace)
+    return charging.balance_of(workspace)
 
 
 def member_in(world, email: str, role: str) -> Member:

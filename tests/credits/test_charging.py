@@ -13,11 +13,11 @@ import time_machine
 from django.core.management import call_command
 from django.db import connection
 
+from credits import charging, jobs, pricing, quotas
+from credits.models import Consolidation, ConsolidationStatus, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, RoleQuota, UsageRecord, UsageRollup
 from governance import actions
 from governance.models import AuditEvent
 from memoryapp.consolidation import run_consolidation, submit_turn
-from retention import credits
-from retention.models import Consolidation, ConsolidationStatus, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, RoleQuota, UsageRecord, UsageRollup
 from tests.conftest import client_for, error_code, make_agent, on_postgres
 from tests.credits.support import STUB_COST, StubModel, ai_agent, balance, grant, price_stub_model, use_stub, user_says
 
@@ -91,8 +91,8 @@ def test_owner_sets_member_and_role_quotas(world):
 # --- charging, quotas ---------------------------------------------------------------------------
 def test_charge_deducts_balance_member_quota_and_role_quota(world, agent, stub):
     grant(world.workspace, "100")
-    credits.set_member_quota(world.editor, limit=Decimal("50"), period="month", actor=None)
-    credits.set_role_quota(world.workspace, "editor", limit=Decimal("50"), period="month", actor=None)
+    quotas.set_member_quota(world.editor, limit=Decimal("50"), period="month", actor=None)
+    quotas.set_role_quota(world.workspace, "editor", limit=Decimal("50"), period="month", actor=None)
     assert consolidate(world, agent)["status"] == "done"
     assert balance(world.workspace) == Decimal("100") - STUB_COST
     assert MemberQuota.objects.get().used == STUB_COST
@@ -103,7 +103,7 @@ def test_charge_deducts_balance_member_quota_and_role_quota(world, agent, stub):
 
 def test_member_quota_is_exhausted_mid_period(world, agent, stub):
     grant(world.workspace, "100")
-    credits.set_member_quota(world.editor, limit=STUB_COST * 2, period="month", actor=None)
+    quotas.set_member_quota(world.editor, limit=STUB_COST * 2, period="month", actor=None)
     assert [consolidate(world, agent)["status"] for _ in range(2)] == ["done", "done"]
     assert consolidate(world, agent) == {"status": "skipped", "reason": "member_quota"}
     # another member is not limited by the editor's quota
@@ -114,7 +114,7 @@ def test_member_quota_is_exhausted_mid_period(world, agent, stub):
 def test_role_quota_is_exhausted_mid_period_for_every_member_of_the_role(world, agent, stub):
     grant(world.workspace, "100")
     second_editor = actions.add_member(world.workspace, "editor2@acme.test", role="editor")
-    credits.set_role_quota(world.workspace, "editor", limit=STUB_COST * 2, period="day", actor=None)
+    quotas.set_role_quota(world.workspace, "editor", limit=STUB_COST * 2, period="day", actor=None)
     assert consolidate(world, agent)["status"] == "done"
     assert consolidate(world, agent, member=second_editor)["status"] == "done"
     assert consolidate(world, agent) == {"status": "skipped", "reason": "role_quota"}
@@ -124,7 +124,7 @@ def test_role_quota_is_exhausted_mid_period_for_every_member_of_the_role(world, 
 
 def test_a_quota_that_cannot_cover_the_cost_refuses_at_charge_time(world, agent, stub):
     grant(world.workspace, "100")
-    credits.set_member_quota(world.editor, limit=STUB_COST - Decimal("0.5"), period="month", actor=None)
+    quotas.set_member_quota(world.editor, limit=STUB_COST - Decimal("0.5"), period="month", actor=None)
     result = consolidate(world, agent)
     assert (result["status"], result["reason"]) == ("skipped", "member_quota")
     assert UsageRecord.objects.count() == 0 and balance(world.workspace) == Decimal("100")
@@ -141,14 +141,14 @@ def test_credits_that_cannot_cover_the_cost_refuse_at_charge_time(world, agent, 
 def test_quota_period_reset(world, agent, stub):
     grant(world.workspace, "100")
     with time_machine.travel(datetime(2026, 3, 30, 12, tzinfo=UTC), tick=False):
-        credits.set_member_quota(world.editor, limit=STUB_COST, period="month", actor=None)
-        credits.set_role_quota(world.workspace, "editor", limit=STUB_COST, period="month", actor=None)
+        quotas.set_member_quota(world.editor, limit=STUB_COST, period="month", actor=None)
+        quotas.set_role_quota(world.workspace, "editor", limit=STUB_COST, period="month", actor=None)
         assert consolidate(world, agent)["status"] == "done"
         assert consolidate(world, agent)["reason"] == "member_quota"
-        assert credits.quota_reset() == {"reset": 0}
+        assert jobs.quota_reset() == {"reset": 0}
     with time_machine.travel(datetime(2026, 4, 1, 0, 5, tzinfo=UTC), tick=False):
-        assert credits.quota_reset() == {"reset": 2}
-        assert credits.quota_reset() == {"reset": 0}  # idempotent
+        assert jobs.quota_reset() == {"reset": 2}
+        assert jobs.quota_reset() == {"reset": 0}  # idempotent
         quota = MemberQuota.objects.get()
         assert quota.used == 0 and quota.period_start == datetime(2026, 4, 1, tzinfo=UTC)
         assert RoleQuota.objects.get().used == 0
@@ -158,7 +158,7 @@ def test_quota_period_reset(world, agent, stub):
 def test_a_new_period_counts_as_fresh_before_the_reset_job_runs(world, agent, stub):
     grant(world.workspace, "100")
     with time_machine.travel(datetime(2026, 3, 30, 12, tzinfo=UTC), tick=False):
-        credits.set_member_quota(world.editor, limit=STUB_COST, period="day", actor=None)
+        quotas.set_member_quota(world.editor, limit=STUB_COST, period="day", actor=None)
         assert consolidate(world, agent)["status"] == "done"
         assert consolidate(world, agent)["reason"] == "member_quota"
     with time_machine.travel(datetime(2026, 3, 31, 0, 1, tzinfo=UTC), tick=False):
@@ -192,7 +192,7 @@ def test_parallel_consolidations_never_overdraw(world, agent):
     assert statuses.count(("skipped", "credits")) == 7
     assert balance(world.workspace) == Decimal("1.5")
     assert UsageRecord.objects.count() == 3
-    assert credits.reconcile_credits()["discrepancies"] == 0
+    assert jobs.reconcile_credits()["discrepancies"] == 0
 
 
 @pytest.mark.skipif(not on_postgres(), reason="backend: row locks need PostgreSQL")
@@ -200,7 +200,7 @@ def test_parallel_consolidations_never_overdraw(world, agent):
 def test_parallel_consolidations_respect_the_member_quota(world, agent):
     price_stub_model()
     grant(world.workspace, "1000")
-    credits.set_member_quota(world.editor, limit=STUB_COST * 2, period="month", actor=None)
+    quotas.set_member_quota(world.editor, limit=STUB_COST * 2, period="month", actor=None)
     ids = [Consolidation.objects.create(workspace=world.workspace, member=world.editor, agent=agent, conversation_id=f"c{i}", messages=user_says("hi"), message_count=2).pk for i in range(6)]
     barrier = threading.Barrier(len(ids))
 
@@ -255,7 +255,7 @@ def test_reply_usage_is_recorded_even_without_credits(world):
     ModelPrice.objects.create(model_name="agent-model", input_per_1k="2", output_per_1k="4")
     assert _report(make_agent(world.editor)).status_code == 201
     assert balance(world.workspace) == Decimal("-3.6")
-    assert credits.precheck(world.workspace, world.editor) == "credits"
+    assert charging.precheck(world.workspace, world.editor) == "credits"
 
 
 def test_usage_api_owner_sees_all_member_sees_own_with_filters(world, agent, stub):
@@ -309,9 +309,9 @@ def test_settlement_run_twice_gives_the_same_ledger(world, agent, stub):
     grant(world.workspace, "100")
     for _ in range(3):
         consolidate(world, agent)
-    assert credits.settle_usage() == {"settled": 3}
+    assert jobs.settle_usage() == {"settled": 3}
     first = _ledger()
-    assert credits.settle_usage() == {"settled": 0}
+    assert jobs.settle_usage() == {"settled": 0}
     assert _ledger() == first
     assert len([e for e in first if e[1] == "usage"]) == 3
     assert sum(e[2] for e in first) == balance(world.workspace)
@@ -320,28 +320,28 @@ def test_settlement_run_twice_gives_the_same_ledger(world, agent, stub):
 def test_settlement_replayed_after_a_crash_writes_no_second_entry(world, agent, stub):
     grant(world.workspace, "100")
     consolidate(world, agent)
-    credits.settle_usage()
+    jobs.settle_usage()
     # a crash after the ledger insert but before the status update leaves the record pending
     UsageRecord.objects.update(status="pending", settled_at=None)
-    assert credits.settle_usage() == {"settled": 1}
+    assert jobs.settle_usage() == {"settled": 1}
     assert LedgerEntry.objects.filter(kind="usage").count() == 1
 
 
 def test_reconciliation_catches_a_tampered_balance_once(world, agent, stub):
     grant(world.workspace, "100")
     consolidate(world, agent)
-    assert credits.reconcile_credits()["discrepancies"] == 0  # pending usage is accounted for
-    credits.settle_usage()
-    assert credits.reconcile_credits()["discrepancies"] == 0
+    assert jobs.reconcile_credits()["discrepancies"] == 0  # pending usage is accounted for
+    jobs.settle_usage()
+    assert jobs.reconcile_credits()["discrepancies"] == 0
     CreditAccount.objects.filter(workspace=world.workspace).update(balance=Decimal("500"))
-    assert credits.reconcile_credits() == {"checked": 1, "discrepancies": 1, "recorded": 1}
+    assert jobs.reconcile_credits() == {"checked": 1, "discrepancies": 1, "recorded": 1}
     event = AuditEvent.objects.get(action="credits.discrepancy")
     assert event.workspace == world.workspace
     assert event.changes["difference"] == str(Decimal("500") - (Decimal("100") - STUB_COST))
-    assert credits.reconcile_credits()["recorded"] == 0  # idempotent: recorded once
+    assert jobs.reconcile_credits()["recorded"] == 0  # idempotent: recorded once
     assert AuditEvent.objects.filter(action="credits.discrepancy").count() == 1
     CreditAccount.objects.filter(workspace=world.workspace).update(balance=Decimal("100") - STUB_COST)
-    assert credits.reconcile_credits()["recorded"] == 1
+    assert jobs.reconcile_credits()["recorded"] == 1
     assert AuditEvent.objects.filter(action="credits.reconciled").count() == 1
 
 
@@ -352,7 +352,7 @@ def test_daily_rollup_per_member_role_and_category_is_idempotent(world, agent, s
     consolidate(world, agent)
     consolidate(world, agent, member=world.owner)
     _report(make_agent(world.editor))
-    credits.daily_rollup()
+    jobs.daily_rollup()
     rows = sorted((r.member_ref, r.role, r.category, r.records, r.input_cost + r.output_cost) for r in UsageRollup.objects.all())
     assert rows == sorted(
         [
@@ -361,7 +361,7 @@ def test_daily_rollup_per_member_role_and_category_is_idempotent(world, agent, s
             (world.editor.pk, "editor", "reply", 1, Decimal("1.5")),
         ]
     )
-    credits.daily_rollup()
+    jobs.daily_rollup()
     assert sorted((r.member_ref, r.role, r.category, r.records, r.input_cost + r.output_cost) for r in UsageRollup.objects.all()) == rows
 
 
@@ -370,9 +370,9 @@ def test_daily_rollup_catches_up_on_old_days(world, agent, stub):
     with time_machine.travel(datetime(2026, 1, 10, 9, tzinfo=UTC), tick=False):
         consolidate(world, agent)
     with time_machine.travel(datetime(2026, 2, 1, 9, tzinfo=UTC), tick=False):
-        assert credits.daily_rollup()["days"] == 1
+        assert jobs.daily_rollup()["days"] == 1
         assert UsageRollup.objects.get().day.isoformat() == "2026-01-10"
-        assert credits.daily_rollup()["days"] == 0
+        assert jobs.daily_rollup()["days"] == 0
 
 
 def test_run_periodic_jobs_runs_the_credit_jobs(world, agent, stub):
@@ -387,14 +387,14 @@ def test_run_periodic_jobs_runs_the_credit_jobs(world, agent, stub):
 
 def test_money_is_never_a_float():
     with pytest.raises(ValueError):
-        credits.money(0.1)
-    assert credits.money("0.1") == Decimal("0.100000")
+        pricing.money(0.1)
+    assert pricing.money("0.1") == Decimal("0.100000")
 
 
 def test_a_workspace_with_credit_history_can_still_be_deleted(world, agent, stub):
     grant(world.workspace, "100")
     consolidate(world, agent)
-    credits.settle_usage()
-    credits.daily_rollup()
+    jobs.settle_usage()
+    jobs.daily_rollup()
     actions.delete_workspace(world.workspace, actor=None)
     assert not LedgerEntry.objects.exists() and not UsageRecord.objects.exists() and not Consolidation.objects.exists()

@@ -25,12 +25,13 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from credits.models import Consolidation
 from memoryapp import crypto, keyring, metrics, sealing
 from memoryapp.assistant import add_assistant_memory, list_assistant_memories
 from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import erasure, keysweep, receipts
-from retention.models import Consolidation, DeletionReceipt, Operation
+from retention.models import DeletionReceipt, Operation
 from tests.conftest import client_for, make_agent
 
 MARKER = "quillfeatherzebra"
@@ -405,3 +406,18 @@ def test_erasing_a_legacy_row_says_its_backups_keep_it_readable(world):
     pk = plant_legacy(world, "old plaintext")
     receipt = erasure.erase_memories([pk], operation=Operation.FORGET, workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="test")
     assert receipt.manifest["keysDestroyed"] == 0 and receipt.residual["backups"]["content"] == "partly_unsealed"
+
+
+def test_an_orphaned_input_key_stored_before_the_credits_move_is_still_destroyed(world):
+    """Consolidation moved from retention to credits (issue 23 step 4); the keys its inputs were
+    sealed under before the move say `retention.consolidation` in the key store, which no
+    migration rewrites. The sweep still finds the orphaned ones and keeps the live ones."""
+    assert sealing.owner_label(Consolidation) == "credits.consolidation"
+    live = Consolidation.objects.create(workspace=world.workspace, member=world.editor, conversation_id="c", messages=[{"role": "user", "content": "hello"}], message_count=1)
+    orphan = uuid.uuid4()
+    key_store().put({orphan: crypto.new_data_key()}, owner="retention.consolidation")
+    DataKey.objects.filter(pk=live.key_id).update(owner="retention.consolidation")  # sealed before the move
+    result = keysweep.sweep_keyring(now=timezone.now() + keysweep.KEY_GRACE + timedelta(seconds=1))
+    assert result["orphanedKeysDestroyed"] == 1
+    assert not DataKey.objects.filter(pk=orphan).exists()
+    assert Consolidation.objects.get(pk=live.pk).messages == [{"role": "user", "content": "hello"}]

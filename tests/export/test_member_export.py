@@ -22,12 +22,13 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from credits.models import UsageRecord
 from governance import actions as g
 from governance.models import AuditEvent
 from memoryapp import assistant, export
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import receipts
-from retention.models import DeletionReceipt, UsageRecord
+from retention.models import DeletionReceipt
 from tests.conftest import AgentClient, client_for, make_agent
 
 pytestmark = pytest.mark.django_db

@@ -66,7 +66,7 @@ def member_wrote_things(world, django_capture_on_commit_callbacks):
     client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ai-memory/memories/{version.pk}")
     from decimal import Decimal
 
-    from retention.models import ModelPrice
+    from credits.models import ModelPrice
 
     ModelPrice.objects.create(model_name="gpt-x", input_per_1k=Decimal("0.01"), output_per_1k=Decimal("0.02"))
     reply = agent.client.post(

@@ -12,14 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import ApiError
+from credits import charging, pricing, usage
+from credits.models import ModelPrice
 from governance import actions as governance
 from governance.models import AuditEvent, Collection
 from memoryapp import actions as memory_actions
 from memoryapp import consolidation, gates
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
-from retention import credits, lifecycle, previews, receipts
-from retention.models import ModelPrice
+from retention import lifecycle, previews, receipts
 from tests.conftest import make_agent
 
 
@@ -117,16 +118,16 @@ def test_an_owner_sees_every_receipt_with_counts_only_and_a_member_only_their_ow
 # --- usage and lifecycle counts: one rule of who sees what ---------------------------------------------
 def test_usage_and_lifecycle_counts_are_the_workspaces_for_owners_and_ones_own_otherwise(world):
     ModelPrice.objects.create(model_name="agent-model", input_per_1k="2", output_per_1k="4")
-    credits.record_reply_usage(world.editor, conversation_id="c", model_name="agent-model", input_tokens=10, output_tokens=5, memory_tokens=0)
-    assert credits.usage_totals(credits.visible_usage(world.owner))["records"] == 1
-    assert credits.usage_totals(credits.visible_usage(world.viewer)) == {
+    charging.record_reply_usage(world.editor, conversation_id="c", model_name="agent-model", input_tokens=10, output_tokens=5, memory_tokens=0)
+    assert usage.usage_totals(usage.visible_usage(world.owner))["records"] == 1
+    assert usage.usage_totals(usage.visible_usage(world.viewer)) == {
         "records": 0,
         "inputTokens": 0,
         "outputTokens": 0,
         "memoryTokens": 0,
-        "inputCost": credits.ZERO,
-        "outputCost": credits.ZERO,
-        "total": credits.ZERO,
+        "inputCost": pricing.ZERO,
+        "outputCost": pricing.ZERO,
+        "total": pricing.ZERO,
     }
     assert lifecycle.counts_for(world.owner)[0] == "workspace" and "auditEvents" in lifecycle.counts_for(world.owner)[1]
     scope, counts = lifecycle.counts_for(world.viewer)

@@ -21,7 +21,7 @@ from governance.models import AskHistorySettings, Credential, Member
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-APPS = ("memoryapp", "governance", "retention")
+APPS = ("memoryapp", "governance", "retention", "credits", "config", "core")
 #: The modules that own the predicates: each may spell its own.
 OWNERS = {Path("memoryapp/models.py"), Path("governance/models.py")}
 

@@ -12,7 +12,7 @@ from memoryapp.models import MemoryVersion
 from retention import matrix
 from tests.conftest import client_for, error_code
 
-PROJECT_APPS = ("governance", "memoryapp", "retention")
+PROJECT_APPS = ("governance", "memoryapp", "retention", "credits")
 REQUIRED_CLASSES = {"memory_version", "citation", "embedding", "receipt", "usage_record", "rate_limit_counter", "consolidation_input", "audit_event", "backups"}
 
 

@@ -11,10 +11,10 @@ import pytest
 from django.apps import apps
 from django.core.exceptions import FieldError
 
+from credits.models import Consolidation
 from memoryapp.masking import MAX_MASKED_CHARS, mask
 from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, MemoryVersion
 from memoryapp.ratelimit import get_limiter
-from retention.models import Consolidation
 from tests.conftest import client_for, error_code, make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
 from tests.gates.test_rows import _refusal

@@ -21,10 +21,10 @@ from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 from core import logs
+from credits.models import Consolidation
 from governance import actions as governance
 from memoryapp.mcp.tools import run_operation
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from retention.models import Consolidation
 from tests.conftest import client_for, make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
 

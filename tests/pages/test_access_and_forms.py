@@ -11,11 +11,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from credits.models import UsageRecord
 from governance import actions as governance_actions
 from governance.models import Credential, Member
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
-from retention.models import DeletionReceipt, UsageRecord
+from retention.models import DeletionReceipt
 from tests.conftest import make_agent
 
 pytestmark = pytest.mark.django_db
@@ -266,9 +267,9 @@ def test_the_delete_form_returns_to_the_filtered_list_but_never_off_site(world):
 
 
 def test_agent_memories_paginate_with_an_older_link(world, monkeypatch):
-    from memoryapp.pages import views
+    from memoryapp.pages.views import agent_memories
 
-    monkeypatch.setattr(views, "PAGE_SIZE", 2)
+    monkeypatch.setattr(agent_memories, "PAGE_SIZE", 2)
     agent = make_agent(world.editor)
     for i in range(3):
         agent.remember(namespace="many", text=f"Numbered note {i}")

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from credits.models import UsageRecord
 from governance import actions as governance_actions
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
-from retention.models import DeletionReceipt, UsageRecord
+from retention.models import DeletionReceipt
 from tests.conftest import make_agent
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -16,12 +16,12 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
+from credits.models import UsageRecord
 from governance import actions as governance
 from governance.models import Workspace
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from retention import lifecycle
-from retention.models import UsageRecord
 from tests.conftest import make_agent
 from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, Session, chromium  # noqa: F401  (chromium is a fixture)
 

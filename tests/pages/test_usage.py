@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from retention.models import UsageRecord
+from credits.models import UsageRecord
 from tests.pages.test_access_and_forms import browser, text_of, url
 
 pytestmark = pytest.mark.django_db

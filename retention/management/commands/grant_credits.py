@@ -7,8 +7,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from credits import charging, pricing
 from governance.models import Workspace
-from retention import credits
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         if workspace is None:
             raise CommandError(f"No workspace #{opts['workspace_id']}.")
         try:
-            grant = credits.grant_credits(workspace, credits.money(opts["amount"]), note=opts["note"])
+            grant = charging.grant_credits(workspace, pricing.money(opts["amount"]), note=opts["note"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         result = {"workspaceId": str(workspace.pk), "granted": str(grant.entry.amount), "balance": str(grant.balance), "ledgerEntryId": str(grant.entry.pk)}

@@ -27,12 +27,12 @@ from rest_framework.response import Response
 from core.errors import not_found, validation_error
 from core.params import query_int
 from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
+from credits import pricing, quotas, usage
+from credits.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
 from governance.api.base import WorkspaceAPIView
 from governance.models import Member
 from governance.permissions import ROLE_CHOICES
 from memoryapp.schemas import StrictSerializer
-from retention import credits
-from retention.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
 
 ROLES = [value for value, _ in ROLE_CHOICES]
 
@@ -52,10 +52,10 @@ class CreditsView(WorkspaceAPIView):
         ledger = self.scoped(LedgerEntry.objects.all()).order_by("-created_at", "-id")[:20]
         return Response(
             {
-                "balance": str(account.balance if account else credits.ZERO),
+                "balance": str(account.balance if account else pricing.ZERO),
                 "prices": [{"model": p.model_name, "inputPer1k": str(p.input_per_1k), "outputPer1k": str(p.output_per_1k)} for p in ModelPrice.objects.all()],
-                "memberQuotas": [{"memberId": str(q.member_id), **credits.quota_json(q)} for q in member_quotas],
-                "roleQuotas": [{"role": q.role, **credits.quota_json(q)} for q in role_quotas],
+                "memberQuotas": [{"memberId": str(q.member_id), **quotas.quota_json(q)} for q in member_quotas],
+                "roleQuotas": [{"role": q.role, **quotas.quota_json(q)} for q in role_quotas],
                 "ledger": [
                     {"id": str(e.pk), "kind": e.kind, "amount": str(e.amount), "usageRecordId": str(e.usage_record_id) if e.usage_record_id else None, "createdAt": iso(e.created_at), "note": e.note}
                     for e in ledger
@@ -74,11 +74,11 @@ class MemberQuotaView(WorkspaceAPIView):
     def put(self, request, ws_id, member_id):
         member = self._member(member_id)
         data = self.body(request, QuotaBody)
-        quota = credits.set_member_quota(member, limit=data["limit"], period=data["period"], actor=request.user)
-        return Response({"memberId": str(member.pk), **credits.quota_json(quota)})
+        quota = quotas.set_member_quota(member, limit=data["limit"], period=data["period"], actor=request.user)
+        return Response({"memberId": str(member.pk), **quotas.quota_json(quota)})
 
     def delete(self, request, ws_id, member_id):
-        if not credits.delete_member_quota(self._member(member_id), actor=request.user):
+        if not quotas.delete_member_quota(self._member(member_id), actor=request.user):
             raise not_found("quota")
         return Response(status=204)
 
@@ -96,11 +96,11 @@ class RoleQuotaView(WorkspaceAPIView):
     def put(self, request, ws_id, role):
         role = self._role(role)
         data = self.body(request, QuotaBody)
-        quota = credits.set_role_quota(self.workspace, role, limit=data["limit"], period=data["period"], actor=request.user)
-        return Response({"role": role, **credits.quota_json(quota)})
+        quota = quotas.set_role_quota(self.workspace, role, limit=data["limit"], period=data["period"], actor=request.user)
+        return Response({"role": role, **quotas.quota_json(quota)})
 
     def delete(self, request, ws_id, role):
-        if not credits.delete_role_quota(self.workspace, self._role(role), actor=request.user):
+        if not quotas.delete_role_quota(self.workspace, self._role(role), actor=request.user):
             raise not_found("quota")
         return Response(status=204)
 
@@ -143,7 +143,7 @@ def parse_period(value: str) -> tuple[datetime, datetime]:
     try:
         if len(value) == 7:
             start = check_range(datetime.strptime(value, "%Y-%m").replace(tzinfo=UTC))
-            return start, check_range(credits.period_end(QuotaPeriod.MONTH, start))
+            return start, check_range(quotas.period_end(QuotaPeriod.MONTH, start))
         if len(value) == 10:
             start = check_range(datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC))
             return start, check_range(start + timedelta(days=1))
@@ -162,7 +162,7 @@ class UsageView(WorkspaceAPIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, ws_id):
-        filterset = UsageFilter(request.query_params, queryset=credits.visible_usage(self.member))
+        filterset = UsageFilter(request.query_params, queryset=usage.visible_usage(self.member))
         if not filterset.is_valid():
             raise validation_error({k: [str(e) for e in v] for k, v in filterset.errors.items()})
         queryset = filterset.qs.order_by("-created_at", "-id")
@@ -170,8 +170,8 @@ class UsageView(WorkspaceAPIView):
         limit = query_int(params, "limit", default=50, minimum=1, maximum=200)
         offset = query_int(params, "offset", default=0, minimum=0, maximum=10**9)
         page = list(queryset[offset : offset + limit + 1])
-        totals = credits.usage_totals(queryset)
-        zero = Value(credits.ZERO, output_field=_money())
+        totals = usage.usage_totals(queryset)
+        zero = Value(pricing.ZERO, output_field=_money())
         series = (
             queryset.order_by()
             .annotate(day=TruncDate("created_at", tzinfo=UTC))
@@ -181,7 +181,7 @@ class UsageView(WorkspaceAPIView):
         )
         return Response(
             {
-                "records": [credits.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],
+                "records": [usage.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],
                 "nextOffset": offset + limit if len(page) > limit else None,
                 "totals": {
                     **{k: v for k, v in totals.items() if not k.endswith("Cost") and k != "total"},
