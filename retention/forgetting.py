@@ -7,6 +7,13 @@ whole stack as this deployment serves it (one of its ALLOWED_HOSTS, https): a mi
 response cache that kept the canary would only show there. The tables, the index, the access log,
 the cache and the SQLite files are read directly. `manage.py verify_forgetting` is the command
 that runs it (exit 1 if anything remains, 2 if the check cannot run).
+
+`BackupProof` (`verify_forgetting --backup`) is the same check taken to a real backup: a backup of
+the database and a snapshot of the key store before the forget, restored after it (SPEC §8.2).
+
+Over ~400 lines on purpose: the two checks of one canary; the backup proof plants, forgets and
+cleans up through the forgetting check's own steps (it is a subclass), and both search bytes with
+`occurrences_on_disk`.
 """
 
 from __future__ import annotations

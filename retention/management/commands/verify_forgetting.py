@@ -72,7 +72,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  ciphertext rows present      memory version: {rows['memoryVersion']}  index entry: {rows['memoryEmbedding']}")
         self.stdout.write(f"  canary's key in key store    {restored['keyInCurrentKeyStore']}")
         for field, readable in restored["readableWithCurrentKeyStore"].items():
-            self.stdout.write(f"  {field:<8} readable: {'YES' if readable else 'no':<4} plaintext occurrences in the restored database: {restored['plaintextOccurrences'].get(field, 'not searched (a kind is one of a few words)')}")
+            self.stdout.write(
+                f"  {field:<8} readable: {'YES' if readable else 'no':<4} plaintext occurrences in the restored database: {restored['plaintextOccurrences'].get(field, 'not searched (a kind is one of a few words)')}"
+            )
         self.stdout.write("The same backup with the key-store backup from before the erase (why key-store backups must be brief):")
         self.stdout.write(f"  canary's key present: {old['keyPresent']}   readable: {', '.join(f for f, r in old['readable'].items() if r) or 'nothing'}")
         verdict = "CLEAN" if report["clean"] else "NOT CLEAN"
