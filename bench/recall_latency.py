@@ -85,7 +85,10 @@ def populate_member(member, workspace, count: int, rng: random.Random) -> None:
 
 
 def populate_others(total: int) -> None:
-    """`total` rows spread over 1,000 members in 20 workspaces, generated inside PostgreSQL."""
+    """`total` rows spread over 1,000 members in 20 workspaces, generated inside PostgreSQL. They are
+    stored as rows from before encryption (no data key: the content columns hold UTF-8 bytes, read
+    as plaintext), which no recall of the measured members reads: they give the tables and the
+    indexes their size, and a million keys in the key store would only lengthen the build."""
     from django.db import connection
 
     from governance import actions
@@ -105,15 +108,15 @@ def populate_others(total: int) -> None:
             """
             INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_hmac, text_length,
                 masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state, unreachable_reason)
-            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g %% 5), 'memory ' || g || ' about ' || (g %% 97) || ' shipping seats',
-                md5(g::text) || md5(g::text), 40, '[]', '', '', 1, now() - make_interval(secs => g), now() - make_interval(secs => g),
+            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g %% 5), convert_to('memory ' || g || ' about ' || (g %% 97) || ' shipping seats', 'UTF8'),
+                md5(g::text) || md5(g::text), 40, '[]', ''::bytea, ''::bytea, 1, now() - make_interval(secs => g), now() - make_interval(secs => g),
                 now() - make_interval(secs => g), 'active', ''
             FROM governance_member m CROSS JOIN generate_series(1, %s) g WHERE m.id = ANY(%s)
             """,
             [per_member, members],
         )
         cursor.execute(
-            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms) SELECT id, %s, %s, %s, 'memory about shipping seats' FROM memoryapp_memoryversion WHERE member_id = ANY(%s)",
+            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms) SELECT id, %s, %s, %s, convert_to('memory about shipping seats', 'UTF8') FROM memoryapp_memoryversion WHERE member_id = ANY(%s)",
             [sample.embedder_id, sample.dim, sample.vector, members],
         )
         cursor.execute("ANALYZE")

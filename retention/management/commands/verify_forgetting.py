@@ -2,7 +2,13 @@
 show every surface empty, record a receipt; exit 1 if anything remains, 2 if the check cannot run.
 The check is `retention.forgetting.ForgettingCheck`; this command chooses the member and prints.
 
-    python manage.py verify_forgetting --workspace ID [--member ID] [--json]
+With --backup it proves the erase on a real backup instead (`retention.forgetting.BackupProof`):
+back up the database and the key store, forget a canary, restore the backup with the key store as
+it is now (the canary does not open, no plaintext byte of it is in the restored database) and with
+the key-store backup from before the erase (it opens: why key-store backups must be brief).
+PostgreSQL needs pg_dump, pg_restore, createdb and dropdb on PATH.
+
+    python manage.py verify_forgetting --workspace ID [--member ID] [--backup] [--json]
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core import progress
 from governance.models import Member, Workspace
-from retention.forgetting import CheckCannotRun, ForgettingCheck
+from retention.forgetting import BackupProof, CheckCannotRun, ForgettingCheck
 
 
 class Command(BaseCommand):
@@ -24,9 +30,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--workspace", required=True, type=int)
         parser.add_argument("--member", type=int, help="The member to plant the canary for (default: the first active owner).")
+        parser.add_argument("--backup", action="store_true", help="Prove the erase on a real backup restored with the current key store (and with the old one).")
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, workspace: int, member: int | None = None, json: bool = False, **options):
+    def handle(self, *args, workspace: int, member: int | None = None, backup: bool = False, json: bool = False, **options):
         target = Workspace.objects.filter(pk=workspace).first()
         if target is None:
             raise CommandError(f"No workspace #{workspace}.", returncode=2)
@@ -37,11 +44,13 @@ class Command(BaseCommand):
         try:
             watched = progress.interactive(self.stdout, json=json)
             with progress.bar(total=None, desc="forgetting check", unit="step", enabled=watched) as bar, progress.logs_above_the_bar(watched):
-                report = ForgettingCheck(target, chosen, bar=bar).run()
+                report = (BackupProof if backup else ForgettingCheck)(target, chosen, bar=bar).run()
         except CheckCannotRun as exc:
             raise CommandError(f"The forgetting check cannot run: {exc}", returncode=2) from None
         if json:
             self.stdout.write(_dumps(report))
+        elif backup:
+            self.print_backup_proof(report)
         else:
             self.stdout.write(f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, member {report['memberId']}")
             width = max(len(name) for name in [*report["surfaces"], *report["neverHoldContent"]])
@@ -53,6 +62,25 @@ class Command(BaseCommand):
             self.stdout.write(f"Receipt {report['receiptId']} (forget receipt {report['forgetReceiptId']}): {'CLEAN' if report['clean'] else 'SOMETHING REMAINS'}")
         if not report["clean"]:
             sys.exit(1)
+
+    def print_backup_proof(self, report: dict[str, Any]) -> None:
+        restored, old = report["restored"], report["withKeyStoreBackupFromBeforeTheErase"]
+        self.stdout.write(f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, member {report['memberId']}, {report['backend']}")
+        self.stdout.write(f"Backed up before the erase: data ({report['backups']['data']}), key store ({report['backups']['keyring']})")
+        self.stdout.write("Data backup restored into a scratch database, with the key store as it is now:")
+        rows = restored["ciphertextRows"]
+        self.stdout.write(f"  ciphertext rows present      memory version: {rows['memoryVersion']}  index entry: {rows['memoryEmbedding']}")
+        self.stdout.write(f"  canary's key in key store    {restored['keyInCurrentKeyStore']}")
+        for field, readable in restored["readableWithCurrentKeyStore"].items():
+            self.stdout.write(
+                f"  {field:<8} readable: {'YES' if readable else 'no':<4} plaintext occurrences in the restored database: {restored['plaintextOccurrences'].get(field, 'not searched (a kind is one of a few words)')}"
+            )
+        self.stdout.write("The same backup with the key-store backup from before the erase (why key-store backups must be brief):")
+        self.stdout.write(f"  canary's key present: {old['keyPresent']}   readable: {', '.join(f for f, r in old['readable'].items() if r) or 'nothing'}")
+        verdict = "CLEAN" if report["clean"] else "NOT CLEAN"
+        self.stdout.write(f"Receipt {report['receiptId']} (forget receipt {report['forgetReceiptId']}): {verdict}")
+        for reason in report["reasons"]:
+            self.stdout.write(f"  - {reason}")
 
 
 def _dumps(value: Any) -> str:
