@@ -34,6 +34,7 @@ JOINER_LOOK_ALIKES: dict[str, str] = {
     **dict.fromkeys("\u2024\ufe52\uff0e\u3002\uff61\u06d4", "."),  # one-dot leader, small / full-width / ideographic full stops
     **dict.fromkeys("\u3001\uff0c\ufe50\ufe51\uff64\u060c\u066c", ","),  # ideographic, full-width, small, Arabic commas
     **dict.fromkeys("\u2215\u2044\uff0f\u29f8\u2571", "/"),  # division slash, fraction slash, full-width solidus, big solidus
+    **dict.fromkeys("\u00b7\u30fb\uff65\u2022\u2219\u2027\u22c5", "-"),  # middle dots and bullets (054·123·4567)
 }
 #: a line break: LF, CR LF, CR, VT, FF, NEL, the Unicode line and paragraph separators
 LINE_BREAK = r"(?:\r\n|[\n\r\x0b\x0c\x85\u2028\u2029])"

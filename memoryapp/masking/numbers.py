@@ -29,16 +29,18 @@ from stdnum import isbn as _stdnum_isbn
 from stdnum import luhn as _stdnum_luhn
 from stdnum.il import idnr as _stdnum_il_idnr
 
-from memoryapp.masking.common import DATE_INSIDE_RE, DATE_LIKE_RE, DIGIT_SEP, DIGIT_SEP_ONE_LINE, IPV4_RE, Span, count_digits, has_line_break
+from memoryapp.masking.common import DATE_INSIDE_RE, DATE_LIKE_RE, DIGIT_SEP, DIGIT_SEP_ONE_LINE, H_SPACE, IPV4_RE, Span, count_digits, has_line_break
 
 # -- IBAN ---------------------------------------------------------------------------------------
-# candidate: 2 letters, 2 digits, then groups of 4 (optionally space- or dash-separated). The
+# candidate: 2 letters, 2 digits, then groups of 4 (optionally joined by a separator of the class,
+# on one line: "DE89 3704 0044", "DE89-3704-0044", "DE89\t3704 ․ 0044"). The
 # match starts at the check digits, so the scan can skip to digits; the two country letters are
 # checked by lookbehind and added back by the stage.
 _IBAN_RE = re.compile(
     r"[0-9](?<=[A-Za-z]{2}[0-9])(?<![A-Za-z0-9][A-Za-z]{2}[0-9])[0-9]"
-    r"(?:[ \t\-]?[A-Za-z0-9]{4}){2,8}(?:[ \t\-]?[A-Za-z0-9]{1,3})?"
+    r"(?:(?:" + DIGIT_SEP_ONE_LINE + r")?[A-Za-z0-9]{4}){2,8}(?:(?:" + DIGIT_SEP_ONE_LINE + r")?[A-Za-z0-9]{1,3})?"
 )
+_IBAN_SEP_RE = re.compile(r"[\s\-./,]")
 
 
 def stage_iban(work: str) -> list[Span]:
@@ -50,25 +52,26 @@ def stage_iban(work: str) -> list[Span]:
         # The regex is greedy (it may run into following words or numbers); shrink from the
         # right until the IBAN validates: at group boundaries for grouped candidates, character
         # by character for compact ones.
-        if " " in work[s:end] or "-" in work[s:end] or "\t" in work[s:end]:
-            ends = [end] + [i for i in range(end - 1, s + 14, -1) if work[i] in " -\t"]
+        if _IBAN_SEP_RE.search(work, s, end):
+            ends = [end] + [i for i in range(end - 1, s + 14, -1) if _IBAN_SEP_RE.match(work, i) and work[i - 1].isalnum()]
         else:
             ends = list(range(end, s + 14, -1))
         for e in ends:
-            if _stdnum_iban.is_valid(work[s:e]):
+            if _stdnum_iban.is_valid(_IBAN_SEP_RE.sub("", work[s:e])):
                 out.append((s, e, "BANK_ACCOUNT"))
                 break
     return out
 
 
 # -- cards --------------------------------------------------------------------------------------
-_SEP = r"(?:[\s\-./]| {2}|\r\n)"
+# (on one line: a card written over lines is judged with the other digit groups, _list_cuts)
+_SEP = r"(?:" + H_SPACE + r"|[\-./]| {2})"
 _CARD_CONTIGUOUS_RE = re.compile(r"[0-9](?<![0-9+][0-9])[0-9]{11,18}(?![0-9])")
 _CARD_GROUPED_RE = re.compile(
-    r"[0-9](?<![0-9+][0-9])(?<![0-9][\s\-./][0-9])"
+    r"[0-9](?<![0-9+][0-9])(?<![0-9][ \t\-./][0-9])"
     r"(?:[0-9]{3}(?P<s>" + _SEP + r")[0-9]{4}(?P=s)[0-9]{4}(?:(?P=s)[0-9]{1,4}(?:(?P=s)[0-9]{1,3})?)?"
     r"|[0-9]{3}(?P<t>" + _SEP + r")[0-9]{6}(?P=t)[0-9]{4,5})"
-    r"(?![0-9])(?![\s\-./][0-9])"
+    r"(?![0-9])(?!" + DIGIT_SEP_ONE_LINE + r"[0-9])"
 )
 
 
@@ -265,7 +268,8 @@ def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
     "," alone joins ("4111,1111,1111,1111"), and so do blanks on one line, or around a joiner."""
     run = work[s:e]
     groups = _GROUP_RE.findall(run)
-    if [len(g) for g in groups] in _CARD_SHAPES and _stdnum_luhn.is_valid("".join(groups)):
+    # (years one after another are a list even when they pass Luhn: no card number starts with 19 or 20)
+    if [len(g) for g in groups] in _CARD_SHAPES and _stdnum_luhn.is_valid("".join(groups)) and not all(_is_year(g) for g in groups):
         return []
     lines_join: bool | None = None
     cuts: list[tuple[int, int]] = []
@@ -284,7 +288,12 @@ def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
 # A number the earlier stages masked only part of ("747 [IL_ID] 69 3236": an ID-shaped piece of a
 # longer run) takes the digit groups joined to it: the rest of the run is the same number.
 _NUMERIC_PLACEHOLDER = r"\[(?:PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER)\]"
-_JOINED_TO_PLACEHOLDER_RE = re.compile(r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:" + DIGIT_SEP_ONE_LINE + r"(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++")
+# (over a line break only between groups of four or more digits, or a placeholder: "[BANK_ACCOUNT]\n59382",
+# not a list "[PHONE]\n3\n4")
+_LINE_SEP_BETWEEN_GROUPS = r"(?:(?<=[0-9]{4})|(?<=\]))" + DIGIT_SEP + r"(?=[0-9]{4}|\[)"
+_JOINED_TO_PLACEHOLDER_RE = re.compile(
+    r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:" + DIGIT_SEP_ONE_LINE + "|" + _LINE_SEP_BETWEEN_GROUPS + r")(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++"
+)
 _MIN_JOINED_DIGITS = 4
 
 
