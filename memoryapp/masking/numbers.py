@@ -1,20 +1,22 @@
 """Numbers that identify a person or an account (SPEC §4.1).
 
-- ``BANK_ACCOUNT``  IBANs (mod-97 validated by ``stdnum.iban``), written compact, in groups of
-                    four, or with dashes; bank/branch/account shapes (``12-345-678901``) and
+- ``BANK_ACCOUNT``  IBANs (mod-97 validated by ``stdnum.iban``), written compact or in groups of
+                    four joined by a separator of the class (``common.DIGIT_SEP``, on one line); bank/branch/account shapes (``12-345-678901``) and
                     digits after words such as "account", "acct", "a/c", 口座, חשבון.
 - ``CARD``          12–19 digit payment card numbers passing Luhn (``stdnum.luhn``), contiguous
-                    or in card groups joined by spaces, double spaces, dashes, dots, slashes or
-                    underscores. Card-*shaped* groups that fail Luhn become ``NUMBER``.
+                    or in groups joined by separators of the class (``common.DIGIT_SEP``: blanks,
+                    a line break, a dash, stop, comma or slash and their look-alikes).
+                    Card-*shaped* groups that fail Luhn become ``NUMBER``.
 - ``IL_ID``         Israeli ID numbers, 9 digits (``NNNNNNNN-C``, ``NNN NNN NNN``) with a valid
                     check digit (``stdnum.il.idnr``).
 - ``NUMBER``        US social security numbers (``NNN-NN-NNNN``, ``NNN NN NNNN``), any run of 10 or more digits,
-                    and digit groups of any size joined by spaces, dashes, dots, slashes or
-                    commas (or invisible characters, underscores, middle dots, which the working
-                    copy turned into "-") that add up to 10 or more digits — except dates, IPv4
-                    addresses, version numbers, decimal numbers, ISBNs, amounts of money written
-                    with thousands separators, and lists written with ", ". Such groups passing
-                    Luhn (12–19 digits) are ``CARD``s.
+                    and digit groups of any size joined by separators of the class
+                    (``common.DIGIT_SEP``; invisible characters, underscores and middle dots
+                    the working copy turned into "-") that add up to 10 or more digits — except
+                    dates, IPv4 addresses, version numbers, decimal numbers, ISBNs, amounts of
+                    money written with thousands separators, lists written with ", ", and small
+                    numbers or years one a line (``_lines_join``). Such groups passing Luhn
+                    (12–19 digits) are ``CARD``s.
 
 Digits directly after "+" belong to an international phone number; the card, Israeli ID and
 bank-shape patterns leave them to the phone stage.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from faker import Faker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -191,3 +192,21 @@ def test_money_amounts_are_not_masked(amount, cents, form, sep):
     written = form.format(amount, cents) if "{:02d}" in form else form.format(amount)
     text = f"paid {written}{sep}then {written}"
     assert mask(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("call 555\t1234 today", "PHONE"),  # a phone word, then a local number copied with a tab
+        ("tel 090\t1234\t5678 and +44\t20\t7946\t0958", "PHONE"),
+        ("wire to GB33 OMUR 0650 4535 5126\t81", "BANK_ACCOUNT"),  # an IBAN, one group after a tab
+        ("iban DE89\u20243704\u20240044\u20240532\u20240130\u202400", "BANK_ACCOUNT"),
+        ("1950, 1980, 1982 were good years", None),  # years in a list pass Luhn, and are no card
+    ],
+)
+def test_phones_and_ibans_take_the_same_class(text, kind):
+    result = mask(text)
+    if kind is None:
+        assert result.text == text
+    else:
+        assert kind in result.kinds and len(_digits_left(result.text)) < 4, result.text
