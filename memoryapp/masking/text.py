@@ -12,7 +12,7 @@ Detectors therefore never read the text as written but a normalised copy of it:
 - Cyrillic and Greek letters that look like Latin ones become the Latin letter (a password
   label written "pаssword" with a Cyrillic "а" is still a password label);
 - an underscore or a middle dot between two digits becomes "-" (a separator, as in 054_123_4567);
-- between two digits (or a digit and a placeholder), with or without blanks around it, any dash
+- between two digits or ASCII letters (or a placeholder), with or without blanks around it, any dash
   (Unicode category Pd) becomes "-" and every joiner look-alike of ``common.JOINER_LOOK_ALIKES``
   (the one-dot leader, 、 ，, the division and fraction slashes, …) its ASCII joiner, so the
   number detectors read "4111∕1111" and "1234、5678" as "4111/1111" and "1234,5678".
@@ -53,7 +53,8 @@ def _separator(m: re.Match) -> str:
 
 # a single symbol or punctuation mark between digits (blanks around it allowed); the replacement
 # decides by class whether it is a joiner
-_JOINER_BETWEEN_RE = re.compile(r"(?<=[0-9\]])([^\S\n]{0,3})([^\w\s])(?=\s{0,3}[0-9\[])")
+# (between ASCII letters and digits too: the groups of an IBAN, "GB76 JXYP‐0695")
+_JOINER_BETWEEN_RE = re.compile(r"(?<=[0-9A-Za-z\]])([^\S\n]{0,3})([^\w\s])(?=\s{0,3}[0-9A-Za-z\[])")
 
 
 def _fold_joiner(m: re.Match) -> str:
