@@ -1,20 +1,22 @@
 """Numbers that identify a person or an account (SPEC §4.1).
 
-- ``BANK_ACCOUNT``  IBANs (mod-97 validated by ``stdnum.iban``), written compact, in groups of
-                    four, or with dashes; bank/branch/account shapes (``12-345-678901``) and
+- ``BANK_ACCOUNT``  IBANs (mod-97 validated by ``stdnum.iban``), written compact or in groups of
+                    four joined by a separator of the class (``common.DIGIT_SEP``, on one line); bank/branch/account shapes (``12-345-678901``) and
                     digits after words such as "account", "acct", "a/c", 口座, חשבון.
 - ``CARD``          12–19 digit payment card numbers passing Luhn (``stdnum.luhn``), contiguous
-                    or in card groups joined by spaces, double spaces, dashes, dots, slashes or
-                    underscores. Card-*shaped* groups that fail Luhn become ``NUMBER``.
+                    or in groups joined by separators of the class (``common.DIGIT_SEP``: blanks,
+                    a line break, a dash, stop, comma or slash and their look-alikes).
+                    Card-*shaped* groups that fail Luhn become ``NUMBER``.
 - ``IL_ID``         Israeli ID numbers, 9 digits (``NNNNNNNN-C``, ``NNN NNN NNN``) with a valid
                     check digit (``stdnum.il.idnr``).
 - ``NUMBER``        US social security numbers (``NNN-NN-NNNN``, ``NNN NN NNNN``), any run of 10 or more digits,
-                    and digit groups of any size joined by spaces, dashes, dots, slashes or
-                    commas (or invisible characters, underscores, middle dots, which the working
-                    copy turned into "-") that add up to 10 or more digits — except dates, IPv4
-                    addresses, version numbers, decimal numbers, ISBNs, amounts of money written
-                    with thousands separators, and lists written with ", ". Such groups passing
-                    Luhn (12–19 digits) are ``CARD``s.
+                    and digit groups of any size joined by separators of the class
+                    (``common.DIGIT_SEP``; invisible characters, underscores and middle dots
+                    the working copy turned into "-") that add up to 10 or more digits — except
+                    dates, IPv4 addresses, version numbers, decimal numbers, ISBNs, amounts of
+                    money written with thousands separators, lists written with ", ", and small
+                    numbers or years one a line (``_lines_join``). Such groups passing Luhn
+                    (12–19 digits) are ``CARD``s.
 
 Digits directly after "+" belong to an international phone number; the card, Israeli ID and
 bank-shape patterns leave them to the phone stage.
@@ -29,16 +31,18 @@ from stdnum import isbn as _stdnum_isbn
 from stdnum import luhn as _stdnum_luhn
 from stdnum.il import idnr as _stdnum_il_idnr
 
-from memoryapp.masking.common import DATE_INSIDE_RE, DATE_LIKE_RE, IPV4_RE, Span, count_digits
+from memoryapp.masking.common import DATE_INSIDE_RE, DATE_LIKE_RE, DIGIT_SEP, DIGIT_SEP_ONE_LINE, H_SPACE, IPV4_RE, Span, count_digits, has_line_break
 
 # -- IBAN ---------------------------------------------------------------------------------------
-# candidate: 2 letters, 2 digits, then groups of 4 (optionally space- or dash-separated). The
+# candidate: 2 letters, 2 digits, then groups of 4 (optionally joined by a separator of the class,
+# on one line: "DE89 3704 0044", "DE89-3704-0044", "DE89\t3704 ․ 0044"). The
 # match starts at the check digits, so the scan can skip to digits; the two country letters are
 # checked by lookbehind and added back by the stage.
 _IBAN_RE = re.compile(
     r"[0-9](?<=[A-Za-z]{2}[0-9])(?<![A-Za-z0-9][A-Za-z]{2}[0-9])[0-9]"
-    r"(?:[ \-]?[A-Za-z0-9]{4}){2,8}(?:[ \-]?[A-Za-z0-9]{1,3})?"
+    r"(?:(?:" + DIGIT_SEP_ONE_LINE + r")?[A-Za-z0-9]{4}){2,8}(?:(?:" + DIGIT_SEP_ONE_LINE + r")?[A-Za-z0-9]{1,3})?"
 )
+_IBAN_SEP_RE = re.compile(r"[\s\-./,]")
 
 
 def stage_iban(work: str) -> list[Span]:
@@ -50,25 +54,26 @@ def stage_iban(work: str) -> list[Span]:
         # The regex is greedy (it may run into following words or numbers); shrink from the
         # right until the IBAN validates: at group boundaries for grouped candidates, character
         # by character for compact ones.
-        if " " in work[s:end] or "-" in work[s:end]:
-            ends = [end] + [i for i in range(end - 1, s + 14, -1) if work[i] in " -"]
+        if _IBAN_SEP_RE.search(work, s, end):
+            ends = [end] + [i for i in range(end - 1, s + 14, -1) if _IBAN_SEP_RE.match(work, i) and work[i - 1].isalnum()]
         else:
             ends = list(range(end, s + 14, -1))
         for e in ends:
-            if _stdnum_iban.is_valid(work[s:e]):
+            if _stdnum_iban.is_valid(_IBAN_SEP_RE.sub("", work[s:e])):
                 out.append((s, e, "BANK_ACCOUNT"))
                 break
     return out
 
 
 # -- cards --------------------------------------------------------------------------------------
-_SEP = r"(?:[ \-./]| {2})"
+# (on one line: a card written over lines is judged with the other digit groups, _list_cuts)
+_SEP = r"(?:" + H_SPACE + r"|[\-./]| {2})"
 _CARD_CONTIGUOUS_RE = re.compile(r"[0-9](?<![0-9+][0-9])[0-9]{11,18}(?![0-9])")
 _CARD_GROUPED_RE = re.compile(
-    r"[0-9](?<![0-9+][0-9])(?<![0-9][ \-./][0-9])"
+    r"[0-9](?<![0-9+][0-9])(?<![0-9][ \t\-./][0-9])"
     r"(?:[0-9]{3}(?P<s>" + _SEP + r")[0-9]{4}(?P=s)[0-9]{4}(?:(?P=s)[0-9]{1,4}(?:(?P=s)[0-9]{1,3})?)?"
     r"|[0-9]{3}(?P<t>" + _SEP + r")[0-9]{6}(?P=t)[0-9]{4,5})"
-    r"(?![0-9])(?![ \-./][0-9])"
+    r"(?![0-9])(?!" + DIGIT_SEP_ONE_LINE + r"[0-9])"
 )
 
 
@@ -145,23 +150,28 @@ def stage_bank_keyword(work: str) -> list[Span]:
 
 
 # -- US social security numbers -----------------------------------------------------------------
-_SSN_RE = re.compile(r"[0-9](?<![0-9\-][0-9])(?<![0-9] [0-9])[0-9]{2}(?P<s>[ \-])[0-9]{2}(?P=s)[0-9]{4}(?![0-9]|[ \-][0-9])")
+_SSN_RE = re.compile(r"[0-9](?<![0-9\-][0-9])(?<![0-9][ \t][0-9])[0-9]{2}(?P<s>[ \t\-])[0-9]{2}(?P=s)[0-9]{4}(?![0-9]|[ \t\-][0-9])")
 
 
 def stage_ssn(work: str) -> list[Span]:
     out: list[Span] = []
     for m in _SSN_RE.finditer(work):
-        area, group, serial = re.split(r"[ \-]", m.group())
+        area, group, serial = re.split(r"[ \t\-]", m.group())
         if area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000":
             out.append((m.start(), m.end(), "NUMBER"))
     return out
 
 
 # -- digit groups adding up to 10 or more digits ------------------------------------------------
-# Groups of any size joined by one separator each: a space, "-", ".", "/", "," (the working copy
-# has already turned no-break and thin spaces into " " and dropped invisible characters), two
-# spaces, "- ", " -" or ", ". Possessive, so the scan is linear.
-_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]++\)?(?:(?:[ \-./,]| {2}| ?[\-/] ?|, )\(?[0-9]++\)?)++")
+# Groups of any size joined by one separator each (``common.DIGIT_SEP``: a run of whitespace with
+# at most one line break, and/or one joiner "-" "." "," "/"; the working copy has already turned
+# Unicode spaces into " ", joiner look-alikes into their ASCII joiner and dropped invisible
+# characters). Possessive and atomic, so the scan is linear.
+_GROUPED_RE = re.compile(r"(?<![0-9])\+?\(?[0-9]++\)?(?:" + DIGIT_SEP + r"\(?[0-9]++\)?)++")
+# one separator inside a run, and the ones that cut it: a line break, or "," / "." written right
+# after a number and followed by a blank (a list "1, 2, 3", a sentence end "in 2019. 2020 …")
+_SEP_IN_RUN_RE = re.compile(r"(?<=[0-9)])" + DIGIT_SEP + r"(?=\(?[0-9])")
+_LIST_SEP_RE = re.compile(r"[,.]\s+")
 _CURRENCY_NEAR_RE = re.compile(r"[ \t]?(?:[€$£¥₪₩₹]|円|万|(?i:eur|usd|jpy|ils|gbp|chf|nis)\b|,[0-9]{2}(?![0-9]))")
 _CURRENCY_BEFORE_RE = re.compile(r"(?:[€$£¥₪₩₹]|(?i:eur|usd|jpy|ils|gbp|chf|nis))[ \t]?\Z")
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .,])[0-9]{3})(?:\1[0-9]{3})*(?:[.,][0-9]{1,2})?")
@@ -193,7 +203,8 @@ def _group_run_kind(work: str, s: int, e: int) -> str | None:
     if digits < 10:
         return None
     groups = _GROUP_RE.findall(run)
-    if "." in run and not any(sep in run for sep in " -/,"):
+    dotted = re.sub(r"\s*\.\s*", ".", run)
+    if "." in dotted and re.search(r"[\s\-/,]", dotted) is None:
         if _dotted_is_not_a_number(work, s, run, groups):
             return None
     if _THOUSANDS_RE.fullmatch(run) and (_CURRENCY_NEAR_RE.match(work, e) or _CURRENCY_BEFORE_RE.search(work, max(0, s - 5), s)):
@@ -232,27 +243,59 @@ def _last_group_start(work: str, s: int, e: int) -> int:
     return e
 
 
+_CARD_SHAPES = ([4, 4, 4, 4], [4, 4, 4], [4, 6, 5], [4, 4, 4, 4, 3])
+
+
+def _is_year(group: str) -> bool:
+    return len(group) == 4 and group[:2] in ("19", "20")
+
+
+def _lines_join(run: str, groups: list[str]) -> bool:
+    """Digit groups written over several lines are one number when they are written as numbers
+    are, in groups of four or more ("4111\n1111\n1111\n1111", "DE89\n3704\n0044"), the first
+    group of a phone (after "0", "+" or "(") and the last group shorter; a list of small numbers
+    one a line ("3\n4\n5", "10\n20\n30"), or of years, stays."""
+    if len(groups) < 2 or all(_is_year(g) for g in groups):
+        return False
+    first_min = 3 if run[0] in "0+(" else 4
+    return len(groups[0]) >= first_min and all(len(g) >= 4 for g in groups[1:-1]) and len(groups[-1]) >= 2
+
+
 def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
-    """Where ", " cuts a run: everywhere, unless the run is a card number written that way (card
-    groups "4111, 1111, 1111, 1111" passing Luhn). ", " is how lists are written ("1, 2, 3",
-    "10000, 10000", "rooms 101, 102, 103, 104", "INV-1900-0000, 1000"), so a list of numbers
-    stays; "," alone joins ("4111,1111,1111,1111")."""
+    """Where a run is cut into numbers of its own: at ", " (and "," or "." followed by any blank)
+    and at line breaks, unless the run is a card number written that way (card groups
+    "4111, 1111, 1111, 1111" passing Luhn) or, for line breaks, written in groups as numbers are
+    (``_lines_join``). ", " is how lists are written ("1, 2, 3", "10000, 10000", "rooms 101, 102,
+    103, 104", "INV-1900-0000, 1000"), and so is one number a line, so a list of numbers stays;
+    "," alone joins ("4111,1111,1111,1111"), and so do blanks on one line, or around a joiner."""
     run = work[s:e]
-    groups = run.split(", ")
-    if all(g.isdigit() for g in groups) and ([len(g) for g in groups] in ([4, 4, 4, 4], [4, 4, 4], [4, 6, 5], [4, 4, 4, 4, 3])) and _stdnum_luhn.is_valid("".join(groups)):
+    groups = _GROUP_RE.findall(run)
+    # (years one after another are a list even when they pass Luhn: no card number starts with 19 or 20)
+    if [len(g) for g in groups] in _CARD_SHAPES and _stdnum_luhn.is_valid("".join(groups)) and not all(_is_year(g) for g in groups):
         return []
+    lines_join: bool | None = None
     cuts: list[tuple[int, int]] = []
-    pos = work.find(", ", s, e)
-    while pos != -1:
-        cuts.append((pos, pos + 2))
-        pos = work.find(", ", pos + 2, e)
+    for m in _SEP_IN_RUN_RE.finditer(work, s, e):
+        sep = m.group()
+        if _LIST_SEP_RE.fullmatch(sep):
+            cuts.append(m.span())
+        elif has_line_break(sep):
+            if lines_join is None:
+                lines_join = _lines_join(run, groups)
+            if not lines_join:
+                cuts.append(m.span())
     return cuts
 
 
 # A number the earlier stages masked only part of ("747 [IL_ID] 69 3236": an ID-shaped piece of a
 # longer run) takes the digit groups joined to it: the rest of the run is the same number.
 _NUMERIC_PLACEHOLDER = r"\[(?:PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER)\]"
-_JOINED_TO_PLACEHOLDER_RE = re.compile(r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:[ \-./,]| {2}| ?[\-/] ?|, )(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++")
+# (over a line break only between groups of four or more digits, or a placeholder: "[BANK_ACCOUNT]\n59382",
+# not a list "[PHONE]\n3\n4")
+_LINE_SEP_BETWEEN_GROUPS = r"(?:(?<=[0-9]{4})|(?<=\]))" + DIGIT_SEP + r"(?=[0-9]{4}|\[)"
+_JOINED_TO_PLACEHOLDER_RE = re.compile(
+    r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:" + DIGIT_SEP_ONE_LINE + "|" + _LINE_SEP_BETWEEN_GROUPS + r")(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++"
+)
 _MIN_JOINED_DIGITS = 4
 
 
@@ -275,13 +318,13 @@ def _digit_group_runs(work: str) -> list[Span]:
         s, e = m.span()
         if e < len(work) and work[e] in _UNIT_AFTER:
             e = _last_group_start(work, s, e)  # "…, 1900年1月1日": the last group is a year, a price, a count
-        while e > s and work[e - 1] in " -./,":
+        while e > s and (work[e - 1] in " -./," or work[e - 1].isspace()):
             e -= 1
         # dates inside a run, and ", " between small numbers, are not part of it; the pieces
         # around them are judged alone
         pieces: list[tuple[int, int]] = []
         pos = s
-        for cs, ce in sorted(dates_inside(work, s, e) + (_list_cuts(work, s, e) if ", " in work[s:e] else [])):
+        for cs, ce in sorted(dates_inside(work, s, e) + _list_cuts(work, s, e)):
             if cs >= pos:
                 pieces.append((pos, cs))
                 pos = ce

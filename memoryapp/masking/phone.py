@@ -143,6 +143,9 @@ def _phone_spans_in_snippet(snippet: str) -> tuple[tuple[int, int], ...]:
     Regions are tried in order; once the accepted spans cover every digit of
     the snippet the remaining regions cannot add anything and are skipped.
     """
+    # phonenumbers reads a tab as the end of a number; between groups it is a blank like any
+    # other (a number copied from a spreadsheet cell), and one character for one keeps the spans
+    snippet = snippet.replace("\t", " ")
     found: set[tuple[int, int]] = set()
     digit_positions = [i for i, ch in enumerate(snippet) if "0" <= ch <= "9"]
     for region in _regions_for(snippet):
@@ -428,7 +431,7 @@ def stage_phone(work: str) -> list[Span]:
 _PHONE_WORD_RE = re.compile(
     r"(?:" + word_pattern({w for ws in PHONE_WORDS.values() for w in ws}) + r")"
     r"(?:[ \t:：#.\-]|" + word_pattern(PHONE_CONNECTORS) + r")*?"
-    r"(?<![0-9])(?P<v>\+?\(?[0-9](?:[0-9]|[ .\-()](?=[0-9(]))*+)"
+    r"(?<![0-9])(?P<v>\+?\(?[0-9](?:[0-9]|[ \t.\-/()](?=[0-9(]))*+)"
 )
 
 

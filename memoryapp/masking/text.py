@@ -11,7 +11,11 @@ Detectors therefore never read the text as written but a normalised copy of it:
   become that letter or digit;
 - Cyrillic and Greek letters that look like Latin ones become the Latin letter (a password
   label written "pаssword" with a Cyrillic "а" is still a password label);
-- an underscore or a middle dot between two digits becomes "-" (a separator, as in 054_123_4567).
+- an underscore or a middle dot between two digits becomes "-" (a separator, as in 054_123_4567);
+- between two digits or ASCII letters (or a placeholder), with or without blanks around it, any dash
+  (Unicode category Pd) becomes "-" and every joiner look-alike of ``common.JOINER_LOOK_ALIKES``
+  (the one-dot leader, 、 ，, the division and fraction slashes, …) its ASCII joiner, so the
+  number detectors read "4111∕1111" and "1234、5678" as "4111/1111" and "1234,5678".
 
 Every character of the copy remembers which characters of the original it came from, so a span
 found in the copy maps back to a span of the original that also covers any invisible character
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from memoryapp.masking.common import JOINER_LOOK_ALIKES
 
 _DASHES = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63")
 # Invisible characters that are not in category Cf.
@@ -43,6 +49,21 @@ _BETWEEN_DIGITS_RE = re.compile(r"[0-9][_\u00b7\u30fb\uff65\u2022\u2219\u2027\u2
 
 def _separator(m: re.Match) -> str:
     return m.group()[0] + "-"
+
+
+# a single symbol or punctuation mark between digits (blanks around it allowed); the replacement
+# decides by class whether it is a joiner
+# (between ASCII letters and digits too: the groups of an IBAN, "GB76 JXYP‐0695")
+_JOINER_BETWEEN_RE = re.compile(r"(?<=[0-9A-Za-z\]])([^\S\n]{0,3})([^\w\s])(?=\s{0,3}[0-9A-Za-z\[])")
+
+
+def _fold_joiner(m: re.Match) -> str:
+    blanks, ch = m.groups()
+    if ch in JOINER_LOOK_ALIKES:
+        return blanks + JOINER_LOOK_ALIKES[ch]
+    if unicodedata.category(ch) == "Pd" or ch in _DASHES:
+        return blanks + "-"
+    return m.group()
 
 
 _CONFUSABLE_RE = re.compile("[" + "".join(_CONFUSABLES) + "]")
@@ -120,6 +141,7 @@ class Work:
                 ends.append(i + 1)
         # one character for one, so the maps still hold
         text = _BETWEEN_DIGITS_RE.sub(_separator, "".join(chars))
+        text = _JOINER_BETWEEN_RE.sub(_fold_joiner, text)
         if _CONFUSABLE_RE.search(text):
             text = _MIXED_WORD_RE.sub(_fold_mixed_word, text)
         return cls(text, starts, ends)

@@ -94,6 +94,30 @@ def test_personal_data_in_namespace_or_key_is_refused(agent, field, value):
     assert value not in json.dumps(response.json(), ensure_ascii=False)
 
 
+@pytest.mark.parametrize("field", ["namespace", "key"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "card 4111\t1111\t1111\t1111",
+        "tel\t090\t1234\t5678",
+        "4111 1111\t1111 1111",
+        "card\n4111\n1111\n1111\n1111",
+        "口座番号 1234、5678、90",
+        "card 4111\u22151111\u22151111\u22151111",
+        "card 4111\u20441111\u20441111\u20441111",
+        "4111 . 1111 . 1111 . 1111",
+    ],
+)
+def test_digit_groups_joined_by_any_separator_are_refused_as_a_name(agent, field, value):
+    # issue 22 row 4: the separator class (whitespace, line breaks, look-alike joiners) of text
+    body = {"namespace": "ok", "key": "ok", "text": "a note"}
+    body[field] = value
+    response = agent.call("remember", body)
+    assert response.status_code == 400, response.json()
+    assert error_code(response) == "AGENT_MEMORY_PERSONAL_DATA"
+    assert value not in json.dumps(response.json(), ensure_ascii=False)
+
+
 # --- kind: a closed vocabulary -----------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["ada@example.com 054-123-4567", "Fact", "preferences", "", "note"])
 def test_a_kind_outside_the_vocabulary_is_refused_in_the_agent_api(agent, kind):
