@@ -78,7 +78,7 @@ def test_an_erase_that_leaves_the_key_is_not_clean(world, monkeypatch):
 
 
 def test_a_backup_taken_after_the_erase_proves_nothing_and_says_so(world, monkeypatch):
-    from retention.forgetting import BackupProof
+    from retention.backup_proof import BackupProof
 
     taken_early = BackupProof.back_up
 

@@ -2,7 +2,7 @@
 show every surface empty, record a receipt; exit 1 if anything remains, 2 if the check cannot run.
 The check is `retention.forgetting.ForgettingCheck`; this command chooses the member and prints.
 
-With --backup it proves the erase on a real backup instead (`retention.forgetting.BackupProof`):
+With --backup it proves the erase on a real backup instead (`retention.backup_proof.BackupProof`):
 back up the database and the key store, forget a canary, restore the backup with the key store as
 it is now (the canary does not open, no plaintext byte of it is in the restored database) and with
 the key-store backup from before the erase (it opens: why key-store backups must be brief).
@@ -21,7 +21,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core import progress
 from governance.models import Member, Workspace
-from retention.forgetting import BackupProof, CheckCannotRun, ForgettingCheck
+from retention.backup_proof import BackupProof
+from retention.forgetting import CheckCannotRun, ForgettingCheck
 
 
 class Command(BaseCommand):
