@@ -118,6 +118,14 @@ class ReceiptChain(models.Model):
     sweep_seq = models.PositiveBigIntegerField(db_default=1, help_text="Where the next bounded check re-checks the verified prefix.")
     verified_at = models.DateTimeField(null=True, blank=True)
     full_check_at = models.DateTimeField(null=True, blank=True, help_text="When every receipt was last checked from the first (verify_receipts, the daily job).")
+    # The verification anchor (docs/receipts.md "Verification records"): for every receipt given a
+    # record after it was written (a re-verification), its chain position -> [record count, newest
+    # record's hash], signed with the receipt signing key. The receipt's own hash cannot commit to
+    # records appended later, so without it dropping the newest record (and setting the shown
+    # result back) left no trace. Null: none yet (read as {}); signed from the first receipt on.
+    verification_anchors = models.JSONField(null=True, blank=True)
+    anchors_key_id = models.CharField(max_length=32, blank=True, db_default="")
+    anchors_signature = models.CharField(max_length=128, blank=True, db_default="")
 
     def __str__(self) -> str:
         return f"receipt chain of workspace #{self.workspace_ref} ({self.seq} receipts)"

@@ -87,7 +87,10 @@ MISSING_RECEIPT = "missing_receipt"  # the chain's head names a later receipt th
 # copied from another receipt), or a shown result that is not the newest record's. A record's
 # signature failing reports UNKNOWN_KEY / BAD_SIGNATURE, with its `verificationSeq`.
 VERIFICATION_CHANGED = "verification_changed"
-REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, VERIFICATION_CHANGED, MISSING_RECEIPT)
+# The chain head's signed verification anchor (each re-verified receipt's record count and newest
+# record hash) does not verify: edited, cleared or moved from another workspace.
+ANCHOR_CHANGED = "anchor_changed"
+REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, VERIFICATION_CHANGED, ANCHOR_CHANGED, MISSING_RECEIPT)
 
 
 # --- keys -------------------------------------------------------------------------------------------
@@ -228,7 +231,8 @@ def add_verification(receipt: DeletionReceipt, verification: dict[str, Any], *, 
     """Append a sealed record of this result to the receipt (sealed already: the first record
     links to its hash) and show it as the receipt's result. The caller saves both fields, under
     the receipt's row lock when the receipt exists (two re-verifications at once must not both
-    append position n)."""
+    append position n), in the same transaction: a record added to a stored receipt is anchored
+    in the workspace's chain head here (`anchor`), so dropping it later is reported."""
     key = key or signing_key()
     records = list(receipt.verifications) if isinstance(receipt.verifications, list) else []
     last = records[-1] if records and isinstance(records[-1], dict) else {}
@@ -238,7 +242,60 @@ def add_verification(receipt: DeletionReceipt, verification: dict[str, Any], *, 
     record.update(sha256=digest.hex(), keyId=key_id(key.public_key()), signature=key.sign(digest).hex())
     receipt.verifications = [*records, record]
     receipt.verification = record["verification"]
+    if receipt.pk is not None:
+        anchor(receipt, key)
     return record
+
+
+# --- the verification anchor --------------------------------------------------------------------------
+def anchors_digest(workspace_ref: int, anchors: dict[str, Any]) -> bytes:
+    return hashlib.sha256(_canonical_json({"anchors": "receipt-verifications/v1", "workspaceRef": str(workspace_ref), "receipts": anchors})).digest()
+
+
+def signed_anchors(workspace_ref: int, anchors: dict[str, Any], key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+    """The chain head's anchor fields for this map (chain position -> [count, newest hash]), signed."""
+    key = key or signing_key()
+    return {"verification_anchors": anchors, "anchors_key_id": key_id(key.public_key()), "anchors_signature": key.sign(anchors_digest(workspace_ref, anchors)).hex()}
+
+
+def anchor(receipt: DeletionReceipt, key: Ed25519PrivateKey | None = None) -> None:
+    """Record the receipt's record count and newest record hash in its workspace's chain head,
+    re-signed, under the head's row lock (two re-verifications at once keep both)."""
+    head_id, _seq, _hash = lock_head(int(receipt.workspace_ref))
+    current = ReceiptChain.objects.filter(pk=head_id).values_list("verification_anchors", flat=True).first()
+    anchors = dict(current) if isinstance(current, dict) else {}
+    anchors[str(receipt.chain_seq)] = [len(receipt.verifications), receipt.verifications[-1]["sha256"]]
+    ReceiptChain.objects.filter(pk=head_id).update(**signed_anchors(int(receipt.workspace_ref), anchors, key))
+
+
+def head_anchors(head: ReceiptChain | None, keys: dict[str, Ed25519PublicKey]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the anchor map, a break if its signature does not verify). A head holding receipts must
+    carry a signed map (an empty one from its first receipt on, the migration for older heads),
+    so clearing it is reported too. No head: nothing anchored (the walk still requires every
+    re-verified receipt to be anchored)."""
+    if head is None:
+        return {}, None
+    anchors = head.verification_anchors if head.verification_anchors is not None else {}
+    if head.seq == 0 and not anchors and not head.anchors_signature:
+        return {}, None
+    problem = not isinstance(anchors, dict) or _signature_problem(keys, head.anchors_key_id, head.anchors_signature, anchors_digest(head.workspace_ref, anchors))
+    if problem:
+        return (anchors if isinstance(anchors, dict) else {}), {"receiptId": None, "chainSeq": None, "reason": ANCHOR_CHANGED}
+    return anchors, None
+
+
+def anchor_problem(receipt: DeletionReceipt, anchors: dict[str, Any]) -> tuple[str, int | None] | None:
+    """A re-verified receipt's records must end where the head's anchor says (count, newest
+    hash); a receipt the anchor does not name may hold only the record written with it."""
+    records = receipt.verifications if isinstance(receipt.verifications, list) else []
+    entry = anchors.get(str(receipt.chain_seq))
+    if entry is None:
+        late = next((r for r in records if not isinstance(r, dict) or r.get("trigger") != RECEIPT_TRIGGER), None)
+        return (VERIFICATION_CHANGED, late.get("seq") if isinstance(late, dict) else None) if late is not None else None
+    newest = records[-1].get("sha256") if records and isinstance(records[-1], dict) else None
+    if not isinstance(entry, list) or len(entry) != 2 or [len(records), newest] != entry:
+        return VERIFICATION_CHANGED, entry[0] if isinstance(entry, list) and entry and isinstance(entry[0], int) else None
+    return None
 
 
 def proof_json(receipt: DeletionReceipt) -> dict[str, Any]:
@@ -284,7 +341,8 @@ def append(*, verification: dict[str, Any], **fields: Any) -> DeletionReceipt:
         seal(receipt, key)
         add_verification(receipt, verification, trigger=RECEIPT_TRIGGER, key=key)
         receipt.save(force_insert=True)
-        ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now())
+        first = signed_anchors(receipt.workspace_ref, {}, key) if seq == 0 else {}  # the head's anchor is signed from its first receipt on
+        ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now(), **first)
     return receipt
 
 
@@ -351,10 +409,11 @@ class Walk:
     last_hash: str = ZERO_HASH
 
 
-def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, keys: dict[str, Ed25519PublicKey], anchored: bool = False) -> Walk:
+def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, keys: dict[str, Ed25519PublicKey], anchored: bool = False, anchors: dict[str, Any] | None = None) -> Walk:
     """Check receipts in chain order, each linked to the one before (`previous`, `expected`: the
     hash and position the first must follow; `anchored`: the first is the anchor, its link not
-    checked), stopping at the first break."""
+    checked; `anchors`: the head's verification anchor), stopping at the first break."""
+    anchors = anchors if anchors is not None else {}
     found = Walk(last_seq=expected - 1, last_hash=previous)
     for receipt in receipts:
         if anchored and found.checked == 0:
@@ -364,7 +423,7 @@ def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, k
         if reason:
             found.first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": reason}
             break
-        problem = check_verifications(receipt, keys)
+        problem = check_verifications(receipt, keys) or anchor_problem(receipt, anchors)
         if problem:
             found.first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": problem[0], "verificationSeq": problem[1]}
             break
@@ -396,9 +455,10 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
     if newest is not None and total > newest:
         checked_from = receipts.order_by("-chain_seq").values_list("chain_seq", flat=True)[newest - 1]
         ordered = ordered.filter(chain_seq__gte=checked_from)
-    found = walk(ordered.iterator(chunk_size=500), previous=ZERO_HASH, expected=1, keys=keys, anchored=checked_from > 1)
     head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
-    first_break = found.first_break or _head_break(head, found.last_seq, found.last_hash)
+    anchors, anchor_break = head_anchors(head, keys)
+    found = walk(ordered.iterator(chunk_size=500), previous=ZERO_HASH, expected=1, keys=keys, anchored=checked_from > 1, anchors=anchors)
+    first_break = found.first_break or anchor_break or _head_break(head, found.last_seq, found.last_hash)
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
     if checked_from == 1 and head is not None and started is not None:
@@ -498,6 +558,7 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
     head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
     if head is None:  # no chain head (a workspace without receipts, or a removed row): the newest only
         return {**verify_chain(workspace_ref, keys=keys, newest=window), "mode": "newest"}
+    anchors, anchor_break = head_anchors(head, keys)
     valid = checkpoint_valid(head, keys) and head.verified_seq <= head.seq
     verified = head.verified_seq if valid else 0
     verified_hash = head.verified_hash if valid else ZERO_HASH
@@ -507,7 +568,7 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
         sweep_from = head.sweep_seq if 1 <= head.sweep_seq <= verified else 1
         sweep_to = min(verified, sweep_from + window - 1)
         # the receipt before the window is its anchor: its hash and signature are checked, its link is not
-        swept = walk(_in_order(workspace_ref, max(1, sweep_from - 1), sweep_to), previous=ZERO_HASH, expected=1, keys=keys, anchored=sweep_from > 1)
+        swept = walk(_in_order(workspace_ref, max(1, sweep_from - 1), sweep_to), previous=ZERO_HASH, expected=1, keys=keys, anchored=sweep_from > 1, anchors=anchors)
         checked += swept.checked
         if swept.first_break is not None or swept.last_seq < sweep_to:
             # the prefix is intact only up to the receipt before the break (or the gap)
@@ -516,11 +577,11 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
         else:
             next_sweep = sweep_to + 1 if sweep_to < verified else 1
     cap = APPEND_CAP
-    newer = walk(_in_order(workspace_ref, verified + 1, verified + cap), previous=verified_hash, expected=verified + 1, keys=keys)
+    newer = walk(_in_order(workspace_ref, verified + 1, verified + cap), previous=verified_hash, expected=verified + 1, keys=keys, anchors=anchors)
     checked += newer.checked
     # stopped by the cap, not by the chain's end: what lies beyond is unverified, not missing
     capped = newer.first_break is None and newer.last_seq == verified + cap and head.seq > newer.last_seq
-    first_break = newer.first_break or (None if capped else _head_break(head, newer.last_seq, newer.last_hash))
+    first_break = newer.first_break or anchor_break or (None if capped else _head_break(head, newer.last_seq, newer.last_hash))
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
     if not valid or (newer.last_seq, newer.last_hash, next_sweep) != (head.verified_seq, head.verified_hash, head.sweep_seq):
