@@ -15,7 +15,10 @@ record appended to the receipt's `verifications` — its position, what wrote it
 hash of the receipt (first record) or of the record before it, its own hash and signature — and
 the result shown with the receipt must be the newest record's. Receipts of proof format 2 hash
 `"proofFormat": 2`, so dropping their records cannot make them pass for a receipt sealed before
-records existed (format 1: unproven results, counted as such, verified as before).
+records existed (format 1: unproven results, counted as such, verified as before). A receipt's
+hash cannot commit to records appended after it, so the workspace's chain head anchors every
+re-verified receipt's record count and newest record hash, signed (`anchor`): dropping the newest
+record and rolling the shown result back is reported too.
 
 `append` is the one way a receipt is written: it locks the workspace's chain head row, so two
 erases at once in one workspace serialise on it (PostgreSQL row lock; SQLite's IMMEDIATE

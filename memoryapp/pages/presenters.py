@@ -268,6 +268,7 @@ CHAIN_BREAK_LABELS = {
     receipt_chain.UNKNOWN_KEY: gettext_lazy("signed by an unknown key"),
     receipt_chain.BAD_SIGNATURE: gettext_lazy("the signature does not verify (bad signature)"),
     receipt_chain.VERIFICATION_CHANGED: gettext_lazy("its verification result was changed after it was written"),
+    receipt_chain.ANCHOR_CHANGED: gettext_lazy("the record of its re-verifications was changed"),
     receipt_chain.MISSING_RECEIPT: gettext_lazy("the newest receipt is missing"),
 }
 

@@ -30,7 +30,7 @@ class DeletionReceiptsVerifyView(WorkspaceAPIView):
         summary="Verify the workspace's receipt chain (hashes, links, signatures) and report the first break",
         description=(
             "Owners get the whole chain's report: receipt count, head position and the first break (receipt id, position and reason: "
-            "hash_mismatch, broken_link, unknown_key, bad_signature, verification_changed, missing_receipt; verificationSeq when the break is in "
+            "hash_mismatch, broken_link, unknown_key, bad_signature, verification_changed, anchor_changed, missing_receipt; verificationSeq when the break is in "
             "one of the receipt's sealed verification records, null for the result shown with it), and how many receipts' results predate "
             "sealed records (unprovenVerifications). Members get whether the chain is intact, how many "
             "receipts are theirs, and the break's receipt id only when it is one of their own receipts. Each request is bounded: "

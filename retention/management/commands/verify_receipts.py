@@ -18,6 +18,7 @@ REASON_TEXT = {
     "unknown_key": "unknown key (signed by a key that is neither current nor listed in RECEIPT_VERIFY_KEYS)",
     "bad_signature": "bad signature (the signature does not verify with the key it names)",
     "verification_changed": "verification changed (a verification result was edited, removed, reordered or copied after it was written)",
+    "anchor_changed": "anchor changed (the chain head's signed record of each re-verified receipt's verifications was edited or cleared)",
     "missing_receipt": "missing receipt (the chain's head names a later receipt that is gone)",
 }
 
