@@ -15,6 +15,7 @@ from django.db import transaction
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
+from tests.conftest import on_postgres
 from tests.receipts.test_chain import api_report, chain_of, forget_some, run_verify
 
 
@@ -146,3 +147,32 @@ def test_the_migration_anchors_receipts_reverified_before_it(world, four):
     assert chain.verify_chain(world.workspace.pk)["intact"] is True
     truncate(target)
     assert chain.verify_chain(world.workspace.pk)["firstBreak"]["reason"] == chain.VERIFICATION_CHANGED
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(not on_postgres(), reason="backend: row locks and real concurrency need PostgreSQL")
+def test_reverifications_and_erases_at_once_keep_every_anchor(world, agent):
+    """Twelve re-verifications (two per receipt) alongside four forgets, on real threads: the head's
+    row lock keeps every receipt's anchor, none overwritten by a concurrent re-verification."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    made = forget_some(agent, 6)
+    ids = [agent.remember(namespace="n", key=f"late{i}", text=f"late note {i}").json()["memory"]["id"] for i in range(4)]
+
+    def work(i):
+        try:
+            if i < 12:
+                return reverify_receipt(made[i % 6], actor=None, reason="at once")["clean"]
+            return agent.forget(memoryId=ids[i - 12]).status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(work, range(16)))
+    assert results == [True] * 12 + [200] * 4
+    head = ReceiptChain.objects.get(workspace_ref=world.workspace.pk)
+    stored = {str(r.chain_seq): [len(r.verifications), r.verifications[-1]["sha256"]] for r in DeletionReceipt.objects.filter(pk__in=[r.pk for r in made])}
+    assert head.verification_anchors == stored and all(count == 3 for count, _ in stored.values())
+    assert chain.verify_chain(world.workspace.pk)["intact"] is True and head.seq == 10
