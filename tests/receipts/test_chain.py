@@ -386,7 +386,7 @@ def test_the_migration_seals_existing_receipts_in_the_order_they_were_written(wo
     ReceiptChain.objects.all().delete()
     assert chain.verify_chain(world.workspace.pk)["intact"] is False
     importlib.import_module("retention.migrations.0004_seal_existing_receipts").seal_existing(apps, None)
-    importlib.import_module("retention.migrations.0012_receipt_verification_anchors").anchor_existing(apps, None)  # signs the heads 0004 wrote
+    importlib.import_module("retention.migrations.0013_receipt_verification_anchors").anchor_existing(apps, None)  # signs the heads 0004 wrote
     sealed = {r.pk: r for r in DeletionReceipt.objects.all()}
     assert [sealed[r.pk].chain_seq for r in made] == [1, 2, 3, 1, 2]
     status, report = run_verify()

@@ -143,7 +143,7 @@ def test_the_migration_anchors_receipts_reverified_before_it(world, four):
     target = reverified(world, four)
     ReceiptChain.objects.update(verification_anchors=None, anchors_signature="", anchors_key_id="")  # as before 0012
     assert chain.verify_chain(world.workspace.pk)["intact"] is False  # the receipt's late records are unanchored
-    importlib.import_module("retention.migrations.0012_receipt_verification_anchors").anchor_existing(apps, None)
+    importlib.import_module("retention.migrations.0013_receipt_verification_anchors").anchor_existing(apps, None)
     assert chain.verify_chain(world.workspace.pk)["intact"] is True
     truncate(target)
     assert chain.verify_chain(world.workspace.pk)["firstBreak"]["reason"] == chain.VERIFICATION_CHANGED

@@ -27,7 +27,7 @@ def anchor_existing(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("retention", "0011_sealed_consolidation_input"),
+        ("retention", "0012_credits_move_out"),
     ]
 
     operations = [
