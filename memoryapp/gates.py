@@ -234,14 +234,15 @@ def check_collection_readable(ctx: AgentContext, collection_id: int | None) -> N
 
 # --- row 10 ----------------------------------------------------------------------------------
 def mask_content(text: str, details: list[str]) -> MaskedContent:
-    masked = masking.mask(text)
-    kinds = set(masked.kinds)
-    masked_details = []
-    for line in details:
-        result = masking.mask(line)
-        kinds.update(result.kinds)
-        if not masking.is_effectively_empty(result.text):
-            masked_details.append(result.text)
+    with masking.one_memory_budget():  # the text and its details share one masking budget
+        masked = masking.mask(text)
+        kinds = set(masked.kinds)
+        masked_details = []
+        for line in details:
+            result = masking.mask(line)
+            kinds.update(result.kinds)
+            if not masking.is_effectively_empty(result.text):
+                masked_details.append(result.text)
     metrics.masking_detected(kinds)
     if masking.is_effectively_empty(masked.text):
         raise ApiError(400, "AGENT_MEMORY_EMPTY", "Nothing is left of the text once personal data is masked.", {"masked": sorted(kinds)})

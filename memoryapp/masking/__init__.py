@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from memoryapp.masking import email, numbers, phone, secrets
 from memoryapp.masking.common import PLACEHOLDER_RE, PLACEHOLDERS, Span
-from memoryapp.masking.phone import PHONE_REGIONS
+from memoryapp.masking.phone import PHONE_REGIONS, one_memory_budget
 from memoryapp.masking.text import Work
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "name_kinds",
     "is_effectively_empty",
     "detect_kinds",
+    "one_memory_budget",
 ]
 
 #: The most text one request may ask to mask (the sum over all its fields). A remember holds at

@@ -16,6 +16,9 @@ segmenting second pass); its rules only make sense read together.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import phonenumbers
@@ -384,12 +387,31 @@ def _fallback_spans(work: str, ws: int, we: int) -> list[Span]:
     return out
 
 
+#: One memory's fields (its text and up to 20 lines of details) share one phone budget, this many
+#: texts' worth, instead of one each: twenty 500-character lines of digit groups cost 231 ms of
+#: phone reading against 25 ms for the same shape as the 1,000-character text (bench/worst_input.py,
+#: "remember digits" 5.5x a typical remember). What the budget does not reach is masked by shape.
+MEMORY_BUDGET_TEXTS = 2
+_SHARED_BUDGET: ContextVar[list[int] | None] = ContextVar("phone_budget", default=None)
+
+
+@contextmanager
+def one_memory_budget() -> Iterator[None]:
+    """Every `mask()` inside shares one phone budget (MEMORY_BUDGET_TEXTS texts' worth), in the
+    order the calls are made: the result still depends on the input only."""
+    token = _SHARED_BUDGET.set([_SEGMENT_BUDGET * MEMORY_BUDGET_TEXTS, MATCHER_BUDGET * MEMORY_BUDGET_TEXTS])
+    try:
+        yield
+    finally:
+        _SHARED_BUDGET.reset(token)
+
+
 def stage_phone(work: str) -> list[Span]:
     if count_digits(work) < _PHONE_MIN_DIGITS:
         return []
     out: list[Span] = []
-    budget = [_SEGMENT_BUDGET]
-    snippets = 0
+    shared = _SHARED_BUDGET.get()
+    budget = shared if shared is not None else [_SEGMENT_BUDGET, MATCHER_BUDGET]  # [candidate checks, snippet reads]
     for w in _PHONE_WINDOW_RE.finditer(work):
         if w.end() - w.start() < _PHONE_MIN_DIGITS:
             continue
@@ -402,8 +424,8 @@ def stage_phone(work: str) -> list[Span]:
             if covered is not None:
                 out.extend(covered)
                 continue
-        snippets += 1 + len(window) // _PHONE_PIECE
-        if snippets > MATCHER_BUDGET:
+        budget[1] -= 1 + len(window) // _PHONE_PIECE
+        if budget[1] < 0:
             out.extend(_fallback_spans(work, w.start(), w.end()))
             continue
         spans = _window_phone_spans(work, w.start(), w.end())
