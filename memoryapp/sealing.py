@@ -48,7 +48,7 @@ from django.db import migrations, models, transaction
 from django.db.models.query import ModelIterable
 from django.dispatch import Signal
 
-from memoryapp.crypto import DataKeyCipher, Owner, SealError, aad_prefix, field_aad, new_data_key, open_sealed, seal
+from memoryapp.crypto import FORMAT, OVERHEAD, DataKeyCipher, Owner, SealError, aad_prefix, field_aad, new_data_key, open_sealed, seal
 from memoryapp.keyring import key_store
 
 logger = logging.getLogger(__name__)
@@ -284,7 +284,17 @@ def open_values(model: type[models.Model], key_id: UUID | None, owner: Owner, ke
     if key_id is None:
         for name, raw in values.items():
             raw = raw.raw if isinstance(raw, Sealed) else raw
-            opened[name] = None if raw is None else _legacy(codecs[name], raw)
+            if raw is None:
+                opened[name] = None
+                continue
+            # A row stripped of its key id (a database writer's doing) holds ciphertext, not text:
+            # hidden as corrupt, never decoded into a 500 nor shown as text.
+            if codecs[name] != "bytes" and not isinstance(raw, str) and bytes(raw[:1]) == FORMAT and len(raw) >= OVERHEAD:
+                raise Unreadable(CORRUPT, f"{name}: a sealed value on a row with no key id")
+            try:
+                opened[name] = _legacy(codecs[name], raw)
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise Unreadable(CORRUPT, f"{name}: not a readable unencrypted value ({type(exc).__name__})") from None
         return opened
     cipher = keys.get(key_id, _ABSENT)
     if cipher is _ABSENT:

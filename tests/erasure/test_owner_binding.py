@@ -140,3 +140,16 @@ def test_a_ciphertext_opens_only_for_the_owner_it_was_sealed_for(owner, other, t
     for moved in {(other[0], owner[1]), (owner[0], other[1]), other} - {owner}:
         with pytest.raises(crypto.SealError):
             crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", moved, key_id, "text"))
+
+
+def test_a_re_owned_row_stripped_of_its_key_id_is_no_plaintext_and_no_500(world, caplog):
+    """Without a key id a row reads as one stored before encryption; its ciphertext is then no
+    UTF-8 text: hidden as corrupt, never a 500, never shown as text."""
+    attacker = world.owner
+    attacker_agent = make_agent(attacker)
+    stolen = remember(make_agent(world.editor), f"the {MARKER} address")
+    MemoryVersion.objects.filter(pk=stolen).update(member_id=attacker.pk, key_id=None)
+    with caplog.at_level(logging.ERROR):
+        seen = everything_the_member_sees(attacker, attacker_agent)
+    assert MARKER not in seen and "address" not in seen
+    assert list(MemoryVersion.objects.filter(pk=stolen)) == []
