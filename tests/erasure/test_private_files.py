@@ -67,7 +67,7 @@ def test_an_older_install_s_readable_files_are_restricted_at_the_next_connection
     db.close()
 
 
-@pytest.mark.skipif(settings.IS_POSTGRES, reason="the embedded default's files")
+@pytest.mark.skipif(settings.IS_POSTGRES, reason="backend: SQLite only (the embedded default's files)")
 def test_the_embedded_default_creates_its_databases_private():
     for name in ("memory.sqlite3", "keyring.sqlite3"):
         assert mode(settings.VAR_DIR / name) == 0o600, name
