@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from credits.models import Consolidation
 from memoryapp import crypto, metrics, sealing
 from memoryapp.assistant import add_assistant_memory, list_assistant_memories
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention.models import Consolidation
 from tests.conftest import client_for, make_agent
 
 MARKER = "vermilionoctopus"
