@@ -28,12 +28,12 @@ def main() -> None:
     setup("bench_sealing")
 
     import numpy as np
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     from memoryapp import crypto, sealing
     from memoryapp.keyring import DataKey, key_encryption_keys, key_store
     from memoryapp.models import MemoryEmbedding
 
+    owner = (1, 1)  # (workspace id, member id) the values are bound to
     rng = np.random.default_rng(7)
     store = key_store()
     keys = {uuid.uuid4(): crypto.new_data_key() for _ in range(args.candidates)}
@@ -43,9 +43,9 @@ def main() -> None:
     terms = " ".join(f"term{i}" for i in range(12))
     rows = []
     for key_id, dek in keys.items():
-        cipher = AESGCM(dek)
+        cipher = crypto.DataKeyCipher(dek)
         vector = rng.standard_normal(args.dim).astype("<f4").tobytes()
-        rows.append((key_id, crypto.seal(cipher, vector, crypto.field_aad(table, key_id, "vector")), crypto.seal(cipher, terms.encode(), crypto.field_aad(table, key_id, "terms"))))
+        rows.append((key_id, crypto.seal(cipher, vector, crypto.field_aad(table, owner, key_id, "vector")), crypto.seal(cipher, terms.encode(), crypto.field_aad(table, owner, key_id, "terms"))))
     wrapped = list(DataKey.objects.filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
     keks = key_encryption_keys()
 
@@ -60,7 +60,7 @@ def main() -> None:
 
     def open_all(found=ciphers):
         for key_id, vector, term_blob in rows:
-            sealing.open_values(MemoryEmbedding, key_id, found, {"vector": vector, "terms": term_blob})
+            sealing.open_values(MemoryEmbedding, key_id, owner, found, {"vector": vector, "terms": term_blob})
 
     def everything():
         open_all(fetch())
@@ -68,9 +68,9 @@ def main() -> None:
     def write_one():
         key_id, dek = uuid.uuid4(), crypto.new_data_key()
         store.put({key_id: dek}, owner="memoryapp.memoryversion")
-        cipher = AESGCM(dek)
+        cipher = crypto.DataKeyCipher(dek)
         for field, value in (("text", b"x" * 200), ("details", b""), ("kind", b"fact"), ("vector", b"\0" * (4 * args.dim)), ("terms", terms.encode())):
-            crypto.seal(cipher, value, crypto.field_aad("t", key_id, field))
+            crypto.seal(cipher, value, crypto.field_aad("t", owner, key_id, field))
 
     print(f"envelope encryption, {args.candidates} candidates, {args.dim}-dimension vectors, PostgreSQL key store")
     print(summary("key-store query + unwrap (one query)", timed(fetch, args.repeat)))

@@ -21,6 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from core.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from core.private_files import create_private
 from memoryapp.crypto import decode_kek
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -224,6 +225,12 @@ def _keyring_database() -> dict:
 
 
 DATABASES = {"default": _db, "keyring": _keyring_database()}
+# The SQLite files (the embedded default: var/memory.sqlite3, var/keyring.sqlite3) are created mode
+# 600 like the key files next to them, before any connection; SQLite gives their -wal and -shm the
+# same mode, and every connection re-checks them (core.private_files, memoryapp.apps).
+for _sqlite in (db for db in DATABASES.values() if db["ENGINE"] == "django.db.backends.sqlite3"):
+    if Path(_sqlite["NAME"]).parent.is_dir():
+        create_private(_sqlite["NAME"])
 DATABASE_ROUTERS = ["memoryapp.routers.KeyringRouter"]
 
 

@@ -134,7 +134,8 @@ class MemoryVersionAdmin(GovernedAdmin):
 
     @admin.display(description="keyed digest")
     def digest_short(self, obj: MemoryVersion) -> str:
-        # HMAC under the member's derived key (governance.content.member_digest), never a plain hash.
+        # HMAC under a key derived from the version's data key (crypto.DataKeyCipher.digest), never a
+        # plain hash: it dies with the key when the version is erased.
         return obj.text_hmac[:12]
 
     @admin.display(description="details", boolean=True)

@@ -1,7 +1,9 @@
 from django.apps import AppConfig
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db.backends.signals import connection_created
 
+from core import private_files
 from memoryapp.recall.embedders import EmbedderUnavailable, configure_engine, require_embedder
 
 
@@ -16,6 +18,8 @@ class MemoryAppConfig(AppConfig):
         from memoryapp import observers, tasks  # noqa: F401 -- tasks: importing registers them
 
         observers.connect()
+        # The SQLite databases' files (and their -wal, -shm) mode 600, whatever the umask.
+        connection_created.connect(private_files.on_connection_created, dispatch_uid="private_sqlite_files")
         check_embedder()
 
 

@@ -9,8 +9,12 @@ copy of its ciphertext (a database backup, a WAL archive) becomes noise.
 Formats (docs/encryption.md):
 
 - sealed field: ``0x01 || nonce (12 bytes) || ciphertext || tag (16 bytes)``, associated data
-  ``gam/v1|<table>|<row key id>|<field>`` — a ciphertext copied to another row (another key id,
-  another DEK) or another field or table does not decrypt.
+  ``gam/v2|<table>|w<workspace id>|m<member id>|<row key id>|<field>`` — a ciphertext copied to
+  another row (another key id, another DEK), another field or table, or left in place while its
+  row is re-owned (another workspace or member: the columns the visibility rules read) does not
+  decrypt. (v1 named no owner; it was never deployed, and a v1 value reads as corrupt.)
+- text digest: HMAC-SHA256 of the text under HKDF-SHA256(DEK, info ``gam/v1|text_hmac``): it
+  dies with the data key, so a kept copy of it confirms no guess after the erase.
 - wrapped DEK: ``0x01 || nonce (12) || AES-GCM(KEK, DEK) || tag``, associated data
   ``gam/dek/v1|<key id>`` — a wrapped key copied to another key id does not unwrap.
 - KEK id: the first 8 bytes of SHA-256(``gam/kek-id/v1`` || KEK), hex: names which KEK wrapped a
@@ -23,12 +27,15 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import os
 from dataclasses import dataclass
 from uuid import UUID
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 FORMAT = b"\x01"
 NONCE_BYTES = 12
@@ -44,16 +51,55 @@ def new_data_key() -> bytes:
     return os.urandom(KEY_BYTES)
 
 
-def field_aad(table: str, key_id: UUID, field: str) -> bytes:
-    return f"gam/v1|{table}|{key_id}|{field}".encode()
+#: The owner a sealed value is bound to: (workspace id, member id), either None (an anonymous
+#: consolidation has no member).
+Owner = tuple[int | None, int | None]
 
 
-def seal(cipher: AESGCM, plaintext: bytes, aad: bytes) -> bytes:
+def aad_prefix(table: str, owner: Owner, key_id: UUID) -> str:
+    workspace_id, member_id = owner
+    return f"gam/v2|{table}|w{'-' if workspace_id is None else int(workspace_id)}|m{'-' if member_id is None else int(member_id)}|{key_id}|"
+
+
+def field_aad(table: str, owner: Owner, key_id: UUID, field: str) -> bytes:
+    return (aad_prefix(table, owner, key_id) + field).encode()
+
+
+TEXT_DIGEST_INFO = b"gam/v1|text_hmac"
+
+
+class DataKeyCipher:
+    """One unwrapped data key: AES-256-GCM under it (`encrypt`/`decrypt`, AESGCM's signature) and
+    the keyed digest of a text under a key derived from it (`digest`). Lives as long as the
+    instances (or the read) that fetched it, never in a process-wide cache."""
+
+    __slots__ = ("_aead", "_dek", "_digest_key")
+
+    def __init__(self, dek: bytes):
+        self._dek = dek
+        self._aead = AESGCM(dek)
+        self._digest_key: bytes | None = None
+
+    def encrypt(self, nonce: bytes, data: bytes, aad: bytes) -> bytes:
+        return self._aead.encrypt(nonce, data, aad)
+
+    def decrypt(self, nonce: bytes, data: bytes, aad: bytes) -> bytes:
+        return self._aead.decrypt(nonce, data, aad)
+
+    def digest(self, text: str) -> str:
+        """HMAC-SHA256 of `text` under HKDF(DEK, `gam/v1|text_hmac`): unrelated across versions
+        (each has its own key), and not computable by anyone once the data key is destroyed."""
+        if self._digest_key is None:
+            self._digest_key = HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=TEXT_DIGEST_INFO).derive(self._dek)
+        return hmac.new(self._digest_key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def seal(cipher: AESGCM | DataKeyCipher, plaintext: bytes, aad: bytes) -> bytes:
     nonce = os.urandom(NONCE_BYTES)
     return FORMAT + nonce + cipher.encrypt(nonce, plaintext, aad)
 
 
-def open_sealed(cipher: AESGCM, sealed: bytes, aad: bytes) -> bytes:
+def open_sealed(cipher: AESGCM | DataKeyCipher, sealed: bytes, aad: bytes) -> bytes:
     if len(sealed) < OVERHEAD or sealed[:1] != FORMAT:
         raise SealError("not a sealed value of format 1")
     try:

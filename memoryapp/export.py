@@ -154,7 +154,7 @@ def _memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHisto
             "current": version.valid_to is None,
             "credentialId": str(version.credential_id) if version.credential_id else None,
             # The plain SHA-256 is the member's own: computed here, from their text, never stored (the
-            # admin sees a keyed digest instead, governance.content.member_digest).
+            # admin sees `text_hmac` instead, keyed by the version's data key).
             "textSha256": hashlib.sha256(version.text.encode("utf-8")).hexdigest(),
             "state": "expired" if expired else "active",
             "erasedAt": iso(version.erased_by_expiry_at(ask_history)),

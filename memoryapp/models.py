@@ -14,10 +14,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from governance.content import member_digest
 from governance.models import Credential, Member, Workspace
 from memoryapp.keyring import DataKey  # noqa: F401 -- the key store's one model (it lives in the `keyring` database)
-from memoryapp.sealing import RowKeyField, SealedField, SealedManager, SealedQuerySet
+from memoryapp.sealing import RowKeyField, SealedField, SealedManager, SealedQuerySet, row_cipher
 
 if TYPE_CHECKING:
     from governance.models import AskHistorySettings
@@ -155,9 +154,12 @@ class MemoryVersion(models.Model):
     # associated data names it); NULL only on a row stored before encryption (encrypt_memories).
     key_id = RowKeyField(null=True, blank=True, unique=True, editable=False)
     text = SealedField(codec="text", help_text="Masked text, sealed; the original is never stored.")
-    # Keyed per workspace and member (governance.content.member_digest), never a plain hash: the
-    # admin shows it, and a plain SHA-256 would confirm a guessed text offline (SPEC §8.2). The
-    # member's own export computes the plain SHA-256 from the text instead.
+    # HMAC-SHA256 under a key derived from the version's own data key (crypto.DataKeyCipher.digest),
+    # computed when the text is sealed, never a plain hash: the admin shows it, and a plain SHA-256
+    # would confirm a guessed text offline (SPEC §8.2). It dies with the key: once the erase has
+    # destroyed it, a backup's copy of this digest confirms no guess, whatever server secret the
+    # attacker holds. Every version differs (equal texts included). The member's own export computes
+    # the plain SHA-256 from the text instead.
     text_hmac = models.CharField(max_length=64, editable=False, default="")
     text_length = models.PositiveIntegerField(editable=False)
     masked_kinds = models.JSONField(default=list, blank=True)
@@ -210,8 +212,13 @@ class MemoryVersion(models.Model):
         return f"memory version #{self.pk}"
 
     def save(self, *args, **kwargs):
-        self.text_hmac = member_digest(self.text, workspace_id=self.workspace_id, member_id=self.member_id)
-        self.text_length = len(self.text)
+        update_fields = kwargs.get("update_fields")
+        if isinstance(self.text, str) and (update_fields is None or "text" in update_fields):
+            # The text is sealed by this save: its digest is keyed by the same data key.
+            self.text_hmac = row_cipher(self)[1].digest(self.text)
+            self.text_length = len(self.text)
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "text_hmac", "text_length"}
         super().save(*args, **kwargs)
 
     @property

@@ -2,7 +2,10 @@
 
 A model that stores content declares its content fields as `SealedField`s and keeps its row's key
 id in a `RowKeyField` (or names, in `sealed_with`, the foreign key whose row's key it shares: a
-memory embedding is sealed under its memory version's key). Then:
+memory embedding is sealed under its memory version's key). Every sealed value is bound to its
+table, field, key id and owner — the key holder's `workspace_id` and `member_id`
+(`OWNER_COLUMNS`), the columns the visibility rules read — so a ciphertext copied to another row,
+or a row re-owned by an UPDATE, does not open. Then:
 
 - **Writing**: saving the row (save, create, bulk_create) seals each field under the row's data
   key, creating the key (and storing it, wrapped, in the key store) the first time. The key id is
@@ -40,19 +43,21 @@ from itertools import islice
 from typing import Any
 from uuid import UUID, uuid4
 
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.core.exceptions import FieldError
 from django.db import migrations, models, transaction
 from django.db.models.query import ModelIterable
 from django.dispatch import Signal
 
-from memoryapp.crypto import SealError, field_aad, new_data_key, open_sealed, seal
+from memoryapp.crypto import FORMAT, OVERHEAD, DataKeyCipher, Owner, SealError, aad_prefix, field_aad, new_data_key, open_sealed, seal
 from memoryapp.keyring import key_store
 
 logger = logging.getLogger(__name__)
 
 #: Sent once per read that left rows out: sender = the model, reason = missing_key | bad_key | corrupt, count.
 content_unreadable = Signal()
+
+#: The key holder's columns a sealed value is bound to (its associated data names them).
+OWNER_COLUMNS = ("workspace_id", "member_id")
 
 MISSING_KEY = "missing_key"  # destroyed: the row is an erase's leftover (the sweep erases it)
 BAD_KEY = "bad_key"  # stored but does not unwrap: corrupted, or a KEK missing from RETIRED_KEKS
@@ -155,7 +160,8 @@ class SealedField(models.BinaryField):
         if isinstance(value, Sealed):  # loaded and never opened (deferred opening): written back as it is
             return Ciphertext(value.raw.encode("utf-8") if isinstance(value.raw, str) else value.raw)
         key_id, cipher = row_cipher(model_instance)
-        return Ciphertext(seal(cipher, _encode(self.codec, value), field_aad(self.model._meta.db_table, key_id, self.name)))
+        aad = field_aad(self.model._meta.db_table, owner_of(_key_holder(model_instance)), key_id, self.name)
+        return Ciphertext(seal(cipher, _encode(self.codec, value), aad))
 
     def get_prep_value(self, value: Any) -> Any:
         if value is None or isinstance(value, Ciphertext):
@@ -213,7 +219,13 @@ def _key_holder(instance: models.Model) -> models.Model:
     return getattr(instance, via) if via else instance
 
 
-def row_cipher(instance: models.Model) -> tuple[UUID, AESGCM]:
+def owner_of(holder: models.Model) -> Owner:
+    """The owner a key holder's sealed values are bound to: (workspace id, member id) as stored."""
+    workspace_id, member_id = (getattr(holder, column) for column in OWNER_COLUMNS)
+    return workspace_id, member_id
+
+
+def row_cipher(instance: models.Model) -> tuple[UUID, DataKeyCipher]:
     """The row's key id and cipher, creating the key (stored wrapped in the key store, committed
     at once) for a new row. A row sealed under another row's key (an embedding) asks that row."""
     holder = _key_holder(instance)
@@ -230,7 +242,7 @@ def row_cipher(instance: models.Model) -> tuple[UUID, AESGCM]:
         dek = key_store().get_many([holder.key_id]).get(holder.key_id)
         if dek is None:
             raise Unreadable(MISSING_KEY, f"{holder._meta.label} #{holder.pk}: its data key is gone")
-    holder._sealing_cipher = (holder.key_id, AESGCM(dek))
+    holder._sealing_cipher = (holder.key_id, DataKeyCipher(dek))
     return holder._sealing_cipher
 
 
@@ -243,7 +255,7 @@ def prepare_keys(instances: Iterable[models.Model]) -> None:
     for instance in fresh:
         instance.key_id = uuid4()
         keys[instance.key_id] = new_data_key()
-        instance._sealing_cipher = (instance.key_id, AESGCM(keys[instance.key_id]))
+        instance._sealing_cipher = (instance.key_id, DataKeyCipher(keys[instance.key_id]))
     key_store().put(keys, owner=owner_label(type(fresh[0])))
 
 
@@ -255,30 +267,41 @@ def destroy_keys_on_commit(key_ids: list[UUID]) -> None:
 
 
 # --- opening ---------------------------------------------------------------------------------------
-def fetch_keys(key_ids: Iterable[UUID | None]) -> dict[UUID, AESGCM | None]:
+def fetch_keys(key_ids: Iterable[UUID | None]) -> dict[UUID, DataKeyCipher | None]:
     """The ciphers of these keys, in one key-store query (absent: destroyed; None: does not unwrap)."""
     wanted = [k for k in dict.fromkeys(key_ids) if k is not None]
     if not wanted:
         return {}
-    return {key_id: (AESGCM(dek) if dek is not None else None) for key_id, dek in key_store().get_many(wanted).items()}
+    return {key_id: (DataKeyCipher(dek) if dek is not None else None) for key_id, dek in key_store().get_many(wanted).items()}
 
 
-def open_values(model: type[models.Model], key_id: UUID | None, keys: Mapping[UUID, AESGCM | None], values: Mapping[str, Any]) -> dict[str, Any]:
+def open_values(model: type[models.Model], key_id: UUID | None, owner: Owner, keys: Mapping[UUID, DataKeyCipher | None], values: Mapping[str, Any]) -> dict[str, Any]:
     """Open some sealed columns of one row of `model` (as `values_list` or a raw cursor gave
-    them) with the ciphers `fetch_keys` returned. Raises Unreadable."""
+    them) with the ciphers `fetch_keys` returned; `owner` is its key holder's (workspace id,
+    member id) as stored (`owner_of`). Raises Unreadable."""
     codecs = _codecs(model)
     opened: dict[str, Any] = {}
     if key_id is None:
         for name, raw in values.items():
             raw = raw.raw if isinstance(raw, Sealed) else raw
-            opened[name] = None if raw is None else _legacy(codecs[name], raw)
+            if raw is None:
+                opened[name] = None
+                continue
+            # A row stripped of its key id (a database writer's doing) holds ciphertext, not text:
+            # hidden as corrupt, never decoded into a 500 nor shown as text.
+            if codecs[name] != "bytes" and not isinstance(raw, str) and bytes(raw[:1]) == FORMAT and len(raw) >= OVERHEAD:
+                raise Unreadable(CORRUPT, f"{name}: a sealed value on a row with no key id")
+            try:
+                opened[name] = _legacy(codecs[name], raw)
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise Unreadable(CORRUPT, f"{name}: not a readable unencrypted value ({type(exc).__name__})") from None
         return opened
     cipher = keys.get(key_id, _ABSENT)
     if cipher is _ABSENT:
         raise Unreadable(MISSING_KEY)
     if cipher is None:
         raise Unreadable(BAD_KEY)
-    prefix = f"gam/v1|{model._meta.db_table}|{key_id}|"
+    prefix = aad_prefix(model._meta.db_table, owner, key_id)
     for name, raw in values.items():
         if isinstance(raw, Sealed):
             raw = raw.raw
@@ -293,26 +316,27 @@ def open_values(model: type[models.Model], key_id: UUID | None, keys: Mapping[UU
     return opened
 
 
-def _holder_key_ids(instances: list[models.Model]) -> dict[int, UUID | None]:
-    """id(instance) -> the key id it is sealed under; one query for embeddings whose memory
-    version is not loaded with them."""
-    found: dict[int, UUID | None] = {}
+def _holder_key_ids(instances: list[models.Model]) -> dict[int, tuple[UUID | None, Owner]]:
+    """id(instance) -> the key id it is sealed under and the owner it is bound to; one query for
+    embeddings whose memory version is not loaded with them."""
+    found: dict[int, tuple[UUID | None, Owner]] = {}
     missing: dict[type[models.Model], dict[Any, list[models.Model]]] = {}
     for instance in instances:
         via = getattr(type(instance), "sealed_with", None)
         if via is None:
-            found[id(instance)] = instance.key_id
+            found[id(instance)] = (instance.key_id, owner_of(instance))
             continue
         field = instance._meta.get_field(via)
         if field.is_cached(instance):
-            found[id(instance)] = getattr(instance, via).key_id
+            holder = getattr(instance, via)
+            found[id(instance)] = (holder.key_id, owner_of(holder))
         else:
             missing.setdefault(field.related_model, {}).setdefault(getattr(instance, field.attname), []).append(instance)
     for model, by_pk in missing.items():
-        key_ids = dict(model._base_manager.filter(pk__in=list(by_pk)).values_list("pk", "key_id"))
+        holders = {pk: (key_id, (workspace_id, member_id)) for pk, key_id, workspace_id, member_id in model._base_manager.filter(pk__in=list(by_pk)).values_list("pk", "key_id", *OWNER_COLUMNS)}
         for pk, waiting in by_pk.items():
             for instance in waiting:
-                found[id(instance)] = key_ids.get(pk)
+                found[id(instance)] = holders.get(pk, (None, (None, None)))
     return found
 
 
@@ -329,7 +353,7 @@ def _walk(instances: Iterable[models.Model]) -> Iterator[models.Model]:
         stack.extend(v for v in instance._state.fields_cache.values() if isinstance(v, models.Model))
 
 
-def open_instances(instances: list[models.Model], *, keys: Mapping[UUID, AESGCM | None] | None = None) -> dict[int, str]:
+def open_instances(instances: list[models.Model], *, keys: Mapping[UUID, DataKeyCipher | None] | None = None) -> dict[int, str]:
     """Decrypt, in place, every sealed field loaded on these instances (and on the instances
     loaded with them); one key-store query for all of them. Returns id(instance) -> reason for
     the ones that could not be opened (their sealed fields are set to None)."""
@@ -338,17 +362,17 @@ def open_instances(instances: list[models.Model], *, keys: Mapping[UUID, AESGCM 
         return {}
     holder_keys = _holder_key_ids(sealed)
     known = dict(keys or {})
-    wanted = [k for k in holder_keys.values() if k is not None and k not in known]
+    wanted = [k for k, _ in holder_keys.values() if k is not None and k not in known]
     if wanted:
         known.update(fetch_keys(wanted))
     failed: dict[int, str] = {}
     counts: dict[tuple[type[models.Model], str], int] = {}
     for instance in sealed:
         model = type(instance)
-        key_id = holder_keys[id(instance)]
+        key_id, owner = holder_keys[id(instance)]
         pending = {f.name: instance.__dict__[f.attname] for f in sealed_fields(model) if isinstance(instance.__dict__.get(f.attname), Sealed)}
         try:
-            opened = open_values(model, key_id, known, pending)
+            opened = open_values(model, key_id, owner, known, pending)
         except Unreadable as exc:
             failed[id(instance)] = exc.reason
             counts[(model, exc.reason)] = counts.get((model, exc.reason), 0) + 1
@@ -378,7 +402,7 @@ class SealedQuerySet(models.QuerySet):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self._sealing_keys: Mapping[UUID, AESGCM | None] | None = None
+        self._sealing_keys: Mapping[UUID, DataKeyCipher | None] | None = None
         self._keep_unreadable = False
 
     def _clone(self):
@@ -387,7 +411,7 @@ class SealedQuerySet(models.QuerySet):
         clone._keep_unreadable = self._keep_unreadable
         return clone
 
-    def with_keys(self, keys: Mapping[UUID, AESGCM | None]) -> SealedQuerySet:
+    def with_keys(self, keys: Mapping[UUID, DataKeyCipher | None]) -> SealedQuerySet:
         clone = self._chain()
         clone._sealing_keys = keys
         return clone
@@ -398,10 +422,10 @@ class SealedQuerySet(models.QuerySet):
         return clone
 
     def only(self, *fields: str) -> SealedQuerySet:
-        """`only()` naming a sealed field loads the row's key id with it (opening needs it)."""
+        """`only()` naming a sealed field loads the row's key id and owner with it (opening needs them)."""
         sealed = {f.name for f in sealed_fields(self.model)}
         if sealed & set(fields) and any(isinstance(f, RowKeyField) for f in self.model._meta.concrete_fields):
-            fields = (*fields, "key_id")
+            fields = (*fields, "key_id", *(column.removesuffix("_id") for column in OWNER_COLUMNS))
         return super().only(*fields)
 
     def _open(self, rows: list[models.Model]) -> list[models.Model]:

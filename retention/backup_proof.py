@@ -187,7 +187,7 @@ class BackupProof(ForgettingCheck):
             if part not in rows:
                 continue
             try:
-                opened = sealing.open_values(model, self.key_id, keys, rows[part])
+                opened = sealing.open_values(model, self.key_id, (self.workspace.pk, self.member.pk), keys, rows[part])
             except sealing.Unreadable:
                 continue
             for name, value in opened.items():

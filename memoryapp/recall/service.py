@@ -57,6 +57,7 @@ class Candidate:
     pk: int
     collection_id: int | None
     key_id: UUID | None = None
+    owner: tuple[int, int] = (0, 0)  # (workspace id, member id) as stored: the index entry is bound to it
     embedder_id: str | None = None
     dim: int = 0
     vector: bytes | None = None
@@ -77,8 +78,8 @@ def recall_candidates(admission: gates.Admission) -> Candidates:
     PostgreSQL join every version of the member before sorting: 158 ms at 5,000 versions.) Then
     their data keys, in one key-store query, and the entries opened (SPEC §8.2): a candidate whose
     key is gone (an erase's leftover) or whose entry does not open is left out (memoryapp.sealing)."""
-    rows = filtered_versions(admission).values_list("pk", "collection_id", "key_id")[:CANDIDATES]
-    candidates = Candidates(Candidate(pk, collection_id, key_id) for pk, collection_id, key_id in rows)
+    rows = filtered_versions(admission).values_list("pk", "collection_id", "key_id", "workspace_id", "member_id")[:CANDIDATES]
+    candidates = Candidates(Candidate(pk, collection_id, key_id, (workspace_id, member_id)) for pk, collection_id, key_id, workspace_id, member_id in rows)
     by_pk = {c.pk: c for c in candidates}
     entries = index_entries(list(by_pk))
     candidates.keys = sealing.fetch_keys(c.key_id for c in candidates)
@@ -86,7 +87,7 @@ def recall_candidates(admission: gates.Admission) -> Candidates:
     for memory_id, embedder_id, dim, vector, terms in entries:
         candidate = by_pk[memory_id]
         try:
-            opened = sealing.open_values(MemoryEmbedding, candidate.key_id, candidates.keys, {"vector": vector, "terms": terms})
+            opened = sealing.open_values(MemoryEmbedding, candidate.key_id, candidate.owner, candidates.keys, {"vector": vector, "terms": terms})
         except sealing.Unreadable as exc:
             unreadable[exc.reason] = unreadable.get(exc.reason, 0) + 1
             by_pk.pop(memory_id)

@@ -114,17 +114,18 @@ def test_each_version_has_its_own_key_and_the_key_is_stored_wrapped(world):
 @hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=0, max_size=300), field=st.sampled_from(["text", "details", "kind"]), other=st.sampled_from(["text", "details", "kind"]))
 def test_a_ciphertext_opens_only_under_its_own_row_and_field(text, field, other):
-    cipher = sealing.AESGCM(crypto.new_data_key())
+    cipher = crypto.DataKeyCipher(crypto.new_data_key())
+    owner = (1, 2)
     key_id, elsewhere = uuid.uuid4(), uuid.uuid4()
-    sealed = crypto.seal(cipher, text.encode(), crypto.field_aad("memoryapp_memoryversion", key_id, field))
-    assert crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", key_id, field)).decode() == text
+    sealed = crypto.seal(cipher, text.encode(), crypto.field_aad("memoryapp_memoryversion", owner, key_id, field))
+    assert crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, key_id, field)).decode() == text
     with pytest.raises(crypto.SealError):
-        crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", elsewhere, field))
+        crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, elsewhere, field))
     with pytest.raises(crypto.SealError):
-        crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryembedding", key_id, field))
+        crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryembedding", owner, key_id, field))
     if other != field:
         with pytest.raises(crypto.SealError):
-            crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", key_id, other))
+            crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, key_id, other))
 
 
 def test_content_cannot_be_written_by_update_nor_compared_in_a_filter(world):
