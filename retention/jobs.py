@@ -9,7 +9,7 @@ from typing import Any
 
 from credits import jobs as credit_jobs
 from memoryapp import consolidation
-from retention import keysweep, lifecycle, receipts
+from retention import keysweep, lifecycle, receipt_checks
 
 JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "expiry_sweep": lifecycle.expiry_sweep,
@@ -24,5 +24,5 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "reconcile_credits": credit_jobs.reconcile_credits,
     "consolidation_sweep": consolidation.sweep_stale_consolidations,
     # every receipt chain from its first receipt (docs/receipts.md), beyond the endpoint's bounded check
-    "receipt_chain_check": receipts.check_all_chains,
+    "receipt_chain_check": receipt_checks.check_all_chains,
 }

@@ -24,38 +24,34 @@ record and rolling the shown result back is reported too.
 erases at once in one workspace serialise on it (PostgreSQL row lock; SQLite's IMMEDIATE
 transactions serialise every writer anyway) and a (workspace, position) unique constraint makes
 a fork impossible even if a caller bypassed the lock. `verify_chain` recomputes every hash, link
-and signature and reports the first break."""
+and signature and reports the first break.
+
+The keys are `receipt_keys`, the bounded per-request check and the whole-chain jobs
+`receipt_checks`, who sees which receipt `receipt_access`. Over ~400 lines on purpose: what is
+left is the chain's format — canonical form, verification records, anchors, appending, the full
+verify — which changes as one."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
-from django.db.models import QuerySet
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from core.timestamps import iso
-from governance.models import Member
 from memoryapp import metrics
-from retention.models import DeletionReceipt, Operation, ReceiptChain
+from retention.models import DeletionReceipt, ReceiptChain
+from retention.receipt_keys import key_id, public_keys, signing_key
 
 ZERO_HASH = "0" * 64
-ALGORITHM = "Ed25519"
-PUBLIC_KEY_PATH = "/.well-known/receipt-signing-key"
 CANONICAL_FIELDS = (
     "chainSeq",
     "previousHash",
@@ -94,75 +90,6 @@ VERIFICATION_CHANGED = "verification_changed"
 # record hash) does not verify: edited, cleared or moved from another workspace.
 ANCHOR_CHANGED = "anchor_changed"
 REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, VERIFICATION_CHANGED, ANCHOR_CHANGED, MISSING_RECEIPT)
-
-
-# --- keys -------------------------------------------------------------------------------------------
-def _decode_key(text: str, *, private: bool) -> Ed25519PrivateKey | Ed25519PublicKey:
-    text = text.strip()
-    kind = "RECEIPT_SIGNING_KEY" if private else "RECEIPT_VERIFY_KEYS"
-    try:
-        if text.startswith("-----BEGIN"):
-            key = serialization.load_pem_private_key(text.encode(), password=None) if private else serialization.load_pem_public_key(text.encode())
-        else:
-            raw = base64.b64decode(text, validate=True)
-            key = Ed25519PrivateKey.from_private_bytes(raw) if private else Ed25519PublicKey.from_public_bytes(raw)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ImproperlyConfigured(f"{kind}: not a base64 raw 32-byte Ed25519 key nor a PEM ({exc})") from None
-    if not isinstance(key, Ed25519PrivateKey if private else Ed25519PublicKey):
-        raise ImproperlyConfigured(f"{kind}: the PEM holds a {type(key).__name__}, not an Ed25519 key")
-    return key
-
-
-@lru_cache(maxsize=8)
-def _private(text: str) -> Ed25519PrivateKey:
-    return _decode_key(text, private=True)  # type: ignore[return-value]
-
-
-@lru_cache(maxsize=32)
-def _public(text: str) -> Ed25519PublicKey:
-    return _decode_key(text, private=False)  # type: ignore[return-value]
-
-
-def signing_key() -> Ed25519PrivateKey:
-    return _private(settings.RECEIPT_SIGNING_KEY)
-
-
-def raw_public(key: Ed25519PublicKey) -> bytes:
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-
-
-def key_id(key: Ed25519PublicKey) -> str:
-    """The first 16 bytes of the SHA-256 of the raw public key, as hex (32 characters)."""
-    return hashlib.sha256(raw_public(key)).hexdigest()[:32]
-
-
-def public_keys() -> dict[str, Ed25519PublicKey]:
-    """Every key a receipt may be signed with: the current one first, then the retired ones."""
-    current = signing_key().public_key()
-    keys = {key_id(current): current}
-    for text in settings.RECEIPT_VERIFY_KEYS:
-        key = _public(text)
-        keys.setdefault(key_id(key), key)
-    return keys
-
-
-def public_keys_json() -> dict[str, Any]:
-    keys = public_keys()
-    current = next(iter(keys))
-    return {
-        "algorithm": ALGORITHM,
-        "currentKeyId": current,
-        "keys": [
-            {
-                "keyId": kid,
-                "current": kid == current,
-                "publicKey": base64.b64encode(raw_public(key)).decode(),
-                "publicKeyPem": key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode(),
-            }
-            for kid, key in keys.items()
-        ],
-        "canonicalForm": "docs/receipts.md",
-    }
 
 
 # --- the canonical form -------------------------------------------------------------------------------
@@ -480,19 +407,7 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
     return report
 
 
-# --- the verified checkpoint and the bounded check ---------------------------------------------------
-#: Receipts of the verified prefix the endpoint re-checks per request, from `sweep_seq` on: a
-#: request costs at most this many receipts plus those appended since the last check, and every
-#: receipt is re-checked once per ceil(prefix / SWEEP_WINDOW) requests (0.18 ms a receipt,
-#: bench/receipt_chain.py: about 90 ms at most).
-SWEEP_WINDOW = 500
-# Receipts appended since the checkpoint that one verify request checks at most (issue 22 review
-# F4): a burst of forgets between two requests is checked over several, the rest reported as not
-# verified yet; the command and the daily job check every receipt.
-APPEND_CAP = 2000
-NOT_VERIFIED_NOTE = "Receipts after verifiedThroughSeq were not verified by this request (at most {cap} new receipts are checked per request); later requests go on from there, the daily receipt_chain_check job and `manage.py verify_receipts` check every receipt."
-
-
+# --- the verified checkpoint on the chain head (receipt_checks reads it) ------------------------------
 def checkpoint_digest(workspace_ref: int, seq: int, sha256: str) -> bytes:
     return hashlib.sha256(_canonical_json({"checkpoint": "receipt-chain/v1", "workspaceRef": str(workspace_ref), "seq": int(seq), "sha256": sha256})).digest()
 
@@ -525,180 +440,3 @@ def save_checkpoint(head_id: int, *, rev: int, seq: int, sha256: str, sweep: int
     if full:
         fields["full_check_at"] = now
     return bool(ReceiptChain.objects.filter(pk=head_id, checkpoint_rev=rev).update(**fields))
-
-
-def _in_order(workspace_ref: int, first: int, last: int | None = None):
-    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace_ref, chain_seq__gte=first)
-    if last is not None:
-        receipts = receipts.filter(chain_seq__lte=last)
-    return receipts.order_by("chain_seq", "id").iterator(chunk_size=500)
-
-
-def _stored_hash(workspace_ref: int, seq: int) -> str:
-    """The stored hash of the receipt at `seq` (0: the chain's start), checked by an earlier request."""
-    if seq == 0:
-        return ZERO_HASH
-    return DeletionReceipt.objects.filter(workspace_ref=workspace_ref, chain_seq=seq).values_list("sha256", flat=True).first() or ZERO_HASH
-
-
-def unproven_count(workspace_ref: int) -> int:
-    """Receipts of the workspace whose result no record proves: only receipts sealed before
-    records existed (proof format 1) can be such, and a partial index finds those."""
-    return DeletionReceipt.objects.filter(workspace_ref=workspace_ref, proof_format=1, verifications=[]).count()
-
-
-def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys: dict[str, Ed25519PublicKey] | None = None) -> dict[str, Any]:
-    """The verify endpoint's check, bounded per request (docs/receipts.md): from the signed
-    checkpoint, the receipts appended since (each request moves the checkpoint up to what it
-    found intact, so they are checked once), plus a window of `window` receipts of the verified
-    prefix from `sweep_seq` (rotating, so repeated requests re-check the whole prefix). A break
-    the window finds lowers the checkpoint below it, so it is reported from then on. A chain no
-    longer than the window is checked whole at every request, like `verify_chain`. Receipts
-    outside this request's window were checked by an earlier one: `verify_receipts` and the daily
-    job check every receipt."""
-    window = window or SWEEP_WINDOW
-    keys = keys if keys is not None else public_keys()
-    head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
-    if head is None:  # no chain head (a workspace without receipts, or a removed row): the newest only
-        return {**verify_chain(workspace_ref, keys=keys, newest=window), "mode": "newest"}
-    anchors, anchor_break = head_anchors(head, keys)
-    valid = checkpoint_valid(head, keys) and head.verified_seq <= head.seq
-    verified = head.verified_seq if valid else 0
-    verified_hash = head.verified_hash if valid else ZERO_HASH
-    checked, first_break = 0, None
-    sweep_from, sweep_to, next_sweep = None, None, 1
-    if verified:
-        sweep_from = head.sweep_seq if 1 <= head.sweep_seq <= verified else 1
-        sweep_to = min(verified, sweep_from + window - 1)
-        # the receipt before the window is its anchor: its hash and signature are checked, its link is not
-        swept = walk(_in_order(workspace_ref, max(1, sweep_from - 1), sweep_to), previous=ZERO_HASH, expected=1, keys=keys, anchored=sweep_from > 1, anchors=anchors)
-        checked += swept.checked
-        if swept.first_break is not None or swept.last_seq < sweep_to:
-            # the prefix is intact only up to the receipt before the break (or the gap)
-            verified = swept.last_seq if swept.first_break is None else swept.first_break["chainSeq"] - 1
-            verified_hash = swept.last_hash if swept.last_seq == verified else _stored_hash(workspace_ref, verified)
-        else:
-            next_sweep = sweep_to + 1 if sweep_to < verified else 1
-    cap = APPEND_CAP
-    newer = walk(_in_order(workspace_ref, verified + 1, verified + cap), previous=verified_hash, expected=verified + 1, keys=keys, anchors=anchors)
-    checked += newer.checked
-    # stopped by the cap, not by the chain's end: what lies beyond is unverified, not missing
-    capped = newer.first_break is None and newer.last_seq == verified + cap and head.seq > newer.last_seq
-    first_break = newer.first_break or anchor_break or (None if capped else _head_break(head, newer.last_seq, newer.last_hash))
-    if first_break is not None:
-        metrics.verification_failed("chain", first_break["reason"])
-    if not valid or (newer.last_seq, newer.last_hash, next_sweep) != (head.verified_seq, head.verified_hash, head.sweep_seq):
-        save_checkpoint(head.pk, rev=head.checkpoint_rev, seq=newer.last_seq, sha256=newer.last_hash, sweep=next_sweep)
-    report = {
-        "workspaceId": str(workspace_ref),
-        "intact": first_break is None,
-        "receipts": head.seq,
-        "checked": checked,
-        "headSeq": head.seq,
-        "firstBreak": first_break,
-        "unprovenVerifications": unproven_count(workspace_ref),
-        "mode": "bounded",
-        "verifiedThroughSeq": newer.last_seq,
-        "complete": not capped,
-        "notVerifiedBeyondSeq": newer.last_seq if capped else None,
-        "note": NOT_VERIFIED_NOTE.format(cap=cap) if capped else None,
-        "sweptSeqs": [sweep_from, sweep_to] if sweep_from is not None else None,
-        "lastFullCheckAt": iso(head.full_check_at) if head.full_check_at else None,
-    }
-    return report
-
-
-def chained_workspaces() -> list[int]:
-    refs = set(DeletionReceipt.objects.values_list("workspace_ref", flat=True).distinct())
-    refs.update(ReceiptChain.objects.values_list("workspace_ref", flat=True))
-    return sorted(refs)
-
-
-def verify_chains(workspace_refs: Iterable[int] | None = None) -> dict[str, Any]:
-    keys = public_keys()
-    reports = [verify_chain(ref, keys=keys) for ref in (workspace_refs if workspace_refs is not None else chained_workspaces())]
-    return {
-        "checkedAt": iso(timezone.now()),
-        "intact": all(report["intact"] for report in reports),
-        "keyIds": list(keys),
-        "workspaces": reports,
-    }
-
-
-def check_all_chains() -> dict[str, Any]:
-    """Daily job: every workspace's chain checked from its first receipt (and its checkpoint
-    rewritten), so a receipt changed below the verify endpoint's checkpoint is reported within a
-    day even if nobody runs `verify_receipts`. Counts only."""
-    report = verify_chains()
-    broken = [chain["workspaceId"] for chain in report["workspaces"] if not chain["intact"]]
-    return {"workspaces": len(report["workspaces"]), "receipts": sum(chain["checked"] for chain in report["workspaces"]), "broken": len(broken), "brokenWorkspaceIds": broken}
-
-
-def member_view(report: dict[str, Any], member_id: int) -> dict[str, Any]:
-    """What a member sees of the workspace's chain: whether it is intact (their receipts are only
-    as trustworthy as the chain), how many receipts are theirs, and where it breaks only when the
-    break is one of their own receipts (never another member's receipt id, nor the total)."""
-    own = DeletionReceipt.objects.filter(workspace_ref=int(report["workspaceId"]), member_ref=member_id)
-    brk = report["firstBreak"]
-    if brk is not None:
-        mine = brk["receiptId"] is not None and own.filter(pk=int(brk["receiptId"])).exists()
-        brk = {**brk, "own": True} if mine else {"receiptId": None, "chainSeq": None, "reason": brk["reason"], "own": False}
-    body = {"workspaceId": report["workspaceId"], "scope": "member", "intact": report["intact"], "receipts": own.count(), "firstBreak": brk}
-    if "complete" in report:  # the bounded check: whether it reached the head (positions are not the member's to see)
-        body.update(complete=report["complete"], note=report["note"])
-    return body
-
-
-# --- who sees which receipts (SPEC §5, §8) ----------------------------------------------------------
-MANAGE = "ask_history:manage"
-
-
-def visible_receipts(member: Member) -> QuerySet[DeletionReceipt]:
-    """Owners (`ask_history:manage`) list every receipt of the workspace, with counts only
-    (`receipt_json`); a member lists the receipts of their own memories."""
-    receipts = DeletionReceipt.objects.filter(workspace_ref=member.workspace_id)
-    return receipts if member.has_perm(MANAGE) else receipts.filter(member_ref=member.pk)
-
-
-def chain_report_for(member: Member) -> dict[str, Any]:
-    """The workspace chain's verification as `member` may see it: the whole report for an
-    owner, `member_view` for anyone else."""
-    keys = public_keys()
-    workspace = verify_chain_bounded(member.workspace_id, keys=keys)
-    body = {**workspace, "scope": "workspace"} if member.has_perm(MANAGE) else member_view(workspace, member.pk)
-    return {**body, "checkedAt": iso(timezone.now()), "keyIds": list(keys), "publicKeyUrl": PUBLIC_KEY_PATH}
-
-
-def _english_label(operation: str) -> str:
-    # An API field, not a page: the same words whatever the caller's Accept-Language.
-    with translation.override("en"):
-        return Operation.label_of(operation)
-
-
-def receipt_json(receipt: DeletionReceipt, *, viewer: Member) -> dict[str, Any]:
-    """A member sees their own receipts in full. Anyone else allowed to list a receipt (the
-    owner) sees counts only: the filters hold what the member wrote or chose (a namespace, a key
-    built from what was said, a memory id), so they are left out with the version ids."""
-    own = receipt.member_ref == viewer.pk
-    manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
-    if not own:
-        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds"), "keysDestroyed": manifest.get("keysDestroyed")}  # never the key ids
-    data = {
-        "id": str(receipt.pk),
-        "operation": receipt.operation,
-        "operationLabel": _english_label(receipt.operation),
-        "actor": receipt.actor_label,
-        "memberId": str(receipt.member_ref) if receipt.member_ref is not None else None,
-        "manifest": manifest,
-        "requestedAt": iso(receipt.requested_at),
-        "unreachableAt": iso(receipt.unreachable_at),
-        "purgedAt": iso(receipt.purged_at),
-        "residual": receipt.residual,
-        "verification": receipt.verification,
-    }
-    if own:
-        data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
-        data["dedupeKey"] = receipt.dedupe_key
-        data["salt"] = receipt.salt  # the hashed secret: with it the member recomputes the hash; nobody else may
-    data["proof"] = proof_json(receipt)
-    return data

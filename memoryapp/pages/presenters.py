@@ -27,6 +27,7 @@ from governance.permissions import Role, scope_allowed_for_role
 from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion, Source
 from memoryapp.pages.forms import KIND_CHOICES
+from retention import receipt_keys
 from retention import receipts as receipt_chain
 from retention.models import DeletionReceipt, Operation
 
@@ -281,7 +282,7 @@ PAGE_CHAIN_CHECK = 1000
 
 def receipt_chain_status(member: Member) -> dict[str, Any]:
     """The workspace's receipt chain, verified now: intact with its count, or the first break."""
-    keys = receipt_chain.public_keys()
+    keys = receipt_keys.public_keys()
     chain = receipt_chain.verify_chain(member.workspace_id, keys=keys, newest=PAGE_CHAIN_CHECK)
     brk = chain["firstBreak"]
     return {

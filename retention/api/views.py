@@ -18,7 +18,7 @@ from core.errors import validation_error
 from core.params import query_int
 from governance.api.base import WorkspaceAPIView
 from governance.models import AskHistorySettings
-from retention import receipts as chain
+from retention import receipt_access, receipt_keys
 from retention.lifecycle import counts_for
 from retention.matrix import artifact_classes
 from retention.models import Operation
@@ -40,7 +40,7 @@ class DeletionReceiptsVerifyView(WorkspaceAPIView):
         ),
     )
     def get(self, request, ws_id):
-        return Response(chain.chain_report_for(self.member))
+        return Response(receipt_access.chain_report_for(self.member))
 
 
 class ReceiptSigningKeyView(APIView):
@@ -52,7 +52,7 @@ class ReceiptSigningKeyView(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Public Ed25519 keys that verify deletion receipts (docs/receipts.md)")
     def get(self, request: Request):
-        return Response(chain.public_keys_json())
+        return Response(receipt_keys.public_keys_json())
 
 
 class DeletionReceiptsView(WorkspaceAPIView):
@@ -66,7 +66,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         summary="Deletion receipts: every receipt of the workspace (owner, counts only) or your own",
     )
     def get(self, request, ws_id):
-        receipts = chain.visible_receipts(self.member).order_by("-id")
+        receipts = receipt_access.visible_receipts(self.member).order_by("-id")
         params = request.query_params
         if params.get("operation"):
             if params["operation"] not in Operation.values:
@@ -81,7 +81,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         page = page[:limit]
         return Response(
             {
-                "receipts": [chain.receipt_json(r, viewer=self.member) for r in page],
+                "receipts": [receipt_access.receipt_json(r, viewer=self.member) for r in page],
                 "nextCursor": encode_cursor(page[-1].pk, scope=scope) if more else None,
             }
         )

@@ -4,7 +4,8 @@ the chain fields."""
 
 from django.db import migrations
 
-from retention.receipts import ZERO_HASH, seal, signing_key
+from retention.receipt_keys import signing_key
+from retention.receipts import ZERO_HASH, seal
 
 
 def seal_existing(apps, schema_editor):

@@ -7,7 +7,8 @@ change). Reversing drops the fields."""
 
 from django.db import migrations, models
 
-from retention.receipts import RECEIPT_TRIGGER, signed_anchors, signing_key
+from retention.receipt_keys import signing_key
+from retention.receipts import RECEIPT_TRIGGER, signed_anchors
 
 
 def anchor_existing(apps, schema_editor):

@@ -30,7 +30,7 @@ from memoryapp import crypto, keyring, metrics, sealing
 from memoryapp.assistant import add_assistant_memory, list_assistant_memories
 from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention import erasure, keysweep, receipts
+from retention import erasure, keysweep, receipt_checks, receipts
 from retention.models import DeletionReceipt, Operation
 from tests.conftest import client_for, make_agent
 
@@ -249,7 +249,7 @@ def test_forget_destroys_the_versions_keys_and_the_receipt_says_so(world, settin
     assert receipt.manifest["keysDestroyed"] == 2 and sorted(receipt.manifest["dataKeyIds"]) == sorted(str(k) for k in key_ids)
     assert receipt.verification["clean"] and receipt.verification["remaining"]["data_key"] == 0
     assert "ciphertext only" in receipt.residual["backups"]["statement"] and receipt.residual["keyring"]["retentionDays"] == 0
-    assert receipts.verify_chains([world.workspace.pk])["workspaces"][0]["intact"]
+    assert receipt_checks.verify_chains([world.workspace.pk])["workspaces"][0]["intact"]
 
 
 def test_the_receipt_states_the_keyring_backup_window_when_there_is_one(world, settings):
@@ -284,7 +284,7 @@ def test_a_failed_key_deletion_is_not_reported_clean_and_the_sweep_repairs_it(wo
     assert not DataKey.objects.filter(pk=key_id).exists()
     receipt.refresh_from_db()
     assert receipt.verification["clean"] is True and receipt.verifications[-1]["trigger"] == "reverification"
-    assert receipts.verify_chains([world.workspace.pk])["workspaces"][0]["intact"]
+    assert receipt_checks.verify_chains([world.workspace.pk])["workspaces"][0]["intact"]
 
 
 def test_a_crash_after_the_keys_are_destroyed_leaves_no_readable_orphan_and_the_sweep_erases_it(world, monkeypatch):

@@ -27,7 +27,7 @@ from governance import actions as g
 from governance.models import AuditEvent
 from memoryapp import assistant, export
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention import receipts
+from retention import receipt_keys, receipts
 from retention.models import DeletionReceipt
 from tests.conftest import AgentClient, client_for, make_agent
 
@@ -148,7 +148,7 @@ def test_the_export_holds_everything_kept_about_the_member_and_validates_against
     stored = DeletionReceipt.objects.get(pk=int(receipt["id"]))
     assert {f: receipt[f] for f in receipts.PROOF_FIELDS} == receipts.proof_json(stored)
     assert hashlib.sha256(receipts.canonical(receipt)).hexdigest() == receipt["sha256"] == stored.sha256
-    receipts.signing_key().public_key().verify(bytes.fromhex(receipt["signature"]), bytes.fromhex(receipt["sha256"]))
+    receipt_keys.signing_key().public_key().verify(bytes.fromhex(receipt["signature"]), bytes.fromhex(receipt["sha256"]))
     assert document["credentials"][0]["name"] == f"bot-{MARK}"
     assert document["usageRecords"][0]["conversationId"] == f"conv-{MARK}"
     (entry,) = document["accessLog"]

@@ -20,7 +20,7 @@ from memoryapp import actions as memory_actions
 from memoryapp import consolidation, gates
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
-from retention import lifecycle, previews, receipts
+from retention import lifecycle, previews, receipt_access
 from tests.conftest import make_agent
 
 
@@ -103,15 +103,15 @@ def test_an_owner_sees_every_receipt_with_counts_only_and_a_member_only_their_ow
     editor, viewer = make_agent(world.editor), make_agent(world.viewer, scopes=("memory:read",))
     memory_id = editor.remember(namespace="notes", text="Likes green tea.").json()["memory"]["id"]
     editor.forget(memoryId=memory_id)
-    (receipt,) = receipts.visible_receipts(world.owner)
-    assert list(receipts.visible_receipts(world.editor)) == [receipt]
-    assert list(receipts.visible_receipts(world.viewer)) == []
-    owner_view, own_view = receipts.receipt_json(receipt, viewer=world.owner), receipts.receipt_json(receipt, viewer=world.editor)
+    (receipt,) = receipt_access.visible_receipts(world.owner)
+    assert list(receipt_access.visible_receipts(world.editor)) == [receipt]
+    assert list(receipt_access.visible_receipts(world.viewer)) == []
+    owner_view, own_view = receipt_access.receipt_json(receipt, viewer=world.owner), receipt_access.receipt_json(receipt, viewer=world.editor)
     assert "memoryVersionIds" not in owner_view and "salt" not in owner_view and "filters" not in owner_view["manifest"]
     assert own_view["memoryVersionIds"] == [memory_id] and own_view["manifest"]["filters"] == {"memoryId": memory_id}
     assert owner_view["operationLabel"] == "Forgotten by an agent"
-    assert receipts.chain_report_for(world.owner)["scope"] == "workspace"
-    assert "scope" not in receipts.chain_report_for(world.viewer) or receipts.chain_report_for(world.viewer)["scope"] != "workspace"
+    assert receipt_access.chain_report_for(world.owner)["scope"] == "workspace"
+    assert "scope" not in receipt_access.chain_report_for(world.viewer) or receipt_access.chain_report_for(world.viewer)["scope"] != "workspace"
     del viewer
 
 

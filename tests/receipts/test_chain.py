@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
 from governance.models import Workspace
+from retention import receipt_keys
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
@@ -88,7 +89,7 @@ def test_receipts_form_a_signed_chain_per_workspace(world, agent, four):
     for receipt in four:
         stored = DeletionReceipt.objects.get(pk=receipt.pk)  # what the database gives back hashes the same
         assert chain.digest_of(stored).hex() == stored.sha256 == receipt.sha256
-        assert stored.key_id == chain.key_id(chain.signing_key().public_key()) and len(stored.signature) == 128
+        assert stored.key_id == receipt_keys.key_id(receipt_keys.signing_key().public_key()) and len(stored.signature) == 128
     head = ReceiptChain.objects.get(workspace_ref=world.workspace.pk)
     assert (head.seq, head.head_hash, head.head_receipt_ref) == (4, four[-1].sha256, four[-1].pk)
     status, report = run_verify()
@@ -209,7 +210,7 @@ def test_a_receipt_resigned_with_another_key_is_reported(world, four):
     forged = intruder.sign(chain.digest_of(target)).hex()
     DeletionReceipt.objects.filter(pk=target.pk).update(signature=forged)  # claims the real key
     assert chain.verify_chain(world.workspace.pk)["firstBreak"] == {"receiptId": str(target.pk), "chainSeq": 3, "reason": "bad_signature"}
-    DeletionReceipt.objects.filter(pk=target.pk).update(key_id=chain.key_id(intruder.public_key()))  # names its own key
+    DeletionReceipt.objects.filter(pk=target.pk).update(key_id=receipt_keys.key_id(intruder.public_key()))  # names its own key
     status, report = run_verify()
     assert status == 1 and chain_of(report, world.workspace)["firstBreak"] == {"receiptId": str(target.pk), "chainSeq": 3, "reason": "unknown_key"}
 
@@ -240,10 +241,10 @@ def test_rotation_keeps_old_receipts_verifiable_while_their_key_is_listed(world,
     settings.RECEIPT_SIGNING_KEY = raw_b64(new)
     settings.RECEIPT_VERIFY_KEYS = [old_public]
     second = forget_some(agent, 2, tag="after")
-    assert {r.key_id for r in first} == {chain.key_id(old.public_key())} and {r.key_id for r in second} == {chain.key_id(new.public_key())}
+    assert {r.key_id for r in first} == {receipt_keys.key_id(old.public_key())} and {r.key_id for r in second} == {receipt_keys.key_id(new.public_key())}
     assert chain.verify_chain(world.workspace.pk)["intact"] is True
     published = Client().get("/.well-known/receipt-signing-key").json()
-    assert [(k["keyId"], k["current"]) for k in published["keys"]] == [(chain.key_id(new.public_key()), True), (chain.key_id(old.public_key()), False)]
+    assert [(k["keyId"], k["current"]) for k in published["keys"]] == [(receipt_keys.key_id(new.public_key()), True), (receipt_keys.key_id(old.public_key()), False)]
     settings.RECEIPT_VERIFY_KEYS = []
     assert chain.verify_chain(world.workspace.pk)["firstBreak"] == {"receiptId": str(first[0].pk), "chainSeq": 1, "reason": "unknown_key"}
 
@@ -254,7 +255,7 @@ def test_a_pem_signing_key_is_accepted(world, agent, settings):
     key = Ed25519PrivateKey.generate()
     settings.RECEIPT_SIGNING_KEY = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
     (receipt,) = forget_some(agent, 1)
-    assert receipt.key_id == chain.key_id(key.public_key()) and chain.verify_chain(world.workspace.pk)["intact"]
+    assert receipt.key_id == receipt_keys.key_id(key.public_key()) and chain.verify_chain(world.workspace.pk)["intact"]
 
 
 def test_the_public_key_url_needs_no_account_and_matches_the_signatures(world, four):

@@ -19,6 +19,7 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
+from retention import receipt_keys
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt
@@ -54,7 +55,7 @@ def test_every_receipt_carries_its_verification_as_a_signed_record_linked_to_it(
         assert record["verification"] == receipt.verification and receipt.verification["clean"] is True
         digest = chain.verification_digest(record)
         assert digest.hex() == record["sha256"] and record["keyId"] == receipt.key_id
-        chain.signing_key().public_key().verify(bytes.fromhex(record["signature"]), digest)
+        receipt_keys.signing_key().public_key().verify(bytes.fromhex(record["signature"]), digest)
         assert receipt.proof_format == chain.PROOF_FORMAT == 2
     report = chain.verify_chain(world.workspace.pk)
     assert report["intact"] is True and report["unprovenVerifications"] == 0
@@ -141,7 +142,7 @@ def test_a_forged_record_fails_on_the_signature(world, four):
     forged.update(sha256=digest.hex(), keyId=target.key_id, signature=intruder.sign(digest).hex())
     DeletionReceipt.objects.filter(pk=target.pk).update(verifications=[*target.verifications, forged], verification=forged["verification"])
     assert first_break(world) == {**at(target, 2), "reason": chain.BAD_SIGNATURE}
-    forged["keyId"] = chain.key_id(intruder.public_key())
+    forged["keyId"] = receipt_keys.key_id(intruder.public_key())
     DeletionReceipt.objects.filter(pk=target.pk).update(verifications=[*target.verifications, forged])
     assert first_break(world) == {**at(target, 2), "reason": chain.UNKNOWN_KEY}
 

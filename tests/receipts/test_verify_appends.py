@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from retention import receipt_checks
 from retention import receipts as chain
 from retention.models import DeletionReceipt
 from tests.receipts.test_chain import api_report, forget_some, run_verify
@@ -26,8 +27,8 @@ def counted(monkeypatch):
         return original(receipt, **kwargs)
 
     monkeypatch.setattr(chain, "check", counting)
-    monkeypatch.setattr(chain, "SWEEP_WINDOW", WINDOW)
-    monkeypatch.setattr(chain, "APPEND_CAP", CAP, raising=False)  # raising: the test predates the cap
+    monkeypatch.setattr(receipt_checks, "SWEEP_WINDOW", WINDOW)
+    monkeypatch.setattr(receipt_checks, "APPEND_CAP", CAP, raising=False)  # raising: the test predates the cap
     return seen
 
 

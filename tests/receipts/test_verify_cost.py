@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from governance import actions
 from governance.models import Credential
+from retention import receipt_checks
 from retention import receipts as chain
 from retention.jobs import JOBS
 from retention.models import DeletionReceipt, ReceiptChain
@@ -41,7 +42,7 @@ def counted(monkeypatch):
         return original(receipt, **kwargs)
 
     monkeypatch.setattr(chain, "check", counting)
-    monkeypatch.setattr(chain, "SWEEP_WINDOW", WINDOW)
+    monkeypatch.setattr(receipt_checks, "SWEEP_WINDOW", WINDOW)
     return seen
 
 
@@ -119,7 +120,7 @@ def test_the_command_and_the_daily_job_check_every_receipt_and_rewrite_the_check
 
 
 def test_a_short_chain_is_checked_whole_at_every_request(world, agent, counted, monkeypatch):
-    monkeypatch.setattr(chain, "SWEEP_WINDOW", 500)
+    monkeypatch.setattr(receipt_checks, "SWEEP_WINDOW", 500)
     four = forget_some(agent, 4)
     api_report(world.owner)
     DeletionReceipt.objects.filter(pk=four[0].pk).update(actor_label="edited")

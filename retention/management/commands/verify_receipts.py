@@ -10,7 +10,7 @@ import json as jsonlib
 
 from django.core.management.base import BaseCommand, CommandError
 
-from retention.receipts import verify_chains
+from retention.receipt_checks import verify_chains
 
 REASON_TEXT = {
     "hash_mismatch": "hash mismatch (its stored fields were changed after it was written)",
