@@ -8,7 +8,7 @@ One workspace's two members hold --versions versions each among --others rows of
 off; the last --n of each are the measured remembers, so recall is measured at --versions (the
 product's per-member cap is 5,000). "Off" is this benchmark's own switch, never the product's: inside `encryption_off()` the
 sealing module's seal and open are the identity, its key store stores nothing and answers a dummy
-key for every id without a query, so a row is written and read as plaintext bytes — what the
+key for every id without a query (and a new row's key is made up, not taken from the spares), so a row is written and read as plaintext bytes — what the
 product did before SPEC §8.2. Remember and recall are measured as agents run them (the actions
 behind the agent API: `memoryapp.actions.remember`, `memoryapp.reads.recall_memories`), on and off
 alternating in --rounds blocks (remembers, then recalls), so the shared machine's load drifts into both alike. Targets:
@@ -22,6 +22,7 @@ import os
 import random
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -44,8 +45,9 @@ class _NoKeyStore:
 def encryption_off():
     from memoryapp import sealing
 
-    saved = {name: getattr(sealing, name) for name in ("seal", "open_sealed", "key_store", "AESGCM")}
+    saved = {name: getattr(sealing, name) for name in ("seal", "open_sealed", "key_store", "new_row_key", "AESGCM")}
     store = _NoKeyStore()
+    sealing.new_row_key = lambda owner: (uuid.uuid4(), b"\0" * 32)  # no spare taken, nothing stored
     sealing.seal = lambda cipher, data, aad: data
     sealing.open_sealed = lambda cipher, data, aad: data
     sealing.key_store = lambda: store
