@@ -18,6 +18,7 @@ remember p95 +<= 1.5 ms, recall p95 +<= 15 %.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
@@ -28,7 +29,15 @@ from contextlib import contextmanager
 sys.path.insert(0, os.path.dirname(__file__))
 from _setup import pct, setup, summary  # noqa: E402
 
-_PLAIN = object()  # the "cipher" of a key while encryption is off
+
+class _PlainCipher:
+    """The "cipher" of a key while encryption is off: the digest is a plain SHA-256, as before SPEC §8.2."""
+
+    def digest(self, text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_PLAIN = _PlainCipher()
 
 
 class _NoKeyStore:
@@ -45,13 +54,13 @@ class _NoKeyStore:
 def encryption_off():
     from memoryapp import sealing
 
-    saved = {name: getattr(sealing, name) for name in ("seal", "open_sealed", "key_store", "new_row_key", "AESGCM")}
+    saved = {name: getattr(sealing, name) for name in ("seal", "open_sealed", "key_store", "new_row_key", "DataKeyCipher")}
     store = _NoKeyStore()
     sealing.new_row_key = lambda owner: (uuid.uuid4(), b"\0" * 32)  # no spare taken, nothing stored
     sealing.seal = lambda cipher, data, aad: data
     sealing.open_sealed = lambda cipher, data, aad: data
     sealing.key_store = lambda: store
-    sealing.AESGCM = lambda key: _PLAIN
+    sealing.DataKeyCipher = lambda key: _PLAIN
     try:
         yield
     finally:
