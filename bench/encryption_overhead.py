@@ -8,7 +8,7 @@ One workspace's two members hold --versions versions each among --others rows of
 off; the last --n of each are the measured remembers, so recall is measured at --versions (the
 product's per-member cap is 5,000). "Off" is this benchmark's own switch, never the product's: inside `encryption_off()` the
 sealing module's seal and open are the identity, its key store stores nothing and answers a dummy
-key for every id without a query, so a row is written and read as plaintext bytes — what the
+key for every id without a query (and a new row's key is made up, not taken from the spares), so a row is written and read as plaintext bytes — what the
 product did before SPEC §8.2. Remember and recall are measured as agents run them (the actions
 behind the agent API: `memoryapp.actions.remember`, `memoryapp.reads.recall_memories`), on and off
 alternating in --rounds blocks (remembers, then recalls), so the shared machine's load drifts into both alike. Targets:
@@ -18,16 +18,26 @@ remember p95 +<= 1.5 ms, recall p95 +<= 15 %.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _setup import pct, setup, summary  # noqa: E402
 
-_PLAIN = object()  # the "cipher" of a key while encryption is off
+
+class _PlainCipher:
+    """The "cipher" of a key while encryption is off: the digest is a plain SHA-256, as before SPEC §8.2."""
+
+    def digest(self, text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_PLAIN = _PlainCipher()
 
 
 class _NoKeyStore:
@@ -44,12 +54,13 @@ class _NoKeyStore:
 def encryption_off():
     from memoryapp import sealing
 
-    saved = {name: getattr(sealing, name) for name in ("seal", "open_sealed", "key_store", "AESGCM")}
+    saved = {name: getattr(sealing, name) for name in ("seal", "open_sealed", "key_store", "new_row_key", "DataKeyCipher")}
     store = _NoKeyStore()
+    sealing.new_row_key = lambda owner: (uuid.uuid4(), b"\0" * 32)  # no spare taken, nothing stored
     sealing.seal = lambda cipher, data, aad: data
     sealing.open_sealed = lambda cipher, data, aad: data
     sealing.key_store = lambda: store
-    sealing.AESGCM = lambda key: _PLAIN
+    sealing.DataKeyCipher = lambda key: _PLAIN
     try:
         yield
     finally:

@@ -252,6 +252,9 @@ RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS"
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).
 KEYRING_BACKUP_RETENTION_DAYS = env_int("KEYRING_BACKUP_RETENTION_DAYS", 0, minimum=0)
+# New rows' data keys are created and committed this many at a time (memoryapp.keyring.SpareKeys):
+# one key-store commit per batch instead of one per remember. 1: one key per commit, as before.
+KEYRING_SPARE_KEYS = env_int("KEYRING_SPARE_KEYS", 32, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, cache, broker -------------------------------------------------------------------

@@ -17,23 +17,34 @@ KEK. Nothing outside this module knows how keys are kept.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Protocol
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import connections, models
 from django.utils import timezone
 
-from memoryapp.crypto import KeyEncryptionKeys, SealError, decode_kek
+from memoryapp.crypto import KeyEncryptionKeys, SealError, decode_kek, new_data_key
 
 logger = logging.getLogger(__name__)
 
 KEYRING = "keyring"  # the database alias
 # SQLite caps bound parameters per statement; PostgreSQL is happy with large IN lists.
 _SQLITE_CHUNK = 900
+#: The keyring sweep (retention.keysweep) never takes a key younger than this for an orphan: its
+#: row's INSERT may not have committed yet. So every key must be in its row (committed) before it
+#: is KEY_GRACE old.
+KEY_GRACE = timedelta(hours=1)
+#: A spare key (`SpareKeys`) older than this is never handed out: the row it is handed to then has
+#: at least KEY_GRACE - SPARE_MAX_AGE (30 minutes) to commit before the sweep may destroy its key.
+SPARE_MAX_AGE = KEY_GRACE / 2
 
 
 class DataKey(models.Model):
@@ -53,28 +64,12 @@ class DataKey(models.Model):
 
 
 class KeyStore(Protocol):
-    def put(self, keys: Mapping[UUID, bytes], *, owner: str) -> None: ...
+    def put(self, keys: Mapping[UUID, bytes], *, owner: str, created_at: datetime | None = None) -> None: ...
 
     def get_many(self, key_ids: Iterable[UUID]) -> dict[UUID, bytes | None]:
         """The unwrapped DEKs of these ids, in one round trip. An id absent from the answer has no
         key (destroyed); None: a key is stored but does not unwrap (corrupted, or an unknown KEK)."""
         ...
-
-    def _rows(self, ids: Sequence[UUID]) -> Iterable[tuple[UUID, str, bytes]]:
-        """(key id, wrapped by, wrapped) of these ids. PostgreSQL: one array parameter (`= ANY`),
-        not 300 placeholders to interpolate and parse."""
-        connection = connections[self.alias]
-        if connection.vendor == "postgresql":
-            import psycopg
-
-            # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
-            # from text. psycopg's own cursor on Django's connection, so Django's query log does not
-            # list it.
-            connection.ensure_connection()
-            with psycopg.Cursor(connection.connection) as cursor:
-                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s)", [list(ids)], binary=True)
-                return cursor.fetchall()
-        return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 
     def delete_many(self, key_ids: Iterable[UUID]) -> int: ...
 
@@ -109,11 +104,11 @@ class DatabaseKeyStore:
     def _objects(self) -> models.QuerySet[DataKey]:
         return DataKey.objects.using(self.alias)
 
-    def put(self, keys: Mapping[UUID, bytes], *, owner: str) -> None:
+    def put(self, keys: Mapping[UUID, bytes], *, owner: str, created_at: datetime | None = None) -> None:
         if not keys:
             return
         keks = key_encryption_keys()
-        now = timezone.now()
+        now = created_at or timezone.now()
         rows = []
         for key_id, dek in keys.items():
             wrapped_by, wrapped = keks.wrap(key_id, dek)
@@ -215,3 +210,90 @@ class DatabaseKeyStore:
 
 def key_store() -> DatabaseKeyStore:
     return DatabaseKeyStore()
+
+
+class SpareKeys:
+    """A process's spare data keys: created and committed in the key store in batches (one
+    transaction for `batch` keys), handed out one at a time to new rows (`take`), each once.
+
+    Why: a new row's key must be durable before the row commits, and a key store commit per
+    remember was a second fsync on every write (docs/encryption.md, "Measured"). A spare is a
+    stored key with no row yet, exactly what a remember leaves between storing its key and
+    committing its row, so nothing else changes:
+
+    - **The sweep's grace** (KEY_GRACE): a key with no row is destroyed once older than KEY_GRACE.
+      A spare is handed out only while younger than SPARE_MAX_AGE = KEY_GRACE / 2 (older ones are
+      dropped and left to the sweep), so the row it goes to has at least KEY_GRACE / 2 to commit.
+      The age is measured from the stamp stored as the key's `created_at`, taken before the
+      batch is written, with the same clock the sweep compares to.
+    - **Crash safety**: spares a process never hands out (it exits, crashes, drops them) are
+      orphaned keys; the sweep destroys them after KEY_GRACE like any other.
+    - **Erase**: a spare opens no stored content (it has no row), so holding it in memory
+      exposes nothing an erase must reach; once handed out it is the row's key and lives only on
+      that row's instance, as before, and the erase destroys it in the key store.
+    - **Fork** (gunicorn's prefork, Celery's workers): a child starts with an empty pool (the pid
+      is checked on every take), so no two processes ever hand out the same key.
+    - **Threads**: one lock; a refill happens in the caller's thread, under the lock.
+
+    Inside a transaction on the keyring connection (tests wrap every database in one) a refill is
+    rolled back with it: `clear()` drops the spares then (tests/conftest.py does before each test).
+    """
+
+    def __init__(self, *, store: Callable[[], KeyStore] | None = None, batch: int | None = None, clock: Callable[[], datetime] = timezone.now):
+        self._store = store or key_store
+        self._batch = batch
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._spares: dict[str, deque[tuple[UUID, bytes, datetime]]] = {}
+
+    @property
+    def batch(self) -> int:
+        return max(1, self._batch if self._batch is not None else settings.KEYRING_SPARE_KEYS)
+
+    def take(self, owner: str) -> tuple[UUID, bytes]:
+        """A new data key (id, DEK) for one new row of `owner`, stored and committed in the key
+        store, younger than SPARE_MAX_AGE, never handed out before in any process."""
+        self._forget_if_forked()
+        with self._lock:
+            spares = self._spares.setdefault(owner, deque())
+            oldest = self._clock() - SPARE_MAX_AGE
+            while spares and spares[0][2] <= oldest:
+                spares.popleft()  # too old to hand out: the sweep destroys it after KEY_GRACE
+            if not spares:
+                stamp = self._clock()
+                fresh = {uuid4(): new_data_key() for _ in range(self.batch)}
+                self._store().put(fresh, owner=owner, created_at=stamp)
+                spares.extend((key_id, dek, stamp) for key_id, dek in fresh.items())
+            key_id, dek, _ = spares.popleft()
+            return key_id, dek
+
+    def count(self, owner: str) -> int:
+        self._forget_if_forked()
+        with self._lock:
+            return len(self._spares.get(owner, ()))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._spares.clear()
+
+    def _forget_if_forked(self) -> None:
+        """In a forked child: no spare of the parent's, and a new lock (one another thread of the
+        parent held at the fork would stay held in the child)."""
+        if self._pid != os.getpid():
+            self._lock = threading.Lock()
+            self._spares = {}
+            self._pid = os.getpid()
+
+
+_SPARES = SpareKeys()
+os.register_at_fork(after_in_child=_SPARES._forget_if_forked)  # the pid check in take() is the rule; this resets before any thread runs
+
+
+def spare_keys() -> SpareKeys:
+    return _SPARES
+
+
+def new_row_key(owner: str) -> tuple[UUID, bytes]:
+    """The data key of one new row of `owner` (a model label): taken from this process's spares."""
+    return _SPARES.take(owner)

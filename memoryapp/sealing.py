@@ -49,7 +49,7 @@ from django.db.models.query import ModelIterable
 from django.dispatch import Signal
 
 from memoryapp.crypto import FORMAT, OVERHEAD, DataKeyCipher, Owner, SealError, aad_prefix, field_aad, new_data_key, open_sealed, seal
-from memoryapp.keyring import key_store
+from memoryapp.keyring import key_store, new_row_key
 
 logger = logging.getLogger(__name__)
 
@@ -226,8 +226,9 @@ def owner_of(holder: models.Model) -> Owner:
 
 
 def row_cipher(instance: models.Model) -> tuple[UUID, DataKeyCipher]:
-    """The row's key id and cipher, creating the key (stored wrapped in the key store, committed
-    at once) for a new row. A row sealed under another row's key (an embedding) asks that row."""
+    """The row's key id and cipher, creating the key for a new row (one of the process's spare
+    keys, already stored wrapped and committed: memoryapp.keyring.SpareKeys). A row sealed under
+    another row's key (an embedding) asks that row."""
     holder = _key_holder(instance)
     cached = holder.__dict__.get("_sealing_cipher")
     if cached is not None:
@@ -235,9 +236,7 @@ def row_cipher(instance: models.Model) -> tuple[UUID, DataKeyCipher]:
     if holder.key_id is None:
         if holder.pk is not None and holder is not instance:
             raise Unreadable(MISSING_KEY, f"{holder._meta.label} #{holder.pk} is stored unencrypted: run `manage.py encrypt_memories`")
-        holder.key_id = uuid4()
-        dek = new_data_key()
-        key_store().put({holder.key_id: dek}, owner=owner_label(type(holder)))
+        holder.key_id, dek = new_row_key(owner_label(type(holder)))  # a spare, stored and committed in a batch
     else:
         dek = key_store().get_many([holder.key_id]).get(holder.key_id)
         if dek is None:

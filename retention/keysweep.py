@@ -21,7 +21,7 @@ deleting a key twice deletes it once). Counted in /metrics (`gam_keyring_sweep_t
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -30,15 +30,14 @@ from django.utils import timezone
 from core.chunks import CHUNK
 from credits.models import Consolidation
 from memoryapp import metrics
-from memoryapp.keyring import key_store
+from memoryapp.keyring import KEY_GRACE, key_store
 from memoryapp.models import MemoryVersion
 from memoryapp.sealing import owner_labels
 from retention.erasure import DATA_KEY_ARTIFACT, erase_memories, reverify_receipt
 from retention.models import DeletionReceipt, Operation
 
 SWEEP_ACTOR = "system: keyring sweep"
-#: Keys younger than this are never taken for orphans: their row's INSERT may still be in flight.
-KEY_GRACE = timedelta(hours=1)
+__all__ = ["KEY_GRACE", "sweep_keyring"]  # KEY_GRACE (memoryapp.keyring): keys younger are never orphans
 
 
 def destroy_orphaned_keys(now: datetime, chunk: int = CHUNK) -> int:

@@ -42,6 +42,17 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_spare_keys_of_another_test():
+    """Spare data keys (memoryapp.keyring.SpareKeys) stored in another test's transaction are
+    rolled back with it: each test starts with none."""
+    from memoryapp.keyring import spare_keys
+
+    spare_keys().clear()
+    yield
+    spare_keys().clear()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     from memoryapp.ratelimit import RedisRateLimiter, get_limiter
 
