@@ -364,8 +364,12 @@ def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, k
 
 
 def _head_break(head: ReceiptChain | None, last_seq: int, last_hash: str) -> dict[str, Any] | None:
-    """The chain's head names a later receipt than the last one found (the newest was removed)."""
-    if head is not None and (head.seq != last_seq or head.head_hash != last_hash):
+    """The chain's head names a later receipt than the last one found (the newest was removed), or
+    receipts exist and their head is gone: every append writes the head, and it carries the signed
+    anchors of re-verified receipts, so a deleted head row would hide a truncated verification."""
+    if head is None:
+        return {"receiptId": None, "chainSeq": last_seq, "reason": ANCHOR_CHANGED} if last_seq > 0 else None
+    if head.seq != last_seq or head.head_hash != last_hash:
         return {"receiptId": str(head.head_receipt_ref) if head.head_receipt_ref is not None else None, "chainSeq": head.seq, "reason": MISSING_RECEIPT}
     return None
 

@@ -65,3 +65,16 @@ def test_the_budget_is_per_memory_not_per_process():
             masking.mask(HOSTILE_LINE)
     # a later memory starts with a full budget again: a phone it reads by the matcher keeps its label
     assert mask_content("call 090 1234 5678", []).text == "call [PHONE]"
+
+
+def test_a_conversation_turns_messages_share_one_budget(parses, world):
+    """A turn of 50 number-heavy messages cost ~10x the worst remember when each message was
+    screened on its own budget (a re-review measured 18,000 parses); it is skipped all the same."""
+    from memoryapp.consolidation import submit_turn
+    from tests.credits.support import ai_agent
+
+    agent = ai_agent(world)
+    message = ("order 12 34 56 78 90 " * 40)[:640]
+    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c-budget", anonymous=False, messages=[{"role": "user", "content": message}] * 50)
+    assert parses[0] < 5 * 1200  # one shared budget, not fifty
+    assert submitted.consolidation.reason == "personal_data"
