@@ -91,7 +91,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "visibility": (["memoryapp/visibility.py"], _unique(RULE_TESTS, ["tests/isolation/test_matrix.py"], MEMORIES)),
     "actions": (["memoryapp/actions.py"], _unique(MEMORIES, RULE_TESTS)),
     "erasure": (["retention/erasure.py"], _unique(["tests/erasure/test_verify_forgetting.py", "tests/lifecycle/test_expiry_and_grace.py"], RULE_TESTS)),
-    "ratelimit": (["memoryapp/ratelimit.py"], _unique(RULE_TESTS)),
+    "ratelimit": (["memoryapp/ratelimit.py"], _unique(RULE_TESTS, ["tests/limits/test_credential_cycling.py", "tests/limits/test_read_limit.py"])),
     "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], _unique(["tests/recall/test_math.py"], RULE_TESTS)),
     "recall_service": (["memoryapp/recall/service.py"], _unique(["tests/recall/test_rankings.py", "tests/memories/test_as_of.py"], RULE_TESTS)),
     "previews": (["retention/previews.py"], _unique(["tests/previews/test_manifest.py"], RULE_TESTS)),
