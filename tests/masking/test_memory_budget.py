@@ -75,6 +75,8 @@ def test_a_conversation_turns_messages_share_one_budget(parses, world):
 
     agent = ai_agent(world)
     message = ("order 12 34 56 78 90 " * 40)[:640]
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c-budget", anonymous=False, messages=[{"role": "user", "content": message}] * 50)
+    submitted = submit_turn(
+        workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c-budget", anonymous=False, messages=[{"role": "user", "content": message}] * 50
+    )
     assert parses[0] < 5 * 1200  # one shared budget, not fifty
     assert submitted.consolidation.reason == "personal_data"
