@@ -102,7 +102,8 @@ admin.site.register(Group, type(GroupAdmin.__name__, (RefuseUnknownActionsMixin,
 
 
 class ThrottledAdminLoginForm(ThrottledLoginMixin, AdminAuthenticationForm):
-    pass
+    """The admin's login form with the product's login throttle (a limit per address and account, a
+    slow-down per account: governance.login_throttle)."""
 
 
 admin.site.login_form = ThrottledAdminLoginForm
