@@ -160,7 +160,7 @@ def main() -> None:
 
     def do_recall(size=5000):
         answer = recall_memories(gates.admit(tokens[size], "recall", {"query": next(queries)}), surface="rest")
-        degraded.append(bool(answer["degraded"]))
+        degraded.append(bool(answer.body["degraded"]))
         return answer
 
     def do_recall_unlogged(size=5000):
