@@ -33,6 +33,7 @@ RULE_TESTS = [
     "tests/gates/test_precedence.py",
     "tests/context_sets/test_scope.py",
     "tests/limits/test_rate_window.py",
+    "tests/limits/test_member_bound.py",
     "tests/limits/test_cap.py",
     "tests/memories/test_recheck.py",
     "tests/memories/test_as_of.py",

@@ -15,63 +15,9 @@ from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
 from memoryapp.ratelimit import RedisRateLimiter, get_limiter
 from tests.conftest import AgentClient, error_code, make_agent
+from tests.limits.conftest import redis_url
 
 pytestmark = pytest.mark.django_db
-
-
-def _redis_url() -> str | None:
-    return django_settings.REDIS_URL or os.environ.get("MUTATION_REDIS_URL")
-
-
-class _DatabaseWindow:
-    def __init__(self):
-        self.limiter = ratelimit.DatabaseRateLimiter()
-
-    def age(self, credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
-        hits = list(RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).order_by("at", "pk"))
-        for hit in hits if count is None else hits[:count]:
-            hit.at -= timedelta(seconds=seconds)
-            hit.save(update_fields=["at"])
-
-    def stored(self, credential_id: int, bucket: str = "remember") -> int:
-        return RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).count()
-
-
-class _RedisWindow:
-    def __init__(self, url: str):
-        self.limiter = ratelimit.RedisRateLimiter(url)
-        self.limiter._client.ping()
-
-    def age(self, credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
-        key = self.limiter._key(credential_id, bucket)
-        entries = self.limiter._client.zrange(key, 0, -1 if count is None else count - 1, withscores=True)
-        self.limiter._client.zadd(key, {member: score - seconds * 1_000_000 for member, score in entries})
-
-    def stored(self, credential_id: int, bucket: str = "remember") -> int:
-        return self.limiter._client.zcard(self.limiter._key(credential_id, bucket))
-
-
-_next_credential = iter(range(900_000_000, 901_000_000))
-
-
-@pytest.fixture(params=["database", pytest.param("redis", marks=pytest.mark.redis)])
-def window(request, db):
-    if request.param == "database":
-        return _DatabaseWindow()
-    url = _redis_url()
-    if not url:
-        pytest.skip("backend: no Redis configured (REDIS_URL or MUTATION_REDIS_URL)")
-    return _RedisWindow(url)
-
-
-@pytest.fixture
-def credential_id(window):
-    cid = next(_next_credential) + os.getpid() % 1000 * 1000
-    window.limiter.reset(cid)
-    window.limiter.reset(cid, "turn")
-    yield cid
-    window.limiter.reset(cid)
-    window.limiter.reset(cid, "turn")
 
 
 def test_the_limit_admits_exactly_limit_per_window_and_counts_down(window, credential_id):
@@ -168,7 +114,7 @@ def test_the_limiter_follows_the_configured_backend(settings):
     try:
         settings.RATE_LIMIT_BACKEND = "database"
         assert isinstance(ratelimit.get_limiter(), ratelimit.DatabaseRateLimiter)
-        url = _redis_url()
+        url = redis_url()
         if url:
             settings.RATE_LIMIT_BACKEND, settings.REDIS_URL = "redis", url
             assert isinstance(ratelimit.get_limiter(), ratelimit.RedisRateLimiter)
