@@ -143,6 +143,7 @@ def test_admit_charges_the_credentials_member(world, settings):
     ratelimit._limiter.cache_clear()
     try:
         credential = _credential(world.editor)
+        assert ratelimit.admit(credential, 3).bucket == "remember"  # the default budget
         slot = ratelimit.admit(credential, 3, bucket="turn")
         assert slot.allowed and slot.member_id == world.editor.pk and slot.bucket == "turn"
         row = RateLimitSlot.objects.get(pk=int(slot.handle))
@@ -162,3 +163,62 @@ def test_reset_forgets_the_members_spending_too(window, world):
     assert window.limiter.acquire(credential.pk + 1, 1, member=bound).allowed
     window.limiter.reset(credential.pk + 1)
     window.limiter.reset(credential.pk)
+
+
+def test_a_tie_reports_the_credentials_reset_the_later_of_the_two(window, credential_id, member_id):
+    """When the credential and the member have as much left, the next admission waits for both:
+    the reset is the credential's (the member's oldest admission is never newer than it)."""
+    other = credential_id + 1
+    window.limiter.reset(other)
+    bound = MemberBound(member_id, 3)
+    window.limiter.acquire(other, 5, member=bound)
+    window.age(None, 1000, member_id=member_id)
+    if isinstance(window, RedisWindow):
+        window.age(other, 1000)
+    window.limiter.acquire(credential_id, 2, member=bound)
+    tie = window.limiter.acquire(credential_id, 2, member=bound)  # 1 left on each before it
+    assert tie.allowed and tie.remaining == 0
+    assert 3599 <= tie.reset_seconds <= 3600  # not the member's 2600
+    window.limiter.reset(other)
+
+
+def test_the_members_budgets_count_apart(window, credential_id, member_id):
+    other = credential_id + 1
+    window.limiter.reset(other)
+    window.limiter.reset(other, "turn")
+    bound = MemberBound(member_id, 1)
+    turn = window.limiter.acquire(credential_id, 5, "turn", member=bound)
+    assert turn.allowed
+    assert window.stored(None, "turn", member_id=member_id) == 1 and window.stored(None, member_id=member_id) == 0
+    assert window.limiter.acquire(other, 5, member=bound).allowed  # a turn never uses up the member's remembers
+    assert not window.limiter.acquire(other, 5, "turn", member=bound).allowed
+    window.limiter.refund(turn)  # handed back to the member's turn budget
+    assert window.stored(None, "turn", member_id=member_id) == 0
+    assert window.limiter.acquire(other, 5, "turn", member=bound).allowed
+    window.limiter.reset(other)
+    window.limiter.reset(other, "turn")
+
+
+def test_a_refused_slot_holds_no_handle(window, credential_id, member_id):
+    bound = MemberBound(member_id, 1)
+    assert window.limiter.acquire(credential_id, 5, member=bound).handle
+    refused = window.limiter.acquire(credential_id, 5, member=bound)
+    assert not refused.allowed and window.stored(credential_id) == 1
+    if not isinstance(window, RedisWindow):
+        assert refused.handle == ""  # no row: nothing a refund could name (Redis never stores a refused handle)
+
+
+def test_reset_of_the_turn_budget_forgets_the_members_turns(window, world):
+    credential, member = _credential(world.editor), world.editor
+    bound = MemberBound(member.pk, 1)
+    assert window.limiter.acquire(credential.pk, 1, "turn", member=bound).allowed
+    window.limiter.reset(credential.pk, "turn")
+    assert window.stored(None, "turn", member_id=member.pk) == 0
+    window.limiter.reset(credential.pk, "turn")
+
+
+def test_the_redis_limiter_never_waits_long_on_redis():
+    """A Redis that stops answering costs a request at most 2 s before the 503 (README "Limits")."""
+    limiter = ratelimit.RedisRateLimiter("redis://127.0.0.1:1/0")  # no connection is made to read its settings
+    kwargs = limiter._client.connection_pool.connection_kwargs
+    assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (2, 2)
