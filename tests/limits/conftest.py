@@ -77,11 +77,24 @@ def window(request, db):
 @pytest.fixture
 def credential_id(window):
     cid = next(_next_credential) + os.getpid() % 1000 * 1000
-    window.limiter.reset(cid)
-    window.limiter.reset(cid, "turn")
+    _reset(window, cid)
     yield cid
-    window.limiter.reset(cid)
-    window.limiter.reset(cid, "turn")
+    _reset(window, cid)
+
+
+@pytest.fixture
+def other_id(window, credential_id):
+    """A second credential of the same member (the limiter only counts by its id), emptied
+    before and after the test like `credential_id`."""
+    oid = credential_id + 1
+    _reset(window, oid)
+    yield oid
+    _reset(window, oid)
+
+
+def _reset(window, cid: int) -> None:
+    for bucket in ("remember", "turn"):
+        window.limiter.reset(cid, bucket)
 
 
 @pytest.fixture

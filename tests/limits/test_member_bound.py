@@ -42,62 +42,50 @@ def test_the_credential_decides_when_it_is_the_tighter(window, credential_id, me
     assert [s.remaining for s in slots] == [1, 0, 0]
 
 
-def test_a_members_credentials_share_the_bound(window, credential_id, member_id):
-    other = credential_id + 1
-    window.limiter.reset(other)
+def test_a_members_credentials_share_the_bound(window, credential_id, other_id, member_id):
     bound = MemberBound(member_id, 3)
     assert window.limiter.acquire(credential_id, 2, member=bound).allowed
     assert window.limiter.acquire(credential_id, 2, member=bound).allowed
-    last = window.limiter.acquire(other, 2, member=bound)
+    last = window.limiter.acquire(other_id, 2, member=bound)
     assert last.allowed and last.remaining == 0  # the member's 3rd: nothing left for it, though `other` spent 1 of 2
-    refused = window.limiter.acquire(other, 2, member=bound)
+    refused = window.limiter.acquire(other_id, 2, member=bound)
     assert not refused.allowed and refused.remaining == 0
-    assert window.limiter.acquire(other, 2).allowed  # without the bound, `other` had one left
-    window.limiter.reset(other)
+    assert window.limiter.acquire(other_id, 2).allowed  # without the bound, `other` had one left
 
 
-def test_the_reset_of_a_member_refusal_is_when_the_members_oldest_admission_leaves(window, credential_id, member_id):
-    other = credential_id + 1
-    window.limiter.reset(other)
+def test_the_reset_of_a_member_refusal_is_when_the_members_oldest_admission_leaves(window, credential_id, other_id, member_id):
     bound = MemberBound(member_id, 2)
     window.limiter.acquire(credential_id, 5, member=bound)
     window.limiter.acquire(credential_id, 5, member=bound)
     window.age(None, 1000, member_id=member_id)
     if isinstance(window, RedisWindow):
         window.age(credential_id, 1000)
-    refused = window.limiter.acquire(other, 5, member=bound)
+    refused = window.limiter.acquire(other_id, 5, member=bound)
     assert not refused.allowed
     # `other` has spent nothing (its own reset would be 0 or a full hour): the member's oldest binds
     assert 2599 <= refused.reset_seconds <= 2600
     assert refused.headers()["Retry-After"] == str(refused.reset_seconds)
-    window.limiter.reset(other)
 
 
-def test_the_members_admissions_leave_the_window_after_an_hour(window, credential_id, member_id):
-    other = credential_id + 1
-    window.limiter.reset(other)
+def test_the_members_admissions_leave_the_window_after_an_hour(window, credential_id, other_id, member_id):
     bound = MemberBound(member_id, 2)
     window.limiter.acquire(credential_id, 5, member=bound)
     window.limiter.acquire(credential_id, 5, member=bound)
     window.age(None, 3599, member_id=member_id)
-    assert not window.limiter.acquire(other, 5, member=bound).allowed  # still inside the hour
+    assert not window.limiter.acquire(other_id, 5, member=bound).allowed  # still inside the hour
     window.age(None, 2, member_id=member_id)
-    admitted = window.limiter.acquire(other, 5, member=bound)  # through another credential: the member's window trims
+    admitted = window.limiter.acquire(other_id, 5, member=bound)  # through another credential: the member's window trims
     assert admitted.allowed and admitted.remaining == 1
     assert window.stored(None, member_id=member_id) == 1  # trimmed, not kept
-    window.limiter.reset(other)
 
 
-def test_a_refund_hands_the_slot_back_to_the_member_too(window, credential_id, member_id):
-    other = credential_id + 1
-    window.limiter.reset(other)
+def test_a_refund_hands_the_slot_back_to_the_member_too(window, credential_id, other_id, member_id):
     bound = MemberBound(member_id, 1)
     slot = window.limiter.acquire(credential_id, 5, member=bound)
-    assert not window.limiter.acquire(other, 5, member=bound).allowed
+    assert not window.limiter.acquire(other_id, 5, member=bound).allowed
     window.limiter.refund(slot)
     assert window.stored(credential_id) == 0 and window.stored(None, member_id=member_id) == 0
-    assert window.limiter.acquire(other, 5, member=bound).allowed
-    window.limiter.reset(other)
+    assert window.limiter.acquire(other_id, 5, member=bound).allowed
 
 
 def test_an_admission_without_a_bound_charges_no_member(window, credential_id, member_id):
@@ -165,38 +153,30 @@ def test_reset_forgets_the_members_spending_too(window, world):
     window.limiter.reset(credential.pk)
 
 
-def test_a_tie_reports_the_credentials_reset_the_later_of_the_two(window, credential_id, member_id):
+def test_a_tie_reports_the_credentials_reset_the_later_of_the_two(window, credential_id, other_id, member_id):
     """When the credential and the member have as much left, the next admission waits for both:
     the reset is the credential's (the member's oldest admission is never newer than it)."""
-    other = credential_id + 1
-    window.limiter.reset(other)
     bound = MemberBound(member_id, 3)
-    window.limiter.acquire(other, 5, member=bound)
+    window.limiter.acquire(other_id, 5, member=bound)
     window.age(None, 1000, member_id=member_id)
     if isinstance(window, RedisWindow):
-        window.age(other, 1000)
+        window.age(other_id, 1000)
     window.limiter.acquire(credential_id, 2, member=bound)
     tie = window.limiter.acquire(credential_id, 2, member=bound)  # 1 left on each before it
     assert tie.allowed and tie.remaining == 0
     assert 3599 <= tie.reset_seconds <= 3600  # not the member's 2600
-    window.limiter.reset(other)
 
 
-def test_the_members_budgets_count_apart(window, credential_id, member_id):
-    other = credential_id + 1
-    window.limiter.reset(other)
-    window.limiter.reset(other, "turn")
+def test_the_members_budgets_count_apart(window, credential_id, other_id, member_id):
     bound = MemberBound(member_id, 1)
     turn = window.limiter.acquire(credential_id, 5, "turn", member=bound)
     assert turn.allowed
     assert window.stored(None, "turn", member_id=member_id) == 1 and window.stored(None, member_id=member_id) == 0
-    assert window.limiter.acquire(other, 5, member=bound).allowed  # a turn never uses up the member's remembers
-    assert not window.limiter.acquire(other, 5, "turn", member=bound).allowed
+    assert window.limiter.acquire(other_id, 5, member=bound).allowed  # a turn never uses up the member's remembers
+    assert not window.limiter.acquire(other_id, 5, "turn", member=bound).allowed
     window.limiter.refund(turn)  # handed back to the member's turn budget
     assert window.stored(None, "turn", member_id=member_id) == 0
-    assert window.limiter.acquire(other, 5, "turn", member=bound).allowed
-    window.limiter.reset(other)
-    window.limiter.reset(other, "turn")
+    assert window.limiter.acquire(other_id, 5, "turn", member=bound).allowed
 
 
 def test_a_refused_slot_holds_no_handle(window, credential_id, member_id):
