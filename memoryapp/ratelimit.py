@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -35,6 +35,13 @@ WINDOW_SECONDS = 3600  # the SPEC's rolling hour: settings.RATE_LIMIT_WINDOW_SEC
 
 def window_seconds() -> int:
     return settings.RATE_LIMIT_WINDOW_SECONDS
+
+
+def expired_slots(now: datetime):
+    """The embedded limiter's rows the window has let go (at or before `now` − the window): they
+    count for no credential and no member any more. The cascade sweep purges them; the limiter
+    trims its own as it goes."""
+    return RateLimitSlot.objects.filter(at__lte=now - timedelta(seconds=window_seconds()))
 
 
 @dataclass

@@ -26,14 +26,13 @@ from django.utils import timezone
 from core.chunks import CHUNK, run_in_chunks
 from credits.models import UsageRecord
 from governance.models import AskHistorySettings, AuditEvent, Collection, Member, Passage, Workspace
-from memoryapp import access_log
+from memoryapp import access_log, ratelimit
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RateLimitSlot, grace_cutoff, past_retention_q, retention_cutoff
 from retention import cascades
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
 from retention.models import DeletionReceipt, Operation
 
 SYSTEM_ACTOR = "system: retention"
-RATE_LIMIT_WINDOW = timedelta(hours=1)
 EXPIRY_ORDER = ("retention_anchor", "pk")  # oldest first: the order of the sweeps' chunks
 
 
@@ -183,11 +182,11 @@ def orphan_queries() -> dict[str, QuerySet[MemoryVersion]]:
 
 def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, Any]:
     """Mark what a lost on-commit task or a racing write left behind, erase every unreachable
-    memory, and drop rate-limit counters older than their one-hour window."""
+    memory, and drop the rate-limit counters their window (RATE_LIMIT_WINDOW_SECONDS) has let go."""
     now = now or timezone.now()
     marked = {str(reason): _update_in_chunks(queryset, chunk, unreachable_at=now, unreachable_reason=reason) for reason, queryset in orphan_queries().items()}
     erased = cascades.erase_unreachable(actor_label="system: cascade sweep", chunk=chunk)
-    old_hits = RateLimitSlot.objects.filter(at__lt=now - RATE_LIMIT_WINDOW)
+    old_hits = ratelimit.expired_slots(now)
 
     def purge_counters() -> tuple[int, int]:
         ids = list(old_hits.order_by("pk").values_list("pk", flat=True)[:chunk])

@@ -98,11 +98,20 @@ def _keyring_residual() -> str:
     )
 
 
+def _duration(seconds: int) -> tuple[int, str]:
+    """RATE_LIMIT_WINDOW_SECONDS in the largest whole unit: (2, "hour"), (60, "minute"), (90, "second")."""
+    if seconds % 3600 == 0 and seconds > 3600:
+        return seconds // 3600, "hour"
+    if seconds % 60 == 0:
+        return seconds // 60, "minute"
+    return seconds, "second"
+
+
 def artifact_classes() -> list[ArtifactClass]:
     # Here, not at the top: `python -m retention.matrix` imports this module before Django is set up.
-    from retention.lifecycle import RATE_LIMIT_WINDOW
+    from memoryapp.ratelimit import window_seconds
 
-    window_minutes = int(RATE_LIMIT_WINDOW.total_seconds() // 60)
+    amount, unit = _duration(window_seconds())
     erase = "retention.erasure.erase_memories"
     same_as_memory_unreachable = "With its memory version (same rules)."
     same_as_memory_purged = "In the same transaction as its memory version (same DELETE batch)."
@@ -241,10 +250,10 @@ def artifact_classes() -> list[ArtifactClass]:
             models=("memoryapp.RateLimitSlot",),
             derived_from="Admitted remembers, reads and conversation turns: credential id, member id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
             scope="One credential and its member.",
-            retention=f"Rolling {window_minutes}-minute window.",
+            retention=f"Rolling {amount}-{unit} window.",
             delete_method=f"Redis: entries trimmed on every remember and the key expires one window after the last; database: rows older than the window deleted by the cascade sweep ({_every('cascade-sweep')}).",
             deleted_by=("retention.lifecycle.cascade_sweep",),
-            unreachable=f"{window_minutes} minutes after the remember (it stops counting).",
+            unreachable=f"{amount} {unit}{'s' if amount != 1 else ''} after the remember (it stops counting).",
             purged=f"Redis: on the next remember or key expiry; database: by the next cascade sweep, {_every('cascade-sweep')}.",
             residual="Redis persistence snapshots, if enabled on the server, as configured there; database backups: BACKUP_RETENTION_DAYS.",
         ),

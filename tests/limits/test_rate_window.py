@@ -187,3 +187,19 @@ def test_the_redis_window_rolls_over_exactly(world, settings):
     assert 1 <= int(refused["Retry-After"]) <= 3600
     limiter = get_limiter()
     assert limiter._client.zcard(limiter._key(credential_id)) == 120  # trimmed, not grown
+
+
+@pytest.mark.parametrize("window_seconds", [60, 3600, 7200, 86400])
+def test_the_cascade_sweep_purges_only_admissions_the_window_has_left(settings, window_seconds):
+    """The sweep drops the embedded limiter's rows once the configured window has let them go, never
+    earlier: a row still inside a longer window (RATE_LIMIT_WINDOW_SECONDS up to a day) keeps counting,
+    else the database limiter would admit more than its budget after every sweep."""
+    from retention.lifecycle import cascade_sweep
+
+    settings.RATE_LIMIT_WINDOW_SECONDS = window_seconds
+    now = timezone.now()
+    inside = RateLimitSlot.objects.create(credential_id=1, member_id=1, at=now - timedelta(seconds=window_seconds - 1))
+    left = RateLimitSlot.objects.create(credential_id=1, member_id=1, at=now - timedelta(seconds=window_seconds + 1))
+    assert cascade_sweep(now=now)["rateLimitCountersPurged"] == 1
+    assert list(RateLimitSlot.objects.values_list("pk", flat=True)) == [inside.pk]
+    assert not RateLimitSlot.objects.filter(pk=left.pk).exists()
