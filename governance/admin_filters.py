@@ -90,9 +90,9 @@ class CurrentVersionFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(valid_to__isnull=True)
+            return queryset.current()
         if self.value() == "no":
-            return queryset.filter(valid_to__isnull=False)
+            return queryset.superseded()
         return queryset
 
 

@@ -125,7 +125,7 @@ def store_version(
         now = timezone.now()
         number, superseded = 1, 0
         if key is not None:
-            current = MemoryVersion.objects.filter(member=member, namespace=namespace, key=key, valid_to__isnull=True).first()
+            current = MemoryVersion.objects.filter(member=member, namespace=namespace, key=key).current().first()
             if current is not None:
                 MemoryVersion.objects.filter(pk=current.pk).update(valid_to=now)
                 number, superseded = current.version + 1, 1

@@ -126,7 +126,7 @@ class MemoryVersionAdmin(GovernedAdmin):
 
     @admin.display(description="current", boolean=True)
     def is_current(self, obj: MemoryVersion) -> bool:
-        return obj.valid_to is None
+        return obj.is_current
 
     @admin.display(description="unreachable", boolean=True)
     def unreachable(self, obj: MemoryVersion) -> bool:

@@ -151,7 +151,7 @@ def _memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHisto
     expired = version.is_assistant and not version.is_live(ask_history, now)
     data.update(
         {
-            "current": version.valid_to is None,
+            "current": version.is_current,
             "credentialId": str(version.credential_id) if version.credential_id else None,
             # The plain SHA-256 is the member's own: computed here, from their text, never stored (the
             # admin sees `text_hmac` instead, keyed by the version's data key).

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
 
 from governance.models import Credential, Member, Workspace
@@ -54,10 +55,35 @@ def grace_cutoff(days: int, grace: int, at: datetime | None = None) -> datetime:
     return retention_cutoff(days + grace, at)
 
 
+def expires_from(anchor: datetime, days: int) -> datetime:
+    """The expiry instant of a version anchored at `anchor` under `days` of retention."""
+    return anchor + timedelta(days=days)
+
+
+def expiry_expression(days: int) -> CombinedExpression:
+    """`expires_from` as a database expression over each row's anchor (to store `expired_at`)."""
+    return F("retention_anchor") + timedelta(days=days)
+
+
+# The predicates as conditions, for aggregates (`Count(filter=…)`) and unions; querysets call the
+# MemoryVersionQuerySet methods below, which are written with them.
 def past_retention_q(days: int, at: datetime | None = None) -> Q:
-    """The expiry rule as a condition, for aggregates (`Count(filter=…)`); querysets call
-    `MemoryVersion.objects.past_retention()`."""
     return Q(retention_anchor__lte=retention_cutoff(days, at))
+
+
+def current_q() -> Q:
+    """The current version of its chain (`valid_to IS NULL`)."""
+    return Q(valid_to__isnull=True)
+
+
+def unreachable_q() -> Q:
+    """Marked by a cascade, waiting for its erase."""
+    return Q(unreachable_at__isnull=False)
+
+
+def assistant_q() -> Q:
+    """An assistant memory (namespace `assistant`)."""
+    return Q(namespace=ASSISTANT_NAMESPACE)
 
 
 class MemoryVersionQuerySet(SealedQuerySet):
@@ -67,19 +93,19 @@ class MemoryVersionQuerySet(SealedQuerySet):
 
     def agent(self) -> MemoryVersionQuerySet:
         """Agent memories: every namespace except `assistant`."""
-        return self.exclude(namespace=ASSISTANT_NAMESPACE)
+        return self.exclude(assistant_q())
 
     def assistant(self) -> MemoryVersionQuerySet:
         """Assistant memories: namespace `assistant`, the topic as key."""
-        return self.filter(namespace=ASSISTANT_NAMESPACE)
+        return self.filter(assistant_q())
 
     def reachable(self) -> MemoryVersionQuerySet:
         """No cascade has marked it unreachable (waiting for its erase)."""
-        return self.filter(unreachable_at__isnull=True)
+        return self.exclude(unreachable_q())
 
     def unreachable(self) -> MemoryVersionQuerySet:
         """Marked by a cascade in its cause's transaction: every read skips it; erased next."""
-        return self.filter(unreachable_at__isnull=False)
+        return self.filter(unreachable_q())
 
     def within_retention(self, days: int, *, at: datetime | None = None) -> MemoryVersionQuerySet:
         return self.filter(retention_anchor__gt=retention_cutoff(days, at))
@@ -103,15 +129,23 @@ class MemoryVersionQuerySet(SealedQuerySet):
         live agent memories, and assistant memories until their grace ends (an expired one is
         offered for reactivation). Never an unreachable one."""
         days, grace = ask_history.agent_memory_retention_days, ask_history.expired_grace_days
-        assistant = Q(namespace=ASSISTANT_NAMESPACE, retention_anchor__gt=grace_cutoff(days, grace, at))
-        agent = ~Q(namespace=ASSISTANT_NAMESPACE) & Q(state=MemoryState.ACTIVE, retention_anchor__gt=retention_cutoff(days, at))
+        assistant = assistant_q() & Q(retention_anchor__gt=grace_cutoff(days, grace, at))
+        agent = ~assistant_q() & Q(state=MemoryState.ACTIVE, retention_anchor__gt=retention_cutoff(days, at))
         return self.reachable().filter(assistant | agent)
 
+    def current(self) -> MemoryVersionQuerySet:
+        """The current version of each chain (`valid_to IS NULL`)."""
+        return self.filter(current_q())
+
+    def superseded(self) -> MemoryVersionQuerySet:
+        """Versions a newer one replaced (history)."""
+        return self.exclude(current_q())
+
     def current_or_as_of(self, as_of: datetime | None) -> MemoryVersionQuerySet:
-        """The version current now (`valid_to IS NULL`) or current at `as_of`."""
+        """The version current now or current at `as_of` (`validFrom ≤ asOf < validTo`)."""
         if as_of is None:
-            return self.filter(valid_to__isnull=True)
-        return self.filter(Q(valid_from__lte=as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)))
+            return self.current()
+        return self.filter(Q(valid_from__lte=as_of) & (current_q() | Q(valid_to__gt=as_of)))
 
 
 class MemoryVersion(models.Model):
@@ -225,9 +259,14 @@ class MemoryVersion(models.Model):
     def is_assistant(self) -> bool:
         return self.namespace == ASSISTANT_NAMESPACE
 
+    @property
+    def is_current(self) -> bool:
+        """The row-level `current()`: no newer version replaced it."""
+        return self.valid_to is None
+
     def expires_at(self, ask_history: AskHistorySettings) -> datetime:
         """`expiresAt` (SPEC §3): the anchor plus the workspace's retention now."""
-        return self.retention_anchor + timedelta(days=ask_history.agent_memory_retention_days)
+        return expires_from(self.retention_anchor, ask_history.agent_memory_retention_days)
 
     def grace_ends_at(self, ask_history: AskHistorySettings) -> datetime:
         """When the grace purge erases an expired assistant memory: its expiry plus

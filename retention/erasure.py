@@ -42,7 +42,7 @@ from governance.audit import Actor, audit
 from governance.models import AuditEvent, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
 from memoryapp.keyring import KEYRING, key_store
-from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
+from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, expires_from
 from retention import receipts
 from retention.models import DeletionReceipt
 
@@ -373,7 +373,7 @@ def erase_in_chunks(
             return 0, 0
         unreachable_at = None
         if expired_after_days is not None:
-            unreachable_at = min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)
+            unreachable_at = expires_from(min(anchor for _, anchor in rows), expired_after_days)
         receipt = erase_memories(
             [pk for pk, _ in rows],
             operation=operation,

@@ -17,17 +17,31 @@ state changes are conditional UPDATEs that re-check their condition.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.chunks import CHUNK, run_in_chunks
 from credits.models import UsageRecord
 from governance.models import AskHistorySettings, AuditEvent, Collection, Member, Passage, Workspace
 from memoryapp import access_log, ratelimit
-from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion, RateLimitSlot, grace_cutoff, past_retention_q, retention_cutoff
+from memoryapp.models import (
+    ASSISTANT_NAMESPACE,
+    AccessEntry,
+    Citation,
+    MemoryEmbedding,
+    MemoryState,
+    MemoryVersion,
+    RateLimitSlot,
+    assistant_q,
+    expiry_expression,
+    grace_cutoff,
+    past_retention_q,
+    retention_cutoff,
+    unreachable_q,
+)
 from retention import cascades
 from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
 from retention.models import DeletionReceipt, Operation
@@ -117,7 +131,7 @@ def retention_scope(workspace_id: int, days: int, grace: int, now: datetime) -> 
 
 
 def _expire_assistant(scope: RetentionScope, days: int, chunk: int) -> tuple[int, int]:
-    expired = _update_in_chunks(scope.assistant_to_expire, chunk, state=MemoryState.EXPIRED, expired_at=F("retention_anchor") + timedelta(days=days))
+    expired = _update_in_chunks(scope.assistant_to_expire, chunk, state=MemoryState.EXPIRED, expired_at=expiry_expression(days))
     restored = _update_in_chunks(scope.assistant_to_restore, chunk, state=MemoryState.ACTIVE, expired_at=None)
     return expired, restored
 
@@ -225,9 +239,9 @@ def artifact_counts(workspace: Workspace, *, member: Member | None = None) -> di
     expired = past_retention_q(workspace.ask_history.agent_memory_retention_days)
     summary = versions.aggregate(
         total=Count("pk"),
-        unreachable=Count("pk", filter=Q(unreachable_at__isnull=False)),
-        expired=Count("pk", filter=Q(unreachable_at__isnull=True) & (Q(state=MemoryState.EXPIRED) | expired)),
-        assistant=Count("pk", filter=Q(namespace=ASSISTANT_NAMESPACE)),
+        unreachable=Count("pk", filter=unreachable_q()),
+        expired=Count("pk", filter=~unreachable_q() & (Q(state=MemoryState.EXPIRED) | expired)),
+        assistant=Count("pk", filter=assistant_q()),
     )
     counts = {
         "memoryVersions": summary["total"],

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 
@@ -37,7 +37,7 @@ from governance.audit import Actor, audit
 from governance.audit import actor_label as label_of
 from governance.models import AskHistorySettings, Member, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, REFERENCE_ARTIFACT, strike_counts_in_order
-from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
+from memoryapp.models import MemoryVersion, assistant_q, current_q
 from retention.erasure import count_remaining, erase_memories
 from retention.lifecycle import EXPIRY_ORDER, RetentionScope, apply_retention, members_with, retention_scope
 from retention.models import DeletionReceipt, Operation
@@ -141,17 +141,13 @@ def counts_of(batches: Sequence[Batch]) -> dict[str, Any]:
 
 def _current_counts(ids: Sequence[int]) -> tuple[int, int]:
     """How many of these versions are current, and how many of those are assistant memories."""
+    versions = MemoryVersion.objects.all()
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*) FILTER (WHERE valid_to IS NULL), count(*) FILTER (WHERE valid_to IS NULL AND namespace = %s) FROM {MemoryVersion._meta.db_table} WHERE id = ANY(%s)",
-                [ASSISTANT_NAMESPACE, list(ids)],
-            )
-            current, assistant = cursor.fetchone()
-        return int(current), int(assistant)
-    counts = MemoryVersion.objects.filter(pk__in=ids).aggregate(
-        current=Count("id", filter=Q(valid_to__isnull=True)), assistant=Count("id", filter=Q(namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True))
-    )
+        # one array parameter rather than one per id (a workspace's erase may name 100,000 versions)
+        versions = versions.extra(where=[f"{MemoryVersion._meta.db_table}.id = ANY(%s)"], params=[list(ids)])
+    else:
+        versions = versions.filter(pk__in=ids)
+    counts = versions.aggregate(current=Count("id", filter=current_q()), assistant=Count("id", filter=current_q() & assistant_q()))
     return counts["current"], counts["assistant"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.forms import Form
 from django.urls import reverse
 from django.utils import timezone
@@ -25,7 +25,7 @@ from governance.actions import ACCOUNT_NOTICES, account_target
 from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
 from memoryapp import access_log
-from memoryapp.models import AccessEntry, MemoryVersion, Source
+from memoryapp.models import AccessEntry, MemoryVersion, Source, current_q
 from memoryapp.pages.forms import KIND_CHOICES
 from retention import receipt_keys
 from retention import receipts as receipt_chain
@@ -240,7 +240,7 @@ def agent_memory_counts(member: Member) -> dict[str, int]:
     agent_versions = MemoryVersion.objects.filter(workspace=member.workspace).agent()
     return agent_versions.aggregate(
         versions=Count("id"),
-        memories=Count("id", filter=Q(valid_to__isnull=True)),
+        memories=Count("id", filter=current_q()),
         members=Count("member", distinct=True),
     )
 

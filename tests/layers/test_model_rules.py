@@ -28,9 +28,12 @@ OWNERS = {Path("memoryapp/models.py"), Path("governance/models.py")}
 RAW_PREDICATES = {
     "the expiry rule or the grace cutoff (MemoryVersion.objects.live / within_retention / past_grace …)": re.compile(r"retention_anchor__(gt|gte|lt|lte)\b|retention_anchor\s*[<>]"),
     "a retention date computed from the settings (version.expires_at / grace_ends_at)": re.compile(r"timedelta\(days=[^)]*(agent_memory_retention_days|expired_grace_days)"),
+    "an expiry computed from an anchor (expires_from / expiry_expression)": re.compile(r"anchor\b.*\+\s*timedelta\(days"),
+    "current version (MemoryVersion.objects.current / superseded, version.is_current)": re.compile(r"valid_to__isnull|valid_to IS NULL|valid_to\s+is\s+(not\s+)?None"),
+    "unreachable (MemoryVersion.objects.reachable / unreachable, unreachable_q)": re.compile(r"unreachable_at__isnull"),
     "active member (Member.objects.active / removed)": re.compile(r"left_at__isnull|left_at\s*[!=]=\s*None|left_at\s+is\s+(not\s+)?None"),
     "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)": re.compile(r"revoked_at__isnull"),
-    "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(r"(exclude|filter)\(namespace=ASSISTANT_NAMESPACE\)"),
+    "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(r"(exclude|filter|Q)\(namespace=ASSISTANT_NAMESPACE\b"),
 }
 
 
@@ -60,6 +63,12 @@ def test_the_scan_finds_a_planted_copy():
         "return obj.left_at is None": "member",
         "Credential.objects.filter(revoked_at__isnull=True)": "credential",
         "queryset.exclude(namespace=ASSISTANT_NAMESPACE)": "split",
+        "Count('pk', filter=Q(namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True))": "split",
+        'expired_at=F("retention_anchor") + timedelta(days=days)': "anchor",
+        "min(anchor for _, anchor in rows) + timedelta(days=expired_after_days)": "anchor",
+        "SELECT count(*) FILTER (WHERE valid_to IS NULL)": "current",
+        "return obj.valid_to is None": "current",
+        "Count('pk', filter=Q(unreachable_at__isnull=False))": "unreachable",
     }
     for line in planted:
         assert any(p.search(line) for p in RAW_PREDICATES.values()), line
