@@ -38,3 +38,20 @@ def test_the_bootstrap_commands_print_their_json_and_work_together(db):
 
     quiet = Workspace.objects.get(pk=int(bare["workspaceId"]))
     assert quiet.retains_history is False and quiet.ai_memory_available is False
+
+
+def test_seed_demo_revokes_through_the_action_and_replaces_its_agent_token(db, settings):
+    """`seed_demo` (the README's run command) seeds through the agent API with a credential it then
+    revokes the way every credential is revoked: with its audit event. A second run keeps the
+    workspace and replaces the demo agent's token (the old one is revoked, audited too)."""
+    from governance.models import AuditEvent, Credential
+
+    settings.MEMORY_EMBEDDER = "hashing"
+    first = _command("seed_demo")
+    second = _command("seed_demo")
+    assert first["workspaceId"] == second["workspaceId"] and first["agentToken"] != second["agentToken"]
+    credentials = Credential.objects.filter(member__workspace_id=int(first["workspaceId"]))
+    assert not credentials.active().filter(name="seed").exists()
+    assert list(credentials.active().values_list("name", flat=True)) == ["demo agent"]
+    revoked = AuditEvent.objects.filter(action="credential.revoked", workspace_id=int(first["workspaceId"]))
+    assert sorted(revoked.values_list("reason", flat=True)) == ["replaced by a new demo run", "the demo's seed memories are written"]

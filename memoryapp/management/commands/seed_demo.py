@@ -9,7 +9,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
-from django.utils import timezone
 
 from governance import actions
 from governance.models import Credential, Workspace
@@ -98,7 +97,7 @@ class Command(BaseCommand):
         handbook = actions.create_document(collection, title="Shipping handbook", text=HANDBOOK)
         actions.create_document(collection, title="出荷ガイド", text=GUIDE)
         editor.refresh_from_db()
-        _, token = actions.create_credential(editor, name="seed", scopes=["memory:write"])
+        seed, token = actions.create_credential(editor, name="seed", scopes=["memory:write"])
         cited = handbook.current_version.passages.order_by("position").first()
         for body in (
             {"namespace": "shipping", "key": "cutoff", "text": "Orders after 18:00 JST ship the next weekday from Osaka.", "citations": [cited.pk], "collectionId": collection.pk},
@@ -107,5 +106,5 @@ class Command(BaseCommand):
         ):
             remember(gates.admit(token, "remember", body))
         add_assistant_memory(editor, kind="preference", topic="response_style", summary="Prefers short answers with bullet points.", details=["No emoji", "Metric units"])
-        Credential.objects.filter(member=editor, name="seed").update(revoked_at=timezone.now())
+        actions.revoke_credential(seed, actor=None, reason="the demo's seed memories are written")
         return workspace
