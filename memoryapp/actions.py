@@ -56,10 +56,10 @@ def lock_active_member(member: Member) -> None:
     """`lock_member`, then refuse if the membership the caller admitted is over: the member was
     removed (or removed and re-added: a new period) after the gates passed. A write that waited
     for the removal's lock must not land after it, past the cascade that erased the member's
-    memories. Refused as gate 1 refuses a credential whose member left (401)."""
+    memories. Refused as gate 1 refuses a credential whose member was removed (401)."""
     row = lock_member(member)
     if row is None or row[1] is not None or row[2] != member.period:
-        raise unauthenticated("The member left the workspace while this request ran; nothing was stored.")
+        raise unauthenticated("The member was removed from the workspace while this request ran; nothing was stored.")
 
 
 # --- remember ------------------------------------------------------------------------------------
