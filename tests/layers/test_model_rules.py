@@ -145,3 +145,44 @@ def test_active_and_removed_members_partition(member, django_user_model):
     assert list(Member.objects.active()) == [member]
     assert list(Member.objects.removed()) == [other]
     assert [m.is_active for m in (member, other)] == [True, False]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("shift_days", [-20, 0, 20])
+def test_every_retention_queryset_is_read_at_the_instant_it_is_given(member, shift_days):
+    """The QuerySets answer at `at`, not at the wall clock (the sweeps, previews and asOf pass it):
+    a grid of anchors around the retention (30 days) and grace (10 more) boundaries, agent and
+    assistant, active and expired, reachable or not, checked against the rules written out."""
+    from memoryapp import visibility
+    from memoryapp.models import grace_cutoff, past_retention_q
+
+    now = timezone.now()
+    at = now + timedelta(days=shift_days)
+    ask_history = member.workspace.ask_history
+    rows = {}
+    grid = [(age, kind, expired, unreachable) for age in (1, 15, 25, 35, 45, 55, 65) for kind in (False, True) for expired in ((False, True) if kind else (False,)) for unreachable in (False, True)]
+    for n, (age, assistant, expired, unreachable) in enumerate(grid):
+        version = MemoryVersion.objects.create(
+            workspace=member.workspace,
+            member=member,
+            namespace=ASSISTANT_NAMESPACE if assistant else "notes",
+            key=f"k{n}",
+            text="a note",
+            retention_anchor=now - timedelta(days=age),
+            state=MemoryState.EXPIRED if expired else MemoryState.ACTIVE,
+            unreachable_at=now if unreachable else None,
+        )
+        rows[version.pk] = (at - version.retention_anchor, assistant, expired, unreachable)
+    days, grace = timedelta(days=30), timedelta(days=40)
+    select = lambda rule: {pk for pk, row in rows.items() if rule(*row)}  # noqa: E731
+    versions = MemoryVersion.objects.filter(member=member)
+    ids = lambda queryset: set(queryset.values_list("pk", flat=True))  # noqa: E731
+    assert ids(versions.within_retention(30, at=at)) == select(lambda age, *_: age < days)
+    assert ids(versions.past_retention(30, at=at)) == ids(versions.filter(past_retention_q(30, at))) == select(lambda age, *_: age >= days)
+    assert ids(versions.within_grace(30, 10, at=at)) == select(lambda age, *_: age < grace)
+    assert ids(versions.past_grace(30, 10, at=at)) == select(lambda age, *_: age >= grace)
+    assert grace_cutoff(30, 10, at) == at - grace
+    live = select(lambda age, assistant, expired, unreachable: not unreachable and not expired and age < days)
+    assert ids(versions.live(ask_history, at=at)) == ids(visibility.live_versions(member, ask_history, now=at)) == live
+    kept = select(lambda age, assistant, expired, unreachable: not unreachable and (age < grace if assistant else (not expired and age < days)))
+    assert ids(versions.kept_for_member(ask_history, at=at)) == kept

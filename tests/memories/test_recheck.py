@@ -132,3 +132,53 @@ def test_deleting_a_cited_document_erases_the_memory_with_a_receipt(agent, world
     assert MemoryVersion.objects.count() == 0
     receipt = DeletionReceipt.objects.get(operation="cascade_document")
     assert receipt.member_ref == world.editor.pk and receipt.verification["clean"]
+
+
+# --- recheck's own contract, called directly (the read paths reach some branches only after their own filters)
+def _remembered(agent, **body) -> MemoryVersion:
+    response = agent.remember(namespace="n", **body)
+    assert response.status_code == 201, response.json()
+    return MemoryVersion.objects.get(pk=int(response.json()["memory"]["id"]))
+
+
+def test_recheck_hides_a_memory_whose_cited_document_expires_at_that_very_instant(world):
+    """A document is readable strictly before its `expires_at` (readable_documents: expires_at > now)."""
+    from memoryapp import visibility
+
+    agent = make_agent(world.editor)
+    collection = gov_actions.create_collection(world.workspace, name="Docs")
+    document = gov_actions.create_document(collection, title="d", text="Dated text.")
+    version = _remembered(agent, text="cites dated", citations=[str(document.current_version.passages.first().pk)])
+    expiry = timezone.now() + timedelta(hours=1)
+    Document.objects.filter(pk=document.pk).update(expires_at=expiry)
+    before = visibility.recheck([version], world.editor, now=expiry - timedelta(microseconds=1))
+    assert before.visible == [version] and before.hidden == 0
+    at = visibility.recheck([version], world.editor, now=expiry)
+    assert at.visible == [] and at.hidden == 1
+
+
+def test_recheck_counts_each_memory_of_an_unreadable_collection_once_and_goes_on(world):
+    """Each hidden memory counts 1 in `hidden`, and the ones after it are still checked."""
+    from memoryapp import visibility
+
+    agent = make_agent(world.editor)
+    closed = gov_actions.create_collection(world.workspace, name="Closed")
+    hidden_one = _remembered(agent, text="in closed one", collectionId=str(closed.pk))
+    hidden_two = _remembered(agent, text="in closed two", collectionId=str(closed.pk))
+    shown = _remembered(agent, text="outside")
+    Collection.objects.filter(pk=closed.pk).update(restricted=True)
+    result = visibility.recheck([hidden_one, hidden_two, shown], world.editor)
+    assert result.visible == [shown] and result.hidden == 2
+
+
+def test_recheck_hides_a_memory_whose_collection_is_another_workspaces(world):
+    """Defence in depth: a collection id of another workspace is never readable, even unrestricted."""
+    from memoryapp import visibility
+
+    agent = make_agent(world.editor)
+    foreign = gov_actions.create_collection(world.other_workspace, name="Theirs")
+    version = _remembered(agent, text="stray")
+    MemoryVersion.objects.filter(pk=version.pk).update(collection_id=foreign.pk)
+    version.refresh_from_db()
+    result = visibility.recheck([version], world.editor)
+    assert result.visible == [] and result.hidden == 1
