@@ -288,7 +288,7 @@ def create_credential(
 @transaction.atomic
 def revoke_credential(credential: Credential, *, actor: Actor, reason: str = "") -> Credential:
     credential = Credential.objects.select_for_update().get(pk=credential.pk)
-    if credential.revoked_at is None:
+    if not credential.is_revoked:
         credential.revoked_at = timezone.now()
         credential.save(update_fields=["revoked_at"])
         audit("credential.revoked", workspace=credential.workspace, actor=actor, target=f"credential {credential.prefix}", reason=reason)

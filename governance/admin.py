@@ -307,11 +307,7 @@ class CredentialAdmin(GovernedAdmin):
 
     @admin.display(description="status")
     def status(self, obj: Credential) -> str:
-        if obj.revoked_at:
-            return "revoked"
-        if obj.is_expired():
-            return "expired"
-        return "active"
+        return obj.status().value
 
 
 @admin.register(PersonalToken)

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from governance.permissions import ROLE_CHOICES, Role, role_has
 
@@ -289,6 +290,14 @@ class CredentialQuerySet(models.QuerySet):
         return self.not_revoked().filter(expires_at__lte=at or timezone.now())
 
 
+class CredentialStatus(models.TextChoices):
+    """What a credential is now, as the pages and the admin show it (revoked wins over expired)."""
+
+    ACTIVE = "active", _("Active")
+    EXPIRED = "expired", _("Expired")
+    REVOKED = "revoked", _("Revoked")
+
+
 class Credential(models.Model):
     """An agent credential. The token is shown once; only its SHA-256 is stored, found by prefix."""
 
@@ -322,6 +331,11 @@ class Credential(models.Model):
 
     def is_usable(self, now: datetime | None = None) -> bool:
         return not self.is_revoked and not self.is_expired(now)
+
+    def status(self, now: datetime | None = None) -> CredentialStatus:
+        if self.is_revoked:
+            return CredentialStatus.REVOKED
+        return CredentialStatus.EXPIRED if self.is_expired(now) else CredentialStatus.ACTIVE
 
 
 class AuditEvent(models.Model):

@@ -215,14 +215,9 @@ def credential_rows(member: Member) -> list[dict[str, Any]]:
     now = timezone.now()
     rows = []
     for credential in Credential.objects.filter(workspace=member.workspace, member=member).select_related("context_set"):
-        if credential.is_revoked:
-            status, status_label = "revoked", _("Revoked")
-        elif credential.is_expired(now):
-            status, status_label = "expired", _("Expired")
-        else:
-            status, status_label = "active", _("Active")
+        status = credential.status(now)
         disabled_scopes = [s for s in credential.scopes if s in ("memory:read", "memory:write") and not scope_allowed_for_role(s, member.role)]
-        rows.append({"credential": credential, "status": status, "status_label": status_label, "disabled_scopes": disabled_scopes})
+        rows.append({"credential": credential, "status": status.value, "status_label": status.label, "disabled_scopes": disabled_scopes})
     return rows
 
 

@@ -186,3 +186,20 @@ def test_every_retention_queryset_is_read_at_the_instant_it_is_given(member, shi
     assert ids(versions.live(ask_history, at=at)) == ids(visibility.live_versions(member, ask_history, now=at)) == live
     kept = select(lambda age, assistant, expired, unreachable: not unreachable and (age < grace if assistant else (not expired and age < days)))
     assert ids(versions.kept_for_member(ask_history, at=at)) == kept
+
+
+@pytest.mark.django_db
+def test_a_credentials_status_is_revoked_before_expired_before_active(member):
+    """One status per credential for the pages and the admin (`Credential.status`)."""
+    from governance.models import CredentialStatus
+
+    now = timezone.now()
+    cases = {
+        "open": ({}, CredentialStatus.ACTIVE),
+        "expires at now": ({"expires_at": now}, CredentialStatus.EXPIRED),
+        "expires later": ({"expires_at": now + timedelta(seconds=1)}, CredentialStatus.ACTIVE),
+        "revoked and expired": ({"revoked_at": now, "expires_at": now - timedelta(days=1)}, CredentialStatus.REVOKED),
+    }
+    for n, (name, (fields, expected)) in enumerate(cases.items()):
+        credential = Credential.objects.create(workspace=member.workspace, member=member, name=name, prefix=f"s{n}", token_hash="h", **fields)
+        assert credential.status(now) == expected, name
