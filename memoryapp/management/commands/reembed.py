@@ -11,13 +11,10 @@ import json
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import transaction
-from django.db.models import Q
 
 from core import progress
-from memoryapp.models import MemoryEmbedding, MemoryVersion
-from memoryapp.recall.embedders import get_embedder, to_bytes
-from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms
+from memoryapp.recall import index
+from memoryapp.recall.embedders import get_embedder
 
 
 class Command(BaseCommand):
@@ -30,7 +27,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         embedder = get_embedder(opts["embedder"] or settings.MEMORY_EMBEDDER)
-        stale = MemoryVersion.objects.filter(Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id) | ~Q(embedding__terms_format=TERMS_FORMAT))
+        stale = index.stale_versions(embedder)
         total = stale.count()
         done, last_pk = 0, 0
         bar = progress.bar(total=total, desc="reembed", unit="version", enabled=progress.interactive(self.stdout, json=opts["json"]))
@@ -38,16 +35,7 @@ class Command(BaseCommand):
             batch = list(stale.filter(pk__gt=last_pk).order_by("pk").only("pk", "text")[: opts["batch_size"]])
             if not batch:
                 break
-            vectors = embedder.embed([v.text for v in batch])
-            with transaction.atomic():
-                existing = set(MemoryEmbedding.objects.filter(memory_id__in=[v.pk for v in batch]).values_list("memory_id", flat=True))
-                for version, vector in zip(batch, vectors):
-                    values = {"embedder_id": embedder.id, "dim": embedder.dim, "vector": to_bytes(vector), "terms": " ".join(index_terms(version.text)), "terms_format": TERMS_FORMAT}
-                    # Saved as a row (not update()): vector and terms are sealed under the version's key.
-                    if version.pk in existing:
-                        MemoryEmbedding(memory=version, **values).save(force_update=True)
-                    elif MemoryVersion.objects.filter(pk=version.pk).exists():  # erased meanwhile: nothing to index
-                        MemoryEmbedding(memory=version, **values).save(force_insert=True)
+            index.replace_entries(index.index_entries(batch, embedder))
             done += len(batch)
             last_pk = batch[-1].pk
             bar.update(len(batch))
