@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
@@ -10,52 +9,12 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.params import parse_id
-from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, parse_instant
+from core.fields import CONTROL_CHARACTERS, IdField, InstantField, PlainText, StrictSerializer
+from core.timestamps import InvalidInstant, parse_instant
 from memoryapp import masking
 from memoryapp.models import AGENT_API_SOURCES, ASSISTANT_NAMESPACE, MEMORY_KINDS
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_DETAIL_LINES = 20
-
-
-class StrictSerializer(serializers.Serializer):
-    """Unknown fields are refused: a typo in a field name must not silently do something else."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        return super().to_internal_value(data)
-
-
-@extend_schema_field({"type": "string", "pattern": "^[0-9]{1,18}$", "description": "An id (digits)."})
-class IdField(serializers.Field):
-    """Ids are strings of digits in JSON; integers are accepted too."""
-
-    default_error_messages = {"invalid": "Must be an id (a string of digits)."}
-
-    def to_internal_value(self, data: Any) -> int:
-        parsed = parse_id(data)
-        if parsed is None:
-            self.fail("invalid")
-        return parsed
-
-    def to_representation(self, value):
-        return str(value)
-
-
-class PlainText(serializers.CharField):
-    """Text without control characters (NUL included)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Must be a string.")
-        value = super().to_internal_value(data)
-        if _CONTROL.search(value):
-            raise serializers.ValidationError("Control characters are not allowed.")
-        return value
 
 
 class ScreenedText(PlainText):
@@ -84,7 +43,7 @@ class DetailsField(serializers.Field):
         lines = [line.strip() for line in lines if line.strip()]
         if len(lines) > MAX_DETAIL_LINES:
             raise serializers.ValidationError(f"At most {MAX_DETAIL_LINES} lines.")
-        if any(len(line) > 500 for line in lines) or any(_CONTROL.search(line) for line in lines):
+        if any(len(line) > 500 for line in lines) or any(CONTROL_CHARACTERS.search(line) for line in lines):
             raise serializers.ValidationError("Each line must be at most 500 characters, without control characters.")
         return lines
 
@@ -100,20 +59,6 @@ class KindField(serializers.ChoiceField):
         kinds = ", ".join(MEMORY_KINDS)
         kwargs.setdefault("error_messages", {"invalid_choice": f"Must be one of {kinds}.", "invalid": f"Must be one of {kinds}."})
         super().__init__(choices=list(MEMORY_KINDS), **kwargs)
-
-
-class InstantField(serializers.DateTimeField):
-    """Every instant in a request body (`expiresAt`, …): DRF's ISO-8601 forms (without an offset
-    it is UTC), in the range every store and zone conversion can hold (`core.timestamps`)."""
-
-    default_error_messages = {"overflow": RANGE_MESSAGE}
-
-    def to_internal_value(self, value: Any) -> datetime:
-        parsed = super().to_internal_value(value)
-        try:
-            return check_range(parsed)
-        except InvalidInstant as exc:
-            raise serializers.ValidationError(str(exc)) from None
 
 
 class AsOfField(InstantField):

@@ -25,6 +25,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from core.errors import not_found, validation_error
+from core.fields import StrictSerializer
 from core.params import query_int
 from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
 from credits import pricing, quotas, usage
@@ -32,7 +33,6 @@ from credits.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEn
 from governance.api.base import WorkspaceAPIView
 from governance.models import Member
 from governance.permissions import ROLE_CHOICES
-from memoryapp.schemas import StrictSerializer
 
 ROLES = [value for value, _ in ROLE_CHOICES]
 

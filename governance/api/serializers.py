@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from core.fields import IdField, InstantField, PlainText, StrictSerializer
 from governance.permissions import MEMORY_SCOPES, Role
-from memoryapp.schemas import IdField, InstantField, PlainText, ScreenedText, StrictSerializer
+from memoryapp.schemas import ScreenedText
 
 
 class SettingsBody(StrictSerializer):

@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import validation_error
+from core.fields import IdField, PlainText, StrictSerializer
 from credits import charging, usage
 from governance.api.base import WorkspaceAPIView
 from governance.models import Agent
@@ -37,7 +38,7 @@ from memoryapp.api.responses import AGENT_ERRORS, TurnResponse
 from memoryapp.api.views import agent_request
 from memoryapp.consolidation import agent_json, create_agent, submit_agent_turn, update_agent
 from memoryapp.masking import MAX_MASKED_CHARS
-from memoryapp.schemas import IdField, PlainText, ScreenedText, StrictSerializer
+from memoryapp.schemas import ScreenedText
 
 MAX_TOKENS = 10**9
 

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.fields import PlainText, StrictSerializer
 from core.params import DRY_RUN, parse_id, query_dry_run, query_int
 from governance.actions import set_remember_me
 from governance.api.base import WorkspaceAPIView
@@ -23,7 +24,7 @@ from memoryapp import actions, assistant, gates, reads
 from memoryapp.api.exceptions import body_error
 from memoryapp.api.responses import AGENT_ERRORS, ForgetResponse, ListResponse, RecallResponse, RememberResponse
 from memoryapp.models import AccessSurface
-from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, PlainText, RecallBody, RememberBody, StrictSerializer
+from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, RecallBody, RememberBody
 from memoryapp.visibility import member_versions
 
 

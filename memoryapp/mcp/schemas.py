@@ -8,7 +8,8 @@ from typing import Any
 from mcp_types import ToolAnnotations
 from rest_framework import serializers
 
-from memoryapp.schemas import BODIES, MAX_DETAIL_LINES, AsOfField, DetailsField, IdField
+from core.fields import IdField
+from memoryapp.schemas import BODIES, MAX_DETAIL_LINES, AsOfField, DetailsField
 
 DESCRIPTIONS: dict[str, dict[str, str]] = {
     "remember": {

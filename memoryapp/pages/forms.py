@@ -9,11 +9,12 @@ from django.contrib.auth.forms import AuthenticationForm, UsernameField
 from django.core.validators import RegexValidator
 from django.utils.translation import gettext_lazy as _
 
+from core.fields import CONTROL_CHARACTERS
 from governance.login_throttle import ThrottledLoginMixin
 from governance.models import ContextSet
 from memoryapp import masking
 from memoryapp.assistant import TOPIC
-from memoryapp.schemas import _CONTROL, MAX_DETAIL_LINES
+from memoryapp.schemas import MAX_DETAIL_LINES
 
 # The kinds offered on the AI memory page (seed 002: 事実 / 指示 / 好み): the closed vocabulary
 # MEMORY_KINDS, which the APIs accept too.
@@ -25,7 +26,7 @@ KIND_CHOICES = [
 
 
 def no_control_characters(value: str) -> None:
-    if _CONTROL.search(value):
+    if CONTROL_CHARACTERS.search(value):
         raise forms.ValidationError(_("Control characters are not allowed."))
 
 
