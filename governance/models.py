@@ -42,6 +42,12 @@ class Workspace(models.Model):
         return self.created_at, self.entity_generation
 
 
+#: The settings' ranges (SPEC §5.1): the table's check constraints, the API body and the page's
+#: form all read them (the form's help text says them in words, translated).
+RETENTION_DAYS_RANGE = (1, 365)
+GRACE_DAYS_RANGE = (0, 90)
+
+
 class AskHistorySettings(models.Model):
     #: Each setting's name in the API (SPEC §5) → its field: the one map the API, the settings
     #: page, the preview and the export read.
@@ -59,8 +65,8 @@ class AskHistorySettings(models.Model):
         verbose_name = "ask-history settings"
         verbose_name_plural = "ask-history settings"
         constraints = [
-            models.CheckConstraint(condition=Q(agent_memory_retention_days__gte=1, agent_memory_retention_days__lte=365), name="retention_days_range"),
-            models.CheckConstraint(condition=Q(expired_grace_days__gte=0, expired_grace_days__lte=90), name="expired_grace_days_range"),
+            models.CheckConstraint(condition=Q(agent_memory_retention_days__gte=RETENTION_DAYS_RANGE[0], agent_memory_retention_days__lte=RETENTION_DAYS_RANGE[1]), name="retention_days_range"),
+            models.CheckConstraint(condition=Q(expired_grace_days__gte=GRACE_DAYS_RANGE[0], expired_grace_days__lte=GRACE_DAYS_RANGE[1]), name="expired_grace_days_range"),
         ]
 
     def __str__(self) -> str:

@@ -5,14 +5,15 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.fields import IdField, InstantField, PlainText, StrictSerializer
+from governance.models import GRACE_DAYS_RANGE, RETENTION_DAYS_RANGE
 from governance.permissions import MEMORY_SCOPES, Role
 from memoryapp.schemas import ScreenedText
 
 
 class SettingsBody(StrictSerializer):
     agentMemoriesEnabled = serializers.BooleanField(required=False)
-    agentMemoryRetentionDays = serializers.IntegerField(min_value=1, max_value=365, required=False)
-    expiredGraceDays = serializers.IntegerField(min_value=0, max_value=90, required=False)
+    agentMemoryRetentionDays = serializers.IntegerField(min_value=RETENTION_DAYS_RANGE[0], max_value=RETENTION_DAYS_RANGE[1], required=False)
+    expiredGraceDays = serializers.IntegerField(min_value=GRACE_DAYS_RANGE[0], max_value=GRACE_DAYS_RANGE[1], required=False)
 
 
 class SettingsPutBody(SettingsBody):

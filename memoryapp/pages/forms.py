@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.fields import CONTROL_CHARACTERS
 from governance.login_throttle import ThrottledLoginMixin
-from governance.models import ContextSet
+from governance.models import GRACE_DAYS_RANGE, RETENTION_DAYS_RANGE, ContextSet
 from memoryapp import masking
 from memoryapp.assistant import TOPIC
 from memoryapp.schemas import MAX_DETAIL_LINES
@@ -107,14 +107,14 @@ class AskHistorySettingsForm(forms.Form):
     agent_memories_enabled = forms.BooleanField(label=_("Let agents keep memories"), required=False)
     agent_memory_retention_days = forms.IntegerField(
         label=_("Retention (days)"),
-        min_value=1,
-        max_value=365,
+        min_value=RETENTION_DAYS_RANGE[0],
+        max_value=RETENTION_DAYS_RANGE[1],
         help_text=_("Between 1 and 365. A change applies to existing memories at once: memories older than the new period expire immediately."),
     )
     expired_grace_days = forms.IntegerField(
         label=_("Expired grace (days)"),
-        min_value=0,
-        max_value=90,
+        min_value=GRACE_DAYS_RANGE[0],
+        max_value=GRACE_DAYS_RANGE[1],
         help_text=_("Between 0 and 90. Expired AI memories stay available for reactivation this long, then are erased (0 = at expiry)."),
     )
 

@@ -203,3 +203,15 @@ def test_a_credentials_status_is_revoked_before_expired_before_active(member):
     for n, (name, (fields, expected)) in enumerate(cases.items()):
         credential = Credential.objects.create(workspace=member.workspace, member=member, name=name, prefix=f"s{n}", token_hash="h", **fields)
         assert credential.status(now) == expected, name
+
+
+def test_the_settings_ranges_are_the_models_in_the_api_body_and_the_form():
+    """One range per setting (governance.models): the check constraint, the API body and the page's form agree."""
+    from governance.api.serializers import SettingsBody
+    from governance.models import GRACE_DAYS_RANGE, RETENTION_DAYS_RANGE
+    from memoryapp.pages.forms import AskHistorySettingsForm
+
+    body, form = SettingsBody().fields, AskHistorySettingsForm().fields
+    for api, field, (low, high) in (("agentMemoryRetentionDays", "agent_memory_retention_days", RETENTION_DAYS_RANGE), ("expiredGraceDays", "expired_grace_days", GRACE_DAYS_RANGE)):
+        assert (body[api].min_value, body[api].max_value) == (form[field].min_value, form[field].max_value) == (low, high)
+        assert f"Between {low} and {high}." in str(form[field].help_text)
