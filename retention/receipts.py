@@ -45,6 +45,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from core.timestamps import iso
 from memoryapp import metrics
@@ -90,6 +91,16 @@ VERIFICATION_CHANGED = "verification_changed"
 # record hash) does not verify: edited, cleared or moved from another workspace.
 ANCHOR_CHANGED = "anchor_changed"
 REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, VERIFICATION_CHANGED, ANCHOR_CHANGED, MISSING_RECEIPT)
+#: What each break means, for people: the receipts page (translated) and `verify_receipts` (English).
+REASON_LABELS = {
+    HASH_MISMATCH: gettext_lazy("a receipt was changed after it was written (hash mismatch)"),
+    BROKEN_LINK: gettext_lazy("a receipt before it was removed or reordered (broken link)"),
+    UNKNOWN_KEY: gettext_lazy("signed by an unknown key"),
+    BAD_SIGNATURE: gettext_lazy("the signature does not verify (bad signature)"),
+    VERIFICATION_CHANGED: gettext_lazy("its verification result was changed after it was written"),
+    ANCHOR_CHANGED: gettext_lazy("the record of its re-verifications was changed"),
+    MISSING_RECEIPT: gettext_lazy("the newest receipt is missing"),
+}
 
 
 # --- the canonical form -------------------------------------------------------------------------------

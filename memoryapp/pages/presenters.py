@@ -258,17 +258,6 @@ def receipt_rows(member: Member) -> list[dict[str, Any]]:
     return rows
 
 
-CHAIN_BREAK_LABELS = {
-    receipt_chain.HASH_MISMATCH: gettext_lazy("a receipt was changed after it was written (hash mismatch)"),
-    receipt_chain.BROKEN_LINK: gettext_lazy("a receipt before it was removed or reordered (broken link)"),
-    receipt_chain.UNKNOWN_KEY: gettext_lazy("signed by an unknown key"),
-    receipt_chain.BAD_SIGNATURE: gettext_lazy("the signature does not verify (bad signature)"),
-    receipt_chain.VERIFICATION_CHANGED: gettext_lazy("its verification result was changed after it was written"),
-    receipt_chain.ANCHOR_CHANGED: gettext_lazy("the record of its re-verifications was changed"),
-    receipt_chain.MISSING_RECEIPT: gettext_lazy("the newest receipt is missing"),
-}
-
-
 # The page verifies the newest receipts only, so it stays fast on a workspace with years of
 # sweep receipts (0.18 ms per receipt, bench/receipt_chain.py); `verify_receipts` and the verify
 # endpoint check every receipt.
@@ -288,7 +277,7 @@ def receipt_chain_status(member: Member) -> dict[str, Any]:
         "key_id": next(iter(keys))[:8],
         "break_receipt": brk["receiptId"] if brk else None,
         "break_position": brk["chainSeq"] if brk else None,
-        "break_reason": CHAIN_BREAK_LABELS.get(brk["reason"], brk["reason"]) if brk else None,
+        "break_reason": receipt_chain.REASON_LABELS.get(brk["reason"], brk["reason"]) if brk else None,
     }
 
 

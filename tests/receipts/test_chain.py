@@ -22,6 +22,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db.models import F
 from django.test import Client
+from django.utils import translation
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -142,9 +143,12 @@ def test_a_moved_purge_time_is_reported(world, four):
     DeletionReceipt.objects.filter(pk=four[1].pk).update(purged_at=four[1].purged_at - timedelta(days=30))
     status, report = run_verify()
     assert status == 1 and chain_of(report, world.workspace)["firstBreak"] == {"receiptId": str(four[1].pk), "chainSeq": 2, "reason": "hash_mismatch"}
-    with pytest.raises(CommandError) as raised:
-        call_command("verify_receipts", stdout=StringIO())
+    out = StringIO()
+    with pytest.raises(CommandError) as raised, translation.override("ja"):
+        call_command("verify_receipts", stdout=out)
     assert raised.value.returncode == 1
+    # the operator's report names the reason and says it in English (the page translates the same label)
+    assert f"BROKEN at receipt #{four[1].pk} (position 2): hash_mismatch: a receipt was changed after it was written (hash mismatch)" in out.getvalue()
 
 
 # What a database column can hold: PostgreSQL's text and jsonb refuse NUL and lone surrogates.

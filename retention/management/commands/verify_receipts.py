@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import json as jsonlib
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, no_translations
 
 from retention.receipt_checks import verify_chains
-
-REASON_TEXT = {
-    "hash_mismatch": "hash mismatch (its stored fields were changed after it was written)",
-    "broken_link": "broken link (it does not follow the receipt before it: one was removed, inserted or reordered)",
-    "unknown_key": "unknown key (signed by a key that is neither current nor listed in RECEIPT_VERIFY_KEYS)",
-    "bad_signature": "bad signature (the signature does not verify with the key it names)",
-    "verification_changed": "verification changed (a verification result was edited, removed, reordered or copied after it was written)",
-    "anchor_changed": "anchor changed (the chain head's signed record of each re-verified receipt's verifications was edited or cleared)",
-    "missing_receipt": "missing receipt (the chain's head names a later receipt that is gone)",
-}
+from retention.receipts import REASON_LABELS
 
 
 class Command(BaseCommand):
@@ -30,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--workspace", type=int, help="Only this workspace's chain (its id; it may be deleted already).")
         parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
+    @no_translations  # an operator's report: the labels in English
     def handle(self, *args, workspace: int | None = None, json: bool = False, **options):
         report = verify_chains([workspace] if workspace is not None else None)
         if json:
@@ -44,7 +36,7 @@ class Command(BaseCommand):
                     where = f"receipt #{brk['receiptId']}" if brk["receiptId"] else "a receipt"
                     if "verificationSeq" in brk:
                         where += f", verification {brk['verificationSeq']}" if brk["verificationSeq"] else ", its shown verification"
-                    self.stdout.write(f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): {REASON_TEXT[brk['reason']]}")
+                    self.stdout.write(f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): {brk['reason']}: {REASON_LABELS[brk['reason']]}")
             if not report["workspaces"]:
                 self.stdout.write("No receipts to verify.")
             if report["intact"]:
