@@ -14,7 +14,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.expressions import CombinedExpression
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
+from core.choices import LabelledChoices
 from governance.models import Credential, Member, Workspace
 from memoryapp.keyring import DataKey  # noqa: F401 -- the key store's one model (it lives in the `keyring` database)
 from memoryapp.sealing import RowKeyField, SealedField, SealedManager, SealedQuerySet, row_cipher
@@ -27,12 +29,14 @@ ASSISTANT_NAMESPACE = "assistant"
 MEMORY_KINDS = ("preference", "fact", "instruction")
 
 
-class Source(models.TextChoices):
-    AGENT = "agent", "Agent"
-    USER_REQUEST = "user_request", "User request"
-    ASSISTANT_INITIATED = "assistant_initiated", "Assistant recorded"
-    MANUAL = "manual", "Manual"
-    AI_EXTRACTED = "ai_extracted", "AI extracted"
+class Source(LabelledChoices):
+    """Source tags (SPEC §7): the page's text always says what the colour means."""
+
+    AGENT = "agent", gettext_lazy("Agent")
+    USER_REQUEST = "user_request", gettext_lazy("User request")
+    ASSISTANT_INITIATED = "assistant_initiated", gettext_lazy("Assistant recorded")
+    MANUAL = "manual", gettext_lazy("Manual")
+    AI_EXTRACTED = "ai_extracted", gettext_lazy("AI extracted")
 
 
 AGENT_API_SOURCES = (Source.AGENT, Source.USER_REQUEST, Source.ASSISTANT_INITIATED)
@@ -356,9 +360,9 @@ class AccessOperation(models.TextChoices):
     LIST = "list", "List"
 
 
-class AccessSurface(models.TextChoices):
-    REST = "rest", "REST"
-    MCP = "mcp", "MCP"
+class AccessSurface(LabelledChoices):
+    REST = "rest", gettext_lazy("REST API")
+    MCP = "mcp", gettext_lazy("MCP")
 
 
 class AccessEntry(models.Model):

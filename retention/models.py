@@ -9,8 +9,10 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from core.choices import LabelledChoices
 
-class Operation(models.TextChoices):
+
+class Operation(LabelledChoices):
     """Why memories were erased. The labels are the one table of their names: the pages show
     them translated, the admin and the receipts API in English."""
 
@@ -27,12 +29,6 @@ class Operation(models.TextChoices):
     ADMIN_ERASE = "admin_erase", gettext_lazy("Erased by a platform admin")
     FORGETTING_CHECK = "forgetting_check", gettext_lazy("Forgetting check")
     KEY_SWEEP = "key_sweep", gettext_lazy("Left by an interrupted erase (data key already destroyed)")
-
-    @classmethod
-    def label_of(cls, value: str) -> str:
-        """The label of a stored operation (in the active language), or the value itself for
-        one this code no longer knows."""
-        return str(cls(value).label) if value in cls.values else value
 
 
 class DeletionReceipt(models.Model):

@@ -25,20 +25,11 @@ from governance.actions import ACCOUNT_NOTICES, account_target
 from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
 from memoryapp import access_log
-from memoryapp.models import AccessEntry, MemoryVersion, Source, current_q
+from memoryapp.models import AccessEntry, AccessSurface, MemoryVersion, Source, current_q
 from memoryapp.pages.forms import KIND_CHOICES
 from retention import receipt_keys
 from retention import receipts as receipt_chain
 from retention.models import DeletionReceipt, Operation
-
-# Source tags (SPEC §7): the text always says what the colour means.
-SOURCE_LABELS = {
-    Source.AGENT: gettext_lazy("Agent"),
-    Source.USER_REQUEST: gettext_lazy("User request"),
-    Source.ASSISTANT_INITIATED: gettext_lazy("Assistant recorded"),
-    Source.MANUAL: gettext_lazy("Manual"),
-    Source.AI_EXTRACTED: gettext_lazy("AI extracted"),
-}
 
 MASK_LABELS = {
     "EMAIL": gettext_lazy("email address"),
@@ -124,7 +115,7 @@ def agent_memory_rows(memories: list[dict[str, Any]], member: Member) -> list[di
             "created": parse_datetime(m["createdAt"]),
             "expires": parse_datetime(m["expiresAt"]),
             "collection_name": names.get(int(m["collectionId"])) if m["collectionId"] else None,
-            "source_label": SOURCE_LABELS.get(m["source"], m["source"]),
+            "source_label": Source.label_of(m["source"]),
             "masked_note": masked_note(m["masked"]),
             "citation_count": len(m["citations"]),
         }
@@ -138,7 +129,7 @@ def assistant_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {
             **item,
             "kind_label": kinds.get(item["kind"], item["kind"] or "—"),
-            "source_label": SOURCE_LABELS.get(item["source"], item["source"]),
+            "source_label": Source.label_of(item["source"]),
             "created": parse_datetime(item["createdAt"]),
             "updated": parse_datetime(item["updatedAt"]),
             "expires": parse_datetime(item["expiresAt"]),
@@ -150,7 +141,6 @@ def assistant_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # --- the access log ------------------------------------------------------------------------------------
-SURFACE_LABELS = {"rest": gettext_lazy("REST API"), "mcp": gettext_lazy("MCP")}
 
 
 def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], hidden: set[int]) -> list[dict[str, Any]]:
@@ -172,7 +162,7 @@ def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], h
                     "key": version.key if version else None,
                     "text": version.text if version else None,
                     "assistant": bool(version and version.is_assistant),
-                    "source_label": SOURCE_LABELS.get(version.source, version.source) if version else None,
+                    "source_label": Source.label_of(version.source) if version else None,
                 }
             )
         rows.append(
@@ -180,7 +170,7 @@ def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], h
                 "entry": entry,
                 "name": entry.credential_name,
                 "recall": entry.operation == "recall",
-                "surface_label": SURFACE_LABELS.get(entry.surface, entry.surface),
+                "surface_label": AccessSurface.label_of(entry.surface),
                 "today": timezone.localdate(entry.at) == today,
                 "memories": memories,
             }
