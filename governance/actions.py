@@ -248,7 +248,7 @@ def create_credential(
     bound context set (given, or named by `context_set_id`) must be a live set of the workspace."""
     if context_set_id is not None:
         context_set = ContextSet.objects.filter(pk=context_set_id).first()
-    if (context_set_id is not None or context_set is not None) and (context_set is None or context_set.workspace_id != member.workspace_id or context_set.deleted_at is not None):
+    if (context_set_id is not None or context_set is not None) and (context_set is None or context_set.workspace_id != member.workspace_id or context_set.is_deleted):
         raise validation_error({"contextSetId": ["No such context set."]})
     unknown = [s for s in scopes if s not in MEMORY_SCOPES]
     if unknown:

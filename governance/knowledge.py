@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from governance.models import Collection, ContextSet, Document, Entity, Member, Workspace
 
@@ -36,8 +35,8 @@ def readable_collections(member: Member) -> QuerySet[Collection]:
 
 
 def readable_documents(member: Member) -> QuerySet[Document]:
-    now = timezone.now()
-    return Document.objects.filter(Q(workspace_id=member.workspace_id) & (Q(expires_at__isnull=True) | Q(expires_at__gt=now)) & Q(collection__in=readable_collections(member).values("id")))
+    """Documents the member may read now: of their workspace, not expired, in a readable collection."""
+    return Document.objects.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=readable_collections(member).values("id")))
 
 
 def context_set_document_ids(context_set: ContextSet) -> set[int]:

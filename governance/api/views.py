@@ -216,7 +216,7 @@ class ContextSetsView(WorkspaceAPIView):
     permissions = {"POST": "context_sets:manage"}
 
     def get(self, request, ws_id):
-        return Response({"contextSets": [context_set_json(c) for c in self.scoped(ContextSet.objects.filter(deleted_at__isnull=True))]})
+        return Response({"contextSets": [context_set_json(c) for c in self.scoped(ContextSet.objects.live())]})
 
     @extend_schema(request=s.ContextSetBody, responses={201: dict})
     def post(self, request, ws_id):
@@ -235,7 +235,7 @@ class ContextSetView(WorkspaceAPIView):
     permissions = {"PATCH": "context_sets:manage", "DELETE": "context_sets:manage"}
 
     def _set(self, set_id: int) -> ContextSet:
-        return self.get_scoped(ContextSet.objects.filter(deleted_at__isnull=True), set_id, "context set")
+        return self.get_scoped(ContextSet.objects.live(), set_id, "context set")
 
     @extend_schema(request=s.ContextSetPatchBody, responses={200: dict})
     def patch(self, request, ws_id, set_id):
