@@ -21,12 +21,12 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import ApiError, memory_disabled, validation_error
+from core.errors import ApiError, memory_disabled, not_found, validation_error
 from core.timestamps import iso
 from governance import signals, tokens
 from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
-from governance.knowledge import EntityMatcher, matcher_for, split_passages
+from governance.knowledge import EntityMatcher, matcher_for, readable_collection, readable_collections, readable_documents, split_passages
 from governance.models import (
     AskHistorySettings,
     Collection,
@@ -248,7 +248,7 @@ def create_credential(
     bound context set (given, or named by `context_set_id`) must be a live set of the workspace."""
     if context_set_id is not None:
         context_set = ContextSet.objects.filter(pk=context_set_id).first()
-    if (context_set_id is not None or context_set is not None) and (context_set is None or context_set.workspace_id != member.workspace_id or context_set.deleted_at is not None):
+    if (context_set_id is not None or context_set is not None) and (context_set is None or context_set.workspace_id != member.workspace_id or context_set.is_deleted):
         raise validation_error({"contextSetId": ["No such context set."]})
     unknown = [s for s in scopes if s not in MEMORY_SCOPES]
     if unknown:
@@ -325,8 +325,21 @@ def create_collection(
     return collection
 
 
+def _collection_read_by(member: Member, collection: Collection | None, collection_id: int | None) -> Collection | None:
+    """The collection (given, or named by `collection_id`) if `member` may read it, else None."""
+    return readable_collection(member, collection.pk if collection is not None else collection_id)
+
+
 @transaction.atomic
-def delete_collection(collection: Collection, *, actor: Actor) -> None:
+def delete_collection(collection: Collection | None = None, *, actor: Actor, collection_id: int | None = None, by: Member | None = None) -> None:
+    """`by`: the member deleting it, who must read the collection (given, or named by
+    `collection_id`): one they cannot read is not found (404), like one that does not exist."""
+    if by is not None:
+        collection = _collection_read_by(by, collection, collection_id)
+        if collection is None:
+            raise not_found("collection")
+    elif collection is None:
+        raise TypeError("delete_collection: a collection, or a collection_id and the member `by` who reads it")
     document_ids = list(collection.documents.values_list("pk", flat=True))
     signals.documents_deleting.send(sender=Collection, workspace_id=collection.workspace_id, document_ids=document_ids, collection_id=collection.pk)
     audit("collection.deleted", workspace=collection.workspace, actor=actor, target=f"collection #{collection.pk}", changes={"documents": len(document_ids)})
@@ -352,7 +365,17 @@ def _add_version(document: Document, text: str) -> DocumentVersion:
 
 
 @transaction.atomic
-def create_document(collection: Collection, *, title: str, text: str, expires_at: datetime | None = None) -> Document:
+def create_document(collection: Collection | None = None, *, title: str, text: str, expires_at: datetime | None = None, collection_id: int | None = None, by: Member | None = None) -> Document:
+    """`by`: the member adding it, who must read the collection (given, or named by
+    `collection_id`), or nothing is created (400 naming `collectionId`, whether it is missing,
+    another workspace's or restricted). Without `by` (seeding, the forgetting check) the given
+    collection is trusted."""
+    if by is not None:
+        collection = _collection_read_by(by, collection, collection_id)
+        if collection is None:
+            raise validation_error({"collectionId": ["No such collection."]})
+    elif collection is None:
+        raise TypeError("create_document: a collection, or a collection_id and the member `by` who reads it")
     document = Document.objects.create(workspace_id=collection.workspace_id, collection=collection, title=title, expires_at=expires_at)
     _add_version(document, text)
     return document
@@ -399,10 +422,35 @@ def create_entity(workspace: Workspace, *, name: str, aliases: list[str]) -> Ent
 
 
 @transaction.atomic
-def create_context_set(workspace: Workspace, *, name: str, collections: list[Collection], documents: list[Document], active: bool = True) -> ContextSet:
+def create_context_set(
+    workspace: Workspace,
+    *,
+    name: str,
+    collections: list[Collection] | None = None,
+    documents: list[Document] | None = None,
+    collection_ids: list[int] | None = None,
+    document_ids: list[int] | None = None,
+    active: bool = True,
+    by: Member | None = None,
+) -> ContextSet:
+    """`by`: the member creating it, who must read every collection and document (given, or named
+    by ids; an id named twice counts once) in this workspace, or nothing is created: 400 naming
+    `collectionIds` (checked first), else `documentIds` — an expired document is not readable.
+    Without `by` (seeding, tests) the given rows are trusted."""
+    if by is not None:
+        wanted_collections = set(collection_ids) if collection_ids is not None else {c.pk for c in collections or ()}
+        wanted_documents = set(document_ids) if document_ids is not None else {d.pk for d in documents or ()}
+        collections = list(readable_collections(by).filter(workspace_id=workspace.pk, pk__in=wanted_collections))
+        documents = list(readable_documents(by).filter(workspace_id=workspace.pk, pk__in=wanted_documents))
+        if len(collections) != len(wanted_collections):
+            raise validation_error({"collectionIds": ["No such collection."]})
+        if len(documents) != len(wanted_documents):
+            raise validation_error({"documentIds": ["No such document."]})
+    elif collection_ids is not None or document_ids is not None:
+        raise TypeError("create_context_set: ids need the member `by` who reads them")
     context_set = ContextSet.objects.create(workspace=workspace, name=name, active=active)
-    context_set.collections.set(collections)
-    context_set.documents.set(documents)
+    context_set.collections.set(collections or [])
+    context_set.documents.set(documents or [])
     return context_set
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from governance.models import Collection, ContextSet, Document, Entity, Member, Workspace
 
@@ -35,9 +34,15 @@ def readable_collections(member: Member) -> QuerySet[Collection]:
     return Collection.objects.filter(Q(workspace_id=member.workspace_id) & readable_collections_q(member)).distinct()
 
 
+def readable_collection(member: Member, collection_id: int) -> Collection | None:
+    """The collection `collection_id` if the member may read it; None when it does not exist, is
+    another workspace's, or is restricted without the member (the caller cannot tell which)."""
+    return readable_collections(member).filter(pk=collection_id).first()
+
+
 def readable_documents(member: Member) -> QuerySet[Document]:
-    now = timezone.now()
-    return Document.objects.filter(Q(workspace_id=member.workspace_id) & (Q(expires_at__isnull=True) | Q(expires_at__gt=now)) & Q(collection__in=readable_collections(member).values("id")))
+    """Documents the member may read now: of their workspace, not expired, in a readable collection."""
+    return Document.objects.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=readable_collections(member).values("id")))
 
 
 def context_set_document_ids(context_set: ContextSet) -> set[int]:

@@ -161,6 +161,13 @@ class Collection(models.Model):
         return self.name
 
 
+class DocumentQuerySet(models.QuerySet):
+    def unexpired(self, at: datetime | None = None) -> DocumentQuerySet:
+        """Readable at `at` (now) as far as expiry goes: no `expires_at`, or one after `at` — a
+        document is readable strictly before its expiry instant (`Document.is_expired` as a query)."""
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at or timezone.now()))
+
+
 class Document(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="documents")
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
@@ -169,11 +176,17 @@ class Document(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = DocumentQuerySet.as_manager()
+
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
         return self.title
+
+    def is_expired(self, at: datetime | None = None) -> bool:
+        """Expired at or after its `expires_at` (`DocumentQuerySet.unexpired` selects the others)."""
+        return self.expires_at is not None and self.expires_at <= (at or timezone.now())
 
 
 class DocumentVersion(models.Model):
@@ -259,6 +272,13 @@ def entity_changed(sender: type, instance: Entity, **kwargs: object) -> None:
     Entity.changed(instance.workspace_id)
 
 
+class ContextSetQuerySet(models.QuerySet):
+    def live(self) -> ContextSetQuerySet:
+        """Context sets not deleted (active or paused): the one spelling of `deleted_at IS NULL`
+        outside this module (tests/layers/test_model_rules.py fails on a copy)."""
+        return self.filter(deleted_at__isnull=True)
+
+
 class ContextSet(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="context_sets")
     name = models.CharField(max_length=200)
@@ -269,6 +289,8 @@ class ContextSet(models.Model):
     # Soft delete: a credential bound to a deleted set must keep refusing, never fall back to "unbound".
     deleted_at = models.DateTimeField(null=True, blank=True)
 
+    objects = ContextSetQuerySet.as_manager()
+
     class Meta:
         ordering = ["id"]
 
@@ -276,8 +298,12 @@ class ContextSet(models.Model):
         return self.name
 
     @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    @property
     def usable(self) -> bool:
-        return self.active and self.deleted_at is None
+        return self.active and not self.is_deleted
 
 
 class CredentialQuerySet(models.QuerySet):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -15,8 +14,8 @@ from core.timestamps import iso
 from governance import actions
 from governance.api import serializers as s
 from governance.api.base import WorkspaceAPIView
-from governance.knowledge import readable_collections_q, readable_documents
-from governance.models import Collection, ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
+from governance.knowledge import readable_collections, readable_documents
+from governance.models import ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
 from retention import previews
 
 PLAN_TOKEN = "planToken"
@@ -103,7 +102,7 @@ class CollectionsView(WorkspaceAPIView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
-        collections = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).distinct()
+        collections = readable_collections(self.member)
         return Response({"collections": [{"id": str(c.pk), "name": c.name, "restricted": c.restricted} for c in collections]})
 
     @extend_schema(request=s.CollectionBody, responses={201: dict})
@@ -117,10 +116,7 @@ class CollectionView(WorkspaceAPIView):
     permissions = {"DELETE": "knowledge:write"}
 
     def delete(self, request, ws_id, collection_id):
-        collection = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).filter(pk=collection_id).first()
-        if collection is None:
-            raise not_found("collection")
-        actions.delete_collection(collection, actor=request.user)
+        actions.delete_collection(collection_id=collection_id, by=self.member, actor=request.user)
         return Response(status=204)
 
 
@@ -144,10 +140,7 @@ class DocumentsView(WorkspaceAPIView):
     @extend_schema(request=s.DocumentBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.DocumentBody)
-        collection = self.scoped(Collection.objects.filter(readable_collections_q(self.member))).filter(pk=data["collectionId"]).first()
-        if collection is None:
-            raise validation_error({"collectionId": ["No such collection."]})
-        document = actions.create_document(collection, title=data["title"], text=data["text"], expires_at=data.get("expiresAt"))
+        document = actions.create_document(collection_id=data["collectionId"], title=data["title"], text=data["text"], expires_at=data.get("expiresAt"), by=self.member)
         return Response(version_json(document, document.current_version), status=201)
 
 
@@ -216,18 +209,12 @@ class ContextSetsView(WorkspaceAPIView):
     permissions = {"POST": "context_sets:manage"}
 
     def get(self, request, ws_id):
-        return Response({"contextSets": [context_set_json(c) for c in self.scoped(ContextSet.objects.filter(deleted_at__isnull=True))]})
+        return Response({"contextSets": [context_set_json(c) for c in self.scoped(ContextSet.objects.live())]})
 
     @extend_schema(request=s.ContextSetBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.ContextSetBody)
-        collections = list(self.scoped(Collection.objects.filter(Q(pk__in=data["collectionIds"]) & readable_collections_q(self.member))).distinct())
-        documents = list(readable_documents(self.member).filter(pk__in=data["documentIds"]))
-        if len(collections) != len(set(data["collectionIds"])):
-            raise validation_error({"collectionIds": ["No such collection."]})
-        if len(documents) != len(set(data["documentIds"])):
-            raise validation_error({"documentIds": ["No such document."]})
-        context_set = actions.create_context_set(self.workspace, name=data["name"], collections=collections, documents=documents, active=data["active"])
+        context_set = actions.create_context_set(self.workspace, name=data["name"], collection_ids=data["collectionIds"], document_ids=data["documentIds"], active=data["active"], by=self.member)
         return Response({"id": str(context_set.pk)}, status=201)
 
 
@@ -235,7 +222,7 @@ class ContextSetView(WorkspaceAPIView):
     permissions = {"PATCH": "context_sets:manage", "DELETE": "context_sets:manage"}
 
     def _set(self, set_id: int) -> ContextSet:
-        return self.get_scoped(ContextSet.objects.filter(deleted_at__isnull=True), set_id, "context set")
+        return self.get_scoped(ContextSet.objects.live(), set_id, "context set")
 
     @extend_schema(request=s.ContextSetPatchBody, responses={200: dict})
     def patch(self, request, ws_id, set_id):

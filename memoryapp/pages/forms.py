@@ -94,7 +94,7 @@ class CredentialForm(forms.Form):
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["context_set"].queryset = ContextSet.objects.filter(workspace=workspace, deleted_at__isnull=True).order_by("name", "id")
+        self.fields["context_set"].queryset = ContextSet.objects.live().filter(workspace=workspace).order_by("name", "id")
 
     def clean_scopes(self):
         scopes = self.cleaned_data["scopes"]

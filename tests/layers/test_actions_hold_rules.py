@@ -49,6 +49,92 @@ def test_create_collection_adds_the_named_readers_and_keeps_the_creator_reading(
     assert set(collection.readers.all()) == {world.viewer, world.editor}
 
 
+# --- the readability checks live in the knowledge actions ------------------------------------------
+@pytest.fixture
+def closed_world(world):
+    """A restricted collection only the owner reads, with a document, and an expired document in
+    an open collection: neither is readable by the editor."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    board = governance.create_collection(world.workspace, name="Board", restricted=True, creator=world.owner)
+    open_collection = governance.create_collection(world.workspace, name="Open")
+    minutes = governance.create_document(board, title="Minutes", text="secret")
+    expired = governance.create_document(open_collection, title="Old", text="gone", expires_at=timezone.now() - timedelta(seconds=1))
+    foreign = governance.create_collection(world.other_workspace, name="Foreign")
+    return world, board, open_collection, minutes, expired, foreign
+
+
+def test_create_document_refuses_a_collection_the_member_cannot_read(closed_world):
+    from governance.models import Document
+
+    world, board, open_collection, _, _, foreign = closed_world
+    before = Document.objects.count()
+    for refused_call in (
+        lambda: governance.create_document(board, title="T", text="x", by=world.editor),
+        lambda: governance.create_document(collection_id=board.pk, title="T", text="x", by=world.editor),
+        lambda: governance.create_document(collection_id=foreign.pk, title="T", text="x", by=world.editor),
+        lambda: governance.create_document(collection_id=10**9, title="T", text="x", by=world.editor),
+    ):
+        with pytest.raises(ApiError) as refused:
+            refused_call()
+        assert (refused.value.status, refused.value.code, refused.value.details) == (400, "VALIDATION_ERROR", {"fields": {"collectionId": ["No such collection."]}})
+    assert Document.objects.count() == before
+    assert governance.create_document(collection_id=board.pk, title="T", text="x", by=world.owner).collection == board
+    assert governance.create_document(collection_id=open_collection.pk, title="T", text="x", by=world.editor).collection == open_collection
+
+
+def test_delete_collection_refuses_one_the_member_cannot_read_as_not_found(closed_world):
+    world, board, open_collection, _, _, foreign = closed_world
+    for collection, collection_id in ((board, None), (None, board.pk), (None, foreign.pk), (None, 10**9)):
+        with pytest.raises(ApiError) as refused:
+            governance.delete_collection(collection, collection_id=collection_id, by=world.editor, actor=world.editor.user)
+        assert (refused.value.status, refused.value.code, refused.value.message) == (404, "NOT_FOUND", "No such collection.")
+    assert Collection.objects.filter(pk__in=[board.pk, foreign.pk]).count() == 2
+    governance.delete_collection(collection_id=open_collection.pk, by=world.editor, actor=world.editor.user)
+    assert not Collection.objects.filter(pk=open_collection.pk).exists()
+
+
+def test_create_context_set_refuses_a_collection_or_document_the_member_cannot_read(closed_world):
+    from governance.models import ContextSet
+
+    world, board, open_collection, minutes, expired, foreign = closed_world
+    no_collection = {"fields": {"collectionIds": ["No such collection."]}}
+    no_document = {"fields": {"documentIds": ["No such document."]}}
+    cases = [
+        ({"collections": [open_collection, board]}, no_collection),
+        ({"collection_ids": [open_collection.pk, foreign.pk]}, no_collection),
+        ({"collection_ids": [board.pk], "document_ids": [minutes.pk]}, no_collection),  # collections first
+        ({"documents": [minutes]}, no_document),
+        ({"document_ids": [expired.pk]}, no_document),
+        ({"collection_ids": [open_collection.pk], "document_ids": [10**9]}, no_document),
+    ]
+    for named, details in cases:
+        with pytest.raises(ApiError) as refused:
+            governance.create_context_set(world.workspace, name="S", by=world.editor, **named)
+        assert (refused.value.status, refused.value.code, refused.value.details) == (400, "VALIDATION_ERROR", details), named
+    assert not ContextSet.objects.exists()
+    mine = governance.create_context_set(world.workspace, name="S", collection_ids=[open_collection.pk, open_collection.pk], by=world.editor)
+    assert list(mine.collections.all()) == [open_collection]
+    owners = governance.create_context_set(world.workspace, name="B", collections=[board], documents=[minutes], by=world.owner)
+    assert (list(owners.collections.all()), list(owners.documents.all())) == ([board], [minutes])
+    with pytest.raises(ApiError):  # another workspace's member reads nothing here
+        governance.create_context_set(world.workspace, name="X", collection_ids=[open_collection.pk], by=world.outsider)
+
+
+def test_an_id_from_outside_is_never_trusted_without_the_member_who_reads_it(closed_world):
+    """Only rows may be trusted (seeding, the forgetting check): an id names nothing without `by`."""
+    world, board, *_ = closed_world
+    with pytest.raises(TypeError):
+        governance.create_document(collection_id=board.pk, title="T", text="x")
+    with pytest.raises(TypeError):
+        governance.delete_collection(collection_id=board.pk, actor=None)
+    with pytest.raises(TypeError):
+        governance.create_context_set(world.workspace, name="S", collection_ids=[board.pk])
+    assert Collection.objects.filter(pk=board.pk).exists()
+
+
 # --- the turn's rate limit lives in consolidation's action ------------------------------------------
 def _ctx(world):
     make_agent(world.editor)  # a credential for the editor

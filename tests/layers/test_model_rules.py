@@ -1,9 +1,9 @@
 """A rule about one model lives on that model (docs/architecture.md, "Glossary and model rules").
 
-The expiry rule, the grace cutoff, "active member", "usable credential" and the agent/assistant
-split are QuerySet methods and model methods; this suite fails when a copy of one of their raw
-predicates reappears anywhere else in the apps, and checks the methods against the rows they
-select.
+The expiry rule, the grace cutoff, "active member", "usable credential", "live context set",
+"unexpired document" and the agent/assistant split are QuerySet methods and model methods; this
+suite fails when a copy of one of their raw predicates reappears anywhere else in the apps, and
+checks the methods against the rows they select.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ RAW_PREDICATES = {
     "active member (Member.objects.active / removed)": re.compile(r"left_at__isnull|left_at\s*[!=]=\s*None|left_at\s+is\s+(not\s+)?None"),
     "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)": re.compile(r"revoked_at__isnull"),
     "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(r"(exclude|filter|Q)\(namespace=ASSISTANT_NAMESPACE\b"),
+    "context set not deleted (ContextSet.objects.live, context_set.is_deleted)": re.compile(r"deleted_at__isnull|deleted_at\s*[!=]=\s*None|deleted_at\s+is\s+(not\s+)?None"),
+    "document or credential expiry as a query (Document.objects.unexpired, Credential.objects.active / expired)": re.compile(r"expires_at__(isnull|gt|gte|lt|lte)\b"),
 }
 
 
@@ -69,6 +71,10 @@ def test_the_scan_finds_a_planted_copy():
         "SELECT count(*) FILTER (WHERE valid_to IS NULL)": "current",
         "return obj.valid_to is None": "current",
         "Count('pk', filter=Q(unreachable_at__isnull=False))": "unreachable",
+        "ContextSet.objects.filter(workspace=workspace, deleted_at__isnull=True)": "context set",
+        "if context_set.deleted_at is not None:": "context set",
+        "Q(expires_at__isnull=True) | Q(expires_at__gt=now)": "document expiry",
+        "Document.objects.filter(expires_at__lte=now)": "document expiry",
     }
     for line in planted:
         assert any(p.search(line) for p in RAW_PREDICATES.values()), line
@@ -215,3 +221,38 @@ def test_the_settings_ranges_are_the_models_in_the_api_body_and_the_form():
     for api, field, (low, high) in (("agentMemoryRetentionDays", "agent_memory_retention_days", RETENTION_DAYS_RANGE), ("expiredGraceDays", "expired_grace_days", GRACE_DAYS_RANGE)):
         assert (body[api].min_value, body[api].max_value) == (form[field].min_value, form[field].max_value) == (low, high)
         assert f"Between {low} and {high}." in str(form[field].help_text)
+
+
+def test_live_context_sets_are_the_ones_not_deleted_like_the_row_property(member):
+    from governance.models import ContextSet
+
+    kept = ContextSet.objects.create(workspace=member.workspace, name="kept")
+    paused = ContextSet.objects.create(workspace=member.workspace, name="paused", active=False)
+    gone = ContextSet.objects.create(workspace=member.workspace, name="gone", active=False, deleted_at=timezone.now())
+    assert list(ContextSet.objects.live()) == [kept, paused]  # paused is live: inactive, not deleted
+    assert [s.is_deleted for s in (kept, paused, gone)] == [False, False, True]
+    assert [s.usable for s in (kept, paused, gone)] == [True, False, False]
+
+
+@pytest.mark.django_db
+def test_a_document_is_unexpired_strictly_before_its_expiry_instant(member):
+    """`expires_at == at` is expired (readable strictly before it), in the query and on the row."""
+    from governance.models import Collection, Document
+
+    at = timezone.now()
+    collection = Collection.objects.create(workspace=member.workspace, name="c")
+    documents = {
+        name: Document.objects.create(workspace=member.workspace, collection=collection, title=name, expires_at=expires_at)
+        for name, expires_at in {
+            "never": None,
+            "after": at + timedelta(microseconds=1),
+            "at": at,
+            "before": at - timedelta(microseconds=1),
+        }.items()
+    }
+    unexpired = {d.title for d in Document.objects.unexpired(at)}
+    assert unexpired == {name for name, d in documents.items() if not d.is_expired(at)} == {"never", "after"}
+    assert {d.title for d in Document.objects.unexpired(at - timedelta(microseconds=1))} == {"never", "after", "at"}
+    Document.objects.filter(title="after").update(expires_at=timezone.now() + timedelta(hours=1))
+    assert {d.title for d in Document.objects.unexpired()} == {"never", "after"}  # no `at`: now
+    assert not documents["never"].is_expired() and documents["before"].is_expired()
