@@ -3,6 +3,10 @@
 Knowledge rows that memories depend on (documents, collections) are deleted for real; citations
 keep plain ids, so a deleted source makes its memories unreachable at once (the live re-check
 finds it gone) and the cascade then erases them with a receipt.
+
+Over ~400 lines on purpose: each model carries its own QuerySet and row methods (active members,
+usable credentials, live context sets, unexpired documents), so every predicate about these rows
+is written once, next to the fields it reads (tests/layers/test_model_rules.py).
 """
 
 from __future__ import annotations
