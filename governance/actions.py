@@ -220,6 +220,11 @@ def update_settings(workspace: Workspace, changes: dict[str, Any], *, actor: Act
     return ask_history
 
 
+def member_json(member: Member) -> dict[str, Any]:
+    """A member as the workspace API shows it (the member's export adds `rememberMe`)."""
+    return {"id": str(member.pk), "email": member.user.email, "role": member.role, "joinedAt": iso(member.joined_at)}
+
+
 # --- credentials -------------------------------------------------------------------------------
 def credential_json(credential: Credential) -> dict[str, Any]:
     """A credential's metadata (the workspace API and the member's export): never the token (it

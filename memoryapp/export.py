@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from core.timestamps import iso
 from credits.models import UsageRecord
-from governance.actions import credential_json
+from governance.actions import credential_json, member_json
 from governance.audit import Actor, audit
 from governance.models import AskHistorySettings, Credential, Member
 from memoryapp import access_log
@@ -76,13 +76,7 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
         "schema": SCHEMA_PATH,
         "exportedAt": iso(exported_at),
         "workspace": {"id": str(workspace.pk), "name": workspace.name},
-        "member": {
-            "id": str(member.pk),
-            "email": member.user.email,
-            "role": member.role,
-            "joinedAt": iso(member.joined_at),
-            "rememberMe": member.remember_me,
-        },
+        "member": {**member_json(member), "rememberMe": member.remember_me},
         "retention": ask_history.api_values(AskHistorySettings.RETENTION_API_FIELDS),
     }
     yield _dump(head)[:-1]  # the object stays open: the sections follow

@@ -71,14 +71,10 @@ class CredentialView(WorkspaceAPIView):
         return Response(status=204)
 
 
-def member_json(member: Member) -> dict[str, Any]:
-    return {"id": str(member.pk), "email": member.user.email, "role": member.role, "joinedAt": iso(member.joined_at)}
-
-
 class MembersView(WorkspaceAPIView):
     def get(self, request, ws_id):
         members = self.scoped(Member.objects.active().select_related("user"))
-        return Response({"members": [member_json(m) for m in members]})
+        return Response({"members": [actions.member_json(m) for m in members]})
 
 
 class MemberView(WorkspaceAPIView):
@@ -91,7 +87,7 @@ class MemberView(WorkspaceAPIView):
     def patch(self, request, ws_id, member_id):
         target = self._target(member_id)
         data = self.body(request, s.RoleBody)
-        return Response(member_json(actions.change_role(target, data["role"], actor=request.user)))
+        return Response(actions.member_json(actions.change_role(target, data["role"], actor=request.user)))
 
     def delete(self, request, ws_id, member_id):
         actions.remove_member(self._target(member_id), actor=request.user)
