@@ -16,8 +16,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from governance import actions
-from governance.admin_base import RefuseUnknownActionsMixin, audited_step_allowed
-from governance.auth import is_member_account
+from governance.admin_base import RefuseUnknownActionsMixin
+from governance.auth import is_member_account, may_set_password
 from governance.login_throttle import ThrottledLoginMixin
 
 User = get_user_model()
@@ -72,11 +72,9 @@ class AccountAdmin(RefuseUnknownActionsMixin, UserAdmin):
 
     def user_change_password(self, request, id, form_url=""):
         target = self.get_object(request, unquote(id))
-        own = target is not None and target.pk == request.user.pk  # an admin's own password is theirs to change
-        if target is not None and not own and is_member_account(target) and not audited_step_allowed(request.user):
+        if target is not None and not may_set_password(request.user, target):
             raise PermissionDenied
-        if target is not None and not own and (target.is_superuser or target.is_staff) and not request.user.is_superuser:
-            raise PermissionDenied  # staff setting a superuser's (or another admin's) password would become them
+        own = target is not None and target.pk == request.user.pk  # an admin's own password is theirs: no audit event
         with transaction.atomic():
             before = target.password if target is not None else None
             response = super().user_change_password(request, id, form_url)

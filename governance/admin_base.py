@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.exceptions import DisallowedModelAdminLookup
@@ -307,14 +306,6 @@ class ContentGuardMixin:
 
 
 # --- the audited step -----------------------------------------------------------------------------
-def audited_step_allowed(user: Any) -> bool:
-    """Whether `user` may take the audited step (SPEC §10): read one memory's content, or act on a
-    member's account (set its password). Only when the deployment allows it
-    (`ADMIN_MAY_VIEW_MEMORY_CONTENT`), only for an active superuser, and each use asks for a reason
-    and writes an audit event."""
-    return bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT) and bool(getattr(user, "is_superuser", False)) and bool(getattr(user, "is_active", False))
-
-
 # --- the base admin --------------------------------------------------------------------------
 def refuse_unknown_actions(model_admin: admin.ModelAdmin, request: HttpRequest) -> None:
     """A POST to a change list must name actions this user may run, else 403 (Django itself

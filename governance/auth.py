@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
@@ -40,6 +41,25 @@ class PersonalTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+def audited_step_allowed(user: Any) -> bool:
+    """Whether `user` may take the audited step (SPEC §10): read one memory's content, or act on a
+    member's account (set its password). Only when the deployment allows it
+    (`ADMIN_MAY_VIEW_MEMORY_CONTENT`), only for an active superuser, and each use asks for a reason
+    and writes an audit event."""
+    return bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT) and bool(getattr(user, "is_superuser", False)) and bool(getattr(user, "is_active", False))
+
+
+def may_set_password(actor: Any, target: Any) -> bool:
+    """Whether `actor` may set `target`'s password in the admin: their own always; a member's
+    account (or a removed member's) only through the audited step; a superuser's or another
+    admin's only as a superuser (staff setting it would become them)."""
+    if target.pk == actor.pk:
+        return True
+    if is_member_account(target) and not audited_step_allowed(actor):
+        return False
+    return not ((target.is_superuser or target.is_staff) and not actor.is_superuser)
 
 
 def is_member_account(user: object) -> bool:

@@ -21,8 +21,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from governance.admin_base import GovernedAdmin, ReasonForm, audited_step_allowed
+from governance.admin_base import GovernedAdmin, ReasonForm
 from governance.admin_filters import CurrentVersionFilter, MemorySurfaceFilter, UnreachableFilter
+from governance.auth import audited_step_allowed
 from governance.content import content_fields
 from memoryapp.actions import view_content_as_admin
 from memoryapp.crypto import OVERHEAD as SEALED_OVERHEAD

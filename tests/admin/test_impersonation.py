@@ -257,3 +257,23 @@ def test_every_admin_url_is_classified_and_every_product_write_is_refused(world,
     helpdesk = User.objects.create_user("desk@platform.test", "desk@platform.test", "pw-desk-123", is_staff=True)
     helpdesk.groups.add(group)
     assert set_password(browser(helpdesk), world.editor.user).status_code == 403
+
+
+@pytest.mark.parametrize("content_view", [False, True])
+def test_who_may_set_whose_password_in_the_admin(world, django_user_model, settings, content_view):
+    """`governance.auth.may_set_password`, the rule the account admin asks: their own always; a
+    member's account only through the audited step (an active superuser, where the deployment
+    allows it); a superuser's or another admin's only as a superuser; anyone else's as staff."""
+    from governance.auth import may_set_password
+
+    settings.ADMIN_MAY_VIEW_MEMORY_CONTENT = content_view
+    root = django_user_model.objects.create_user("root", "root@ops.test", "x", is_staff=True, is_superuser=True)
+    operator = django_user_model.objects.create_user("op", "op@ops.test", "x", is_staff=True)
+    colleague = django_user_model.objects.create_user("op2", "op2@ops.test", "x", is_staff=True)
+    outsider = django_user_model.objects.create_user("plain", "plain@ops.test", "x")
+    member = world.editor.user
+    assert may_set_password(root, root) and may_set_password(operator, operator)
+    assert may_set_password(root, member) is content_view and not may_set_password(operator, member)
+    assert may_set_password(root, operator) and may_set_password(root, outsider)
+    assert not may_set_password(operator, root) and not may_set_password(operator, colleague)
+    assert may_set_password(operator, outsider)
