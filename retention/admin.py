@@ -66,15 +66,15 @@ class DeletionReceiptAdmin(GovernedAdmin):
         ("member_id", "member_ref"),
         ("actor", "actor_label"),
         ("memory_versions", lambda r: r.versions_erased),
-        ("citations", lambda r: r.manifest.get("artifacts", {}).get("citation", 0)),
-        ("embeddings", lambda r: r.manifest.get("artifacts", {}).get("memory_embedding", 0)),
+        ("citations", lambda r: r.artifact_count("citation")),
+        ("embeddings", lambda r: r.artifact_count("memory_embedding")),
         ("filters", lambda r: json.dumps(r.manifest.get("filters", {}), sort_keys=True, ensure_ascii=False)),
         ("requested_at", "requested_at"),
         ("unreachable_at", "unreachable_at"),
         ("purged_at", "purged_at"),
-        ("residual_until", lambda r: (r.residual or {}).get("backups", {}).get("until")),
-        ("verified_at", lambda r: (r.verification or {}).get("checkedAt")),
-        ("clean", lambda r: (r.verification or {}).get("clean")),
+        ("residual_until", lambda r: r.backups_until),
+        ("verified_at", lambda r: r.verified_at),
+        ("clean", lambda r: r.verified_clean),
     )
     actions = [
         governed_action(
@@ -95,15 +95,15 @@ class DeletionReceiptAdmin(GovernedAdmin):
 
     @admin.display(description="citations")
     def citations(self, obj: DeletionReceipt) -> int:
-        return int(obj.manifest.get("artifacts", {}).get("citation", 0))
+        return obj.artifact_count("citation")
 
     @admin.display(description="embeddings")
     def embeddings(self, obj: DeletionReceipt) -> int:
-        return int(obj.manifest.get("artifacts", {}).get("memory_embedding", 0))
+        return obj.artifact_count("memory_embedding")
 
     @admin.display(description="verified clean", boolean=True)
     def clean(self, obj: DeletionReceipt) -> bool | None:
-        return (obj.verification or {}).get("clean")
+        return obj.verified_clean
 
     @admin.display(description="manifest")
     def manifest_display(self, obj: DeletionReceipt) -> str:

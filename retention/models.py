@@ -85,9 +85,36 @@ class DeletionReceipt(models.Model):
     def __str__(self) -> str:
         return f"receipt #{self.pk} ({self.operation})"
 
+    # What the pages, the admin and its CSV read of a receipt; a field an old receipt lacks reads as 0 / None.
+    def artifact_count(self, artifact: str) -> int:
+        artifacts = self.manifest.get("artifacts", {}) if isinstance(self.manifest, dict) else {}
+        return int(artifacts.get(artifact, 0))
+
     @property
     def versions_erased(self) -> int:
-        return int(self.manifest.get("artifacts", {}).get("memory_version", 0))
+        return self.artifact_count("memory_version")
+
+    @property
+    def verified_clean(self) -> bool | None:
+        """The newest verification's verdict (None: never verified)."""
+        return self.verification.get("clean") if isinstance(self.verification, dict) else None
+
+    @property
+    def verified_at(self) -> str | None:
+        return self.verification.get("checkedAt") if isinstance(self.verification, dict) else None
+
+    def _backups(self) -> dict:
+        backups = self.residual.get("backups") if isinstance(self.residual, dict) else None
+        return backups if isinstance(backups, dict) else {}
+
+    @property
+    def backup_days(self) -> int:
+        """How many days backups may still hold what it erased (the residual window)."""
+        return int(self._backups().get("retentionDays", 0))
+
+    @property
+    def backups_until(self) -> str | None:
+        return self._backups().get("until")
 
 
 class ReceiptChain(models.Model):

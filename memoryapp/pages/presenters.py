@@ -233,16 +233,15 @@ def agent_memory_counts(member: Member) -> dict[str, int]:
 def receipt_rows(member: Member) -> list[dict[str, Any]]:
     rows = []
     for receipt in DeletionReceipt.objects.filter(workspace_ref=member.workspace_id).order_by("-purged_at", "-id")[:50]:
-        artifacts = receipt.manifest.get("artifacts", {}) if isinstance(receipt.manifest, dict) else {}
         rows.append(
             {
                 "receipt": receipt,
                 "operation_label": Operation.label_of(receipt.operation),
-                "versions": int(artifacts.get("memory_version", 0)),
-                "citations": int(artifacts.get("citation", 0)),
-                "embeddings": int(artifacts.get("memory_embedding", 0)),
-                "clean": bool(receipt.verification.get("clean")) if isinstance(receipt.verification, dict) else False,
-                "backup_days": (receipt.residual.get("backups") or {}).get("retentionDays", 0) if isinstance(receipt.residual, dict) else 0,
+                "versions": receipt.versions_erased,
+                "citations": receipt.artifact_count("citation"),
+                "embeddings": receipt.artifact_count("memory_embedding"),
+                "clean": bool(receipt.verified_clean),
+                "backup_days": receipt.backup_days,
             }
         )
     return rows
