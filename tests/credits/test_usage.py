@@ -1,0 +1,104 @@
+"""The usage history and the credits summary as the API and the pages read them (SPEC §9): who
+sees which records, the credits per day (the API's days are UTC days, the pages' the viewer's
+local days), the lines and their AI-memory note, the owner's credits summary."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+import time_machine
+
+from credits import charging, jobs, quotas
+from credits.models import MemberQuota, ModelPrice, RoleQuota, UsageRecord
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+LATE = datetime(2026, 3, 1, 23, 30, tzinfo=UTC)  # 2 March 08:30 in Tokyo
+
+
+def record(world, member, at: datetime, *, category: str = "ai_memory", cost: str = "1", memory_tokens: int = 0, workspace=None) -> UsageRecord:
+    return UsageRecord.objects.create(
+        workspace=workspace or world.workspace,
+        member=member,
+        role=member.role,
+        category=category,
+        model_name="m",
+        input_tokens=1000,
+        output_tokens=100,
+        memory_tokens=memory_tokens,
+        input_cost=Decimal(cost),
+        output_cost=Decimal("0.25"),
+        created_at=at,
+    )
+
+
+def as_decimals(rows: list[dict]) -> list[dict]:
+    """Amounts are strings of decimals; their digits after the point differ by backend (an
+    aggregate on SQLite has no scale, PostgreSQL's numeric keeps six)."""
+    assert all(isinstance(v, str) for row in rows for k, v in row.items() if k.endswith(("cost", "Cost")) or k == "total")
+    return [{k: Decimal(v) if k.endswith(("cost", "Cost")) or k == "total" else v for k, v in row.items()} for row in rows]
+
+
+# --- the usage API: the credits per UTC day ---------------------------------------------------------
+@time_machine.travel(NOW, tick=False)
+def test_the_usage_series_is_per_utc_day_and_category_whatever_the_site_time_zone(world, settings):
+    settings.TIME_ZONE = "Asia/Tokyo"
+    record(world, world.editor, LATE)
+    record(world, world.editor, LATE, category="reply", cost="2")
+    record(world, world.owner, datetime(2026, 3, 2, 0, 30, tzinfo=UTC), cost="0.5")
+    record(world, world.outsider, LATE, workspace=world.other_workspace)
+    body = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/usage").json()
+    assert as_decimals(body["series"]) == [
+        {"day": "2026-03-01", "category": "ai_memory", "cost": Decimal("1.25")},
+        {"day": "2026-03-01", "category": "reply", "cost": Decimal("2.25")},
+        {"day": "2026-03-02", "category": "ai_memory", "cost": Decimal("0.75")},
+    ]
+    totals = {"records": 3, "inputTokens": 3000, "outputTokens": 300, "memoryTokens": 0, "inputCost": Decimal("3.5"), "outputCost": Decimal("0.75"), "total": Decimal("4.25")}
+    assert as_decimals([body["totals"]]) == [totals]
+    own = client_for(world.editor).get(f"/api/w/{world.workspace.pk}/usage", {"period": "2026-03-01"}).json()
+    assert [s["day"] for s in own["series"]] == ["2026-03-01", "2026-03-01"] and own["totals"]["records"] == 2
+
+
+# --- the credits summary ------------------------------------------------------------------------------
+@time_machine.travel(NOW, tick=False)
+def test_the_credits_endpoint_answers_balance_prices_quotas_and_the_newest_20_ledger_entries(world):
+    ModelPrice.objects.create(model_name="b-model", input_per_1k="1", output_per_1k="2.5")
+    ModelPrice.objects.create(model_name="a-model", input_per_1k="0.5", output_per_1k="0")
+    for _ in range(20):
+        charging.grant_credits(world.workspace, Decimal("1"))
+    charging.grant_credits(world.other_workspace, Decimal("7"))
+    reply = charging.record_reply_usage(world.editor, conversation_id="c", model_name="b-model", input_tokens=1000, output_tokens=0, memory_tokens=0)
+    jobs.settle_usage()
+    charging.grant_credits(world.workspace, Decimal("2"), note="top-up")
+    member_quota = quotas.set_member_quota(world.editor, limit=Decimal("10"), period="week", actor=None)
+    role_quota = quotas.set_role_quota(world.workspace, "viewer", limit=Decimal("3"), period="month", actor=None)
+    quotas.set_role_quota(world.workspace, "editor", limit=Decimal("4"), period="day", actor=None)
+    quotas.set_member_quota(world.outsider, limit=Decimal("1"), period="day", actor=None)
+
+    body = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/credits").json()
+    assert list(body) == ["balance", "prices", "memberQuotas", "roleQuotas", "ledger"]
+    assert body["balance"] == "21.000000"
+    assert body["prices"] == [
+        {"model": "a-model", "inputPer1k": "0.500000", "outputPer1k": "0.000000"},
+        {"model": "b-model", "inputPer1k": "1.000000", "outputPer1k": "2.500000"},
+    ]
+    assert body["memberQuotas"] == [{"memberId": str(world.editor.pk), **quotas.quota_json(MemberQuota.objects.get(pk=member_quota.pk))}]
+    assert [q["role"] for q in body["roleQuotas"]] == ["editor", "viewer"]
+    assert body["roleQuotas"][1] == {"role": "viewer", **quotas.quota_json(RoleQuota.objects.get(pk=role_quota.pk))}
+    assert body["memberQuotas"][0]["periodStart"] == "2026-03-02T00:00:00Z" and body["memberQuotas"][0]["used"] == "0.000000"
+    ledger = body["ledger"]
+    assert len(ledger) == 20
+    top_up, settled, grant = ledger[0], ledger[1], ledger[2]
+    assert top_up == {"id": top_up["id"], "kind": "grant", "amount": "2.000000", "usageRecordId": None, "createdAt": "2026-03-02T12:00:00Z", "note": "top-up"}
+    assert settled == {"id": settled["id"], "kind": "usage", "amount": "-1.000000", "usageRecordId": str(reply.pk), "createdAt": "2026-03-02T12:00:00Z", "note": ""}
+    assert grant["kind"] == "grant" and grant["amount"] == "1.000000"
+    assert [int(e["id"]) for e in ledger] == sorted((int(e["id"]) for e in ledger), reverse=True)
+
+
+def test_a_workspace_never_granted_has_a_zero_balance_and_empty_lists(world):
+    body = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/credits").json()
+    assert body == {"balance": "0", "prices": [], "memberQuotas": [], "roleQuotas": [], "ledger": []}
