@@ -1,17 +1,19 @@
-"""Usage as the member and the owner read it (the usage API and page): which records a member may
-read, their totals, a record's input and output lines, the AI-memory note, the record's JSON."""
+"""Usage as the member and the owner read it (the usage API and page, the admin dashboard): which
+records a member may read, their totals, the credits spent per day, a record's input and output
+lines, the AI-memory note, the record's JSON."""
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, tzinfo
 from typing import Any
 
-from django.db.models import Count, DecimalField, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
 from django.utils.translation import gettext_noop
 
 from core.timestamps import iso
-from credits.models import CREDIT_DIGITS, CREDIT_PLACES, UsageCategory, UsageRecord
-from credits.pricing import ZERO
+from credits.models import UsageCategory, UsageRecord
+from credits.pricing import MONEY_SUM, ZERO
 from governance.models import Member
 
 #: The input/output line labels of a usage record, in English (the API) and as message ids that
@@ -31,18 +33,32 @@ def visible_usage(member: Member) -> QuerySet[UsageRecord]:
 
 def usage_totals(queryset: QuerySet[UsageRecord]) -> dict[str, Any]:
     """Records, tokens and costs of `queryset` (0 when it is empty), `total` = input + output cost."""
-    money = DecimalField(max_digits=CREDIT_DIGITS + 4, decimal_places=CREDIT_PLACES)  # a sum may pass one record's digits
-    zero = Value(ZERO, output_field=money)
+    zero = Value(ZERO, output_field=MONEY_SUM)
     totals = queryset.order_by().aggregate(
         records=Count("id"),
         inputTokens=Coalesce(Sum("input_tokens"), 0),
         outputTokens=Coalesce(Sum("output_tokens"), 0),
         memoryTokens=Coalesce(Sum("memory_tokens"), 0),
-        inputCost=Coalesce(Sum("input_cost", output_field=money), zero),
-        outputCost=Coalesce(Sum("output_cost", output_field=money), zero),
+        inputCost=Coalesce(Sum("input_cost", output_field=MONEY_SUM), zero),
+        outputCost=Coalesce(Sum("output_cost", output_field=MONEY_SUM), zero),
     )
     totals["total"] = totals["inputCost"] + totals["outputCost"]
     return totals
+
+
+def daily_costs(queryset: QuerySet[UsageRecord], tz: tzinfo, *, since: date | None = None, by_category: bool = False) -> list[dict[str, Any]]:
+    """The credits spent per day (input + output cost) of `queryset`, oldest day first: rows
+    `{"day": date, "cost": Decimal}`, with `by_category` one a day and category (`"category"`,
+    in category order). The day is the record's `created_at` as a date in `tz`; `since` keeps
+    the records from that day's midnight in `tz` on.
+
+    `tz` is the surface's day: the usage API passes UTC (its days, like its `period`, are UTC
+    days); the usage page and the admin dashboard pass the viewer's current time zone."""
+    if since is not None:
+        queryset = queryset.filter(created_at__gte=datetime.combine(since, time.min, tzinfo=tz))
+    fields = ("day", "category") if by_category else ("day",)
+    cost = Coalesce(Sum(F("input_cost") + F("output_cost"), output_field=MONEY_SUM), Value(ZERO, output_field=MONEY_SUM))
+    return list(queryset.order_by().annotate(day=TruncDate("created_at", tzinfo=tz)).values(*fields).annotate(cost=cost).order_by(*fields))
 
 
 def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:

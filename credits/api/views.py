@@ -16,8 +16,6 @@ from typing import Any
 
 import django_filters
 from django import forms
-from django.db.models import DecimalField, F, Sum, Value
-from django.db.models.functions import Coalesce, TruncDate
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -152,10 +150,6 @@ def parse_period(value: str) -> tuple[datetime, datetime]:
     raise validation_error({"period": ["Use YYYY-MM or YYYY-MM-DD."]})
 
 
-def _money() -> DecimalField:
-    return DecimalField(max_digits=CREDIT_DIGITS + 4, decimal_places=CREDIT_PLACES)
-
-
 class UsageView(WorkspaceAPIView):
     @extend_schema(
         parameters=[OpenApiParameter(n, str, required=False) for n in ("member", "role", "category", "period", "since", "until", "limit", "offset")],
@@ -171,14 +165,7 @@ class UsageView(WorkspaceAPIView):
         offset = query_int(params, "offset", default=0, minimum=0, maximum=10**9)
         page = list(queryset[offset : offset + limit + 1])
         totals = usage.usage_totals(queryset)
-        zero = Value(pricing.ZERO, output_field=_money())
-        series = (
-            queryset.order_by()
-            .annotate(day=TruncDate("created_at", tzinfo=UTC))
-            .values("day", "category")
-            .annotate(cost=Coalesce(Sum(F("input_cost") + F("output_cost"), output_field=_money()), zero))
-            .order_by("day", "category")
-        )
+        series = usage.daily_costs(queryset, UTC, by_category=True)  # the API's days are UTC days, like `period`
         return Response(
             {
                 "records": [usage.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],

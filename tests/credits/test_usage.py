@@ -4,14 +4,15 @@ local days), the lines and their AI-memory note, the owner's credits summary."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 import time_machine
 
-from credits import charging, jobs, quotas
-from credits.models import MemberQuota, ModelPrice, RoleQuota, UsageRecord
+from credits import charging, jobs, pricing, quotas, usage
+from credits.models import CREDIT_DIGITS, CREDIT_PLACES, MemberQuota, ModelPrice, RoleQuota, UsageRecord
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -102,3 +103,40 @@ def test_the_credits_endpoint_answers_balance_prices_quotas_and_the_newest_20_le
 def test_a_workspace_never_granted_has_a_zero_balance_and_empty_lists(world):
     body = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/credits").json()
     assert body == {"balance": "0", "prices": [], "memberQuotas": [], "roleQuotas": [], "ledger": []}
+
+
+# --- credits.usage.daily_costs: the one sum per day -----------------------------------------------------
+TOKYO = ZoneInfo("Asia/Tokyo")
+
+
+@pytest.mark.parametrize(("tz", "day"), [(UTC, date(2026, 3, 1)), (TOKYO, date(2026, 3, 2))])
+def test_daily_costs_counts_a_record_at_2330_utc_on_its_day_in_the_zone_given(world, tz, day):
+    record(world, world.editor, LATE)
+    (row,) = usage.daily_costs(UsageRecord.objects.all(), tz)
+    assert row == {"day": day, "cost": Decimal("1.25")}
+
+
+def test_daily_costs_sums_input_and_output_per_day_oldest_first_or_per_day_and_category(world):
+    record(world, world.editor, datetime(2026, 3, 2, 0, 30, tzinfo=UTC), category="reply", cost="2")
+    record(world, world.editor, LATE)
+    record(world, world.owner, datetime(2026, 3, 1, 1, 0, tzinfo=UTC), cost="0.5")
+    assert usage.daily_costs(UsageRecord.objects.all(), UTC) == [{"day": date(2026, 3, 1), "cost": Decimal("2.00")}, {"day": date(2026, 3, 2), "cost": Decimal("2.25")}]
+    assert usage.daily_costs(UsageRecord.objects.all(), TOKYO, by_category=True) == [
+        {"day": date(2026, 3, 1), "category": "ai_memory", "cost": Decimal("0.75")},
+        {"day": date(2026, 3, 2), "category": "ai_memory", "cost": Decimal("1.25")},
+        {"day": date(2026, 3, 2), "category": "reply", "cost": Decimal("2.25")},
+    ]
+    assert usage.daily_costs(UsageRecord.objects.filter(member=world.owner), UTC) == [{"day": date(2026, 3, 1), "cost": Decimal("0.75")}]
+    assert usage.daily_costs(UsageRecord.objects.none(), UTC) == []
+
+
+def test_daily_costs_since_starts_at_that_days_midnight_in_the_zone(world):
+    record(world, world.editor, datetime(2026, 3, 1, 14, 59, tzinfo=UTC))  # 23:59 on 1 March in Tokyo
+    record(world, world.editor, datetime(2026, 3, 1, 15, 0, tzinfo=UTC), cost="2")  # midnight, 2 March in Tokyo
+    assert usage.daily_costs(UsageRecord.objects.all(), TOKYO, since=date(2026, 3, 2)) == [{"day": date(2026, 3, 2), "cost": Decimal("2.25")}]
+    assert [row["day"] for row in usage.daily_costs(UsageRecord.objects.all(), UTC, since=date(2026, 3, 1))] == [date(2026, 3, 1)]
+    assert usage.daily_costs(UsageRecord.objects.all(), UTC, since=date(2026, 3, 2)) == []
+
+
+def test_every_sum_of_credits_has_the_one_money_field():
+    assert (pricing.MONEY_SUM.max_digits, pricing.MONEY_SUM.decimal_places) == (CREDIT_DIGITS + 4, CREDIT_PLACES)

@@ -34,7 +34,7 @@ def usage(request: HttpRequest, member: Member) -> HttpResponse:
             "page_obj": page_obj,
             "sees_all": member.has_perm("usage:read_all"),
             "totals": totals,
-            "chart": usage_chart(queryset, timezone.localdate()) if records else None,
+            "chart": usage_chart(queryset, timezone.get_current_timezone()) if records else None,  # the viewer's local days
         },
         current="pages:usage",
     )
