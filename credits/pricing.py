@@ -40,6 +40,10 @@ def price_for(model_name: str) -> ModelPrice | None:
     return ModelPrice.objects.filter(model_name=model_name).first()
 
 
+def price_json(price: ModelPrice) -> dict[str, str]:
+    return {"model": price.model_name, "inputPer1k": str(price.input_per_1k), "outputPer1k": str(price.output_per_1k)}
+
+
 def system_model_price(model_name: str) -> ModelPrice:
     price, _ = ModelPrice.objects.get_or_create(model_name=model_name, defaults={"input_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[0], "output_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[1]})
     return price

@@ -24,9 +24,9 @@ from rest_framework.response import Response
 
 from core.errors import not_found, validation_error
 from core.params import query_int
-from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
-from credits import pricing, quotas, usage
-from credits.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
+from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range
+from credits import charging, quotas, usage
+from credits.models import CREDIT_DIGITS, CREDIT_PLACES, QuotaPeriod, UsageCategory, UsageRecord
 from governance.api.base import WorkspaceAPIView
 from governance.models import Member
 from governance.permissions import ROLE_CHOICES
@@ -44,22 +44,7 @@ class CreditsView(WorkspaceAPIView):
     permissions = {"GET": "credits:manage"}
 
     def get(self, request, ws_id):
-        account = CreditAccount.objects.filter(workspace=self.workspace).first()
-        member_quotas = MemberQuota.objects.filter(member__workspace=self.workspace).order_by("member_id")
-        role_quotas = RoleQuota.objects.filter(workspace=self.workspace).order_by("role")
-        ledger = self.scoped(LedgerEntry.objects.all()).order_by("-created_at", "-id")[:20]
-        return Response(
-            {
-                "balance": str(account.balance if account else pricing.ZERO),
-                "prices": [{"model": p.model_name, "inputPer1k": str(p.input_per_1k), "outputPer1k": str(p.output_per_1k)} for p in ModelPrice.objects.all()],
-                "memberQuotas": [{"memberId": str(q.member_id), **quotas.quota_json(q)} for q in member_quotas],
-                "roleQuotas": [{"role": q.role, **quotas.quota_json(q)} for q in role_quotas],
-                "ledger": [
-                    {"id": str(e.pk), "kind": e.kind, "amount": str(e.amount), "usageRecordId": str(e.usage_record_id) if e.usage_record_id else None, "createdAt": iso(e.created_at), "note": e.note}
-                    for e in ledger
-                ],
-            }
-        )
+        return Response(charging.credits_summary(self.workspace))
 
 
 class MemberQuotaView(WorkspaceAPIView):

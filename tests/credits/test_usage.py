@@ -140,3 +140,26 @@ def test_daily_costs_since_starts_at_that_days_midnight_in_the_zone(world):
 
 def test_every_sum_of_credits_has_the_one_money_field():
     assert (pricing.MONEY_SUM.max_digits, pricing.MONEY_SUM.decimal_places) == (CREDIT_DIGITS + 4, CREDIT_PLACES)
+
+
+# --- credits.charging.credits_summary ---------------------------------------------------------------
+@time_machine.travel(NOW, tick=False)
+def test_credits_summary_is_the_workspaces_own_balance_quotas_and_ledger_and_every_price(world):
+    ModelPrice.objects.create(model_name="b-model", input_per_1k="1", output_per_1k="2.5")
+    grant = charging.grant_credits(world.workspace, Decimal("3"), note="start")
+    charging.grant_credits(world.other_workspace, Decimal("9"))
+    quotas.set_member_quota(world.outsider, limit=Decimal("1"), period="day", actor=None)
+    quotas.set_role_quota(world.other_workspace, "editor", limit=Decimal("1"), period="day", actor=None)
+    quota = quotas.set_role_quota(world.workspace, "editor", limit=Decimal("4"), period="day", actor=None)
+    summary = charging.credits_summary(world.workspace)
+    assert summary == {
+        "balance": "3.000000",
+        "prices": [{"model": "b-model", "inputPer1k": "1.000000", "outputPer1k": "2.500000"}],
+        "memberQuotas": [],
+        "roleQuotas": [
+            {"role": "editor", "limit": "4.000000", "used": "0.000000", "remaining": "4.000000", "period": "day", "periodStart": "2026-03-02T00:00:00Z", "periodEnd": "2026-03-03T00:00:00Z"}
+        ],
+        "ledger": [{"id": str(grant.entry.pk), "kind": "grant", "amount": "3.000000", "usageRecordId": None, "createdAt": "2026-03-02T12:00:00Z", "note": "start"}],
+    }
+    assert summary["roleQuotas"][0] == {"role": "editor", **quotas.quota_json(RoleQuota.objects.get(pk=quota.pk))}
+    assert charging.SUMMARY_LEDGER == 20
