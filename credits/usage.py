@@ -4,7 +4,9 @@ lines, the AI-memory note, the record's JSON."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, time, tzinfo
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, F, QuerySet, Sum, Value
@@ -25,10 +27,16 @@ LINE_LABELS = {
 MEMORY_NOTE = "This input includes about {n} tokens of AI memory, already counted in input usage"
 
 
+def sees_all_usage(member: Member) -> bool:
+    """Whether the member reads every member's usage in the workspace (`usage:read_all`, the
+    owner) rather than only their own."""
+    return member.has_perm("usage:read_all")
+
+
 def visible_usage(member: Member) -> QuerySet[UsageRecord]:
-    """The usage records a member may read: the workspace's with `usage:read_all`, else their own."""
+    """The usage records a member may read: the workspace's when they see all, else their own."""
     queryset = UsageRecord.objects.filter(workspace_id=member.workspace_id)
-    return queryset if member.has_perm("usage:read_all") else queryset.filter(member=member)
+    return queryset if sees_all_usage(member) else queryset.filter(member=member)
 
 
 def usage_totals(queryset: QuerySet[UsageRecord]) -> dict[str, Any]:
@@ -61,13 +69,37 @@ def daily_costs(queryset: QuerySet[UsageRecord], tz: tzinfo, *, since: date | No
     return list(queryset.order_by().annotate(day=TruncDate("created_at", tzinfo=tz)).values(*fields).annotate(cost=cost).order_by(*fields))
 
 
-def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class UsageLine:
+    """One of a record's two lines. `label` is the English message id (the API's text, which
+    pages translate); `memory_tokens`, on the input line only, the AI memory it includes."""
+
+    label: str
+    kind: str  # "input" or "output"
+    tokens: int
+    cost: Decimal
+    memory_tokens: int = 0
+
+
+def lines_of(record: UsageRecord) -> list[UsageLine]:
+    """The record's input and output lines, labelled by its category (SPEC §9)."""
     input_label, output_label = LINE_LABELS.get(record.category, ("Input", "Output"))
-    input_line: dict[str, Any] = {"label": input_label, "kind": "input", "tokens": record.input_tokens, "cost": str(record.input_cost)}
-    if record.memory_tokens:
-        input_line["memoryTokens"] = record.memory_tokens
-        input_line["note"] = memory_note(record)
-    return [input_line, {"label": output_label, "kind": "output", "tokens": record.output_tokens, "cost": str(record.output_cost)}]
+    return [
+        UsageLine(input_label, "input", record.input_tokens, record.input_cost, record.memory_tokens),
+        UsageLine(output_label, "output", record.output_tokens, record.output_cost),
+    ]
+
+
+def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
+    """The lines as the API writes them: the input line carries the AI-memory note."""
+    result = []
+    for line in lines_of(record):
+        item: dict[str, Any] = {"label": line.label, "kind": line.kind, "tokens": line.tokens, "cost": str(line.cost)}
+        if line.memory_tokens:
+            item["memoryTokens"] = line.memory_tokens
+            item["note"] = memory_note(record)
+        result.append(item)
+    return result
 
 
 def memory_note(record: UsageRecord) -> str:

@@ -163,3 +163,27 @@ def test_credits_summary_is_the_workspaces_own_balance_quotas_and_ledger_and_eve
     }
     assert summary["roleQuotas"][0] == {"role": "editor", **quotas.quota_json(RoleQuota.objects.get(pk=quota.pk))}
     assert charging.SUMMARY_LEDGER == 20
+
+
+# --- who sees all; a record's lines -------------------------------------------------------------------
+def test_sees_all_usage_is_the_read_all_permission_and_decides_the_visible_records(world):
+    mine, theirs = record(world, world.editor, LATE), record(world, world.owner, LATE)
+    record(world, world.outsider, LATE, workspace=world.other_workspace)
+    assert [usage.sees_all_usage(m) for m in (world.owner, world.editor, world.viewer)] == [True, False, False]
+    assert set(usage.visible_usage(world.owner)) == {mine, theirs}
+    assert list(usage.visible_usage(world.editor)) == [mine] and list(usage.visible_usage(world.viewer)) == []
+
+
+def test_lines_of_labels_by_category_and_puts_the_memory_tokens_on_the_input_line(world):
+    reply = record(world, world.editor, LATE, category="reply", cost="0.5", memory_tokens=40)
+    assert usage.lines_of(reply) == [
+        usage.UsageLine("Reply (input)", "input", 1000, Decimal("0.5"), 40),
+        usage.UsageLine("Reply (output)", "output", 100, Decimal("0.25"), 0),
+    ]
+    consolidation = UsageRecord.objects.get(pk=record(world, world.editor, LATE).pk)
+    assert [(line.label, line.cost) for line in usage.lines_of(consolidation)] == [("AI memory (input)", Decimal("1.000000")), ("AI memory (output)", Decimal("0.250000"))]
+    assert usage.usage_lines(consolidation) == [
+        {"label": "AI memory (input)", "kind": "input", "tokens": 1000, "cost": "1.000000"},
+        {"label": "AI memory (output)", "kind": "output", "tokens": 100, "cost": "0.250000"},
+    ]
+    assert list(usage.usage_lines(reply)[0]) == ["label", "kind", "tokens", "cost", "memoryTokens", "note"]
