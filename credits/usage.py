@@ -1,6 +1,7 @@
 """Usage as the member and the owner read it (the usage API and page, the admin dashboard): which
 records a member may read, their totals, the credits spent per day, a record's input and output
-lines, the AI-memory note, the record's JSON."""
+lines, the AI-memory note (its one text: the API's English and the pages' message id), the
+record's JSON."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 from django.db.models import Count, F, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
-from django.utils.translation import gettext_noop
+from django.utils import translation
+from django.utils.translation import gettext_noop, ngettext_lazy
 
 from core.timestamps import iso
 from credits.models import UsageCategory, UsageRecord
@@ -24,7 +26,13 @@ LINE_LABELS = {
     UsageCategory.AI_MEMORY: (gettext_noop("AI memory (input)"), gettext_noop("AI memory (output)")),
     UsageCategory.REPLY: (gettext_noop("Reply (input)"), gettext_noop("Reply (output)")),
 }
-MEMORY_NOTE = "This input includes about {n} tokens of AI memory, already counted in input usage"
+#: The AI-memory note of a record's input line (SPEC §9: "This input includes about N tokens of AI
+#: memory, already counted in input usage"), singular for one token; `memory_note` writes it.
+MEMORY_NOTE = ngettext_lazy(
+    "This input includes about %(counter)s token of AI memory, already counted in input usage",
+    "This input includes about %(counter)s tokens of AI memory, already counted in input usage",
+    "counter",
+)
 
 
 def sees_all_usage(member: Member) -> bool:
@@ -102,8 +110,15 @@ def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
     return result
 
 
-def memory_note(record: UsageRecord) -> str:
-    return MEMORY_NOTE.format(n=record.memory_tokens) if record.memory_tokens else ""
+def memory_note(record: UsageRecord, *, translated: bool = False) -> str:
+    """The note of the record's input line, "" without AI memory: in English (the API, whatever
+    the request's language), or with `translated` in the active language (pages)."""
+    if not record.memory_tokens:
+        return ""
+    if translated:
+        return MEMORY_NOTE % {"counter": record.memory_tokens}
+    with translation.override(None):
+        return MEMORY_NOTE % {"counter": record.memory_tokens}
 
 
 def usage_json(record: UsageRecord, *, own: bool = True) -> dict[str, Any]:

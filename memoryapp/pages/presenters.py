@@ -299,8 +299,17 @@ def receipt_chain_status(member: Member) -> dict[str, Any]:
 
 # --- Usage ------------------------------------------------------------------------------------------------
 def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
-    """The record's lines (`credits.usage.lines_of`), their labels translated."""
-    return [{"label": _(line.label), "tokens": line.tokens, "cost": line.cost, "memory_tokens": line.memory_tokens} for line in credit_usage.lines_of(record)]
+    """The record's lines (`credits.usage.lines_of`), their labels and the AI-memory note translated."""
+    return [
+        {
+            "label": _(line.label),
+            "tokens": line.tokens,
+            "cost": line.cost,
+            "memory_tokens": line.memory_tokens,
+            "note": credit_usage.memory_note(record, translated=True) if line.memory_tokens else "",
+        }
+        for line in credit_usage.lines_of(record)
+    ]
 
 
 def usage_rows(records: list[UsageRecord]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import time_machine
+from django.utils import translation
 
 from credits import charging, jobs, pricing, quotas, usage
 from credits.models import CREDIT_DIGITS, CREDIT_PLACES, MemberQuota, ModelPrice, RoleQuota, UsageRecord
@@ -187,3 +188,25 @@ def test_lines_of_labels_by_category_and_puts_the_memory_tokens_on_the_input_lin
         {"label": "AI memory (output)", "kind": "output", "tokens": 100, "cost": "0.250000"},
     ]
     assert list(usage.usage_lines(reply)[0]) == ["label", "kind", "tokens", "cost", "memoryTokens", "note"]
+
+
+# --- the AI-memory note: one text --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("tokens", "note"),
+    [(0, ""), (1, "This input includes about 1 token of AI memory, already counted in input usage"), (150, "This input includes about 150 tokens of AI memory, already counted in input usage")],
+)
+def test_memory_note_is_english_for_the_api_and_translated_for_pages(world, tokens, note):
+    reply = record(world, world.editor, LATE, category="reply", memory_tokens=tokens)
+    with translation.override("ja"):
+        assert usage.memory_note(reply) == note
+        assert usage.memory_note(reply, translated=True) == (f"この入力には AI メモリ約 {tokens} tokens が含まれており、入力使用量に計上済みです" if tokens else "")
+    with translation.override("en"):
+        assert usage.memory_note(reply, translated=True) == note
+
+
+def test_the_api_note_says_one_token_like_the_page_whatever_the_request_language(world):
+    """The API wrote "about 1 tokens" where the page said "about 1 token": one text now, the API's in English."""
+    record(world, world.editor, LATE, category="reply", memory_tokens=1)
+    response = client_for(world.editor).get(f"/api/w/{world.workspace.pk}/usage", HTTP_ACCEPT_LANGUAGE="ja")
+    (line, _) = response.json()["records"][0]["lines"]
+    assert (line["memoryTokens"], line["note"]) == (1, "This input includes about 1 token of AI memory, already counted in input usage")
