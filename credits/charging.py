@@ -1,4 +1,4 @@
-"""Charging (SPEC §9): balances, grants and the charge itself.
+"""Charging (SPEC §9): balances (and the owner's credits summary), grants and the charge itself.
 
 Every charge locks rows in one fixed order — the workspace's credit account, then the member's
 quota, then the role's quota — inside the transaction that writes the usage record, so parallel
@@ -13,15 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from core.errors import ApiError
-from credits.models import CreditAccount, LedgerEntry, LedgerKind, MemberQuota, RoleQuota, UsageCategory, UsageRecord
-from credits.pricing import MAX_CREDITS, ZERO, cost_of, money, price_for
-from credits.quotas import effective_used, roll_if_due
+from core.timestamps import iso
+from credits.models import CreditAccount, LedgerEntry, LedgerKind, MemberQuota, ModelPrice, RoleQuota, UsageCategory, UsageRecord
+from credits.pricing import MAX_CREDITS, ZERO, cost_of, money, price_for, price_json
+from credits.quotas import effective_used, quota_json, roll_if_due
 from governance.audit import Actor, actor_label, audit
 from governance.models import Member, Workspace
 
@@ -34,6 +36,36 @@ REASON_ROLE_QUOTA = "role_quota"
 def balance_of(workspace: Workspace) -> Decimal:
     account = CreditAccount.objects.filter(workspace=workspace).first()
     return account.balance if account else ZERO
+
+
+# --- the owner's summary (`GET /api/w/:wsId/credits`) -----------------------------------------------
+SUMMARY_LEDGER = 20  # the newest ledger entries the summary lists
+
+
+def ledger_json(entry: LedgerEntry) -> dict[str, Any]:
+    return {
+        "id": str(entry.pk),
+        "kind": entry.kind,
+        "amount": str(entry.amount),
+        "usageRecordId": str(entry.usage_record_id) if entry.usage_record_id else None,
+        "createdAt": iso(entry.created_at),
+        "note": entry.note,
+    }
+
+
+def credits_summary(workspace: Workspace) -> dict[str, Any]:
+    """The workspace's balance, every model's price, its member and role quotas (with what each
+    has used this period) and its newest ledger entries: what the owner reads."""
+    member_quotas = MemberQuota.objects.filter(member__workspace=workspace).order_by("member_id")
+    role_quotas = RoleQuota.objects.filter(workspace=workspace).order_by("role")
+    ledger = LedgerEntry.objects.filter(workspace=workspace).order_by("-created_at", "-id")[:SUMMARY_LEDGER]
+    return {
+        "balance": str(balance_of(workspace)),
+        "prices": [price_json(price) for price in ModelPrice.objects.all()],
+        "memberQuotas": [{"memberId": str(q.member_id), **quota_json(q)} for q in member_quotas],
+        "roleQuotas": [{"role": q.role, **quota_json(q)} for q in role_quotas],
+        "ledger": [ledger_json(entry) for entry in ledger],
+    }
 
 
 @dataclass

@@ -7,13 +7,13 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count, DecimalField, F, OuterRef, Subquery, Sum, Value
+from django.db.models import Count, F, OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from core.chunks import run_in_chunks
-from credits.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, LedgerKind, MemberQuota, QuotaPeriod, RoleQuota, UsageRecord, UsageRollup, UsageStatus
-from credits.pricing import ZERO, money
+from credits.models import CreditAccount, LedgerEntry, LedgerKind, MemberQuota, QuotaPeriod, RoleQuota, UsageRecord, UsageRollup, UsageStatus
+from credits.pricing import MONEY_SUM, ZERO, money
 from credits.quotas import period_start
 from governance.audit import audit
 
@@ -74,8 +74,8 @@ def _rollup_day(workspace_id: int, day: date) -> int:
             input_tokens_sum=Coalesce(Sum("input_tokens"), 0),
             output_tokens_sum=Coalesce(Sum("output_tokens"), 0),
             memory_tokens_sum=Coalesce(Sum("memory_tokens"), 0),
-            input_cost_sum=Coalesce(Sum("input_cost"), Value(ZERO), output_field=_decimal()),
-            output_cost_sum=Coalesce(Sum("output_cost"), Value(ZERO), output_field=_decimal()),
+            input_cost_sum=Coalesce(Sum("input_cost"), Value(ZERO), output_field=MONEY_SUM),
+            output_cost_sum=Coalesce(Sum("output_cost"), Value(ZERO), output_field=MONEY_SUM),
         )
         .order_by()
     )
@@ -112,10 +112,6 @@ def _rollup_day(workspace_id: int, day: date) -> int:
     return len(merged)
 
 
-def _decimal() -> DecimalField:
-    return DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
-
-
 def quota_reset(now: datetime | None = None) -> dict[str, int]:
     """Start a new period for every quota whose period has ended; claimed by a conditional
     UPDATE on the old period start, so two runners reset each quota once."""
@@ -139,12 +135,12 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
         UsageRecord.objects.filter(workspace_id=OuterRef("workspace_id"), status=UsageStatus.PENDING)
         .order_by()
         .values("workspace_id")
-        .annotate(s=Sum(F("input_cost") + F("output_cost"), output_field=_decimal()))
+        .annotate(s=Sum(F("input_cost") + F("output_cost"), output_field=MONEY_SUM))
         .values("s")
     )
     accounts = CreditAccount.objects.select_related("workspace").annotate(
-        ledger_sum=Coalesce(Subquery(ledger, output_field=_decimal()), Value(ZERO), output_field=_decimal()),
-        pending_sum=Coalesce(Subquery(pending, output_field=_decimal()), Value(ZERO), output_field=_decimal()),
+        ledger_sum=Coalesce(Subquery(ledger, output_field=MONEY_SUM), Value(ZERO), output_field=MONEY_SUM),
+        pending_sum=Coalesce(Subquery(pending, output_field=MONEY_SUM), Value(ZERO), output_field=MONEY_SUM),
     )
     checked = discrepancies = recorded = 0
     for account in accounts.iterator(chunk_size=500):

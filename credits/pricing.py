@@ -6,11 +6,16 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
+from django.db.models import DecimalField
+
 from credits.models import CREDIT_DIGITS, CREDIT_PLACES, ModelPrice
 
 QUANTUM = Decimal(1).scaleb(-CREDIT_PLACES)  # 0.000001
 ZERO = Decimal("0")
 MAX_CREDITS = Decimal(10) ** (CREDIT_DIGITS - CREDIT_PLACES) - 1
+#: The output field of every sum of credit amounts in SQL (usage totals and days, the ledger's
+#: reconciliation): six places like one amount, four more digits since a sum may pass one amount's.
+MONEY_SUM = DecimalField(max_digits=CREDIT_DIGITS + 4, decimal_places=CREDIT_PLACES)
 
 #: Used when the configured system model has no row in the price table yet; the row is then
 #: created with these values so that platform admins see (and can change) what is charged.
@@ -33,6 +38,10 @@ def money(value: Any) -> Decimal:
 # --- prices --------------------------------------------------------------------------------------
 def price_for(model_name: str) -> ModelPrice | None:
     return ModelPrice.objects.filter(model_name=model_name).first()
+
+
+def price_json(price: ModelPrice) -> dict[str, str]:
+    return {"model": price.model_name, "inputPer1k": str(price.input_per_1k), "outputPer1k": str(price.output_per_1k)}
 
 
 def system_model_price(model_name: str) -> ModelPrice:

@@ -9,18 +9,18 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 from urllib.parse import urlencode
 
-from django.db.models import Count, DecimalField, ExpressionWrapper, F, IntegerField, Sum
+from django.db.models import Count, IntegerField, Sum
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, TruncDate
+from django.db.models.functions import Cast, TruncDate
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from credits.models import CreditAccount, UsageRecord
+from credits.usage import daily_costs
 from governance.admin_filters import last_days_query
 from governance.models import Credential, Member, Workspace
 from memoryapp.models import MemoryVersion
@@ -188,11 +188,7 @@ def charts(now: datetime | None = None) -> list[Chart]:
         .annotate(n=Sum(Cast(KT("manifest__artifacts__memory_version"), IntegerField())))
         .order_by()
     }
-    cost = ExpressionWrapper(F("input_cost") + F("output_cost"), output_field=DecimalField(max_digits=20, decimal_places=6))
-    credits = {
-        _as_date(row["day"]): Decimal(row["n"] or 0)
-        for row in UsageRecord.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day").annotate(n=Coalesce(Sum(cost), Decimal(0))).order_by()
-    }
+    credits = {row["day"]: row["cost"] for row in daily_costs(UsageRecord.objects.all(), timezone.get_current_timezone(), since=days[0])}
     return [
         bar_chart("Memory versions written per day (still stored)", remembers, days, url=_url("memoryapp.memoryversion", **last_days_query("created_at", DAYS))),
         bar_chart("Memory versions erased per day (deletion receipts)", erased, days, url=_url("retention.deletionreceipt", **last_days_query("purged_at", DAYS))),

@@ -7,7 +7,8 @@
   versions' references leave every entry that lists them; an entry left listing nothing is
   deleted. `count_listing` is the erase's verification that none is left.
 - `member_entries`, `readable_versions` and `daily_counts` are what the member's page and API
-  show, and the owners' counts per day.
+  show, and the owners' counts per day; `daily_counts_for` holds the owners' rule (who may read
+  the counts, their window).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from core.cursors import decode_cursor, encode_cursor
+from core.errors import ApiError, validation_error
 from core.timestamps import iso, parse_instant
 from governance.models import AskHistorySettings, Credential, Member, Workspace
 from memoryapp.models import AccessEntry, MemoryVersion
@@ -295,6 +297,34 @@ def entry_json(entry: AccessEntry, visible: dict[int, MemoryVersion], hidden: se
 
 
 # --- reading: owners, counts per day ---------------------------------------------------------------
+WORKSPACE_COUNTS_PERMISSION = "ask_history:manage"  # the owner's: counts for the whole workspace
+DEFAULT_DAYS = 30  # the window without `since`: the 30 days to `until`
+MAX_DAYS = 366  # the widest window one answer covers
+
+
+def daily_counts_for(member: Member, *, since: date | None = None, until: date | None = None, operation: str | None = None, member_only: Sequence[str] = ()) -> dict[str, Any]:
+    """The workspace's counts per UTC day as `member` may read them (the API's `scope=workspace`):
+    only with `ask_history:manage` (else 403 naming it). `member_only` names the member-scope
+    filters the caller was given (a credential, a cursor): refused, these counts name no
+    credential and come in one answer. The window runs to `until` (default today, UTC), from
+    `since` (default 30 days to `until`), at most `MAX_DAYS` days."""
+    if not member.has_perm(WORKSPACE_COUNTS_PERMISSION):
+        raise ApiError(403, "FORBIDDEN", f"This needs the {WORKSPACE_COUNTS_PERMISSION} permission.", {"permission": WORKSPACE_COUNTS_PERMISSION})
+    if member_only:
+        raise validation_error({member_only[0]: ["Not available with scope=workspace: it answers counts per day only."]})
+    until = until or timezone.now().astimezone(UTC).date()
+    since = since or until - timedelta(days=DEFAULT_DAYS - 1)
+    if (until - since).days >= MAX_DAYS:
+        raise validation_error({"from": [f"At most {MAX_DAYS} days at once."]})
+    return {
+        "scope": "workspace",
+        "retentionDays": settings.ACCESS_LOG_RETENTION_DAYS,
+        "from": since.isoformat(),
+        "to": until.isoformat(),
+        "days": daily_counts(member.workspace, since=since, until=until, operation=operation),
+    }
+
+
 def daily_counts(workspace: Workspace, *, since: date, until: date, operation: str | None = None) -> list[dict[str, Any]]:
     """Per UTC day: how many agent reads returned memories and how many memories they returned,
     by operation and surface. No member, credential or memory is named."""

@@ -16,8 +16,6 @@ from typing import Any
 
 import django_filters
 from django import forms
-from django.db.models import DecimalField, F, Sum, Value
-from django.db.models.functions import Coalesce, TruncDate
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -27,9 +25,9 @@ from rest_framework.response import Response
 from core.errors import not_found, validation_error
 from core.fields import StrictSerializer
 from core.params import query_int
-from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range, iso
-from credits import pricing, quotas, usage
-from credits.models import CREDIT_DIGITS, CREDIT_PLACES, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, QuotaPeriod, RoleQuota, UsageCategory, UsageRecord
+from core.timestamps import RANGE_MESSAGE, InvalidInstant, check_range
+from credits import charging, quotas, usage
+from credits.models import CREDIT_DIGITS, CREDIT_PLACES, QuotaPeriod, UsageCategory, UsageRecord
 from governance.api.base import WorkspaceAPIView
 from governance.models import Member
 from governance.permissions import ROLE_CHOICES
@@ -46,22 +44,7 @@ class CreditsView(WorkspaceAPIView):
     permissions = {"GET": "credits:manage"}
 
     def get(self, request, ws_id):
-        account = CreditAccount.objects.filter(workspace=self.workspace).first()
-        member_quotas = MemberQuota.objects.filter(member__workspace=self.workspace).order_by("member_id")
-        role_quotas = RoleQuota.objects.filter(workspace=self.workspace).order_by("role")
-        ledger = self.scoped(LedgerEntry.objects.all()).order_by("-created_at", "-id")[:20]
-        return Response(
-            {
-                "balance": str(account.balance if account else pricing.ZERO),
-                "prices": [{"model": p.model_name, "inputPer1k": str(p.input_per_1k), "outputPer1k": str(p.output_per_1k)} for p in ModelPrice.objects.all()],
-                "memberQuotas": [{"memberId": str(q.member_id), **quotas.quota_json(q)} for q in member_quotas],
-                "roleQuotas": [{"role": q.role, **quotas.quota_json(q)} for q in role_quotas],
-                "ledger": [
-                    {"id": str(e.pk), "kind": e.kind, "amount": str(e.amount), "usageRecordId": str(e.usage_record_id) if e.usage_record_id else None, "createdAt": iso(e.created_at), "note": e.note}
-                    for e in ledger
-                ],
-            }
-        )
+        return Response(charging.credits_summary(self.workspace))
 
 
 class MemberQuotaView(WorkspaceAPIView):
@@ -152,10 +135,6 @@ def parse_period(value: str) -> tuple[datetime, datetime]:
     raise validation_error({"period": ["Use YYYY-MM or YYYY-MM-DD."]})
 
 
-def _money() -> DecimalField:
-    return DecimalField(max_digits=CREDIT_DIGITS + 4, decimal_places=CREDIT_PLACES)
-
-
 class UsageView(WorkspaceAPIView):
     @extend_schema(
         parameters=[OpenApiParameter(n, str, required=False) for n in ("member", "role", "category", "period", "since", "until", "limit", "offset")],
@@ -171,14 +150,7 @@ class UsageView(WorkspaceAPIView):
         offset = query_int(params, "offset", default=0, minimum=0, maximum=10**9)
         page = list(queryset[offset : offset + limit + 1])
         totals = usage.usage_totals(queryset)
-        zero = Value(pricing.ZERO, output_field=_money())
-        series = (
-            queryset.order_by()
-            .annotate(day=TruncDate("created_at", tzinfo=UTC))
-            .values("day", "category")
-            .annotate(cost=Coalesce(Sum(F("input_cost") + F("output_cost"), output_field=_money()), zero))
-            .order_by("day", "category")
-        )
+        series = usage.daily_costs(queryset, UTC, by_category=True)  # the API's days are UTC days, like `period`
         return Response(
             {
                 "records": [usage.usage_json(r, own=r.member_id == self.member.pk) for r in page[:limit]],

@@ -29,15 +29,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import ApiError, validation_error
+from core.errors import validation_error
 from core.params import parse_id, query_int
 from governance.api.base import WorkspaceAPIView
 from memoryapp import access_log, export
 from memoryapp.models import AccessOperation
 
-MANAGE = "ask_history:manage"
 SCHEMA_FILE = Path(settings.BASE_DIR) / "docs" / "export.schema.json"
-MAX_DAYS = 366
 
 
 # --- the schema of the export ----------------------------------------------------------------------
@@ -172,7 +170,8 @@ class AccessLogView(WorkspaceAPIView):
         if since and until and since > until:
             raise validation_error({"from": ["Must not be after to."]})
         if scope == "workspace":
-            return Response(self.daily(params, operation, since, until))
+            member_only = [name for name in ("credential", "cursor") if params.get(name)]
+            return Response(access_log.daily_counts_for(self.member, since=since, until=until, operation=operation, member_only=member_only))
         credential_id = None
         if params.get("credential"):
             credential_id = parse_id(params["credential"])
@@ -195,21 +194,3 @@ class AccessLogView(WorkspaceAPIView):
                 "nextCursor": next_cursor,
             }
         )
-
-    def daily(self, params, operation: str | None, since: date | None, until: date | None) -> dict[str, Any]:
-        if not self.member.has_perm(MANAGE):
-            raise ApiError(403, "FORBIDDEN", f"This needs the {MANAGE} permission.", {"permission": MANAGE})
-        if params.get("credential") or params.get("cursor"):
-            raise validation_error({"credential" if params.get("credential") else "cursor": ["Not available with scope=workspace: it answers counts per day only."]})
-        today = timezone.now().astimezone(UTC).date()
-        until = until or today
-        since = since or until - timedelta(days=29)
-        if (until - since).days >= MAX_DAYS:
-            raise validation_error({"from": [f"At most {MAX_DAYS} days at once."]})
-        return {
-            "scope": "workspace",
-            "retentionDays": settings.ACCESS_LOG_RETENTION_DAYS,
-            "from": since.isoformat(),
-            "to": until.isoformat(),
-            "days": access_log.daily_counts(self.workspace, since=since, until=until, operation=operation),
-        }

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from datetime import date, timedelta
+from datetime import date, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import QuerySet, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from credits.models import UsageRecord
+from credits.usage import daily_costs
 
 CHART_DAYS = 30
 CHART_WIDTH, CHART_HEIGHT = 720, 200
@@ -28,13 +28,11 @@ def nice_max(value: Decimal) -> Decimal:
     return magnitude * 10
 
 
-def usage_chart(queryset: QuerySet[UsageRecord], today: date) -> dict[str, Any]:
-    """Credits per day over the last 30 days."""
+def usage_chart(queryset: QuerySet[UsageRecord], tz: tzinfo, today: date | None = None) -> dict[str, Any]:
+    """Credits per day over the last 30 days, the days (and today) as seen in `tz`."""
+    today = today or timezone.localdate(timezone=tz)
     start = today - timedelta(days=CHART_DAYS - 1)
-    totals: dict[Any, Decimal] = defaultdict(Decimal)
-    by_day = queryset.filter(created_at__date__gte=start).annotate(day=TruncDate("created_at")).values("day").annotate(input=Sum("input_cost"), output=Sum("output_cost"))
-    for row in by_day:
-        totals[row["day"]] += (row["input"] or Decimal(0)) + (row["output"] or Decimal(0))
+    totals: dict[date, Decimal] = {row["day"]: row["cost"] for row in daily_costs(queryset, tz, since=start)}
     top = nice_max(max(totals.values(), default=Decimal(0)))
     plot_w = CHART_WIDTH - CHART_LEFT - 8
     plot_h = CHART_HEIGHT - CHART_BOTTOM - CHART_TOP

@@ -19,8 +19,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from core.errors import ApiError
+from credits import usage as credit_usage
 from credits.models import UsageCategory, UsageRecord
-from credits.usage import LINE_LABELS
 from governance.actions import ACCOUNT_NOTICES, account_target
 from governance.models import AuditEvent, Collection, Credential, Member
 from governance.permissions import Role, scope_allowed_for_role
@@ -272,11 +272,16 @@ def receipt_chain_status(member: Member) -> dict[str, Any]:
 
 # --- Usage ------------------------------------------------------------------------------------------------
 def usage_lines(record: UsageRecord) -> list[dict[str, Any]]:
-    """The record's input and output lines, labelled like the usage API (`credits.usage.LINE_LABELS`)."""
-    input_label, output_label = LINE_LABELS.get(record.category, ("Input", "Output"))
+    """The record's lines (`credits.usage.lines_of`), their labels and the AI-memory note translated."""
     return [
-        {"label": _(input_label), "tokens": record.input_tokens, "cost": record.input_cost, "memory_tokens": record.memory_tokens},
-        {"label": _(output_label), "tokens": record.output_tokens, "cost": record.output_cost, "memory_tokens": 0},
+        {
+            "label": _(line.label),
+            "tokens": line.tokens,
+            "cost": line.cost,
+            "memory_tokens": line.memory_tokens,
+            "note": credit_usage.memory_note(record, translated=True) if line.memory_tokens else "",
+        }
+        for line in credit_usage.lines_of(record)
     ]
 
 

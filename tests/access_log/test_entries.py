@@ -6,9 +6,10 @@ with the memories they list, counted in the receipts."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
+import time_machine
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -16,8 +17,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from core.errors import ApiError
 from governance import actions as g
-from memoryapp import assistant, mcp
+from memoryapp import access_log, assistant, mcp
 from memoryapp.models import AccessEntry, MemoryVersion, RateLimitSlot
 from retention import lifecycle
 from retention.models import DeletionReceipt
@@ -180,6 +182,59 @@ def test_the_workspace_scope_needs_the_manage_permission_and_takes_no_credential
     assert client_for(world.editor).get(url(world, scope="workspace")).status_code == 403
     assert error_code(client_for(world.owner).get(url(world, scope="workspace", credential="1"))) == "VALIDATION_ERROR"
     assert error_code(client_for(world.owner).get(url(world, scope="workspace", **{"from": "2020-01-01", "to": "2026-01-01"}))) == "VALIDATION_ERROR"
+
+
+def test_the_workspace_scope_refuses_in_this_order_with_these_answers(world):
+    """Bad parameters, then the permission (403 naming it), then a member-only filter (the one
+    named: credential before cursor), then a window over 366 days."""
+    forbidden = client_for(world.editor).get(url(world, scope="workspace", cursor="x", **{"from": "2020-01-01", "to": "2026-01-01"}))
+    assert forbidden.status_code == 403
+    assert forbidden.json() == {"error": {"code": "FORBIDDEN", "message": "This needs the ask_history:manage permission.", "details": {"permission": "ask_history:manage"}}}
+    assert error_code(client_for(world.editor).get(url(world, scope="workspace", operation="forget"))) == "VALIDATION_ERROR"
+    owner = client_for(world.owner)
+    only_counts = ["Not available with scope=workspace: it answers counts per day only."]
+    for params, field in (({"credential": "1", "cursor": "x"}, "credential"), ({"cursor": "x"}, "cursor"), ({"credential": "", "cursor": "x"}, "cursor")):
+        response = owner.get(url(world, scope="workspace", **params, **{"from": "2020-01-01", "to": "2026-01-01"}))
+        assert response.status_code == 400 and response.json()["error"]["details"] == {"fields": {field: only_counts}}, params
+    too_long = owner.get(url(world, scope="workspace", **{"from": "2025-01-01", "to": "2026-01-02"}))
+    assert too_long.status_code == 400 and too_long.json()["error"]["details"] == {"fields": {"from": ["At most 366 days at once."]}}
+    longest = owner.get(url(world, scope="workspace", **{"from": "2025-01-01", "to": "2026-01-01"})).json()
+    assert (longest["from"], longest["to"]) == ("2025-01-01", "2026-01-01")
+
+
+@time_machine.travel(datetime(2026, 3, 2, 23, 30, tzinfo=UTC), tick=False)
+def test_the_workspace_scope_answers_the_30_utc_days_to_today_unless_told(world, settings):
+    settings.TIME_ZONE = "Asia/Tokyo"  # already 3 March there: the window is still the UTC days
+    owner = client_for(world.owner)
+    window = owner.get(url(world, scope="workspace")).json()
+    assert (window["from"], window["to"], window["retentionDays"]) == ("2026-02-01", "2026-03-02", settings.ACCESS_LOG_RETENTION_DAYS)
+    until = owner.get(url(world, scope="workspace", to="2026-01-31")).json()
+    assert (until["from"], until["to"]) == ("2026-01-02", "2026-01-31")
+    since = owner.get(url(world, scope="workspace", **{"from": "2026-02-20"})).json()
+    assert (since["from"], since["to"]) == ("2026-02-20", "2026-03-02")
+
+
+@time_machine.travel(datetime(2026, 3, 2, 23, 30, tzinfo=UTC), tick=False)
+def test_daily_counts_for_holds_the_owners_rule_and_the_window(world, agent):
+    remember(agent, "Editor's private note")
+    agent.recall(query="private note")
+    counts = access_log.daily_counts_for(world.owner)
+    assert (counts["scope"], counts["from"], counts["to"]) == ("workspace", "2026-02-01", "2026-03-02")
+    assert [(d["date"], d["reads"], d["byOperation"]) for d in counts["days"]] == [("2026-03-02", 1, {"recall": 1})]
+    assert access_log.daily_counts_for(world.owner, operation="list")["days"] == []
+    assert access_log.daily_counts_for(world.owner, until=date(2026, 3, 1))["days"] == []
+    widest = access_log.daily_counts_for(world.owner, since=date(2025, 3, 2), until=date(2026, 3, 2))
+    assert (widest["from"], len(widest["days"])) == ("2025-03-02", 1) and access_log.MAX_DAYS == 366 and access_log.DEFAULT_DAYS == 30
+    with pytest.raises(ApiError) as refused:
+        access_log.daily_counts_for(world.owner, since=date(2025, 3, 1), until=date(2026, 3, 2))
+    assert (refused.value.status, refused.value.details) == (400, {"fields": {"from": ["At most 366 days at once."]}})
+    for member in (world.editor, world.viewer):
+        with pytest.raises(ApiError) as forbidden:
+            access_log.daily_counts_for(member, member_only=["cursor"])
+        assert (forbidden.value.status, forbidden.value.code, forbidden.value.details) == (403, "FORBIDDEN", {"permission": "ask_history:manage"})
+    with pytest.raises(ApiError) as member_only:
+        access_log.daily_counts_for(world.owner, since=date(2020, 1, 1), member_only=["credential", "cursor"])
+    assert member_only.value.details == {"fields": {"credential": ["Not available with scope=workspace: it answers counts per day only."]}}
 
 
 # --- erased with the memories ----------------------------------------------------------------------

@@ -3,7 +3,7 @@ a bounded number of queries (no N+1) whatever the number of rows."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -160,3 +160,17 @@ def test_the_paginator_caps_the_count_and_says_so(world, staff, monkeypatch):
     assert "more than" in page and "5 memory versions" in page
     exact = browser(staff.auditor).get(admin_url(MemoryVersion, "changelist") + f"?member__id__exact={world.editor.pk}").content.decode()
     assert "more than" not in exact
+
+
+@pytest.mark.parametrize(("zone", "late_day"), [("UTC", "2026-03-01"), ("Asia/Tokyo", "2026-03-02")])
+def test_the_credits_chart_counts_a_record_on_the_local_day_from_local_midnight(world, settings, zone, late_day):
+    settings.TIME_ZONE = zone
+    now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+    first_day = timezone.make_aware(datetime(2026, 2, 1))  # 29 days before today, at local midnight
+    for at, cost in ((datetime(2026, 3, 1, 23, 30, tzinfo=UTC), "1"), (first_day, "2"), (first_day - timedelta(minutes=1), "4")):
+        UsageRecord.objects.create(
+            workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="m", input_cost=Decimal(cost), output_cost=Decimal("0.25"), created_at=at
+        )
+    used = charts(now)[2]
+    assert f"{late_day}: 1.25</title>" in used.svg and "2026-02-01: 2.25</title>" in used.svg
+    assert used.total == "3.5" and used.svg.count("<rect") == 30

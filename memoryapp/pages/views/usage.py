@@ -32,9 +32,9 @@ def usage(request: HttpRequest, member: Member) -> HttpResponse:
         {
             "rows": presenters.usage_rows(records),
             "page_obj": page_obj,
-            "sees_all": member.has_perm("usage:read_all"),
+            "sees_all": credit_usage.sees_all_usage(member),
             "totals": totals,
-            "chart": usage_chart(queryset, timezone.localdate()) if records else None,
+            "chart": usage_chart(queryset, timezone.get_current_timezone()) if records else None,  # the viewer's local days
         },
         current="pages:usage",
     )
