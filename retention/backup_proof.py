@@ -7,7 +7,6 @@ up through that check's own steps."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import shutil
@@ -28,10 +27,8 @@ from memoryapp import sealing
 from memoryapp.crypto import SealError
 from memoryapp.keyring import KEYRING, DataKey, key_encryption_keys
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention import receipts
-from retention.erasure import residual_window
-from retention.forgetting import ACTOR, CHECK_SEMANTIC_BUDGET_SECONDS, NAMESPACE, CheckCannotRun, ForgettingCheck, new_marker, occurrences_on_disk
-from retention.models import DeletionReceipt, Operation
+from retention.forgetting import CHECK_SEMANTIC_BUDGET_SECONDS, CheckCannotRun, ForgettingCheck, new_marker, occurrences_on_disk
+from retention.models import DeletionReceipt
 
 
 class BackupProof(ForgettingCheck):
@@ -288,29 +285,10 @@ class BackupProof(ForgettingCheck):
             "clean": clean,
         }
         forget_receipt = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 and forgotten.get("receiptId") else None
-        now = timezone.now()
-        receipt = receipts.append(
-            operation=Operation.FORGETTING_CHECK,
-            workspace_ref=self.workspace.pk,
-            member_ref=self.member.pk,
-            actor_label=ACTOR,
-            manifest={
-                "artifacts": forget_receipt.manifest.get("artifacts", {}) if forget_receipt else {},
-                "filters": {"canary": True, "backupProof": True, "namespace": NAMESPACE, "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None},
-            },
-            memory_version_ids=[self.canary_id],
-            requested_at=started,
-            unreachable_at=forget_receipt.unreachable_at if forget_receipt else now,
-            purged_at=forget_receipt.purged_at if forget_receipt else now,
-            residual=residual_window(forget_receipt.purged_at if forget_receipt else now),
-            verification={"markerSha256": hashlib.sha256(self.marker.encode()).hexdigest(), "forgetStatus": status, "backupProof": findings, "clean": clean},
+        receipt = self.record(
+            forget_receipt,
+            started=started,
+            filters={"backupProof": True},
+            verification={"markerSha256": self.marker_sha256, "forgetStatus": status, "backupProof": findings, "clean": clean},
         )
-        return {
-            "workspaceId": str(self.workspace.pk),
-            "memberId": str(self.member.pk),
-            "canaryId": str(self.canary_id),
-            "marker": self.marker,
-            "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None,
-            "receiptId": str(receipt.pk),
-            **findings,
-        }
+        return {**self.report_head(forget_receipt, receipt), **findings}

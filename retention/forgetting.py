@@ -123,6 +123,41 @@ class ForgettingCheck:
             self.bar.set_postfix_str(step)
             self.bar.update(1)
 
+    @property
+    def marker_sha256(self) -> str:
+        return hashlib.sha256(self.marker.encode()).hexdigest()
+
+    def record(self, forget_receipt: DeletionReceipt | None, *, started: datetime, filters: dict[str, Any], verification: dict[str, Any]) -> DeletionReceipt:
+        """The check's own receipt (operation `forgetting_check`): what the forget erased, when,
+        and what was found after it. Without a forget receipt (the forget failed) it says now."""
+        now = timezone.now()
+        return receipts.append(
+            operation=Operation.FORGETTING_CHECK,
+            workspace_ref=self.workspace.pk,
+            member_ref=self.member.pk,
+            actor_label=ACTOR,
+            manifest={
+                "artifacts": forget_receipt.manifest.get("artifacts", {}) if forget_receipt else {},
+                "filters": {"canary": True, **filters, "namespace": NAMESPACE, "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None},
+            },
+            memory_version_ids=[self.canary_id],
+            requested_at=started,
+            unreachable_at=forget_receipt.unreachable_at if forget_receipt else now,
+            purged_at=forget_receipt.purged_at if forget_receipt else now,
+            residual=residual_window(forget_receipt.purged_at if forget_receipt else now),
+            verification=verification,
+        )
+
+    def report_head(self, forget_receipt: DeletionReceipt | None, receipt: DeletionReceipt) -> dict[str, Any]:
+        return {
+            "workspaceId": str(self.workspace.pk),
+            "memberId": str(self.member.pk),
+            "canaryId": str(self.canary_id),
+            "marker": self.marker,
+            "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None,
+            "receiptId": str(receipt.pk),
+        }
+
     # --- the agent API, in process -------------------------------------------------------------
     def agent(self, operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         response = self.client.post(f"/api/agent/v1/memories/{operation}", json.dumps(body), content_type="application/json", secure=True, HTTP_AUTHORIZATION=f"Bearer {self.token}")
@@ -316,24 +351,13 @@ class ForgettingCheck:
         never_held = all(s["before"] == 0 and s["after"] == 0 for s in never.values())
         remaining = verify([self.canary_id])
         clean = status == 200 and reachable_before and empty_after and never_held and remaining["clean"]
-        now = timezone.now()
-        receipt = receipts.append(
-            operation=Operation.FORGETTING_CHECK,
-            workspace_ref=self.workspace.pk,
-            member_ref=self.member.pk,
-            actor_label=ACTOR,
-            manifest={
-                "artifacts": forget_receipt.manifest.get("artifacts", {}) if forget_receipt else {},
-                "filters": {"canary": True, "namespace": NAMESPACE, "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None},
-            },
-            memory_version_ids=[self.canary_id],
-            requested_at=started,
-            unreachable_at=forget_receipt.unreachable_at if forget_receipt else now,
-            purged_at=forget_receipt.purged_at if forget_receipt else now,
-            residual=residual_window(forget_receipt.purged_at if forget_receipt else now),
+        receipt = self.record(
+            forget_receipt,
+            started=started,
+            filters={},
             verification={
                 **remaining,
-                "markerSha256": hashlib.sha256(self.marker.encode()).hexdigest(),
+                "markerSha256": self.marker_sha256,
                 "forgetStatus": status,
                 "surfaces": surfaces,
                 "neverHoldContent": never,
@@ -343,12 +367,7 @@ class ForgettingCheck:
             },
         )
         return {
-            "workspaceId": str(self.workspace.pk),
-            "memberId": str(self.member.pk),
-            "canaryId": str(self.canary_id),
-            "marker": self.marker,
-            "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None,
-            "receiptId": str(receipt.pk),
+            **self.report_head(forget_receipt, receipt),
             "surfaces": surfaces,
             "neverHoldContent": never,
             "reachableBefore": reachable_before,
