@@ -166,7 +166,13 @@ def test_every_retention_queryset_is_read_at_the_instant_it_is_given(member, shi
     at = now + timedelta(days=shift_days)
     ask_history = member.workspace.ask_history
     rows = {}
-    grid = [(age, kind, expired, unreachable) for age in (1, 15, 25, 35, 45, 55, 65) for kind in (False, True) for expired in ((False, True) if kind else (False,)) for unreachable in (False, True)]
+    grid = [
+        (age, kind, expired, unreachable)
+        for age in (1, 15, 25, 30, 35, 40, 45, 50, 55, 60, 65)
+        for kind in (False, True)
+        for expired in ((False, True) if kind else (False,))
+        for unreachable in (False, True)
+    ]
     for n, (age, assistant, expired, unreachable) in enumerate(grid):
         version = MemoryVersion.objects.create(
             workspace=member.workspace,
@@ -192,6 +198,13 @@ def test_every_retention_queryset_is_read_at_the_instant_it_is_given(member, shi
     assert ids(versions.live(ask_history, at=at)) == ids(visibility.live_versions(member, ask_history, now=at)) == live
     kept = select(lambda age, assistant, expired, unreachable: not unreachable and (age < grace if assistant else (not expired and age < days)))
     assert ids(versions.kept_for_member(ask_history, at=at)) == kept
+    # the row methods agree at the same instant, boundaries included (anchors exactly 30 and 40 days back)
+    by_pk = {v.pk: v for v in versions}
+    assert {pk for pk, v in by_pk.items() if v.is_live(ask_history, at) and v.unreachable_at is None} == live
+    from memoryapp.models import expiry_expression
+
+    versions.update(expired_at=expiry_expression(30))
+    assert all(v.expired_at == v.expires_at(ask_history) == v.retention_anchor + days for v in MemoryVersion.objects.filter(member=member))
 
 
 @pytest.mark.django_db
@@ -256,3 +269,23 @@ def test_a_document_is_unexpired_strictly_before_its_expiry_instant(member):
     Document.objects.filter(title="after").update(expires_at=timezone.now() + timedelta(hours=1))
     assert {d.title for d in Document.objects.unexpired()} == {"never", "after"}  # no `at`: now
     assert not documents["never"].is_expired() and documents["before"].is_expired()
+
+
+@pytest.mark.django_db
+def test_a_save_that_writes_the_text_rewrites_its_digest_and_length_and_only_what_it_names(member):
+    """`MemoryVersion.save`: the keyed digest and the length follow the text whenever a save writes
+    it (update_fields naming `text` gains both), and a save naming other fields writes only those."""
+    version = MemoryVersion.objects.create(workspace=member.workspace, member=member, namespace="notes", text="first text")
+    first_digest = version.text_hmac
+    version.text = "a longer second text"
+    version.save(update_fields=["text"])
+    stored = MemoryVersion.objects.get(pk=version.pk)
+    assert stored.text == "a longer second text" and stored.text_length == len("a longer second text")
+    assert stored.text_hmac == version.text_hmac != first_digest
+    stale = MemoryVersion.objects.get(pk=version.pk)
+    MemoryVersion.objects.filter(pk=version.pk).update(valid_to=timezone.now())  # written meanwhile by someone else
+    stale.state = MemoryState.EXPIRED
+    stale.save(update_fields=["state"])
+    again = MemoryVersion.objects.get(pk=version.pk)
+    assert again.state == MemoryState.EXPIRED and again.valid_to is not None  # the other write is kept
+    assert (again.text_hmac, again.text_length) == (stored.text_hmac, stored.text_length)
