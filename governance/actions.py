@@ -7,7 +7,7 @@ knowledge or a workspace, or stopping history sends a `governance.signals` signa
 that keep dependent data react to it (retention erases the memories, SPEC §8).
 
 Over ~400 lines on purpose: every governance write is here, one section per object (members,
-accounts, settings, credentials, knowledge, platform switches), none over ~130 lines; a reader
+accounts, settings, credentials, knowledge, platform switches), none over ~170 lines; a reader
 looking for "where does governance change state" finds one file."""
 
 from __future__ import annotations
