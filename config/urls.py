@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path, re_path, register_converter
+from django.utils import translation
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -9,6 +10,16 @@ from memoryapp import error_pages, health
 from memoryapp.api import access, conversations
 from memoryapp.api import views as m
 from retention.api import views as receipt_views
+
+
+class EnglishSchemaView(SpectacularAPIView):
+    """The OpenAPI schema is one document: English (choice labels included) whatever the caller's
+    Accept-Language, unless `?lang=` asks for another."""
+
+    def _get_schema_response(self, request):
+        with translation.override(request.GET.get("lang") or "en"):
+            return super()._get_schema_response(request)
+
 
 # Every id in a path is `<id:…>`: a malformed or out-of-range id matches no route (404), never
 # reaches a query.
@@ -63,7 +74,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics, name="metrics"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", EnglishSchemaView.as_view(), name="schema"),
     path("api/schema/export.json", access.ExportSchemaView.as_view(), name="export-schema"),
     path(".well-known/receipt-signing-key", receipt_views.ReceiptSigningKeyView.as_view(), name="receipt-signing-key"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -180,11 +180,6 @@ def plan_admin_erase(member: Member, reason: str = "") -> ErasePlan:
     return ErasePlan(Operation.ADMIN_ERASE, member.workspace_id, [Batch(member.pk, ids)] if ids else [], {"member": member.pk, "reason": reason})
 
 
-def plan_non_retaining(workspace: Workspace) -> ErasePlan:
-    """Every memory of the workspace, one receipt per member: what making it non-retaining erases."""
-    return ErasePlan(Operation.NON_RETAINING, workspace.pk, _by_member(MemoryVersion.objects.filter(workspace=workspace)), {"scope": "every memory in the workspace"})
-
-
 def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
     """A platform admin erases every memory of one member (with a receipt and an audit event),
     planned and erased under the member's lock (memoryapp.actions.lock_member's order)."""

@@ -62,3 +62,15 @@ def test_the_memory_object_says_it_is_untrusted_and_not_evidence():
     recall = schema.raw_schema["paths"]["/api/agent/v1/memories/recall"]["post"]["responses"]
     assert recall["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/RecallResponse")
     assert recall["429"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
+
+
+def test_the_served_schema_is_english_whatever_the_callers_language(db):
+    """Choice labels are translated for the pages (Source, AccessSurface); the OpenAPI document is
+    one text, English, unless `?lang=` asks."""
+    from django.test import Client
+
+    client = Client()
+    english = client.get("/api/schema/?format=json", HTTP_ACCEPT_LANGUAGE="en").content
+    japanese_browser = client.get("/api/schema/?format=json", HTTP_ACCEPT_LANGUAGE="ja").content
+    assert english == japanese_browser
+    assert "ユーザー".encode() not in japanese_browser and b"User request" in english
