@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -233,7 +233,8 @@ def test_the_settings_ranges_are_the_models_in_the_api_body_and_the_form():
     body, form = SettingsBody().fields, AskHistorySettingsForm().fields
     for api, field, (low, high) in (("agentMemoryRetentionDays", "agent_memory_retention_days", RETENTION_DAYS_RANGE), ("expiredGraceDays", "expired_grace_days", GRACE_DAYS_RANGE)):
         assert (body[api].min_value, body[api].max_value) == (form[field].min_value, form[field].max_value) == (low, high)
-        assert f"Between {low} and {high}." in str(form[field].help_text)
+        with translation.override("en"):
+            assert f"Between {low} and {high}." in str(form[field].help_text)
 
 
 def test_live_context_sets_are_the_ones_not_deleted_like_the_row_property(member):
