@@ -35,10 +35,6 @@ def _url(model_label: str, **params) -> str:
     return f"{url}?{urlencode(params)}" if params else url
 
 
-def _credit_account_model() -> type[CreditAccount]:
-    return CreditAccount
-
-
 @dataclass
 class Figure:
     value: object
@@ -143,10 +139,7 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
     )
     for row in receipt_rows:
         erasures[row["workspace_ref"]].append((row["operation"], row["receipts"], row["versions"] or 0))
-    balances = {}
-    CreditAccount = _credit_account_model()
-    if CreditAccount is not None:
-        balances = {a.workspace_id: a for a in CreditAccount.objects.filter(workspace_id__in=ids)}
+    balances = {a.workspace_id: a for a in CreditAccount.objects.filter(workspace_id__in=ids)}
 
     labels = dict(Operation.choices)
     recent = last_days_query("purged_at", DAYS)
@@ -166,9 +159,8 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
                 for op, receipts, erased in erasures.get(workspace.pk, [])
             ],
         )
-        if CreditAccount is not None:
-            account = balances.get(workspace.pk)
-            figures.balance = Figure(account.balance if account else None, _url("credits.creditaccount", workspace__id__exact=workspace.pk))
+        account = balances.get(workspace.pk)
+        figures.balance = Figure(account.balance if account else None, _url("credits.creditaccount", workspace__id__exact=workspace.pk))
         result.append(figures)
     return result
 

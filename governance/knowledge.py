@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
-from governance.models import Collection, ContextSet, Document, Entity, Member, Workspace
+from governance.models import Collection, Document, Entity, Member, Workspace
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]")
@@ -43,12 +43,6 @@ def readable_collection(member: Member, collection_id: int) -> Collection | None
 def readable_documents(member: Member) -> QuerySet[Document]:
     """Documents the member may read now: of their workspace, not expired, in a readable collection."""
     return Document.objects.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=readable_collections(member).values("id")))
-
-
-def context_set_document_ids(context_set: ContextSet) -> set[int]:
-    listed = set(context_set.documents.values_list("id", flat=True))
-    in_collections = set(Document.objects.filter(collection__in=context_set.collections.all()).values_list("id", flat=True))
-    return listed | in_collections
 
 
 def _normalise(text: str) -> str:

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.errors import memory_not_found, validation_error
+from core.errors import ApiError, memory_not_found, validation_error
 from governance.models import Member
 from memoryapp import gates
 from memoryapp.actions import store_version
@@ -46,6 +46,15 @@ def list_assistant_memories(member: Member) -> dict[str, Any]:
         "memories": [assistant_json(v, member, expired=False) for v in active],
         "expired": [assistant_json(v, member, expired=True) for v in expired],
     }
+
+
+def assistant_memories_writable(member: Member) -> bool:
+    """Whether the member may add or edit assistant memories now (the gate rows `add_assistant_memory` runs)."""
+    try:
+        gates.check_memory_enabled(member.workspace, member, agent=False)
+    except ApiError:
+        return False
+    return True
 
 
 def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None, source: str = Source.MANUAL) -> tuple[MemoryVersion, int]:

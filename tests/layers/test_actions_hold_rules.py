@@ -238,3 +238,20 @@ def test_a_retention_change_that_erases_needs_confirmation_and_saves_nothing_unt
 def test_a_change_that_moves_nothing_is_saved_at_once(world):
     saved = previews.save_settings_or_ask_confirmation(world.workspace, {"expiredGraceDays": 5}, actor=world.owner.user, confirmed=None, confirmed_plan=None)
     assert saved["needsConfirmation"] is False and saved["settings"]["expiredGraceDays"] == 5
+
+
+def test_the_ai_memory_page_asks_the_gate_whether_assistant_memories_are_writable(world):
+    """`assistant.assistant_memories_writable` runs the rows `add_assistant_memory` runs (the page
+    used to restate them): writable unless the workspace keeps no history or AI memory is off."""
+    from governance.models import Workspace
+    from memoryapp.assistant import assistant_memories_writable
+
+    assert assistant_memories_writable(world.editor)
+    for flags in ({"retains_history": False}, {"ai_memory_available": False}):
+        Workspace.objects.filter(pk=world.workspace.pk).update(**flags)
+        world.editor.workspace.refresh_from_db()
+        assert not assistant_memories_writable(world.editor), flags
+        Workspace.objects.filter(pk=world.workspace.pk).update(retains_history=True, ai_memory_available=True)
+        world.editor.workspace.refresh_from_db()
+    world.editor.remember_me = False  # the member's own switch binds agents, not the member
+    assert assistant_memories_writable(world.editor)

@@ -26,10 +26,6 @@ from memoryapp.pages.presenters import error_text, masked_note
 from memoryapp.pages.views.base import add_api_error, member_page, page
 
 
-def _memory_writable(member: Member) -> bool:
-    return member.workspace.ai_memory_available and member.workspace.retains_history
-
-
 @require_GET
 @member_page()
 def ai_memory(request: HttpRequest, member: Member) -> HttpResponse:
@@ -42,7 +38,7 @@ def ai_memory(request: HttpRequest, member: Member) -> HttpResponse:
             "available": listing["available"],
             "remember_me": listing["rememberMe"],
             "retains_history": member.workspace.retains_history,
-            "writable": _memory_writable(member),
+            "writable": assistant.assistant_memories_writable(member),
             "memories": presenters.assistant_rows(listing["memories"]),
             "expired": presenters.assistant_rows(listing["expired"]),
             "highlight": request.GET.get("saved", ""),
@@ -84,7 +80,7 @@ def ai_memory_add(request: HttpRequest, member: Member) -> HttpResponse:
         else:
             _saved_message(request, version, _("Memory updated: the topic already existed, so a new version was saved.") if superseded else _("Memory saved."))
             return redirect(reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}")
-    return page(request, member, "pages/ai_memory_form.html", {"form": form, "editing": None, "writable": _memory_writable(member)}, current="pages:ai-memory")
+    return page(request, member, "pages/ai_memory_form.html", {"form": form, "editing": None, "writable": assistant.assistant_memories_writable(member)}, current="pages:ai-memory")
 
 
 def _own_assistant_memory(member: Member, memory_id: int) -> dict[str, Any]:
@@ -110,7 +106,13 @@ def ai_memory_edit(request: HttpRequest, member: Member, memory_id: int) -> Http
         else:
             _saved_message(request, version, _("Memory updated."))
             return redirect(reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}")
-    return page(request, member, "pages/ai_memory_form.html", {"form": form, "editing": presenters.assistant_rows([item])[0], "writable": _memory_writable(member)}, current="pages:ai-memory")
+    return page(
+        request,
+        member,
+        "pages/ai_memory_form.html",
+        {"form": form, "editing": presenters.assistant_rows([item])[0], "writable": assistant.assistant_memories_writable(member)},
+        current="pages:ai-memory",
+    )
 
 
 @require_http_methods(["GET", "POST"])
