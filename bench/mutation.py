@@ -97,7 +97,15 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "recall_service": (["memoryapp/recall/service.py"], _unique(["tests/recall/test_rankings.py", "tests/memories/test_as_of.py"], RULE_TESTS)),
     "previews": (["retention/previews.py"], _unique(["tests/previews/test_manifest.py"], RULE_TESTS)),
     "receipts": (["retention/receipts.py", "retention/receipt_checks.py"], ["tests/receipts/test_chain.py", "tests/receipts/test_complete.py"]),
-    "lifecycle": (["retention/lifecycle.py"], _unique(["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py"], RULE_TESTS)),
+    # the counts (artifact_counts, counts_for) and the access-log sweep moved here in issue 23: their tests come along
+    "lifecycle": (
+        ["retention/lifecycle.py"],
+        _unique(
+            ["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py", "tests/lifecycle/test_worker.py"],
+            ["tests/layers/test_actions_hold_rules.py", "tests/access_log/test_entries.py", "tests/previews/test_manifest.py", "tests/receipts/test_complete.py"],
+            RULE_TESTS,
+        ),
+    ),
     "credits": (["credits/pricing.py", "credits/quotas.py", "credits/charging.py", "credits/jobs.py"], _unique(["tests/credits/test_charging.py", "tests/consolidation/test_turns.py"], RULE_TESTS)),
 }
 

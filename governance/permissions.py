@@ -45,5 +45,10 @@ def role_has(role_name: str, permission: str) -> bool:
     return Role.parse(role_name) >= PERMISSIONS[permission]
 
 
+def scope_minimum_role(scope: str) -> Role:
+    """The lowest role whose credentials may hold `scope`."""
+    return PERMISSIONS[MEMORY_SCOPES[scope]]
+
+
 def scope_allowed_for_role(scope: str, role_name: str) -> bool:
     return role_has(role_name, MEMORY_SCOPES[scope])

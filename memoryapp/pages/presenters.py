@@ -23,7 +23,7 @@ from credits import usage as credit_usage
 from credits.models import UsageCategory, UsageRecord
 from governance.actions import ACCOUNT_NOTICES, account_target
 from governance.models import AuditEvent, Collection, Credential, Member
-from governance.permissions import Role, scope_allowed_for_role
+from governance.permissions import scope_allowed_for_role, scope_minimum_role
 from memoryapp import access_log
 from memoryapp.models import AccessEntry, AccessSurface, MemoryVersion, Source, current_q
 from memoryapp.pages.forms import KIND_CHOICES
@@ -182,10 +182,8 @@ def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], h
 def scope_options(member: Member, form: Form) -> list[dict[str, Any]]:
     chosen = set(form["scopes"].value() or []) if form.is_bound else set()
     options = []
-    for scope, minimum, description in (
-        ("memory:read", Role.VIEWER, _("Recall and list your memories")),
-        ("memory:write", Role.EDITOR, _("Remember and forget memories for you")),
-    ):
+    for scope, description in (("memory:read", _("Recall and list your memories")), ("memory:write", _("Remember and forget memories for you"))):
+        minimum = scope_minimum_role(scope)
         allowed = scope_allowed_for_role(scope, member.role)
         options.append(
             {
