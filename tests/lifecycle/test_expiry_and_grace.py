@@ -337,3 +337,34 @@ def test_every_beat_entry_names_a_registered_task_and_expires(world):
         assert entry["options"]["expires"] > 0
         if entry["task"].split(".")[-1] in JOBS:
             assert entry["task"] in app.tasks
+
+
+def test_the_sweeps_receipts_state_the_rule_and_the_cutoff_they_applied(world, agent):
+    """The expiry and grace receipts' filters say which setting erased what, and the exact cutoff
+    instant (the receipt is the member's proof of why it went)."""
+    from memoryapp.assistant import add_assistant_memory
+
+    governance.update_settings(world.workspace, {"agentMemoryRetentionDays": 30, "expiredGraceDays": 10}, actor=world.owner.user)
+    old = remember(agent, text="An old agent note.")
+    topic, _ = add_assistant_memory(world.editor, kind="preference", topic="response_style", summary="Short answers.")
+    MemoryVersion.objects.filter(pk__in=[int(old), topic.pk]).update(retention_anchor=T0 - timedelta(days=45))
+    lifecycle.expiry_sweep(now=T0)
+    lifecycle.grace_purge(now=T0)
+    expiry = DeletionReceipt.objects.get(operation=Operation.EXPIRY)
+    assert expiry.manifest["filters"] == {
+        "rule": "agentMemoryRetentionDays",
+        "retentionDays": 30,
+        "createdBefore": (T0 - timedelta(days=30)).isoformat(),
+        "namespaces": "every namespace except assistant",
+    }
+    assert expiry.memory_version_ids == [int(old)] and expiry.member_ref == world.editor.pk
+    grace = DeletionReceipt.objects.get(operation=Operation.GRACE_PURGE)
+    assert grace.manifest["filters"] == {
+        "rule": "agentMemoryRetentionDays + expiredGraceDays",
+        "retentionDays": 30,
+        "expiredGraceDays": 10,
+        "namespace": ASSISTANT_NAMESPACE,
+        "lastUpdatedBefore": (T0 - timedelta(days=40)).isoformat(),
+    }
+    assert grace.memory_version_ids == [topic.pk]
+    assert expiry.unreachable_at == grace.unreachable_at == T0 - timedelta(days=15)  # anchor + 30 days: when each expired

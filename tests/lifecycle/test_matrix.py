@@ -81,3 +81,63 @@ def test_the_lifecycle_endpoint_lists_every_class_with_workspace_or_own_counts(w
     assert client_for(world.editor).get(url).json()["counts"]["memoryVersions"] == 1
     outsider = client_for(world.outsider).get(url)
     assert outsider.status_code == 404 and error_code(outsider) == "NOT_FOUND"
+
+
+def test_the_counts_are_each_artifact_class_of_the_workspace_or_of_the_member_alone(world):
+    """`lifecycle.counts_for` (the endpoint's `counts`): every class counted, for an owner the
+    workspace's, for anyone else their own rows only — versions, assistant versions, expired
+    awaiting purge (not the unreachable ones), pending cascade erasure, citations, embeddings,
+    receipts, usage records, access-log entries; audit events for the owner only."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from credits.models import UsageRecord
+    from governance import actions as gov_actions
+    from governance.models import AuditEvent
+    from memoryapp.assistant import add_assistant_memory
+    from retention.lifecycle import counts_for
+    from tests.conftest import make_agent
+
+    owner_agent, editor_agent = make_agent(world.owner), make_agent(world.editor)
+    collection = gov_actions.create_collection(world.workspace, name="Docs")
+    passage = gov_actions.create_document(collection, title="d", text="Cited text.").current_version.passages.first()
+    assert owner_agent.remember(namespace="n", text="cites a passage", citations=[str(passage.pk)]).status_code == 201
+    forgotten = owner_agent.remember(namespace="n", key="k", text="to forget").json()["memory"]["id"]
+    assert owner_agent.forget(memoryId=forgotten).status_code == 200  # one receipt, the owner's
+    old = int(editor_agent.remember(namespace="n", text="an old note").json()["memory"]["id"])
+    marked = int(editor_agent.remember(namespace="n", text="a marked note").json()["memory"]["id"])
+    MemoryVersion.objects.filter(pk=old).update(retention_anchor=timezone.now() - timedelta(days=200))  # past the 90 days
+    MemoryVersion.objects.filter(pk=marked).update(unreachable_at=timezone.now(), retention_anchor=timezone.now() - timedelta(days=200))  # counts as pending, not expired
+    add_assistant_memory(world.editor, kind="preference", topic="response_style", summary="Short answers.")
+    assert owner_agent.list().status_code == 200  # one read that returned a memory: one access-log entry, the owner's
+    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="m", input_tokens=1, output_tokens=1, input_cost=0, output_cost=0)
+
+    scope, workspace = counts_for(world.owner)
+    assert scope == "workspace"
+    assert workspace == {
+        "memoryVersions": 4,
+        "assistantMemoryVersions": 1,
+        "expiredAwaitingPurge": 1,
+        "pendingCascadeErasure": 1,
+        "citations": 1,
+        "embeddings": 4,
+        "receipts": 1,
+        "usageRecords": 1,
+        "accessLogEntries": 1,
+        "auditEvents": AuditEvent.objects.filter(workspace_ref=world.workspace.pk).count(),
+    }
+    assert workspace["auditEvents"] > 0
+    scope, own = counts_for(world.editor)
+    assert scope == "member"
+    assert own == {
+        "memoryVersions": 3,
+        "assistantMemoryVersions": 1,
+        "expiredAwaitingPurge": 1,
+        "pendingCascadeErasure": 1,
+        "citations": 0,
+        "embeddings": 3,
+        "receipts": 0,
+        "usageRecords": 1,
+        "accessLogEntries": 0,
+    }
