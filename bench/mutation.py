@@ -106,7 +106,11 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             RULE_TESTS,
         ),
     ),
-    "credits": (["credits/pricing.py", "credits/quotas.py", "credits/charging.py", "credits/jobs.py"], _unique(["tests/credits/test_charging.py", "tests/consolidation/test_turns.py"], RULE_TESTS)),
+    # the old retention/credits.py, split (issue 23 step 5); usage.py holds what its usage JSON and lines did
+    "credits": (
+        ["credits/pricing.py", "credits/quotas.py", "credits/charging.py", "credits/jobs.py", "credits/usage.py"],
+        _unique(["tests/credits/test_charging.py", "tests/credits/test_usage.py", "tests/credits/test_beat_jobs.py", "tests/consolidation/test_turns.py"], RULE_TESTS),
+    ),
 }
 
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
