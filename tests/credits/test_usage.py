@@ -210,3 +210,81 @@ def test_the_api_note_says_one_token_like_the_page_whatever_the_request_language
     response = client_for(world.editor).get(f"/api/w/{world.workspace.pk}/usage", HTTP_ACCEPT_LANGUAGE="ja")
     (line, _) = response.json()["records"][0]["lines"]
     assert (line["memoryTokens"], line["note"]) == (1, "This input includes about 1 token of AI memory, already counted in input usage")
+
+
+def test_the_daily_rollup_sums_each_utc_day_per_member_role_and_category_and_catches_up(world):
+    """`jobs.daily_rollup`: yesterday and today recomputed whole, and any older day that has usage
+    but no roll-up; one row per (member, role, category) of a UTC day with its records, tokens and
+    costs; a removed member's records (member NULL) roll up under member_ref 0; a rerun changes nothing."""
+    from datetime import timedelta
+
+    from credits.models import UsageRollup
+
+    day1_end = datetime(2026, 3, 1, 23, 59, 59, 999999, tzinfo=UTC)
+    record(world, world.editor, day1_end, cost="1")
+    record(world, world.editor, NOW.replace(hour=0), cost="2", memory_tokens=7)
+    record(world, world.editor, NOW, category="reply", cost="3")
+    record(world, world.owner, NOW, cost="4")
+    UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=None,
+        role="viewer",
+        category="reply",
+        model_name="m",
+        input_tokens=5,
+        output_tokens=6,
+        memory_tokens=0,
+        input_cost=Decimal("0.5"),
+        output_cost=Decimal("0.5"),
+        created_at=NOW,
+    )
+    record(world, world.editor, NOW - timedelta(days=10), cost="5")  # an old day with no roll-up yet
+    assert jobs.daily_rollup(now=NOW) == {"days": 3, "rows": 6}
+    rows = sorted(
+        (r.day, r.member_ref, r.role, r.category, r.records, r.input_tokens, r.output_tokens, r.memory_tokens, Decimal(r.input_cost), Decimal(r.output_cost))
+        for r in UsageRollup.objects.filter(workspace=world.workspace)
+    )
+    editor, owner = world.editor.pk, world.owner.pk
+    assert rows == sorted(
+        [
+            (date(2026, 2, 20), editor, "editor", "ai_memory", 1, 1000, 100, 0, Decimal("5"), Decimal("0.25")),
+            (date(2026, 3, 1), editor, "editor", "ai_memory", 1, 1000, 100, 0, Decimal("1"), Decimal("0.25")),
+            (date(2026, 3, 2), 0, "viewer", "reply", 1, 5, 6, 0, Decimal("0.5"), Decimal("0.5")),
+            (date(2026, 3, 2), editor, "editor", "ai_memory", 1, 1000, 100, 7, Decimal("2"), Decimal("0.25")),
+            (date(2026, 3, 2), editor, "editor", "reply", 1, 1000, 100, 0, Decimal("3"), Decimal("0.25")),
+            (date(2026, 3, 2), owner, "owner", "ai_memory", 1, 1000, 100, 0, Decimal("4"), Decimal("0.25")),
+        ]
+    )
+    record(world, world.editor, NOW, cost="1")  # a second record the same day: the day is recomputed whole
+    assert jobs.daily_rollup(now=NOW) == {"days": 2, "rows": 5}
+    today = UsageRollup.objects.get(workspace=world.workspace, day=date(2026, 3, 2), member_ref=editor, category="ai_memory")
+    assert (today.records, today.input_tokens, today.memory_tokens, Decimal(today.input_cost), Decimal(today.output_cost)) == (2, 2000, 7, Decimal("3"), Decimal("0.5"))
+    assert UsageRollup.objects.filter(workspace=world.workspace).count() == 6
+
+
+def test_reconciliation_checks_each_workspace_against_its_own_ledger_and_pending_usage(world):
+    """`jobs.reconcile_credits`: per account, balance = Σ its own ledger − its own pending usage;
+    a difference is stored on the account with the time, audited with the figures, recorded again
+    only when it changes; a matching balance clears it (audited once)."""
+    from credits.models import CreditAccount
+    from governance.models import AuditEvent
+
+    charging.grant_credits(world.workspace, Decimal("100"))
+    charging.grant_credits(world.other_workspace, Decimal("7"))
+    record(world, world.editor, NOW, cost="2")  # pending: 2 + 0.25 held back from the balance
+    CreditAccount.objects.filter(workspace=world.workspace).update(balance=Decimal("97.75"))
+    assert jobs.reconcile_credits(now=NOW) == {"checked": 2, "discrepancies": 0, "recorded": 0}
+    CreditAccount.objects.filter(workspace=world.workspace).update(balance=Decimal("98"))
+    assert jobs.reconcile_credits(now=NOW) == {"checked": 2, "discrepancies": 1, "recorded": 1}
+    account = CreditAccount.objects.get(workspace=world.workspace)
+    assert Decimal(account.discrepancy) == Decimal("0.25") and account.reconciled_at == NOW
+    assert CreditAccount.objects.get(workspace=world.other_workspace).discrepancy is None
+    event = AuditEvent.objects.get(action="credits.discrepancy")
+    assert event.workspace == world.workspace and event.target == f"workspace #{world.workspace.pk}"
+    assert {k: Decimal(v) for k, v in event.changes.items()} == {"balance": Decimal("98"), "ledgerExpected": Decimal("97.75"), "difference": Decimal("0.25")}
+    CreditAccount.objects.filter(workspace=world.workspace).update(balance=Decimal("99"))  # a different difference: recorded again
+    assert jobs.reconcile_credits(now=NOW)["recorded"] == 1 and AuditEvent.objects.filter(action="credits.discrepancy").count() == 2
+    CreditAccount.objects.filter(workspace=world.workspace).update(balance=Decimal("97.75"))
+    assert jobs.reconcile_credits(now=NOW) == {"checked": 2, "discrepancies": 0, "recorded": 1}
+    cleared = AuditEvent.objects.get(action="credits.reconciled")
+    assert Decimal(cleared.changes["previousDifference"]) == Decimal("1.25") and CreditAccount.objects.get(workspace=world.workspace).discrepancy is None
