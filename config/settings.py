@@ -160,8 +160,39 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'memory.sqlite3'}")
+# PostgreSQL: a bounded pool per process and database (Django's psycopg pool), so connections can
+# never pile up: under ASGI every request's sync view runs in a thread of its own, and persistent
+# connections (CONN_MAX_AGE) stayed open per thread until max_connections refused new ones. A
+# request takes a connection at its first query and gives it back when it ends; one that waits
+# longer than DB_POOL_TIMEOUT seconds answers 503 SERVICE_UNAVAILABLE (core.unavailable). Sizing:
+# web processes x 2 databases x DB_POOL_MAX_SIZE + Celery must fit max_connections
+# (docs/operations.md, "Database connections"). DB_POOL_MAX_SIZE=0: no pool (an external pooler
+# such as PgBouncer in transaction mode), then DB_CONN_MAX_AGE applies.
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 8, minimum=0, maximum=1000)
+DB_POOL_MIN_SIZE = min(env_int("DB_POOL_MIN_SIZE", 1, minimum=0, maximum=1000), DB_POOL_MAX_SIZE)
+DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", 10.0)
+# A pooled connection idle this long is closed (down to DB_POOL_MIN_SIZE): a burst leaves no
+# connections behind for long.
+DB_POOL_MAX_IDLE = env_float("DB_POOL_MAX_IDLE", 60.0)
+DB_CONN_MAX_AGE = env_int("DB_CONN_MAX_AGE", 0, minimum=0)
+if not 0 < DB_POOL_TIMEOUT <= 600 or DB_POOL_MAX_IDLE < 1:
+    raise ImproperlyConfigured("DB_POOL_TIMEOUT must be between 0 and 600 seconds and DB_POOL_MAX_IDLE at least 1 second")
+if DB_POOL_MAX_SIZE and DB_CONN_MAX_AGE:
+    raise ImproperlyConfigured("DB_CONN_MAX_AGE keeps connections per thread and cannot be combined with the pool: set DB_POOL_MAX_SIZE=0 to use it")
+
+
+def _postgres(db: dict, alias: str) -> dict:
+    """A PostgreSQL database's settings: health-checked connections, from the pool unless it is off."""
+    db["CONN_HEALTH_CHECKS"] = True  # with the pool: psycopg_pool checks a connection before lending it
+    if DB_POOL_MAX_SIZE:
+        db["CONN_MAX_AGE"] = 0  # Django's pool requires it: a request gives its connection back
+        pool = {"min_size": DB_POOL_MIN_SIZE, "max_size": DB_POOL_MAX_SIZE, "timeout": DB_POOL_TIMEOUT, "max_idle": DB_POOL_MAX_IDLE, "name": alias}
+        db["OPTIONS"] = {**db.get("OPTIONS", {}), "pool": pool}
+    return db
+
+
 try:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))
+    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=DB_CONN_MAX_AGE)
 except Exception as exc:  # dj-database-url raises several types for a bad URL
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -177,7 +208,7 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test_memory.sqlite3")
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    _db["CONN_HEALTH_CHECKS"] = True
+    _postgres(_db, "default")
 else:
     raise ImproperlyConfigured("DATABASE_URL must point to PostgreSQL or SQLite")
 IS_POSTGRES = _db["ENGINE"] == "django.db.backends.postgresql"
@@ -196,11 +227,11 @@ KEYRING_DATABASE_URL = env_str("KEYRING_DATABASE_URL", "")
 def _keyring_database() -> dict:
     if KEYRING_DATABASE_URL:
         try:
-            keyring = dj_database_url.parse(KEYRING_DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))
+            keyring = dj_database_url.parse(KEYRING_DATABASE_URL, conn_max_age=DB_CONN_MAX_AGE)
         except Exception as exc:
             raise ImproperlyConfigured(f"KEYRING_DATABASE_URL is not a valid database URL: {exc}") from exc
     elif IS_POSTGRES:
-        keyring = {**_db, "NAME": f"{_db['NAME']}_keyring", "TEST": {}, "OPTIONS": dict(_db.get("OPTIONS", {}))}
+        keyring = {**_db, "NAME": f"{_db['NAME']}_keyring", "TEST": {}, "OPTIONS": {k: v for k, v in _db.get("OPTIONS", {}).items() if k != "pool"}}
     else:
         keyring = dj_database_url.parse(f"sqlite:///{VAR_DIR / 'keyring.sqlite3'}")
     if keyring["ENGINE"] == "django.db.backends.sqlite3":
@@ -215,7 +246,7 @@ def _keyring_database() -> dict:
         }
         keyring.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test_keyring.sqlite3")
     elif keyring["ENGINE"] == "django.db.backends.postgresql":
-        keyring["CONN_HEALTH_CHECKS"] = True
+        _postgres(keyring, "keyring")
     else:
         raise ImproperlyConfigured("KEYRING_DATABASE_URL must point to PostgreSQL or SQLite")
     same = (keyring["ENGINE"], keyring.get("HOST"), keyring.get("PORT"), keyring["NAME"]) == (_db["ENGINE"], _db.get("HOST"), _db.get("PORT"), _db["NAME"])
