@@ -86,3 +86,4 @@ urlpatterns = [
 ]
 
 handler404 = error_pages.not_found
+handler500 = error_pages.server_error

@@ -10,6 +10,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from core.errors import ApiError, error_body, plain_details
+from core.unavailable import database_unavailable
 from memoryapp.api.parsers import NotText
 
 _DRF_CODES: list[tuple[type[Exception], int, str]] = [
@@ -38,6 +39,7 @@ def body_error(exc: drf.ParseError | drf.UnsupportedMediaType) -> ApiError:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, NotText):
         exc = body_error(exc)
+    exc = database_unavailable(exc) or exc  # a pool timeout, a lost connection, a lock: 503, retry
     if isinstance(exc, ApiError):
         return Response(exc.as_json(), status=exc.status, headers=exc.headers)
     if isinstance(exc, Http404):

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, TextContent
 
 from core import logs
 from core.errors import ApiError
+from core.unavailable import database_unavailable
 from governance.auth import bearer_token
 from memoryapp import actions, gates, metrics, reads
 from memoryapp.mcp.fence import UNTRUSTED_HEADER, fence_escape, render_text
@@ -95,6 +96,9 @@ def _run_operation(token: str | None, operation: str, arguments: Any) -> CallToo
     except ApiError as error:
         return error_result(error)
     except Exception as exc:
+        if unavailable := database_unavailable(exc):
+            logger.warning("MCP %s: the database cannot serve now (%s)", operation, type(exc).__name__)
+            return error_result(unavailable)
         # The message may quote stored values (a database error can), so only the type and frames are logged.
         logger.error("MCP %s failed with %s\n%s", operation, type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__)))
         return error_result(ApiError(500, "INTERNAL_ERROR", "The operation failed unexpectedly."))
