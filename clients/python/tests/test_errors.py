@@ -40,6 +40,7 @@ NOT_AGENT_API = {
 #: Classes for codes that a client sending well-formed requests cannot provoke on a healthy server.
 MAPPED_ONLY = {
     "THROTTLED": "DRF's generic throttle; no throttle class is configured on the agent API (the product's limits answer AGENT_MEMORY_RATE_LIMITED)",
+    "SERVICE_UNAVAILABLE": "the server's database busy or unreachable; the server's own suite provokes it (tests/operations/test_unavailable.py)",
     "INTERNAL_ERROR": "only the MCP tools name an unexpected failure; REST never answers 500 (the suite fails on any 500 in the server's logs)",
 }
 

@@ -158,3 +158,24 @@ def test_other_refusals_are_never_retried(live: LiveServer, world: World, record
             with pytest.raises(errors.APIError):
                 call()
     assert recorder.statuses == [400, 404, 400] and recorder.sleeps == []
+
+
+def service_unavailable_transport(recorder: Recorder) -> httpx.Client:
+    """A server whose database cannot serve: every call answers what the server answers then
+    (core/unavailable.py), 503 SERVICE_UNAVAILABLE with Retry-After."""
+    body = {"error": {"code": "SERVICE_UNAVAILABLE", "message": "The database cannot serve this request right now.", "details": {"retryAfterSeconds": 2}}}
+    transport = httpx.MockTransport(lambda request: httpx.Response(503, json=body, headers={"Retry-After": "2"}))
+    return httpx.Client(transport=transport, event_hooks={"request": [recorder.on_request], "response": [recorder.on_response]})
+
+
+def test_a_busy_database_is_a_typed_error_retried_for_reads_only():
+    recorder = Recorder(really_sleep=False)
+    policy = RetryPolicy(max_attempts=3, sleep=recorder.sleep)
+    with MemoryClient("http://memory.test", "gam_x", retry=policy, http_client=service_unavailable_transport(recorder)) as memory:
+        with pytest.raises(errors.ServiceUnavailable) as raised:
+            memory.recall("anything")
+        assert recorder.requests == 3 and len(recorder.sleeps) == 2 and all(wait >= 2 for wait in recorder.sleeps)
+        assert raised.value.retry_after == 2 and raised.value.status == 503
+        with pytest.raises(errors.ServiceUnavailable):
+            memory.remember("prefs", "may or may not have landed")
+        assert recorder.requests == 4  # a write is raised at once, never sent twice

@@ -184,6 +184,15 @@ class RateLimitUnavailable(APIError):
     code = "RATE_LIMIT_UNAVAILABLE"
 
 
+class ServiceUnavailable(APIError):
+    """503: the server's database cannot serve now (no pooled connection free in time, the
+    connection lost, a lock not granted). Reads are retried after `retry_after` with jittered
+    back-off; a remember or forget is raised, since a step before the failing one may have been
+    applied (list the key to see whether it landed)."""
+
+    code = "SERVICE_UNAVAILABLE"
+
+
 class PayloadTooLarge(APIError):
     """413: the body is over the server's limit (64 KiB)."""
 

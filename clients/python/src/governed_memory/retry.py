@@ -7,6 +7,8 @@ Only where a retry cannot do a write twice:
   fits in the caller's `max_wait`; otherwise the refusal is raised at once, with `retry_after`.
 - 503 `RATE_LIMIT_UNAVAILABLE`: refused before anything was done; any operation, with jittered
   exponential back-off, never sooner than the server's `Retry-After`.
+- 503 `SERVICE_UNAVAILABLE` (the server's database is busy or unreachable): reads only, with the
+  same jittered back-off, never sooner than `Retry-After`; a write is raised (it may have landed).
 - The connection could not be made (`ConnectionFailed`): the request never left; any operation.
 - A timeout, a dropped connection, a 5xx without a refusal code: the request may have been
   applied, so only reads (recall, list) are retried; a remember, forget or turn raises
@@ -21,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from governed_memory.errors import APIError, ConnectionFailed, GovernedMemoryError, OutcomeUnknown, RateLimited, RateLimitUnavailable, Throttled, UnexpectedResponse
+from governed_memory.errors import APIError, ConnectionFailed, GovernedMemoryError, OutcomeUnknown, RateLimited, RateLimitUnavailable, ServiceUnavailable, Throttled, UnexpectedResponse
 
 #: operations that change nothing, so a retry after an unknown outcome is harmless
 READ_OPERATIONS = frozenset({"recall", "list"})
@@ -51,7 +53,7 @@ class RetryPolicy:
         if isinstance(error, (RateLimited, Throttled)):
             wait = error.retry_after
             wait = self._backoff(attempt) if wait is None else wait
-        elif isinstance(error, RateLimitUnavailable):
+        elif isinstance(error, RateLimitUnavailable) or (isinstance(error, ServiceUnavailable) and operation in READ_OPERATIONS):
             # Never sooner than the server asked; the jitter spreads clients that failed together.
             floor = error.retry_after or 0.0
             wait = max(floor, self._backoff(attempt)) * (1.0 + 0.5 * self.random())
