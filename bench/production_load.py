@@ -166,9 +166,7 @@ def wait_serving(url: str, processes: list[subprocess.Popen], timeout: float = 1
 
 
 def run_wrk(base: str, script: Path, connections: int, seconds: int) -> dict:
-    out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), base], capture_output=True, text=True, check=True
-    ).stdout
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), base], capture_output=True, text=True, check=True).stdout
     line = next(line for line in out.splitlines() if line.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 

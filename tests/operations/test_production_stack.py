@@ -106,7 +106,9 @@ def test_concurrent_requests_get_no_5xx_and_connections_stay_bounded(world, data
     agents = [make_agent(member) for member in (world.owner, world.editor) for _ in range(4)]
     tokens = [agent.token for agent in agents]
     for n, token in enumerate(tokens[:6]):
-        remembered = httpx.post(f"{production_server}/api/agent/v1/memories/remember", json={"namespace": "prefs", "text": f"Prefers vim, note {n}."}, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        remembered = httpx.post(
+            f"{production_server}/api/agent/v1/memories/remember", json={"namespace": "prefs", "text": f"Prefers vim, note {n}."}, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
         assert remembered.status_code == 201, remembered.text
     for alias in ("default", "keyring"):  # this process's own connections (and pools) are not the server's
         connections[alias].close()
