@@ -18,6 +18,13 @@ pytest_plugins = ["tests.skip_policy"]
 
 # Password hashing dominated fixture time (4-6 s per test under load); tests need no real cost.
 settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The suite's own process runs without the PostgreSQL connection pool: its tests start threads that
+# close only their default connection (a thread's key-store connection, never given back, would hold
+# a pool slot for good; a served request gives back every connection when it ends). The pool is
+# tested where it serves: tests/operations/test_unavailable.py (a pool of one) and
+# test_production_stack.py (uvicorn with the settings' default pool).
+for _database in settings.DATABASES.values():
+    _database.get("OPTIONS", {}).pop("pool", None)
 celery_app.conf.task_always_eager = True
 celery_app.conf.task_eager_propagates = True
 

@@ -135,19 +135,17 @@ def test_a_pool_timeout_is_not_now():
 @pytest.fixture
 def tiny_pool():
     """PostgreSQL: the default database's pool shrunk to one connection and a 0.3 s wait."""
-    if connection.vendor != "postgresql" or not connection.settings_dict["OPTIONS"].get("pool"):
+    if connection.vendor != "postgresql":
         pytest.skip("backend: the connection pool is PostgreSQL's")
     options = connection.settings_dict["OPTIONS"]
-    saved = options["pool"]
     connection.close()
-    connection.close_pool()
-    options["pool"] = {**saved, "min_size": 1, "max_size": 1, "timeout": 0.3}
+    options["pool"] = {"min_size": 1, "max_size": 1, "timeout": 0.3}
     try:
         yield connection.pool
     finally:
         connection.close()
         connection.close_pool()
-        options["pool"] = saved
+        options.pop("pool")
 
 
 @pytest.mark.postgres
