@@ -273,11 +273,15 @@ def _kek(name: str, value: str) -> str:
     return value
 
 
-# The key-encryption key: base64 of 32 random bytes. Embedded default: generated once and kept in
-# var/ (mode 600) like the receipt key. Rotation: set the new one here and the old one in
-# RETIRED_KEKS, run `manage.py rotate_kek` (it re-wraps every data key; no content is re-encrypted),
-# then drop the old one from RETIRED_KEKS.
-MEMORY_KEK = _kek("MEMORY_KEK", env_str("MEMORY_KEK") or _kept_in_var("memory_kek", lambda: base64.b64encode(secrets.token_bytes(32)).decode()))
+# The key-encryption key (docs/encryption.md "The KEK"): base64 of 32 random bytes, from the
+# environment in production. Unset (the embedded default): the file var/memory_kek (mode 600),
+# made on first use only while the key store holds no data key, and rewritten by `rotate_kek`
+# (memoryapp.kek). A missing KEK is never replaced while keys are stored: every process refuses to
+# start and names the KEK ids the stored keys need (memoryapp.keyring.require_keks).
+# RETIRED_KEKS: earlier KEKs that still unwrap, the one explicit fallback (rotation with
+# MEMORY_KEK: the new key here, the old in RETIRED_KEKS, restart, `rotate_kek`, then drop it).
+MEMORY_KEK = _kek("MEMORY_KEK", env_str("MEMORY_KEK")) if env_str("MEMORY_KEK") else ""
+MEMORY_KEK_FILE = VAR_DIR / "memory_kek"
 RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS", [])]
 # How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in

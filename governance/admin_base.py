@@ -10,6 +10,8 @@ Rules they enforce for every admin that uses them:
   request answers 400, so a changelist's row count can never confirm a guess about content; a
   configuration that would (a search field, a filter, a sortable column) fails `manage.py check`;
 - a lookup the database cannot run (a JSON `contains` on SQLite, an invalid regex) answers 400;
+- a filter the change list cannot apply (an unknown field, a value of the wrong type) sends the
+  change list to `?e=1` as Django does, and answers the CSV export a plain-text 400 naming it;
 - a governed action asks for a reason on an intermediate page and calls the same action function
   the API uses, which writes the audit event.
 
@@ -36,7 +38,7 @@ from django.core.exceptions import FieldError, PermissionDenied, SuspiciousOpera
 from django.core.paginator import Paginator
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Expression, F, Q, QuerySet
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBadRequest, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -400,7 +402,13 @@ class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
     def export_csv_view(self, request):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        changelist = self.get_changelist_instance(request)
+        try:
+            changelist = self.get_changelist_instance(request)
+        except IncorrectLookupParameters as exc:  # the change list redirects to ?e=1; a download cannot
+            reason = str(exc).split(" Choices are", 1)[0].strip() or "invalid filter"
+            return HttpResponseBadRequest(
+                f"The export cannot apply the filters of this request ({reason}). Remove them: the change list shows the filters it accepts.\n", content_type="text/plain; charset=utf-8"
+            )
         queryset = changelist.get_queryset(request)
         columns = self.csv_columns
         if any(isinstance(accessor, str) and path_shows_content(self.model, accessor.replace(".", "__")) for _, accessor in columns):

@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.conf import settings
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError
 from django.db.backends.signals import connection_created
 
 from core import private_files
@@ -21,6 +23,25 @@ class MemoryAppConfig(AppConfig):
         # The SQLite databases' files (and their -wal, -shm) mode 600, whatever the umask.
         connection_created.connect(private_files.on_connection_created, dispatch_uid="private_sqlite_files")
         check_embedder()
+        checks.register(check_key_encryption_keys)
+
+
+def check_key_encryption_keys(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """memoryapp.E001: stored data keys that no configured KEK opens (a deleted key file, an unset
+    MEMORY_KEK, a KEK missing from RETIRED_KEKS). Every management command that runs the system
+    checks refuses then, naming the missing KEK ids (`check`, `rotate_kek`, `seed_demo`, `migrate`
+    too); the servers and Celery run `require_keks()` themselves. Before `migrate`, or with the key
+    store unreachable, there is nothing to check (`makemigrations --check` needs no database)."""
+    # Not at module level: memoryapp.keyring defines a model, which needs the app registry.
+    from memoryapp.keyring import keks_missing
+
+    try:
+        missing = keks_missing()
+    except DatabaseError:
+        return []
+    if missing is None:
+        return []
+    return [checks.Error(missing.message(), hint='docs/encryption.md, "The KEK"', id="memoryapp.E001")]
 
 
 def check_embedder() -> None:

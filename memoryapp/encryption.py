@@ -1,18 +1,22 @@
-"""Sealing rows stored before encryption, and re-wrapping data keys under a new KEK (SPEC §8.2).
+"""Sealing rows stored before encryption, and rotating the key-encryption key (SPEC §8.2).
 
-`manage.py encrypt_memories` and `manage.py rotate_kek` call these. Both work in chunks, one
+`manage.py encrypt_memories` and `manage.py rotate_kek` call these (a periodic rotation would
+call `KekRotation(...).run()`). Both work in chunks, one
 transaction each, and pick up where an interrupted run stopped (what is done no longer matches
 their selection), so running either twice changes nothing the second time.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.db import transaction
 
 from credits.models import Consolidation
-from memoryapp.keyring import key_store
+from memoryapp.kek import KekSource, Retirement
+from memoryapp.keyring import kek_source, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.sealing import prepare_keys, sealed_fields
 
@@ -73,8 +77,8 @@ def encrypt_legacy_rows(chunk: int = CHUNK) -> Iterator[tuple[str, int]]:
 
 
 def rewrap_keys(chunk: int = CHUNK) -> Iterator[int]:
-    """Re-wrap every data key under the current KEK (MEMORY_KEK), chunk by chunk. A key that no
-    configured KEK unwraps is logged and left (rotate_kek reports how many remain)."""
+    """Re-wrap every data key under the current KEK, chunk by chunk (one pass in key id order). A
+    key that no configured KEK unwraps is logged and left (rotate_kek reports how many remain)."""
     store = key_store()
     after = None
     while True:
@@ -82,3 +86,86 @@ def rewrap_keys(chunk: int = CHUNK) -> Iterator[int]:
         if after is None:
             return
         yield done
+
+
+#: How long a rotation waits after writing a new KEK before it re-wraps: a process that read the
+#: key file just before the rewrite may still be storing keys wrapped by the old KEK; they commit
+#: within this and the re-wrap pass then takes them too.
+SETTLE_SECONDS = 2.0
+MAX_PASSES = 5
+
+
+@dataclass(frozen=True)
+class RotationResult:
+    began: bool  # a new KEK was made (False: a rotation under way was resumed, or MEMORY_KEK is set)
+    current: str  # the id of the KEK every key is now wrapped by
+    rewrapped: int
+    left: int  # keys no configured KEK unwraps: they stay under their KEK, which stays configured
+    retirement: Retirement
+
+    def as_dict(self) -> dict:
+        return {
+            "began": self.began,
+            "currentKek": self.current,
+            "rewrapped": self.rewrapped,
+            "notRewrapped": self.left,
+            "destroyedKeks": self.retirement.destroyed,
+            "removeFromRetiredKeks": self.retirement.for_the_operator,
+        }
+
+
+class KekRotation:
+    """A key-encryption key rotation (SPEC §8.2), in three steps any caller can drive
+    (`manage.py rotate_kek` with a progress bar, a periodic job with `run()`):
+
+    1. `begin()`: the source makes a new current KEK and keeps the old one as retired (a key file
+       is rewritten atomically; with MEMORY_KEK the operator has done this step). A rotation left
+       unfinished is resumed instead: no second new KEK.
+    2. `rewrap()`: every data key wrapped by another KEK is re-wrapped under the current one, in
+       chunks (one UPDATE each, conditional on the key's old KEK: safe beside a running service
+       and a second rotation). Passes repeat until one finds nothing to do (at most MAX_PASSES:
+       a process still wrapping under the old KEK keeps it needed, and step 3 then keeps it).
+    3. `finish()`: every retired KEK that no stored data key names any more is destroyed (removed
+       from the key file), or, configured in RETIRED_KEKS, named for the operator to remove.
+
+    A crash at any point leaves a state the next run completes: before step 1's rename the old
+    file, after it the new file with the retired KEK (resumed), and the retired KEK is removed only
+    once no key needs it.
+    """
+
+    def __init__(self, source: KekSource | None = None, *, chunk: int = CHUNK, settle: float = SETTLE_SECONDS):
+        self.source = source or kek_source()
+        self.store = key_store()
+        self.chunk = max(1, chunk)
+        self.settle = settle
+        self.began = False
+        self.rewrapped = 0
+
+    def begin(self) -> int:
+        """Step 1; returns how many keys are to be re-wrapped."""
+        self.began = self.source.begin_rotation()
+        if self.began and self.settle:
+            time.sleep(self.settle)
+        return self.store.not_current()
+
+    def rewrap(self) -> Iterator[int]:
+        """Step 2: yields how many keys each chunk re-wrapped."""
+        for _ in range(MAX_PASSES):
+            this_pass = 0
+            for count in rewrap_keys(self.chunk):
+                this_pass += count
+                yield count
+            self.rewrapped += this_pass
+            if not this_pass:
+                return
+
+    def finish(self) -> RotationResult:
+        needed = self.store.kek_ids()
+        current = self.source.keys().current_id
+        return RotationResult(began=self.began, current=current, rewrapped=self.rewrapped, left=self.store.not_current(), retirement=self.source.retire_unneeded(needed))
+
+    def run(self) -> RotationResult:
+        self.begin()
+        for _ in self.rewrap():
+            pass
+        return self.finish()

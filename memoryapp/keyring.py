@@ -18,20 +18,25 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 from uuid import UUID, uuid4
 
 from django.conf import settings
-from django.db import connections, models
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, connections, models
 from django.utils import timezone
 
-from memoryapp.crypto import KeyEncryptionKeys, SealError, decode_kek, new_data_key
+from memoryapp.crypto import KeyEncryptionKeys, SealError, new_data_key
+from memoryapp.kek import EnvironmentKeks, FileKeks, KekSource, MissingKeks, missing_keks
 
 logger = logging.getLogger(__name__)
 
@@ -79,12 +84,69 @@ class KeyStore(Protocol):
 
 
 @lru_cache(maxsize=4)
-def _keks(current: str, retired: tuple[str, ...]) -> KeyEncryptionKeys:
-    return KeyEncryptionKeys(decode_kek(current), tuple(decode_kek(value, name="RETIRED_KEKS") for value in retired))
+def _kek_source(current: str, retired: tuple[str, ...], key_file: str) -> KekSource:
+    if current:
+        return EnvironmentKeks(current, retired, leftover_file=Path(key_file))
+    return FileKeks(Path(key_file), may_create=lambda: not key_store().holds_keys(), retired_env=retired)
+
+
+def kek_source() -> KekSource:
+    """Where the KEKs come from (memoryapp.kek): MEMORY_KEK when set, else the key file."""
+    return _kek_source(settings.MEMORY_KEK, tuple(settings.RETIRED_KEKS), str(settings.MEMORY_KEK_FILE))
 
 
 def key_encryption_keys() -> KeyEncryptionKeys:
-    return _keks(settings.MEMORY_KEK, tuple(settings.RETIRED_KEKS))
+    return kek_source().keys()
+
+
+def keks_missing() -> MissingKeks | None:
+    """Stored data keys that no configured KEK opens (None: all is well, or nothing is stored).
+    Raises DatabaseError when the key store cannot be asked."""
+    return missing_keks(kek_source(), key_store())
+
+
+def require_keks() -> None:
+    """The start-up check of every process that serves (ASGI, WSGI, the Celery worker and beat;
+    management commands run it as the system check memoryapp.E001): refuses, naming the missing
+    KEK ids and where the configured ones come from, when stored data keys would not open. When
+    the key store cannot be reached it cannot tell, and says so in the log: the process starts
+    (the key store answers errors until it is back, and nothing new is made under a guessed key:
+    the key file is created only once the store is known to be empty).
+
+    Runs in a thread of its own whose connections it closes: the ASGI app is imported inside
+    uvicorn's event loop (Django refuses queries there), and a connection left open before a
+    fork (Celery's prefork pool) would be shared by the children."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="require-keks") as pool:
+        missing = pool.submit(_keks_missing_closing).result()
+    if missing is not None:
+        raise ImproperlyConfigured(missing.message())
+
+
+#: The exit status of a server process that refuses to start: uvicorn's STARTUP_FAILURE and
+#: gunicorn's WORKER_BOOT_ERROR, on which their supervisors stop instead of restarting the worker
+#: (it would refuse again, forever).
+REFUSED_TO_START = 3
+
+
+def require_keks_or_exit(status: int = REFUSED_TO_START) -> None:
+    """`require_keks()` for a process entry point: the refusal printed to stderr and logged, then
+    SystemExit(status) (Celery swallows a signal receiver's Exception, not a SystemExit)."""
+    try:
+        require_keks()
+    except ImproperlyConfigured as exc:
+        logger.critical("refusing to start: %s", exc)
+        sys.stderr.write(f"ImproperlyConfigured: {exc}\n")
+        raise SystemExit(status) from None
+
+
+def _keks_missing_closing() -> MissingKeks | None:
+    try:
+        return keks_missing()
+    except DatabaseError as exc:
+        logger.warning("key-encryption keys not checked at start-up: the key store cannot be reached (%s)", exc.__class__.__name__)
+        return None
+    finally:
+        connections.close_all()
 
 
 def _chunked(ids: Sequence[UUID], alias: str) -> Iterable[Sequence[UUID]]:
@@ -190,6 +252,28 @@ class DatabaseKeyStore:
 
     def count(self) -> int:
         return self._objects().count()
+
+    def _migrated(self) -> bool:
+        return DataKey._meta.db_table in connections[self.alias].introspection.table_names()
+
+    def holds_keys(self) -> bool:
+        """Whether any data key is stored (False too before `migrate` made the table)."""
+        return self._migrated() and self._objects().exists()
+
+    def kek_ids(self) -> set[str]:
+        """The ids of the KEKs that wrapped the stored data keys: one index probe per id (MIN over
+        `datakey_rewrap`), not a scan of the keys; empty before `migrate`."""
+        if not self._migrated():
+            return set()
+        ids: set[str] = set()
+        queryset = self._objects()
+        while (found := queryset.aggregate(first=models.Min("wrapped_by"))["first"]) is not None:
+            ids.add(found)
+            queryset = self._objects().filter(wrapped_by__gt=found)
+        return ids
+
+    def count_wrapped_by(self, kek_id: str) -> int:
+        return self._objects().filter(wrapped_by=kek_id).count()
 
     def checkpoint(self, attempts: int = 5) -> bool:
         """SQLite: copy the keyring's WAL into its file and truncate it, so destroyed keys leave the

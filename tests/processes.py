@@ -3,6 +3,7 @@ until a server answers, and stopping processes without leaving any behind."""
 
 from __future__ import annotations
 
+import base64
 import socket
 import subprocess
 import time
@@ -10,6 +11,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import httpx2
+
+
+def current_kek() -> str:
+    """The KEK this test process wraps data keys with (MEMORY_KEK, or its key file's), as
+    MEMORY_KEK for a process started with another VAR_DIR: without it that process refuses to
+    start (the stored keys need it, memoryapp.keyring.require_keks)."""
+    from memoryapp.keyring import key_encryption_keys
+
+    return base64.b64encode(key_encryption_keys().current).decode()
 
 
 def free_port() -> int:

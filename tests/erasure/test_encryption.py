@@ -362,7 +362,7 @@ def test_a_finished_consolidation_destroys_its_input_key(world, django_capture_o
 def test_rotating_the_kek_rewraps_every_key_and_readers_see_no_change(world, settings):
     agent = make_agent(world.editor)
     ids = {remember(agent, f"rotated {i}") for i in range(5)}
-    old = settings.MEMORY_KEK
+    old = base64.b64encode(keyring.key_encryption_keys().current).decode()  # the key file's (or MEMORY_KEK's)
     settings.MEMORY_KEK, settings.RETIRED_KEKS = base64.b64encode(secrets.token_bytes(32)).decode(), [old]
     assert listed_ids(agent) == ids  # the retired KEK still unwraps
     call_command("rotate_kek", "--json", "--chunk", "2", stdout=__import__("io").StringIO())

@@ -27,7 +27,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from governance import actions as g
 from memoryapp.mcp import UNTRUSTED_HEADER
 from tests.conftest import make_agent
-from tests.processes import free_port, stop, wait_until_serving
+from tests.processes import current_kek, free_port, stop, wait_until_serving
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def server_env(**extra: str) -> dict[str, str]:
         "VAR_DIR": str(settings.VAR_DIR),
         "DATABASE_URL": url("default"),
         "KEYRING_DATABASE_URL": url("keyring"),  # memory content is sealed under keys kept there (SPEC §8.2)
-        "MEMORY_KEK": settings.MEMORY_KEK,
+        "MEMORY_KEK": current_kek(),
         # The server outlives each test, whose tables (the key store's too) are emptied after it: a
         # spare key made in one test would be gone from the key store in the next. One key per batch
         # keeps no spare across tests (docs/encryption.md: restart processes after restoring the key store).

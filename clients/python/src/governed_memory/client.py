@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from governed_memory.errors import ConfigurationError, ConnectionFailed, GovernedMemoryError, OutcomeUnknown, UnexpectedResponse, error_for
+from governed_memory.errors import ConfigurationError, ConnectionFailed, GovernedMemoryError, MalformedResponse, OutcomeUnknown, UnexpectedResponse, error_for
 from governed_memory.models import ForgetResult, ListPage, Memory, RecallResult, RememberResult, TurnResult
 from governed_memory.retry import DEFAULT_RETRY, RetryPolicy
 
@@ -96,6 +96,25 @@ def parse(response: httpx.Response) -> dict[str, Any]:
     )
 
 
+def decode(operation: str, result: Any, data: dict[str, Any]) -> Any:
+    """A success answer as its typed result; an answer missing a field (or with one of another
+    type) raises MalformedResponse naming it, never a bare KeyError or TypeError."""
+    try:
+        return result.from_json(data)
+    except KeyError as exc:
+        raise MalformedResponse(f"{operation}: the answer has no field {exc.args[0]!r}", operation=operation, field=str(exc.args[0]), body=json.dumps(data)[:500]) from exc
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise MalformedResponse(f"{operation}: the answer has a field of another type ({exc})", operation=operation, field=None, body=json.dumps(data)[:500]) from exc
+
+
+class _Usage:
+    """The reply-usage answer's one field, the usage record (a plain dict)."""
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> dict[str, Any]:
+        return data["usage"]
+
+
 def transport_error(operation: str, exc: httpx.TransportError) -> GovernedMemoryError:
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
         return ConnectionFailed(f"{operation}: could not connect ({type(exc).__name__}: {exc})", operation=operation)
@@ -164,16 +183,16 @@ class MemoryClient(_Base):
         kind: str | None = None,
         details: Iterable[str] | str | None = None,
     ) -> RememberResult:
-        return RememberResult.from_json(self.call("remember", remember_body(namespace, text, key, collection_id, citations, source, kind, details)))
+        return decode("remember", RememberResult, self.call("remember", remember_body(namespace, text, key, collection_id, citations, source, kind, details)))
 
     def recall(self, query: str, *, namespace: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None) -> RecallResult:
-        return RecallResult.from_json(self.call("recall", _body(query=query, namespace=namespace, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit)))
+        return decode("recall", RecallResult, self.call("recall", _body(query=query, namespace=namespace, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit)))
 
     def list_page(
         self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None, cursor: str | None = None
     ) -> ListPage:
         body = _body(namespace=namespace, key=key, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit, cursor=cursor)
-        return ListPage.from_json(self.call("list", body))
+        return decode("list", ListPage, self.call("list", body))
 
     def list_pages(
         self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None
@@ -196,16 +215,16 @@ class MemoryClient(_Base):
 
     def forget(self, memory_id: str | int | None = None, *, namespace: str | None = None, key: str | None = None) -> ForgetResult:
         """Erase a memory (every version of its key): by `memory_id`, or by `namespace` and `key`."""
-        return ForgetResult.from_json(self.call("forget", _body(memoryId=None if memory_id is None else str(memory_id), namespace=namespace, key=key)))
+        return decode("forget", ForgetResult, self.call("forget", _body(memoryId=None if memory_id is None else str(memory_id), namespace=namespace, key=key)))
 
     def submit_turn(self, agent_id: str | int, conversation_id: str, messages: Iterable[Message], *, anonymous: bool | None = None) -> TurnResult:
         """A conversation turn for consolidation into AI memories (`POST /api/agent/v1/conversations/turns`)."""
-        return TurnResult.from_json(self.call("turn", turn_body(agent_id, conversation_id, messages, anonymous)))
+        return decode("turn", TurnResult, self.call("turn", turn_body(agent_id, conversation_id, messages, anonymous)))
 
     def report_reply_usage(self, conversation_id: str, model: str, input_tokens: int, output_tokens: int, *, memory_tokens: int | None = None) -> dict[str, Any]:
         """A reply's token usage, AI-memory tokens included in input (`POST /api/agent/v1/usage/replies`); the usage record."""
         body = _body(conversationId=conversation_id, model=model, inputTokens=input_tokens, outputTokens=output_tokens, memoryTokens=memory_tokens)
-        return self.call("reply_usage", body)["usage"]
+        return decode("reply_usage", _Usage, self.call("reply_usage", body))
 
 
 class AsyncMemoryClient(_Base):
@@ -256,16 +275,18 @@ class AsyncMemoryClient(_Base):
         kind: str | None = None,
         details: Iterable[str] | str | None = None,
     ) -> RememberResult:
-        return RememberResult.from_json(await self.call("remember", remember_body(namespace, text, key, collection_id, citations, source, kind, details)))
+        return decode("remember", RememberResult, await self.call("remember", remember_body(namespace, text, key, collection_id, citations, source, kind, details)))
 
     async def recall(self, query: str, *, namespace: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None) -> RecallResult:
-        return RecallResult.from_json(await self.call("recall", _body(query=query, namespace=namespace, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit)))
+        return decode(
+            "recall", RecallResult, await self.call("recall", _body(query=query, namespace=namespace, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit))
+        )
 
     async def list_page(
         self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, limit: int | None = None, cursor: str | None = None
     ) -> ListPage:
         body = _body(namespace=namespace, key=key, collectionId=None if collection_id is None else str(collection_id), asOf=as_of, limit=limit, cursor=cursor)
-        return ListPage.from_json(await self.call("list", body))
+        return decode("list", ListPage, await self.call("list", body))
 
     async def list_pages(
         self, *, namespace: str | None = None, key: str | None = None, collection_id: str | int | None = None, as_of: datetime | str | None = None, page_size: int | None = None
@@ -286,11 +307,11 @@ class AsyncMemoryClient(_Base):
                 yield memory
 
     async def forget(self, memory_id: str | int | None = None, *, namespace: str | None = None, key: str | None = None) -> ForgetResult:
-        return ForgetResult.from_json(await self.call("forget", _body(memoryId=None if memory_id is None else str(memory_id), namespace=namespace, key=key)))
+        return decode("forget", ForgetResult, await self.call("forget", _body(memoryId=None if memory_id is None else str(memory_id), namespace=namespace, key=key)))
 
     async def submit_turn(self, agent_id: str | int, conversation_id: str, messages: Iterable[Message], *, anonymous: bool | None = None) -> TurnResult:
-        return TurnResult.from_json(await self.call("turn", turn_body(agent_id, conversation_id, messages, anonymous)))
+        return decode("turn", TurnResult, await self.call("turn", turn_body(agent_id, conversation_id, messages, anonymous)))
 
     async def report_reply_usage(self, conversation_id: str, model: str, input_tokens: int, output_tokens: int, *, memory_tokens: int | None = None) -> dict[str, Any]:
         body = _body(conversationId=conversation_id, model=model, inputTokens=input_tokens, outputTokens=output_tokens, memoryTokens=memory_tokens)
-        return (await self.call("reply_usage", body))["usage"]
+        return decode("reply_usage", _Usage, await self.call("reply_usage", body))

@@ -53,6 +53,17 @@ class UnexpectedResponse(GovernedMemoryError):
         self.body = body
 
 
+class MalformedResponse(UnexpectedResponse):
+    """A success answer (2xx, JSON) without a field the result needs, or with one of another type
+    (a server of another version, a proxy rewriting bodies). `field` names the missing one;
+    `status` is 200 for any success status."""
+
+    def __init__(self, message: str, *, operation: str, field: str | None, body: str, status: int = 200):
+        super().__init__(message, status=status, body=body)
+        self.operation = operation
+        self.field = field
+
+
 class APIError(GovernedMemoryError):
     """A refusal from the server, with its stable `code`, `message` and `details`."""
 
