@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -31,6 +30,7 @@ from django.conf import settings
 from django.db import connections, models
 from django.utils import timezone
 
+from core.wal import sqlite_checkpoint
 from memoryapp.crypto import KeyEncryptionKeys, SealError, decode_kek, new_data_key
 
 logger = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ class DatabaseKeyStore:
         for chunk in _chunked(ids, self.alias):
             deleted += self._objects().filter(pk__in=chunk)._raw_delete(self.alias)
         if deleted:
-            self.checkpoint()
+            self.checkpoint(attempts=1)  # never waits: an erase may hold the data's write lock here
         return deleted
 
     def present(self, key_ids: Iterable[UUID]) -> set[UUID]:
@@ -191,21 +191,16 @@ class DatabaseKeyStore:
     def count(self) -> int:
         return self._objects().count()
 
-    def checkpoint(self, attempts: int = 5) -> bool:
+    def checkpoint(self, attempts: int = 3, *, wait_ms: int = 0) -> bool:
         """SQLite: copy the keyring's WAL into its file and truncate it, so destroyed keys leave the
-        WAL too (secure_delete has zeroed them in the file). PostgreSQL: nothing to do here."""
+        WAL too (secure_delete has zeroed them in the file). PostgreSQL: nothing to do here.
+        Each attempt waits at most `wait_ms` for readers and writers (0: none; an erase calls this
+        while it holds the data's write lock): a held reader leaves a passive checkpoint, and the
+        sweep's bounded TRUNCATE (`retention.erasure.truncate_wals`) finishes it (docs/encryption.md)."""
         connection = connections[self.alias]
         if connection.vendor != "sqlite" or connection.in_atomic_block:
             return False
-        with connection.cursor() as cursor:
-            for attempt in range(attempts):
-                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                busy, _, _ = cursor.fetchone()
-                if not busy:
-                    return True
-                time.sleep(0.05 * (attempt + 1))
-        logger.warning("keyring WAL checkpoint stayed busy after %d attempts", attempts)
-        return False
+        return sqlite_checkpoint(connection, attempts=attempts, wait_ms=wait_ms, what="keyring")
 
 
 def key_store() -> DatabaseKeyStore:

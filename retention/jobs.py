@@ -16,6 +16,7 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "cascade_sweep": lifecycle.cascade_sweep,
     "grace_purge": lifecycle.grace_purge,
     "access_log_sweep": lifecycle.access_log_sweep,
+    "wal_sweep": lifecycle.wal_sweep,  # SQLite: erased frames leave the WAL once no reader holds them
     "keyring_sweep": keysweep.sweep_keyring,  # SPEC §8.2: data keys and sealed rows converge
     # credit accounting (SPEC §9), see credits/jobs.py
     "settle_usage": credit_jobs.settle_usage,
