@@ -149,6 +149,8 @@ def version_json(document: Document, version: DocumentVersion) -> dict[str, Any]
         "id": str(document.pk),
         "versionId": str(version.pk),
         "passages": [{"id": str(p.pk), "text": p.text} for p in version.passages.order_by("position")],
+        # "pending" until its passages' entity links are written (governance.linking)
+        "entityLinks": "pending" if version.passages.filter(links_pending=True).exists() else "linked",
     }
 
 
@@ -210,13 +212,13 @@ class EntitiesView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
-        return Response({"entities": [{"id": str(e.pk), "name": e.name, "aliases": e.aliases} for e in self.scoped(Entity.objects.all())]})
+        return Response({"entities": [{"id": str(e.pk), "name": e.name, "aliases": e.aliases, "links": e.links_status} for e in self.scoped(Entity.objects.all())]})
 
     @extend_schema(request=s.EntityBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.EntityBody)
         entity = actions.create_entity(self.workspace, name=data["name"], aliases=data["aliases"])
-        return Response({"id": str(entity.pk)}, status=201)
+        return Response({"id": str(entity.pk), "links": entity.links_status}, status=201)
 
 
 def context_set_json(context_set: ContextSet) -> dict[str, Any]:

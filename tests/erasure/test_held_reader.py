@@ -25,6 +25,7 @@ from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import MemoryVersion
 from retention import erasure, lifecycle
 from retention.forgetting import occurrences_on_disk, sqlite_files
+from tests import sqlite_locks
 from tests.conftest import make_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -42,18 +43,8 @@ db.execute("COMMIT")
 
 @pytest.fixture
 def short_busy_timeout():
-    """New connections wait at most 1 s for a lock (production: 30 s)."""
-    saved = {}
-    for alias in ("default", KEYRING):
-        options = connections.settings[alias].setdefault("OPTIONS", {})
-        saved[alias] = dict(options)
-        options["timeout"] = 1
-        options["init_command"] = options.get("init_command", "").replace("busy_timeout=30000", "busy_timeout=1000")
-    connections.close_all()
-    yield
-    for alias, options in saved.items():
-        connections.settings[alias]["OPTIONS"] = options
-    connections.close_all()
+    with sqlite_locks.short_busy_timeout():
+        yield
 
 
 @pytest.fixture
