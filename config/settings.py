@@ -329,6 +329,8 @@ CELERY_BEAT_SCHEDULE = {
     "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
     "access-log-sweep": {"task": "retention.tasks.access_log_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
     "receipt-chain-check": {"task": "retention.tasks.receipt_chain_check", "schedule": crontab(minute=40, hour=3), "options": {"expires": 3600 * 6}},
+    "link-sweep": {"task": "retention.tasks.link_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
+    "wal-sweep": {"task": "retention.tasks.wal_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "keyring-sweep": {"task": "retention.tasks.keyring_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
 }
 
@@ -424,6 +426,15 @@ MEMORY_READS_PER_HOUR = env_int("MEMORY_READS_PER_HOUR", 1200, minimum=1)
 # Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
+# Knowledge writes (collections, documents and their versions, entities; creating and deleting)
+# per member per rolling window (429 AGENT_MEMORY_RATE_LIMITED, details.operation "knowledge").
+KNOWLEDGE_WRITES_PER_HOUR = env_int("KNOWLEDGE_WRITES_PER_HOUR", 600, minimum=1)
+# A workspace's passages in all, in characters after NFKC (U+FDFA is 18): what every new entity
+# scans and every document's linking matches (409 PASSAGE_VOLUME_LIMIT_REACHED past it).
+MAX_PASSAGE_CHARS_PER_WORKSPACE = env_int("MAX_PASSAGE_CHARS_PER_WORKSPACE", 5_000_000, minimum=1)
+# Entity links computed in the request after the write commits, in normalised characters to
+# scan; above it the linking is a Celery task ("pending" until it has run; README "Limits").
+ENTITY_LINK_INLINE_CHARS = env_int("ENTITY_LINK_INLINE_CHARS", 200_000, minimum=0)
 # Knowledge entities per workspace and their names plus aliases in all (409 ENTITY_LIMIT_REACHED
 # past either), and the surface forms each process keeps in its cached entity matchers (README,
 # bench/entity_recall.py).

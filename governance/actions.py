@@ -23,10 +23,10 @@ from django.utils import timezone
 
 from core.errors import ApiError, memory_disabled, not_found, validation_error
 from core.timestamps import iso
-from governance import signals, tokens
+from governance import linking, signals, tokens
 from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
-from governance.knowledge import EntityMatcher, matcher_for, readable_collection, readable_collections, readable_documents, split_passages
+from governance.knowledge import normalised_length, readable_collection, readable_collections, readable_documents, split_passages
 from governance.models import (
     AskHistorySettings,
     Collection,
@@ -345,55 +345,81 @@ def delete_collection(collection: Collection | None = None, *, actor: Actor, col
             raise not_found("collection")
     elif collection is None:
         raise TypeError("delete_collection: a collection, or a collection_id and the member `by` who reads it")
-    document_ids = list(collection.documents.values_list("pk", flat=True))
+    document_ids = list(Document.objects.select_for_update().filter(collection=collection).order_by("pk").values_list("pk", flat=True))  # see delete_document
     signals.documents_deleting.send(sender=Collection, workspace_id=collection.workspace_id, document_ids=document_ids, collection_id=collection.pk)
     audit("collection.deleted", workspace=collection.workspace, actor=actor, target=f"collection #{collection.pk}", changes={"documents": len(document_ids)})
     collection.delete()
 
 
-def _link_entities(workspace_id: int, passages: list[Passage]) -> None:
-    matcher = matcher_for(workspace_id)
-    links = [Entity.passages.through(entity_id=entity_id, passage_id=p.pk) for p in passages for entity_id in matcher.find(p.text)]
-    Entity.passages.through.objects.bulk_create(links, ignore_conflicts=True)
+PASSAGE_VOLUME_LIMIT_REACHED = "PASSAGE_VOLUME_LIMIT_REACHED"
 
 
-def _add_version(document: Document, text: str) -> DocumentVersion:
+def _reserve_passage_volume(workspace_id: int, adding: int) -> None:
+    """Inside the ingest's transaction, under the workspace's row lock (exact when two documents
+    are added at once): the workspace's passages stay within MAX_PASSAGE_CHARS_PER_WORKSPACE
+    characters after NFKC — what every new entity scans and every recall's entity hop reads."""
+    Workspace.objects.select_for_update().filter(pk=workspace_id).exists()
+    limit, used = settings.MAX_PASSAGE_CHARS_PER_WORKSPACE, linking.workspace_passage_chars(workspace_id)
+    if used + adding > limit:
+        raise ApiError(
+            409,
+            PASSAGE_VOLUME_LIMIT_REACHED,
+            f"The workspace's documents may hold {limit} characters of passages in all (after Unicode NFKC normalisation); delete documents to make room.",
+            {"limit": limit, "used": used, "adding": adding},
+        )
+
+
+def _passages(text: str) -> list[tuple[str, int]]:
+    """The text's passages with their normalised lengths: computed before the write transaction."""
+    return [(chunk, normalised_length(chunk)) for chunk in split_passages(text)]
+
+
+def _add_version(document: Document, passages: list[tuple[str, int]]) -> DocumentVersion:
+    """Inside the caller's transaction: the version and its passages, pending their entity links
+    (`governance.linking`, after the commit)."""
+    _reserve_passage_volume(document.workspace_id, sum(chars for _, chars in passages))
     number = (document.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
     version = DocumentVersion.objects.create(document=document, number=number)
-    passages = Passage.objects.bulk_create(Passage(version=version, document=document, position=i, text=chunk, sha256=Passage.hash_text(chunk)) for i, chunk in enumerate(split_passages(text)))
-    if not passages or passages[0].pk is None:  # backends that do not return ids from bulk_create
-        passages = list(version.passages.all())
-    _link_entities(document.workspace_id, passages)
+    Passage.objects.bulk_create(
+        Passage(version=version, document=document, position=i, text=chunk, sha256=Passage.hash_text(chunk), chars=chars, links_pending=True) for i, (chunk, chars) in enumerate(passages)
+    )
     document.current_version = version
     document.save(update_fields=["current_version"])
     return version
 
 
-@transaction.atomic
 def create_document(collection: Collection | None = None, *, title: str, text: str, expires_at: datetime | None = None, collection_id: int | None = None, by: Member | None = None) -> Document:
     """`by`: the member adding it, who must read the collection (given, or named by
     `collection_id`), or nothing is created (400 naming `collectionId`, whether it is missing,
     another workspace's or restricted). Without `by` (seeding, the forgetting check) the given
-    collection is trusted."""
-    if by is not None:
-        collection = _collection_read_by(by, collection, collection_id)
-        if collection is None:
-            raise validation_error({"collectionId": ["No such collection."]})
-    elif collection is None:
-        raise TypeError("create_document: a collection, or a collection_id and the member `by` who reads it")
-    document = Document.objects.create(workspace_id=collection.workspace_id, collection=collection, title=title, expires_at=expires_at)
-    _add_version(document, text)
+    collection is trusted. The workspace's passage volume is capped (409
+    PASSAGE_VOLUME_LIMIT_REACHED). Entity links are written after the commit (`governance.linking`)."""
+    passages = _passages(text)
+    with transaction.atomic():
+        if by is not None:
+            collection = _collection_read_by(by, collection, collection_id)
+            if collection is None:
+                raise validation_error({"collectionId": ["No such collection."]})
+        elif collection is None:
+            raise TypeError("create_document: a collection, or a collection_id and the member `by` who reads it")
+        document = Document.objects.create(workspace_id=collection.workspace_id, collection=collection, title=title, expires_at=expires_at)
+        version = _add_version(document, passages)
+    linking.start_linking(document.workspace_id, version_id=version.pk)
     return document
 
 
-@transaction.atomic
 def add_document_version(document: Document, *, text: str) -> DocumentVersion:
-    document = Document.objects.select_for_update().get(pk=document.pk)
-    return _add_version(document, text)
+    passages = _passages(text)
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document.pk)
+        version = _add_version(document, passages)
+    linking.start_linking(document.workspace_id, version_id=version.pk)
+    return version
 
 
 @transaction.atomic
 def delete_document(document: Document, *, actor: Actor) -> None:
+    Document.objects.select_for_update().filter(pk=document.pk).exists()  # after a link chunk writing for it (governance.linking)
     signals.documents_deleting.send(sender=Document, workspace_id=document.workspace_id, document_ids=[document.pk], collection_id=None)
     audit("document.deleted", workspace=document.workspace, actor=actor, target=f"document #{document.pk}")
     document.delete()
@@ -402,27 +428,25 @@ def delete_document(document: Document, *, actor: Actor) -> None:
 ENTITY_LIMIT_REACHED = "ENTITY_LIMIT_REACHED"
 
 
-@transaction.atomic
 def create_entity(workspace: Workspace, *, name: str, aliases: list[str]) -> Entity:
     """A named entity (SPEC §5.1), linked to every passage of the workspace that mentions it.
     At most `MAX_ENTITIES_PER_WORKSPACE` entities and `MAX_ENTITY_FORMS_PER_WORKSPACE` names
     plus aliases per workspace, counted under the workspace's row lock (exact under concurrency):
     every recall and ingestion matches text against all of them, and every process rebuilds its
-    matcher after a change, at a cost that grows with the forms."""
-    Workspace.objects.select_for_update().filter(pk=workspace.pk).exists()
-    existing = Entity.objects.filter(workspace=workspace)
-    limit, forms_limit = settings.MAX_ENTITIES_PER_WORKSPACE, settings.MAX_ENTITY_FORMS_PER_WORKSPACE
-    if existing.count() >= limit:
-        raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace already has {limit} entities.", {"limit": limit})
-    if existing.surface_form_count() + 1 + len(aliases) > forms_limit:
-        raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace's entities may have {forms_limit} names and aliases in all.", {"formsLimit": forms_limit})
-    entity = Entity.objects.create(workspace=workspace, name=name, aliases=aliases)
-    matcher = EntityMatcher([entity])
-    links = []
-    for passage_id, text in Passage.objects.filter(document__workspace=workspace).values_list("pk", "text").iterator(chunk_size=2000):
-        if matcher.find(text):
-            links.append(Entity.passages.through(entity_id=entity.pk, passage_id=passage_id))
-    Entity.passages.through.objects.bulk_create(links, ignore_conflicts=True)
+    matcher after a change, at a cost that grows with the forms. The entity commits first; its
+    passages are scanned after, outside the write transaction (`governance.linking`): at once
+    when the workspace's passages are few, else by a task (`entity.links_status` "pending")."""
+    with transaction.atomic():
+        Workspace.objects.select_for_update().filter(pk=workspace.pk).exists()
+        existing = Entity.objects.filter(workspace=workspace)
+        limit, forms_limit = settings.MAX_ENTITIES_PER_WORKSPACE, settings.MAX_ENTITY_FORMS_PER_WORKSPACE
+        if existing.count() >= limit:
+            raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace already has {limit} entities.", {"limit": limit})
+        if existing.surface_form_count() + 1 + len(aliases) > forms_limit:
+            raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace's entities may have {forms_limit} names and aliases in all.", {"formsLimit": forms_limit})
+        entity = Entity.objects.create(workspace=workspace, name=name, aliases=aliases, link_cursor=0)
+    if linking.start_linking(workspace.pk, entity_id=entity.pk):
+        entity.link_cursor = None
     return entity
 
 

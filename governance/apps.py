@@ -10,7 +10,7 @@ class GovernanceConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in
         from django.db.models.signals import post_delete, post_save, pre_delete
 
-        from governance import actions, auth, content  # noqa: F401  (content: registers the content-declaration check)
+        from governance import actions, auth, content, tasks  # noqa: F401  (content: registers the content-declaration check; tasks: queued by name)
         from governance.models import Entity, entity_changed  # models load only once the registry is ready
 
         # A session remembers when it logged in, so a re-added membership can refuse older ones.

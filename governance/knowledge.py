@@ -45,6 +45,12 @@ def readable_documents(member: Member) -> QuerySet[Document]:
     return Document.objects.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=readable_collections(member).values("id")))
 
 
+def normalised_length(text: str) -> int:
+    """A text's length after NFKC: what it costs to match and what the passage volume cap counts
+    (U+FDFA, one character, is 18)."""
+    return len(unicodedata.normalize("NFKC", text))
+
+
 def _normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 

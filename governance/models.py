@@ -214,9 +214,15 @@ class Passage(models.Model):
     position = models.PositiveIntegerField()
     text = models.TextField()
     sha256 = models.CharField(max_length=64)
+    # The text's length after NFKC, what the workspace's passage volume cap counts (U+FDFA is 18).
+    chars = models.PositiveIntegerField(default=0, editable=False)
+    # Set at ingestion; cleared once the passage's entity links were written against every entity
+    # committed before they were matched (governance.linking).
+    links_pending = models.BooleanField(default=False, editable=False)
 
     class Meta:
         ordering = ["version_id", "position"]
+        indexes = [models.Index(fields=["id"], condition=Q(links_pending=True), name="passage_links_pending")]
 
     def __str__(self) -> str:
         return f"passage #{self.pk}"
@@ -249,6 +255,9 @@ class Entity(models.Model):
     aliases = models.JSONField(default=list, blank=True)
     passages = models.ManyToManyField(Passage, blank=True, related_name="entities")
     created_at = models.DateTimeField(default=timezone.now)
+    # Linking to the workspace's passages, outside the creating transaction (governance.linking):
+    # the passages with a greater id are still to be scanned; null once every passage was.
+    link_cursor = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = EntityQuerySet.as_manager()
 
@@ -258,6 +267,11 @@ class Entity(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def links_status(self) -> str:
+        """ "linked" once every passage was scanned for it, else "pending" (the API's word)."""
+        return "pending" if self.link_cursor is not None else "linked"
 
     @property
     def surface_forms(self) -> list[str]:

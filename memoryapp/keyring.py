@@ -20,7 +20,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections, models
 from django.utils import timezone
 
+from core.wal import sqlite_checkpoint
 from memoryapp.crypto import KeyEncryptionKeys, SealError, new_data_key
 from memoryapp.kek import EnvironmentKeks, FileKeks, KekSource, MissingKeks, missing_keks
 
@@ -212,7 +212,7 @@ class DatabaseKeyStore:
         for chunk in _chunked(ids, self.alias):
             deleted += self._objects().filter(pk__in=chunk)._raw_delete(self.alias)
         if deleted:
-            self.checkpoint()
+            self.checkpoint(attempts=1)  # never waits: an erase may hold the data's write lock here
         return deleted
 
     def present(self, key_ids: Iterable[UUID]) -> set[UUID]:
@@ -275,21 +275,16 @@ class DatabaseKeyStore:
     def count_wrapped_by(self, kek_id: str) -> int:
         return self._objects().filter(wrapped_by=kek_id).count()
 
-    def checkpoint(self, attempts: int = 5) -> bool:
+    def checkpoint(self, attempts: int = 3, *, wait_ms: int = 0) -> bool:
         """SQLite: copy the keyring's WAL into its file and truncate it, so destroyed keys leave the
-        WAL too (secure_delete has zeroed them in the file). PostgreSQL: nothing to do here."""
+        WAL too (secure_delete has zeroed them in the file). PostgreSQL: nothing to do here.
+        Each attempt waits at most `wait_ms` for readers and writers (0: none; an erase calls this
+        while it holds the data's write lock): a held reader leaves a passive checkpoint, and the
+        sweep's bounded TRUNCATE (`retention.erasure.truncate_wals`) finishes it (docs/encryption.md)."""
         connection = connections[self.alias]
         if connection.vendor != "sqlite" or connection.in_atomic_block:
             return False
-        with connection.cursor() as cursor:
-            for attempt in range(attempts):
-                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                busy, _, _ = cursor.fetchone()
-                if not busy:
-                    return True
-                time.sleep(0.05 * (attempt + 1))
-        logger.warning("keyring WAL checkpoint stayed busy after %d attempts", attempts)
-        return False
+        return sqlite_checkpoint(connection, attempts=attempts, wait_ms=wait_ms, what="keyring")
 
 
 def key_store() -> DatabaseKeyStore:

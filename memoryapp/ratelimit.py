@@ -64,6 +64,7 @@ class Slot:
 
 READ_BUCKET = "read"
 TURN_BUCKET = "turn"
+KNOWLEDGE_BUCKET = "knowledge"  # a member's knowledge writes (no credential: members write knowledge)
 
 
 def rate_limited(slot: Slot, operation: str, message: str) -> ApiError:
@@ -158,6 +159,17 @@ class RedisRateLimiter:
             raise unavailable() from exc
         return Slot(bool(allowed), limit, max(0, int(remaining)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id, bucket, member.member_id if member else 0)
 
+    def acquire_member(self, member_id: int, limit: int, bucket: str) -> Slot:
+        """A budget of the member alone (no credential): the same script on one key."""
+        import redis
+
+        handle = uuid.uuid4().hex
+        try:
+            allowed, remaining, reset_us = self._script(keys=[self._member_key(member_id, bucket)], args=[window_seconds() * 1_000_000, limit, handle])
+        except redis.RedisError as exc:
+            raise unavailable() from exc
+        return Slot(bool(allowed), limit, max(0, int(remaining)), math.ceil(int(reset_us) / 1_000_000), handle, 0, bucket, member_id)
+
     def refund(self, slot: Slot) -> None:
         import redis
 
@@ -198,6 +210,23 @@ class DatabaseRateLimiter:
                 remaining -= 1
         reset = math.ceil((oldest + window - now).total_seconds())
         return Slot(allowed, limit, max(0, remaining), max(0, reset), handle, credential_id, bucket, member.member_id if member else 0)
+
+    def acquire_member(self, member_id: int, limit: int, bucket: str) -> Slot:
+        """A budget of the member alone (no credential: `credential_id` 0), serialised by the
+        member's row lock like the member bound above."""
+        now = timezone.now()
+        window = timedelta(seconds=window_seconds())
+        with transaction.atomic():
+            Member.objects.select_for_update().filter(pk=member_id).exists()
+            slots = RateLimitSlot.objects.filter(member_id=member_id, bucket=bucket)
+            slots.filter(at__lte=now - window).delete()
+            remaining, oldest = self._spent(slots, limit, now)
+            handle = ""
+            if remaining > 0:
+                handle = str(RateLimitSlot.objects.create(credential_id=0, member_id=member_id, bucket=bucket, at=now).pk)
+                remaining -= 1
+        reset = math.ceil((oldest + window - now).total_seconds())
+        return Slot(bool(handle), limit, max(0, remaining), max(0, reset), handle, 0, bucket, member_id)
 
     @staticmethod
     def _spent(slots, limit: int, now):
@@ -246,3 +275,17 @@ def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", 
         if isinstance(exc, ApiError) and exc.status == 409:
             exc.headers.update(slot.headers())
         raise
+
+
+def admit_member(member: Member, limit: int, *, bucket: str = KNOWLEDGE_BUCKET) -> Slot:
+    """One unit of the member's own rolling-window budget `bucket` (knowledge writes: a member acts
+    through the workspace API, not a credential). 429 `AGENT_MEMORY_RATE_LIMITED` with the
+    RateLimit-* headers and `Retry-After` when it is spent; `refund` hands it back."""
+    slot = get_limiter().acquire_member(member.pk, limit, bucket)
+    if not slot.allowed:
+        raise rate_limited(slot, bucket, f"At most {slot.limit} {bucket} writes per member per hour.")
+    return slot
+
+
+def refund(slot: Slot) -> None:
+    get_limiter().refund(slot)

@@ -24,7 +24,6 @@ place so that it is read and changed as a whole.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,6 +37,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.chunks import CHUNK, run_in_chunks
+from core.wal import sqlite_checkpoint
 from governance.audit import Actor, audit
 from governance.models import AuditEvent, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
@@ -77,7 +77,11 @@ def _database_residual() -> dict[str, Any]:
     if connection.vendor == "sqlite":
         return {
             "engine": "sqlite",
-            "statement": "Erased rows are overwritten with zeros (secure_delete) and the write-ahead log is checkpointed and truncated when the erase commits: nothing of them remains in the database file or its WAL.",
+            "statement": (
+                "Erased rows are overwritten with zeros (secure_delete) and the write-ahead log is checkpointed and truncated when the erase commits, without waiting for readers: "
+                "if another connection (a backup or replication tool) holds a read open from before the erase, the WAL keeps the erased rows' frames until that read ends "
+                "and the WAL sweep (every 5 minutes) truncates it. Nothing of them remains in the database file."
+            ),
         }
     return {
         "engine": "postgresql",
@@ -125,7 +129,7 @@ def _keyring_residual(purged_at: datetime) -> dict[str, Any]:
         purged_at,
         none=(
             "The data keys were destroyed in the key store (a database apart from the data's, never in its backups)"
-            + (", overwritten with zeros and its write-ahead log truncated" if engine == "sqlite" else "")
+            + (", overwritten with zeros and its write-ahead log truncated (at once, or by the WAL sweep once a reader held open from before the erase has ended)" if engine == "sqlite" else "")
             + "; no key-store backups are kept (KEYRING_BACKUP_RETENTION_DAYS is 0), so the content of these memories can no longer be read from any copy."
         ),
         kept=(
@@ -143,22 +147,39 @@ def _kept_for(days: int, purged_at: datetime, *, none: str, kept: str) -> dict[s
     return {"retentionDays": days, "until": (purged_at + timedelta(days=days)).isoformat(), "statement": kept.format(days=days)}
 
 
-def checkpoint_sqlite_wal(attempts: int = 5) -> bool:
+def checkpoint_sqlite_wal(attempts: int = 3, *, wait_ms: int = 0) -> bool:
     """Copy the WAL into the database file and truncate it, so erased bytes leave the WAL too.
-    Waits for readers (busy) a few times; False when it could not complete (logged, and the
-    next erase or SQLite's own checkpoint completes it). Not inside a transaction (a callback
-    run early by a test): a checkpoint cannot run there."""
-    if connection.in_atomic_block:
+    Never waits for a reader past `wait_ms` per attempt (0 after an erase: its request must not
+    hang on a backup tool's open read); what a held reader keeps back stays in the WAL until the
+    sweep's `truncate_wals` (docs/encryption.md, "The WAL window"). False when it could not
+    complete, or inside a transaction (a callback run early by a test): a checkpoint cannot run there."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
         return False
-    with connection.cursor() as cursor:
-        for attempt in range(attempts):
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            busy, _, _ = cursor.fetchone()
-            if not busy:
-                return True
-            time.sleep(0.05 * (attempt + 1))
-    logger.warning("WAL checkpoint after an erase stayed busy after %d attempts", attempts)
-    return False
+    return sqlite_checkpoint(connection, attempts=attempts, wait_ms=wait_ms, what="database")
+
+
+def flush_erased_wals() -> bool:
+    """After an erase commits (its write lock released): checkpoint the data's WAL and the key
+    store's, without waiting for readers. True when both were emptied."""
+    data = checkpoint_sqlite_wal()
+    keys = key_store().checkpoint() if connections[KEYRING].vendor == "sqlite" else True
+    return data and keys
+
+
+#: How long the sweep's TRUNCATE waits for readers, per database: bounded, and outside any
+#: transaction, so it holds no lock while it waits.
+SWEEP_CHECKPOINT_WAIT_MS = 2000
+
+
+def truncate_wals(wait_ms: int = SWEEP_CHECKPOINT_WAIT_MS) -> bool | None:
+    """The sweep's half of the erase's WAL flush (SQLite only; None elsewhere): TRUNCATE the data's
+    and the key store's WAL, waiting at most `wait_ms` for each. A reader still open after that
+    keeps its frames until the next sweep; True when both WALs are empty."""
+    if connection.vendor != "sqlite" and connections[KEYRING].vendor != "sqlite":
+        return None
+    data = checkpoint_sqlite_wal(attempts=1, wait_ms=wait_ms) if connection.vendor == "sqlite" else True
+    keys = key_store().checkpoint(attempts=1, wait_ms=wait_ms) if connections[KEYRING].vendor == "sqlite" else True
+    return data and keys
 
 
 MEMORY_TABLES = (MemoryVersion, Citation, MemoryEmbedding)
@@ -299,8 +320,8 @@ def erase_memories(
             counts.update(strike_references(present, member_id=member_id))  # the access log forgets them too
             destroyed = destroy_keys(key_ids)  # after the rows, before the receipt (module docstring)
             counts[DATA_KEY_ARTIFACT] = destroyed
-            if connection.vendor == "sqlite":
-                transaction.on_commit(checkpoint_sqlite_wal)
+            if connection.vendor == "sqlite" or connections[KEYRING].vendor == "sqlite":
+                transaction.on_commit(flush_erased_wals)
             purged_at = timezone.now()
             return receipts.append(
                 operation=operation,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from credits import jobs as credit_jobs
+from governance import linking
 from memoryapp import consolidation
 from retention import keysweep, lifecycle, receipt_checks
 
@@ -16,6 +17,8 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "cascade_sweep": lifecycle.cascade_sweep,
     "grace_purge": lifecycle.grace_purge,
     "access_log_sweep": lifecycle.access_log_sweep,
+    "wal_sweep": lifecycle.wal_sweep,  # SQLite: erased frames leave the WAL once no reader holds them
+    "link_sweep": linking.link_sweep,  # entity links a lost task or a restarted worker left pending
     "keyring_sweep": keysweep.sweep_keyring,  # SPEC §8.2: data keys and sealed rows converge
     # credit accounting (SPEC §9), see credits/jobs.py
     "settle_usage": credit_jobs.settle_usage,

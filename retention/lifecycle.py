@@ -43,7 +43,7 @@ from memoryapp.models import (
     unreachable_q,
 )
 from retention import cascades
-from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space
+from retention.erasure import Tally, erase_in_chunks, reclaim_erased_space, truncate_wals
 from retention.models import DeletionReceipt, Operation
 
 SYSTEM_ACTOR = "system: retention"
@@ -208,6 +208,13 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
 
     counters = run_in_chunks(purge_counters, chunk=chunk)
     return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters, "vacuumed": erased > 0 and reclaim_erased_space()}
+
+
+def wal_sweep() -> dict[str, Any]:
+    """SQLite: truncate the data's and the key store's WAL, outside any transaction, waiting a
+    bounded time for readers. An erase checkpoints without waiting (a reader held open then keeps
+    the erased frames in the WAL); this run removes them once the reader is gone (docs/encryption.md)."""
+    return {"walsTruncated": truncate_wals()}
 
 
 # --- the access log (SPEC §8.1) ----------------------------------------------------------------

@@ -75,7 +75,8 @@ def _every(entry: str) -> str:
 
 def _backups() -> str:
     return (
-        "SQLite: none in the database (erased rows are overwritten, secure_delete, and the WAL is checkpointed and truncated when the erase commits). "
+        "SQLite: none in the database file (erased rows are overwritten, secure_delete); the WAL is checkpointed and truncated when the erase commits, "
+        "or by the WAL sweep (every 5 min) once a reader held open from before the erase has ended. "
         "PostgreSQL: dead tuples until VACUUM (run after every sweep that erases, autovacuum otherwise), reclaimed page space until new rows overwrite it, "
         "WAL segments until the server recycles them, archived WAL for WAL_ARCHIVE_RETENTION_DAYS (0 = no archiving). "
         "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
@@ -91,7 +92,8 @@ def _sealed_backups() -> str:
 
 def _keyring_residual() -> str:
     return (
-        "SQLite (embedded default, var/keyring.sqlite3): none in the file (destroyed keys are overwritten, secure_delete, and its WAL truncated at once). "
+        "SQLite (embedded default, var/keyring.sqlite3): none in the file (destroyed keys are overwritten, secure_delete); its WAL is truncated at once, "
+        "or by the WAL sweep (every 5 min) once a reader held open from before the erase has ended. "
         "PostgreSQL (KEYRING_DATABASE_URL): dead tuples until VACUUM, WAL until recycled, as for the data. "
         "Key-store backups taken before the erase keep the key until they rotate out: KEYRING_BACKUP_RETENTION_DAYS (default 0). "
         "Until then a database backup restored together with such a key-store backup reads the memory: keep key-store backups separate and brief."

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -16,6 +17,7 @@ from governance.api import serializers as s
 from governance.api.base import WorkspaceAPIView
 from governance.knowledge import readable_collections, readable_documents
 from governance.models import ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
+from memoryapp import ratelimit
 from retention import previews
 
 PLAN_TOKEN = "planToken"
@@ -94,7 +96,33 @@ class MemberView(WorkspaceAPIView):
         return Response(status=204)
 
 
-class CollectionsView(WorkspaceAPIView):
+class KnowledgeWriteView(WorkspaceAPIView):
+    """A knowledge write (every method in `permissions`: collections, documents and their versions,
+    entities) spends one unit of the member's KNOWLEDGE_WRITES_PER_HOUR budget, after the
+    permission check; a write that fails hands it back. Over it: 429 `AGENT_MEMORY_RATE_LIMITED`
+    with `details.operation` "knowledge" and the RateLimit-* headers (README "Limits")."""
+
+    slot: ratelimit.Slot | None = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if request.method in self.permissions:
+            self.slot = ratelimit.admit_member(self.member, settings.KNOWLEDGE_WRITES_PER_HOUR)
+
+    def handle_exception(self, exc):
+        if self.slot is not None:
+            ratelimit.refund(self.slot)
+            self.slot = None
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if self.slot is not None:
+            for header, value in self.slot.headers().items():
+                response[header] = value
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class CollectionsView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
@@ -108,7 +136,7 @@ class CollectionsView(WorkspaceAPIView):
         return Response({"id": str(collection.pk)}, status=201)
 
 
-class CollectionView(WorkspaceAPIView):
+class CollectionView(KnowledgeWriteView):
     permissions = {"DELETE": "knowledge:write"}
 
     def delete(self, request, ws_id, collection_id):
@@ -121,10 +149,12 @@ def version_json(document: Document, version: DocumentVersion) -> dict[str, Any]
         "id": str(document.pk),
         "versionId": str(version.pk),
         "passages": [{"id": str(p.pk), "text": p.text} for p in version.passages.order_by("position")],
+        # "pending" until its passages' entity links are written (governance.linking)
+        "entityLinks": "pending" if version.passages.filter(links_pending=True).exists() else "linked",
     }
 
 
-class DocumentsView(WorkspaceAPIView):
+class DocumentsView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
@@ -140,7 +170,7 @@ class DocumentsView(WorkspaceAPIView):
         return Response(version_json(document, document.current_version), status=201)
 
 
-class DocumentView(WorkspaceAPIView):
+class DocumentView(KnowledgeWriteView):
     permissions = {"DELETE": "knowledge:write"}
 
     def _document(self, document_id: int) -> Document:
@@ -178,17 +208,17 @@ class PassageView(WorkspaceAPIView):
         return Response({"id": str(passage.pk), "documentId": str(passage.document_id), "versionId": str(passage.version_id), "text": passage.text, "entityIds": entity_ids})
 
 
-class EntitiesView(WorkspaceAPIView):
+class EntitiesView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
-        return Response({"entities": [{"id": str(e.pk), "name": e.name, "aliases": e.aliases} for e in self.scoped(Entity.objects.all())]})
+        return Response({"entities": [{"id": str(e.pk), "name": e.name, "aliases": e.aliases, "links": e.links_status} for e in self.scoped(Entity.objects.all())]})
 
     @extend_schema(request=s.EntityBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.EntityBody)
         entity = actions.create_entity(self.workspace, name=data["name"], aliases=data["aliases"])
-        return Response({"id": str(entity.pk)}, status=201)
+        return Response({"id": str(entity.pk), "links": entity.links_status}, status=201)
 
 
 def context_set_json(context_set: ContextSet) -> dict[str, Any]:

@@ -1,0 +1,123 @@
+"""An erase never waits for a WAL flush while it holds the write lock (issue 32, row 3).
+
+Backup and replication tools hold read transactions open on the SQLite files. The erase used to
+checkpoint the key store's WAL with TRUNCATE from inside its transaction, retrying 5 times, each
+waiting the busy timeout (30 s) for that reader: every other write of every workspace waited
+behind it, and past the busy timeout answered an HTML 500. Now the erase checkpoints without
+waiting, the request answers at once, other writes go on, and the WAL sweep truncates the WAL
+once the reader has ended (docs/encryption.md, "The WAL window").
+
+The busy timeout is lowered to 1 s here so that the old behaviour fails in seconds, not minutes;
+what is asserted (other writes succeed while the erase runs, the erased key leaves the files
+once the reader is gone) is the production behaviour."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from uuid import uuid4
+
+import pytest
+from django.db import connections
+
+from memoryapp.keyring import KEYRING, DataKey, key_store
+from memoryapp.models import MemoryVersion
+from retention import erasure, lifecycle
+from retention.forgetting import occurrences_on_disk, sqlite_files
+from tests import sqlite_locks
+from tests.conftest import make_agent
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+HOLD_READER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN")
+db.execute("SELECT count(*) FROM memoryapp_datakey").fetchone()
+print("reading", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+
+@pytest.fixture
+def short_busy_timeout():
+    with sqlite_locks.short_busy_timeout():
+        yield
+
+
+@pytest.fixture
+def keyring_reader():
+    """Another process holding a read transaction open on the key store's file (what a backup tool
+    does), until the test releases it."""
+    if connections["default"].vendor != "sqlite" or connections[KEYRING].vendor != "sqlite":
+        pytest.skip("backend: SQLite only (the embedded default's WAL)")
+    name = connections[KEYRING].settings_dict["NAME"]
+    reader = subprocess.Popen([sys.executable, "-c", HOLD_READER, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert reader.stdout.readline().strip() == "reading"
+
+    def release() -> None:
+        if reader.poll() is None:
+            reader.stdin.write("\n")
+            reader.stdin.flush()
+            reader.wait(timeout=10)
+
+    yield release
+    release()
+
+
+def test_forget_with_a_reader_held_open_does_not_stall_other_workspaces(world, short_busy_timeout, keyring_reader, monkeypatch):
+    editor, other = make_agent(world.editor), make_agent(world.outsider)
+    assert editor.remember(namespace="n", key="k", text="a note to forget").status_code == 201
+    assert other.remember(namespace="o", text="a note that stays").status_code == 201
+    key_id = MemoryVersion.objects.get(member=world.editor).key_id
+    wrapped = bytes(DataKey.objects.using(KEYRING).get(pk=key_id).wrapped)
+
+    destroying = threading.Event()
+    destroy = erasure.destroy_keys
+
+    def destroy_keys(key_ids):
+        destroying.set()  # the erase holds the write lock from here to its commit
+        return destroy(key_ids)
+
+    monkeypatch.setattr(erasure, "destroy_keys", destroy_keys)
+    answers: dict[str, object] = {}
+
+    def run(name, call):
+        try:
+            editor.client.raise_request_exception = other.client.raise_request_exception = False
+            answers[name] = call()
+        finally:
+            connections.close_all()
+
+    forget = threading.Thread(target=run, args=("forget", lambda: editor.forget(namespace="n", key="k")))
+    forget.start()
+    assert destroying.wait(timeout=30)
+    others = [
+        threading.Thread(target=run, args=("remember", lambda: other.remember(namespace="o", text="written while the erase runs"))),
+        threading.Thread(target=run, args=("recall", lambda: other.recall(query="note"))),
+    ]
+    for thread in others:
+        thread.start()
+    for thread in [forget, *others]:
+        thread.join(timeout=120)
+
+    assert answers["forget"].status_code == 200 and answers["forget"].json()["forgotten"] == 1
+    assert answers["remember"].status_code == 201, answers["remember"].content[:300]
+    assert answers["recall"].status_code == 200, answers["recall"].content[:300]
+
+    # The reader ends; the sweep's bounded TRUNCATE then leaves no byte of the destroyed key.
+    keyring_reader()
+    assert lifecycle.wal_sweep() == {"walsTruncated": True}
+    assert occurrences_on_disk(sqlite_files(KEYRING), wrapped) == 0
+
+
+def test_the_erase_checkpoints_without_waiting_for_a_held_reader(world, keyring_reader):
+    # PASSIVE in effect: with frames newer than the reader's snapshot in the WAL, the checkpoint
+    # answers busy at once instead of waiting the busy timeout (30 s here), and the sweep
+    # completes it once the reader is gone.
+    key_store().put({uuid4(): bytes(32)}, owner="test")
+    assert erasure.flush_erased_wals() is False
+    keyring_reader()
+    assert erasure.truncate_wals() is True
