@@ -13,6 +13,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def setup_sqlite(var_dir: str) -> None:
+    """The embedded default: fresh SQLite files under `var_dir` (removed first), the database rate limiter."""
+    import shutil
+
+    shutil.rmtree(var_dir, ignore_errors=True)
+    for name in ("DATABASE_URL", "REDIS_URL", "KEYRING_DATABASE_URL"):
+        os.environ.pop(name, None)
+    os.environ["VAR_DIR"] = var_dir
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    call_command("migrate", database="keyring", verbosity=0)
+
+
 def setup(db_name: str, *, redis_db: int = 9) -> None:
     import psycopg
 

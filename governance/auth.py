@@ -124,8 +124,9 @@ def find_credential(raw_token: str | None) -> Credential | None:
     row = None
     if prefix:
         row = (
-            # Only what the gate reads: compiling a wider select_related cost more than the query.
-            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history").filter(prefix=prefix).order_by().first()
+            # Only what the gate reads: compiling a wider select_related cost more than the query. The
+            # member's usable credentials come along (the read and remember limits' member bound).
+            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history").with_usable_siblings().filter(prefix=prefix).order_by().first()
         )
     if not tokens.matches(raw_token, row.token_hash if row else None):
         return None

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -334,6 +335,12 @@ class CredentialQuerySet(models.QuerySet):
     def active(self, at: datetime | None = None) -> CredentialQuerySet:
         """Usable at `at` (now): neither revoked nor expired — `Credential.is_usable` as a query."""
         return self.not_revoked().filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at or timezone.now()))
+
+    def with_usable_siblings(self, at: datetime | None = None) -> CredentialQuerySet:
+        """Each credential with `usable_siblings`: how many of its member's credentials are usable
+        at `at` (itself included), counted in the same query (the rate limiter's member bound)."""
+        siblings = Credential.objects.active(at).filter(member_id=models.OuterRef("member_id")).order_by().values("member_id").annotate(n=models.Count("pk")).values("n")
+        return self.annotate(usable_siblings=Coalesce(models.Subquery(siblings), 0))
 
     def expired(self, at: datetime | None = None) -> CredentialQuerySet:
         """Past its expiry and never revoked (a revoked one counts as revoked)."""

@@ -23,7 +23,6 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Min
 from django.utils import timezone
 
 from core.errors import ApiError
@@ -123,7 +122,10 @@ class MemberBound:
 
 
 def member_bound(credential: Credential, limit: int) -> MemberBound:
-    usable = Credential.objects.active().filter(member_id=credential.member_id).count()
+    # Counted with the credential when the gate loaded it (CredentialQuerySet.with_usable_siblings).
+    usable = getattr(credential, "usable_siblings", None)
+    if usable is None:
+        usable = Credential.objects.active().filter(member_id=credential.member_id).count()
     return MemberBound(credential.member_id, limit * max(1, usable))
 
 
@@ -186,30 +188,57 @@ class RedisRateLimiter:
 
 
 class DatabaseRateLimiter:
+    """The check and the admission are ONE conditional INSERT (issue 32: a recall's database
+    round trips): the slot is written only if the credential's and the member's slots inside the
+    window leave room, and the statement answers the counts the headers need. SQLite runs a
+    writing statement under its write lock from its first step, so the statement is exact under
+    concurrency by itself; PostgreSQL (a statement's snapshot is taken when it starts) first takes
+    the member's (else the credential's) row lock, then runs it. Slots older than the window count
+    for nothing and are left to the cascade sweep (`expired_slots`)."""
+
+    _TABLE = RateLimitSlot._meta.db_table
+
     def acquire(self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None) -> Slot:
+        connection = transaction.get_connection()
         now = timezone.now()
         window = timedelta(seconds=window_seconds())
-        window_start = now - window
-        with transaction.atomic():
-            # one lock per member (all its credentials' admissions in turn), else per credential
-            if member is not None:
-                Member.objects.select_for_update().filter(pk=member.member_id).exists()
-            else:
-                Credential.objects.select_for_update().filter(pk=credential_id).exists()
-            RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket, at__lte=window_start).delete()
-            remaining, oldest = self._spent(RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket), limit, now)
-            if member is not None:
-                RateLimitSlot.objects.filter(member_id=member.member_id, bucket=bucket, at__lte=window_start).delete()
-                member_remaining, member_oldest = self._spent(RateLimitSlot.objects.filter(member_id=member.member_id, bucket=bucket), member.limit, now)
-                if member_remaining < remaining:
-                    remaining, oldest = member_remaining, member_oldest
-            allowed = remaining > 0
-            handle = ""
-            if allowed:
-                handle = str(RateLimitSlot.objects.create(credential_id=credential_id, member_id=member.member_id if member else None, bucket=bucket, at=now).pk)
-                remaining -= 1
-        reset = math.ceil((oldest + window - now).total_seconds())
-        return Slot(allowed, limit, max(0, remaining), max(0, reset), handle, credential_id, bucket, member.member_id if member else 0)
+        after = connection.ops.adapt_datetimefield_value(now - window)
+        member_id = member.member_id if member else None
+        spent = f"FROM {self._TABLE} WHERE {{}} = %s AND bucket = %s AND at > %s"
+        by_credential, by_member = spent.format("credential_id"), spent.format("member_id")
+        credential_params, member_params = [credential_id, bucket, after], [member_id, bucket, after]
+        room, room_params = f"(SELECT count(*) {by_credential}) < %s", [*credential_params, limit]
+        if member is not None:
+            room += f" AND (SELECT count(*) {by_member}) < %s"
+            room_params += [*member_params, member.limit]
+        insert = f"INSERT INTO {self._TABLE} (credential_id, member_id, bucket, at) SELECT %s, %s, %s, %s WHERE {room}"
+        insert_params = [credential_id, member_id, bucket, connection.ops.adapt_datetimefield_value(now), *room_params]
+        if connection.vendor == "postgresql":
+            with transaction.atomic():
+                if member is not None:
+                    Member.objects.select_for_update().filter(pk=member.member_id).exists()
+                else:
+                    Credential.objects.select_for_update().filter(pk=credential_id).exists()
+                # The counts are read before the INSERT (one snapshot): the slot written is added.
+                row = self._run(
+                    f"WITH ins AS ({insert} RETURNING id), c AS (SELECT count(*) AS n, min(at) AS oldest {by_credential}), m AS (SELECT count(*) AS n, min(at) AS oldest {by_member})"
+                    " SELECT (SELECT id FROM ins), c.n + (SELECT count(*) FROM ins), c.oldest, m.n + (SELECT count(*) FROM ins), m.oldest FROM c, m",
+                    [*insert_params, *credential_params, *member_params],
+                )
+        else:
+            # RETURNING's subqueries see the row just inserted.
+            counts = f"(SELECT count(*) {by_credential}), (SELECT min(at) {by_credential}), (SELECT count(*) {by_member}), (SELECT min(at) {by_member})"
+            row = self._run(f"{insert} RETURNING id, {counts}", [*insert_params, *credential_params, *credential_params, *member_params, *member_params])
+            if row is None:  # refused, nothing written: the counts for the headers
+                row = (None, *self._run(f"SELECT {counts}", [*credential_params, *credential_params, *member_params, *member_params]))
+        handle, credential_count, credential_oldest, member_count, member_oldest = row
+        remaining, oldest = limit - credential_count, credential_oldest
+        if member is not None and member.limit - member_count < remaining:
+            remaining, oldest = member.limit - member_count, member_oldest
+        if isinstance(oldest, str):  # SQLite answers a text
+            oldest = connection.ops.convert_datetimefield_value(oldest, None, connection)
+        reset = math.ceil(((oldest or now) + window - now).total_seconds())
+        return Slot(handle is not None, limit, max(0, remaining), max(0, reset), "" if handle is None else str(handle), credential_id, bucket, member_id or 0)
 
     def acquire_member(self, member_id: int, limit: int, bucket: str) -> Slot:
         """A budget of the member alone (no credential: `credential_id` 0), serialised by the
@@ -229,10 +258,11 @@ class DatabaseRateLimiter:
         return Slot(bool(handle), limit, max(0, remaining), max(0, reset), handle, 0, bucket, member_id)
 
     @staticmethod
-    def _spent(slots, limit: int, now):
-        # One row, whatever the budget: the read budget's 1,200 timestamps are not fetched per read.
-        window_hits = slots.aggregate(count=Count("pk"), oldest=Min("at"))
-        return limit - window_hits["count"], window_hits["oldest"] or now
+    def _run(sql: str, params: list):
+        connection = transaction.get_connection()
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
 
     def refund(self, slot: Slot) -> None:
         if slot.handle:

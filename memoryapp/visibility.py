@@ -81,14 +81,17 @@ class Recheck:
         return CHANGED if any(c.state == CHANGED for c in checked) else CURRENT
 
 
-def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None = None) -> Recheck:
+def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None = None, *, cites: set[int] | None = None) -> Recheck:
     """Hide memories whose sources are gone or unreadable; mark changed ones. At most three
-    queries whatever the number of memories and citations."""
+    queries whatever the number of memories and citations. `cites`: the versions known to cite
+    (recall reads it with its candidates, from the citation rows themselves); the citations of
+    the others are not read, and none at all when no version cites nor sits in a collection."""
     if not versions:
         return Recheck(visible=[], hidden=0)
     now = now or timezone.now()
     by_memory: dict[int, list[Citation]] = defaultdict(list)
-    for citation in Citation.objects.filter(memory_id__in=[v.pk for v in versions]).order_by("memory_id", "position"):
+    citing = [v.pk for v in versions] if cites is None else [v.pk for v in versions if v.pk in cites]
+    for citation in Citation.objects.filter(memory_id__in=citing).order_by("memory_id", "position") if citing else ():
         by_memory[citation.memory_id].append(citation)
     passage_ids = {c.passage_id for cs in by_memory.values() for c in cs}
     passages = {}

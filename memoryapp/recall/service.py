@@ -1,9 +1,10 @@
 """Recall (SPEC §4.4): the newest 300 candidates, the live re-check, three rankings and RRF.
 
-Query count is constant: candidates (1), their index entries (1), the re-check (≤3), the
+Query count is constant: candidates with their index entries and rows (1), their keys (1, key store), the re-check (0 when no candidate cites nor sits in a collection, else ≤3), the
 workspace's entities (1, only when this process's cached matcher is older than the workspace's
-entity generation), the cited passages' entities when the query names one (1), and the full
-rows of the results (1).
+entity generation), and the cited passages' entities when the query names one (1). The results are built from
+the candidate rows already read (no query). Issue 32: 4 round trips for a recall with the access
+entry (tests/recall/test_round_trips.py).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from uuid import UUID
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import connections
 
 from governance.knowledge import matcher_for
 from governance.models import Entity
 from memoryapp import gates, metrics, sealing
-from memoryapp.models import MemoryEmbedding, MemoryVersion
+from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.embedders import PendingQuery, get_embedder
 from memoryapp.recall.fusion import rank_by_scores, rrf
@@ -52,7 +53,8 @@ BM25_RELATIVE_FLOOR = 0.3
 
 @dataclass(slots=True)
 class Candidate:
-    """What ranking needs of a memory version; full rows are loaded only for the results."""
+    """What ranking needs of a memory version, and its row as read (still sealed: only the
+    results are opened)."""
 
     pk: int
     collection_id: int | None
@@ -62,6 +64,8 @@ class Candidate:
     dim: int = 0
     vector: bytes | None = None
     terms: list[str] | None = None
+    cites: bool = False
+    row: tuple = ()
 
 
 class Candidates(list):
@@ -72,55 +76,76 @@ class Candidates(list):
         self.keys: dict[UUID, Any] = {}
 
 
+#: The version's columns read with its candidate row: the results are built from them, so no
+#: second query fetches the winners.
+ROW_FIELDS = tuple(f.attname for f in MemoryVersion._meta.concrete_fields)
+_COLUMN = {name: i for i, name in enumerate(ROW_FIELDS)}
+
+
+def candidate_rows(admission: gates.Admission) -> list[tuple]:
+    """ONE query: the newest 300 current (or current-at-asOf) versions matching filters and scope
+    (the ORM's filter chain, `filtered_versions`, limited first: joining first made PostgreSQL
+    join every version of the member before sorting, 158 ms at 5,000 versions), then, per row,
+    its index entry (vector and terms still sealed) and whether it cites anything (an index probe
+    on the citations: computed, so it cannot disagree with the citation rows). Each row: the
+    version's columns (ROW_FIELDS, converted as the ORM converts them), then embedder id, dim,
+    vector, terms, cites."""
+    queryset = filtered_versions(admission).values_list(*ROW_FIELDS)[:CANDIDATES]
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    inner, params = compiler.as_sql()
+    entry, citation = MemoryEmbedding._meta.db_table, Citation._meta.db_table
+    sql = (
+        f"SELECT c.*, e.embedder_id, e.dim, e.vector, e.terms, EXISTS (SELECT 1 FROM {citation} ct WHERE ct.memory_id = c.id)"
+        f" FROM ({inner}) c LEFT JOIN {entry} e ON e.memory_id = c.id ORDER BY c.created_at DESC, c.id DESC"
+    )
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    width = len(ROW_FIELDS)
+    converters = compiler.get_converters([column for column, _, _ in compiler.select])
+    heads = list(compiler.apply_converters([row[:width] for row in rows], converters)) if converters else [tuple(row[:width]) for row in rows]
+    return [(tuple(head), *row[width:]) for head, row in zip(heads, rows)]
+
+
 def recall_candidates(admission: gates.Admission) -> Candidates:
-    """The newest 300 current (or current-at-asOf) memories matching filters and scope, then
-    their index entries: two indexed queries returning plain tuples. (Joining first made
-    PostgreSQL join every version of the member before sorting: 158 ms at 5,000 versions.) Then
-    their data keys, in one key-store query, and the entries opened (SPEC §8.2): a candidate whose
-    key is gone (an erase's leftover) or whose entry does not open is left out (memoryapp.sealing)."""
-    rows = filtered_versions(admission).values_list("pk", "collection_id", "key_id", "workspace_id", "member_id")[:CANDIDATES]
-    candidates = Candidates(Candidate(pk, collection_id, key_id, (workspace_id, member_id)) for pk, collection_id, key_id, workspace_id, member_id in rows)
-    by_pk = {c.pk: c for c in candidates}
-    entries = index_entries(list(by_pk))
+    """The candidates with their index entries (`candidate_rows`, one query), then their data keys
+    in one key-store query, and the entries opened (SPEC §8.2): a candidate whose key is gone (an
+    erase's leftover) or whose entry does not open is left out (memoryapp.sealing)."""
+    pk, collection, key, workspace, member = (_COLUMN[name] for name in ("id", "collection_id", "key_id", "workspace_id", "member_id"))
+    candidates = Candidates()
+    for row, embedder_id, dim, vector, terms, cites in candidate_rows(admission):
+        candidate = Candidate(row[pk], row[collection], row[key], (row[workspace], row[member]), cites=bool(cites), row=row)
+        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim or 0, vector, terms
+        candidates.append(candidate)
     candidates.keys = sealing.fetch_keys(c.key_id for c in candidates)
     unreadable: dict[str, int] = {}
-    for memory_id, embedder_id, dim, vector, terms in entries:
-        candidate = by_pk[memory_id]
+    kept = []
+    for candidate in candidates:
+        if candidate.embedder_id is None:  # no index entry (yet): ranked by nothing, as before
+            kept.append(candidate)
+            continue
         try:
-            opened = sealing.open_values(MemoryEmbedding, candidate.key_id, candidate.owner, candidates.keys, {"vector": vector, "terms": terms})
+            opened = sealing.open_values(MemoryEmbedding, candidate.key_id, candidate.owner, candidates.keys, {"vector": candidate.vector, "terms": candidate.terms})
         except sealing.Unreadable as exc:
             unreadable[exc.reason] = unreadable.get(exc.reason, 0) + 1
-            by_pk.pop(memory_id)
             if exc.reason != sealing.MISSING_KEY:
-                logger.error("recall candidate's index entry does not open: %s", exc, extra={"row": memory_id, "reason": exc.reason})
+                logger.error("recall candidate's index entry does not open: %s", exc, extra={"row": candidate.pk, "reason": exc.reason})
             continue
-        candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = embedder_id, dim, opened["vector"], opened["terms"].split()
+        candidate.vector, candidate.terms = opened["vector"], opened["terms"].split()
+        kept.append(candidate)
     for reason, count in unreadable.items():
         sealing.content_unreadable.send(sender=MemoryEmbedding, reason=reason, count=count)
-    if unreadable:
-        candidates[:] = [c for c in candidates if c.pk in by_pk]
+    candidates[:] = kept
     return candidates
 
 
-def index_entries(memory_ids: list[int]):
-    """(memory_id, embedder_id, dim, vector, terms) rows, vector and terms still sealed. On
-    PostgreSQL they are fetched in binary: decoding 300 vectors from bytea's hex text took 7.2 ms,
-    binary takes 1.8 ms. (That cursor is psycopg's own on Django's connection and transaction, so
-    Django's query log does not list it.)"""
-    if not memory_ids:
-        return []
-    if connection.vendor == "postgresql":
-        import psycopg
-
-        connection.ensure_connection()
-        with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(
-                f"SELECT memory_id, embedder_id, dim, vector, terms FROM {MemoryEmbedding._meta.db_table} WHERE memory_id = ANY(%s)",
-                [memory_ids],
-                binary=True,
-            )
-            return cursor.fetchall()
-    return list(MemoryEmbedding.objects.filter(memory_id__in=memory_ids).values_list("memory_id", "embedder_id", "dim", "vector", "terms"))
+def result_versions(candidates: list[Candidate], keys) -> dict[int, MemoryVersion]:
+    """The chosen candidates as versions, built from the rows already read and opened with the
+    keys already fetched (no query); a row that does not open is left out (sealing)."""
+    db = MemoryVersion.objects.db
+    versions = [MemoryVersion.from_db(db, ROW_FIELDS, c.row) for c in candidates]
+    failed = sealing.open_instances(versions, keys=keys)
+    return {v.pk: v for v in versions if id(v) not in failed}
 
 
 def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
@@ -230,11 +255,11 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
     # Started first: the model embeds the query (without the GIL) while the database answers.
     pending = PendingQuery(get_embedder(settings.MEMORY_EMBEDDER), data["query"])
     fetched = recall_candidates(admission)
-    checked = recheck(fetched, ctx.member)
+    checked = recheck(fetched, ctx.member, cites={c.pk for c in fetched if c.cites})
     candidates = checked.visible  # still newest first: a lower index is newer
     rankings, degraded = rank_candidates(data["query"], candidates, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version)
     fused = list(rrf(rankings, k=RRF_K).items())[: data["limit"]]
-    rows = MemoryVersion.objects.with_keys(fetched.keys).in_bulk([candidates[index].pk for index, _ in fused])
+    rows = result_versions([candidates[index] for index, _ in fused], fetched.keys)
     results = []
     for index, (score, ranks) in fused:
         if candidates[index].pk not in rows:

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
@@ -37,6 +38,15 @@ class DatabaseWindow:
     def stored(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
         return self._rows(credential_id, bucket, member_id).count()
 
+    def counted(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
+        """The admissions inside the window. The database limiter admits in one statement and
+        leaves the aged rows to the cascade sweep (`ratelimit.expired_slots`), so they stay stored
+        until it runs: this counts the others."""
+        return self._rows(credential_id, bucket, member_id).exclude(pk__in=ratelimit.expired_slots(timezone.now()).values("pk")).count()
+
+    def aged(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
+        return ratelimit.expired_slots(timezone.now()).filter(pk__in=self._rows(credential_id, bucket, member_id).values("pk")).count()
+
     def forget_member(self, member_id: int, bucket: str = "remember") -> None:
         RateLimitSlot.objects.filter(member_id=member_id, bucket=bucket).delete()
 
@@ -56,6 +66,12 @@ class RedisWindow:
 
     def stored(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
         return self.limiter._client.zcard(self._key(credential_id, bucket, member_id))
+
+    def counted(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
+        return self.stored(credential_id, bucket, member_id=member_id)  # the script trims as it admits
+
+    def aged(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
+        return 0
 
     def forget_member(self, member_id: int, bucket: str = "remember") -> None:
         self.limiter._client.delete(self.limiter._member_key(member_id, bucket))

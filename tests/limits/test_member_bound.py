@@ -76,7 +76,8 @@ def test_the_members_admissions_leave_the_window_after_an_hour(window, credentia
     window.age(None, 2, member_id=member_id)
     admitted = window.limiter.acquire(other_id, 5, member=bound)  # through another credential: the member's window trims
     assert admitted.allowed and admitted.remaining == 1
-    assert window.stored(None, member_id=member_id) == 1  # trimmed, not kept
+    # trimmed (Redis) or left, counting for nothing, to the cascade sweep (the database limiter admits in one statement)
+    assert window.counted(None, member_id=member_id) == 1 and window.aged(None, member_id=member_id) in (0, 2)
 
 
 def test_a_refund_hands_the_slot_back_to_the_member_too(window, credential_id, other_id, member_id):
