@@ -19,6 +19,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from core.db import native_cursor
 from governance.knowledge import matcher_for
 from governance.models import Entity
 from memoryapp import gates, metrics, sealing
@@ -110,10 +111,7 @@ def index_entries(memory_ids: list[int]):
     if not memory_ids:
         return []
     if connection.vendor == "postgresql":
-        import psycopg
-
-        connection.ensure_connection()
-        with psycopg.Cursor(connection.connection) as cursor:
+        with native_cursor(connection) as cursor:
             cursor.execute(
                 f"SELECT memory_id, embedder_id, dim, vector, terms FROM {MemoryEmbedding._meta.db_table} WHERE memory_id = ANY(%s)",
                 [memory_ids],
