@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 @pytest.fixture(autouse=True)
 def _postgres_only():
     if connection.vendor != "postgresql" or connections[KEYRING].vendor != "postgresql":
-        pytest.skip("PostgreSQL only: SQLite connections are not kept between requests")
+        pytest.skip("backend: PostgreSQL only; SQLite connections are not kept between requests")
 
 
 def drop_connection(alias: str) -> None:
