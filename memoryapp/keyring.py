@@ -34,6 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections, models
 from django.utils import timezone
 
+from core.db import native_cursor
 from core.wal import sqlite_checkpoint
 from memoryapp.crypto import KeyEncryptionKeys, SealError, new_data_key
 from memoryapp.kek import EnvironmentKeks, FileKeks, KekSource, MissingKeks, missing_keks
@@ -195,13 +196,10 @@ class DatabaseKeyStore:
         not 300 placeholders to interpolate and parse."""
         connection = connections[self.alias]
         if connection.vendor == "postgresql":
-            import psycopg
-
             # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
             # from text. psycopg's own cursor on Django's connection, so Django's query log does not
-            # list it.
-            connection.ensure_connection()
-            with psycopg.Cursor(connection.connection) as cursor:
+            # list it (health-checked and its errors Django's: core.db).
+            with native_cursor(connection) as cursor:
                 cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s)", [list(ids)], binary=True)
                 return cursor.fetchall()
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
