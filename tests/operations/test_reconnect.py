@@ -1,6 +1,6 @@
 """A connection the PostgreSQL server dropped (a restart, a failover, an idle timeout) is replaced
 at the next request, on every path: also where the product reads through psycopg's own cursor for
-binary results (the key store's keys, recall's index entries), which Django's health check did not
+binary results (the key store's keys), which Django's health check did not
 reach. Before, such a path kept the dead connection until CONN_MAX_AGE ran out: every recall of
 that process thread failed with a raw psycopg error (bench/faults.py, "keyring_down")."""
 
@@ -14,7 +14,6 @@ from django.db import OperationalError, connection, connections
 
 from memoryapp.crypto import new_data_key
 from memoryapp.keyring import KEYRING, key_store
-from memoryapp.recall.service import index_entries
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -23,6 +22,21 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 def _postgres_only():
     if connection.vendor != "postgresql" or connections[KEYRING].vendor != "postgresql":
         pytest.skip("backend: PostgreSQL only; SQLite connections are not kept between requests")
+
+
+@pytest.fixture(autouse=True)
+def _kept_connections():
+    """Connections kept between requests (DB_CONN_MAX_AGE > 0, the pool-less set-up for PgBouncer):
+    the case where a dropped one could be reused."""
+    saved = {}
+    for alias in ("default", KEYRING):
+        connections[alias].close()
+        saved[alias] = connections[alias].settings_dict["CONN_MAX_AGE"]
+        connections[alias].settings_dict["CONN_MAX_AGE"] = 60
+    yield
+    for alias, value in saved.items():
+        connections[alias].close()
+        connections[alias].settings_dict["CONN_MAX_AGE"] = value
 
 
 def drop_connection(alias: str) -> None:
@@ -44,11 +58,6 @@ def test_the_key_store_reconnects_when_its_server_dropped_the_connection():
     key_store().put(keys, owner="tests.reconnect")
     drop_connection(KEYRING)
     assert key_store().get_many(keys) == keys
-
-
-def test_recall_index_entries_reconnect_when_the_server_dropped_the_connection():
-    drop_connection("default")
-    assert index_entries([1]) == []
 
 
 def test_a_failure_on_the_native_cursor_is_djangos_error_and_marks_the_connection():
