@@ -28,8 +28,9 @@ except ImportError:  # pragma: no cover - psycopg[pool] is a dependency
 # failure and deadlock (the transaction was rolled back).
 _RETRYABLE_CLASSES = ("08", "53", "57")
 _RETRYABLE_STATES = {"55P03", "40001", "40P01"}
-# SQLite: another connection holds the lock past the busy timeout.
-_SQLITE_BUSY = ("database is locked", "database table is locked", "database schema is locked")
+# SQLite: another connection holds the lock past the busy timeout, or the file cannot be reached
+# now (moved, its volume gone or failing): the embedded deployment's "server unreachable".
+_SQLITE_BUSY = ("database is locked", "database table is locked", "database schema is locked", "unable to open database file", "disk I/O error")
 RETRY_AFTER_SECONDS = 2
 
 

@@ -50,6 +50,12 @@ def test_each_fault_recovers_without_a_restart_and_loses_no_remember(rehearsal):
         assert result["worker"]["removeStatus"] == 204 and result["worker"]["erasedByWorkerIn"] is not None, result
 
 
+def test_while_a_store_is_down_every_answer_is_json_and_every_5xx_a_retryable_503(rehearsal):
+    for result in faults(rehearsal):
+        assert result["nonJson"] == 0 and result["5xxWithoutRetryAfter"] == 0, result
+        assert not any(failure.startswith("500") for failure in result["failures"]), result
+
+
 def test_the_erase_interrupted_by_a_killed_worker_converges_with_one_receipt_per_memory(rehearsal):
     result = rehearsal["worker_kill"]
     assert result["taskSeen"], result  # the kill hit a worker that had the erase

@@ -112,6 +112,7 @@ def test_a_database_mistake_stays_a_500(world):
         (psycopg.errors.UndefinedTable("relation x does not exist"), False),
         (psycopg.errors.ProgramLimitExceeded("index row size exceeds maximum"), False),
         (sqlite3.OperationalError("database is locked"), True),
+        (sqlite3.OperationalError("unable to open database file"), True),
         (sqlite3.OperationalError("no such table: x"), False),
         (ValueError("database is locked"), False),
     ],
