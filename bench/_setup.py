@@ -73,3 +73,18 @@ def pct(samples: list[float], q: float) -> float:
 
 def summary(label: str, samples: list[float]) -> str:
     return f"{label:<48} p50 {pct(samples, 50):7.2f} ms   p95 {pct(samples, 95):7.2f} ms   mean {statistics.fmean(samples):7.2f} ms   n={len(samples)}"
+
+
+def wait_ready(base: str, *, seconds: float = 120, describe=lambda: "") -> None:
+    """Until the product at `base` answers /readyz 200; SystemExit naming `describe()` after `seconds`."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("the server did not start " + describe())

@@ -55,6 +55,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from _setup import wait_ready  # noqa: E402
+
 VENV_BIN = ROOT / ".venv" / "bin"
 BIN = VENV_BIN if (VENV_BIN / "celery").exists() else Path(sys.executable).parent
 WEB_PORT, PG_PORT, REDIS_PORT, KEYRING_PORT = 8050, 8055, 8056, 8057
@@ -414,16 +416,7 @@ class Rehearsal:
         if self.backend == "postgres":
             command += ["--workers", str(self.args.web_workers)]
         self.procs.start("web", command)
-        import httpx
-
-        for _ in range(300):
-            try:
-                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError("web did not start: " + self.procs.tail("web"))
+        wait_ready(self.base, seconds=60, describe=lambda: self.procs.tail("web"))
 
     def start_worker(self) -> None:
         pool = ["--pool=prefork", "--concurrency=2"] if self.backend == "postgres" else ["--pool=threads", "--concurrency=2"]

@@ -32,6 +32,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+from _setup import wait_ready  # noqa: E402
+
 LIGATURE = "\ufdfa"
 
 
@@ -57,17 +59,6 @@ def start(code: Path, var_dir: Path, port: int) -> tuple[list[subprocess.Popen],
         subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"], cwd=code, env=env, stdout=log, stderr=log),
     ]
     return processes, manage
-
-
-def wait_ready(base: str) -> None:
-    for _ in range(240):
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit("the server did not start")
 
 
 def workspace(manage, base: str, name: str, email: str) -> tuple[httpx.Client, httpx.Client, int]:
