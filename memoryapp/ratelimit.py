@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from core.errors import ApiError
@@ -249,7 +249,8 @@ class DatabaseRateLimiter:
             Member.objects.select_for_update().filter(pk=member_id).exists()
             slots = RateLimitSlot.objects.filter(member_id=member_id, bucket=bucket)
             slots.filter(at__lte=now - window).delete()
-            remaining, oldest = self._spent(slots, limit, now)
+            spent = slots.aggregate(count=models.Count("pk"), oldest=models.Min("at"))
+            remaining, oldest = limit - spent["count"], spent["oldest"] or now
             handle = ""
             if remaining > 0:
                 handle = str(RateLimitSlot.objects.create(credential_id=0, member_id=member_id, bucket=bucket, at=now).pk)
