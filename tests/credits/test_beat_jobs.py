@@ -12,6 +12,9 @@ from retention.jobs import JOBS
 
 CREDIT_ENTRIES = {"settle-usage": "settle_usage", "daily-rollup": "daily_rollup", "quota-reset": "quota_reset", "reconcile-credits": "reconcile_credits"}
 
+# Loading the default modules runs the worker's start-up check (config.celery), which reads the key store.
+pytestmark = pytest.mark.django_db
+
 
 def test_every_beat_entry_names_a_registered_task():
     app.loader.import_default_modules()
