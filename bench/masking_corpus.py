@@ -10,7 +10,15 @@ Prints:
 2. the everyday corpus (tests/masking/everyday_corpus.py): sentences per source, how many mask() changes,
    each changed sentence with what it became, and the share against the 1-in-1,000 budget;
 3. the worst time of mask() over hostile inputs built from the new detectors' pieces at
-   MAX_MASKED_CHARS characters (random mixes; bench/masking.py times each family alone).
+   MAX_MASKED_CHARS characters (random mixes; bench/masking.py times each family alone);
+4. issue 33: the catalogue corpus (tests/masking/catalogue_corpus.py: national identifiers
+   python-stdnum validates, SSNs after a label, e-mails spelled in Japanese, digit groups joined
+   by ", ", mobiles without a phone word; 30 locales, 8 forms, 10,000+ values) with survivors per
+   class and locale, the everyday corpus of 1,200 templated sentences with numbers in them and
+   the ones mask() changed, the cost of one mask() call on a 2,000-character note, and the time
+   over 100 KB adversarial strings built for the new detectors.
+
+    .venv/bin/python bench/masking_corpus.py --only-catalogue   # section 4 alone
 """
 
 from __future__ import annotations
@@ -129,9 +137,13 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=10)
     parser.add_argument("--hostile", type=int, default=40, help="hostile mixes to time")
     parser.add_argument("--write-everyday", action="store_true")
+    parser.add_argument("--only-catalogue", action="store_true", help="issue 33's section alone")
     args = parser.parse_args()
     if args.write_everyday:
         write_everyday()
+        return
+    if args.only_catalogue:
+        catalogue_section(args.show)
         return
 
     corpus = build_forms_corpus(seed=22, per_form=args.per_form)
@@ -182,6 +194,94 @@ def main() -> None:
         if elapsed > worst[0]:
             worst = (elapsed, text[:60])
     print(f"\nhostile mixes of the new detectors' pieces: {args.hostile} inputs of {MAX_MASKED_CHARS:,} chars, worst {worst[0]:.1f} ms (starts {worst[1]!r})")
+
+    print()
+    catalogue_section(args.show)
+
+
+# -- issue 33 -----------------------------------------------------------------------------------
+def _note(rng: random.Random, size: int = 2_000) -> str:
+    """A 2,000-character note of everyday sentences with some personal data among them."""
+    from tests.masking.catalogue_corpus import build_catalogue_corpus, build_everyday_corpus
+
+    pool = [s for _, s in build_everyday_corpus(seed=7, count=200)] + [s.text for s in build_catalogue_corpus(seed=7, per_cell=1)[::25]]
+    parts: list[str] = []
+    while sum(len(p) + 2 for p in parts) < size:
+        parts.append(rng.choice(pool))
+    return ". ".join(parts)[:size]
+
+
+def _adversarial_100k() -> dict[str, str]:
+    n = 100_000
+    units = {
+        "id groups": "A1 ",
+        "digit-dash": "12-",
+        "comma digits": "12, ",
+        "ssn label": "SSN 12-",
+        "ja at": "aアット",
+        "ja dots": "aドット",
+        "letters+digits": "AB12CD",
+        "nine digits": "123456789 ",
+        "mobile pairs": "20 ",
+    }
+    return {name: (unit * (n // len(unit) + 1))[:n] for name, unit in units.items()}
+
+
+def catalogue_section(show: int = 10) -> None:
+    from tests.masking.catalogue_corpus import CLASSES, build_catalogue_corpus, build_everyday_corpus
+    from tests.masking.catalogue_corpus import survivors as catalogue_survivors
+
+    corpus = build_catalogue_corpus()
+    locales = sorted({s.locale for s in corpus})
+    forms = sorted({s.form for s in corpus})
+    print(f"catalogue corpus (issue 33): {len(corpus):,} values, {len(locales)} locales, {len(forms)} forms ({', '.join(forms)})")
+    totals: collections.Counter = collections.Counter()
+    left: collections.Counter = collections.Counter()
+    examples = []
+    for sample in corpus:
+        result = mask(sample.text)
+        totals[sample.cls] += 1
+        if catalogue_survivors(sample, result.text):
+            left[(sample.cls, sample.locale)] += 1
+            examples.append((sample.cls, sample.locale, sample.text, result.text))
+    for cls in CLASSES:
+        per_locale = " ".join(f"{loc}:{left[(cls, loc)]}" for loc in locales if left[(cls, loc)])
+        print(f"  {cls:<13} {totals[cls]:>5} values  survivors {sum(left[(cls, loc)] for loc in locales):>4}  {per_locale}")
+    print(f"  all: {sum(left.values())} of {len(corpus):,} survived")
+    for example in examples[:: max(1, len(examples) // show)][:show]:
+        print("   survivor:", example)
+
+    everyday_corpus = build_everyday_corpus()
+    changed = collections.Counter()
+    kinds = collections.Counter(kind for kind, _ in everyday_corpus)
+    shown = []
+    for kind, sentence in everyday_corpus:
+        after = mask(sentence).text
+        if after != sentence:
+            changed[kind] += 1
+            shown.append((sentence, after))
+    total = sum(changed.values())
+    print(f"\neveryday corpus (issue 33): {len(everyday_corpus):,} sentences, {total} changed = {total / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)")
+    print("  " + " ".join(f"{kind}:{changed[kind]}/{kinds[kind]}" for kind in sorted(kinds)))
+    for before, after in shown[:show]:
+        print(f"     {before!r} -> {after!r}")
+
+    rng = random.Random(33)
+    notes = [_note(rng) for _ in range(20)]
+    for note in notes:  # warm the caches
+        mask(note)
+    times = []
+    for _ in range(5):
+        for note in notes:
+            start = time.perf_counter()
+            mask(note)
+            times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    print(f"\nmask() on a 2,000-character note: p50 {times[len(times) // 2]:.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms ({len(times)} calls)")
+    for name, text in _adversarial_100k().items():
+        start = time.perf_counter()
+        mask(text)
+        print(f"  adversarial 100 KB {name!r}: {(time.perf_counter() - start) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

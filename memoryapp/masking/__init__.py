@@ -12,8 +12,14 @@ stages before it left it (so no stage sees, or re-matches, what an earlier one r
                      bank shapes (``numbers``);
 4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
                      the users' languages;
-5. ``NUMBER``        social security numbers, digit groups of any size adding up to 10 or more
-                     digits, any run of 10 or more digits.
+   (and mobiles of the users' countries in their national grouping, without a phone word);
+5. ``NUMBER``        social security numbers (any range after an SSN label), digit groups of any
+                     size adding up to 10 or more digits, any run of 10 or more digits, and the
+                     national identifiers python-stdnum validates (``catalogue``).
+
+Numbers that are no personal data — a list of rooms or pages, a Unix timestamp after a time word,
+an order id after an order word — are protected: a detector's span inside one is dropped
+(``catalogue.protected_spans``).
 
 Detectors read a normalised copy of the text (``text.Work``: invisible characters left out,
 look-alikes and full-width forms folded) and replacements are made on the original, so what is
@@ -28,11 +34,12 @@ grows linearly with the input; callers bound the input size (``MAX_MASKED_CHARS`
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memoryapp.masking import email, numbers, phone, secrets
+from memoryapp.masking import catalogue, email, numbers, phone, secrets
 from memoryapp.masking.common import PLACEHOLDER_RE, PLACEHOLDERS, Span
 from memoryapp.masking.phone import PHONE_REGIONS, one_memory_budget
 from memoryapp.masking.text import Work
@@ -75,9 +82,12 @@ _STAGES: tuple[Callable[[str], list[Span]], ...] = (
     numbers.stage_bank_keyword,
     phone.stage_phone,
     phone.stage_phone_word,
+    phone.stage_mobile,
     numbers.stage_ssn,
+    catalogue.stage_ssn_label,
     numbers.stage_digit_groups,
     numbers.stage_long_number,
+    catalogue.stage_national_id,
 )
 
 
@@ -98,11 +108,34 @@ def _select(spans: list[Span]) -> list[Span]:
     return merged
 
 
+def _merge(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    starts: list[int] = []
+    ends: list[int] = []
+    for s, e in sorted(spans):
+        if ends and s <= ends[-1]:
+            ends[-1] = max(ends[-1], e)
+        else:
+            starts.append(s)
+            ends.append(e)
+    return starts, ends
+
+
+def _inside(span: tuple[int, int], protected: tuple[list[int], list[int]]) -> bool:
+    starts, ends = protected
+    i = bisect.bisect_right(starts, span[0]) - 1
+    return i >= 0 and span[1] <= ends[i]
+
+
 def _mask_once(text: str, kinds: set[str]) -> str:
     work = Work.of(text)
+    # numbers that are no personal data (lists of rooms, timestamps, order ids), as spans of the
+    # original text: a detector's span inside one is dropped
+    protected = _merge([work.original_span(s, e) for s, e in catalogue.protected_spans(work.text)])
     found: list[Span] = []  # spans of the original text
     for stage in _STAGES:
         spans = stage(work.text)
+        if spans and protected[0]:
+            spans = [sp for sp in spans if not _inside(work.original_span(sp[0], sp[1]), protected)]
         if not spans:
             continue
         spans = _select(spans)
@@ -161,9 +194,10 @@ def name_kinds(name: str) -> tuple[str, ...]:
 def is_effectively_empty(masked_text: str) -> bool:
     """True if only placeholders, whitespace, punctuation or symbols remain.
 
-    Uses Unicode categories: punctuation (P*), symbols (S*), separators (Z*) and control/format
-    characters (C*) do not count as content, so Japanese punctuation such as 、。「」 is ignored.
-    Letters, marks and digits count.
+    Uses Unicode categories: punctuation (P*), separators (Z*), control/format characters (C*)
+    and the mathematical, currency and modifier symbols (Sm, Sc, Sk) do not count as content, so
+    Japanese punctuation such as 、。「」 is ignored. Letters, marks, digits and the other symbols
+    (So: emoji, pictographs, dingbats) count: a note of only emoji is a note (issue 33).
     """
     rest = PLACEHOLDER_RE.sub(" ", masked_text)
-    return all(unicodedata.category(ch)[0] in "PSZC" for ch in rest)
+    return all(unicodedata.category(ch)[0] in "PZC" or unicodedata.category(ch) in ("Sm", "Sc", "Sk") for ch in rest)

@@ -5,7 +5,8 @@ RFC 5322 local parts in any script (josé.pérez@…, дана@…), internation
 working copy of the text has already turned "。" into "." and dropped invisible characters), and
 the bracketed "name [at] example [dot] com" form, and addresses spelled or disguised: "name at
 example dot com", "name at example.com", "name[at]example[.]com", spaces or no-break spaces around
-"@", quoted local parts, "name アット example ドット com" (the last label must be an IANA TLD).
+"@", quoted local parts, "name アット example ドット com", "nameアットマークexample．com", "name＠example ドット com"
+(the last label must be an IANA TLD).
 """
 
 from __future__ import annotations
@@ -85,11 +86,11 @@ _DIS_LOCAL_WORD = _DIS_CH + r"++"
 _DIS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}+)"
 _DIS_DOT = (
     r"(?:[ \t]*+\.[ \t]*+(?=[A-Za-z0-9])|[ \t]++" + _DOTW + r"[ \t]++|[ \t]*+" + _OPEN + r"[ \t]*+(?:\.|" + _DOTW + r")[ \t]*+" + _CLOSE + r"[ \t]*+"
-    r"|[ \t]*+(?:ドット|どっと)[ \t]*+)"
+    r"|[ \t]*+(?:ドット|どっと|ﾄﾞｯﾄ)[ \t]*+)"
 )
 _DIS_AT = (
     r"(?P<at>[ \t]++" + _ATW + r"[ \t]++|[ \t]*+" + _OPEN + r"[ \t]*+(?:@|" + _ATW + r")[ \t]*+" + _CLOSE + r"[ \t]*+"
-    r"|[ \t]*+(?:アット|あっと)[ \t]*+|[ \t]++@[ \t]*+|@[ \t]++)"
+    r"|[ \t]*+(?:アットマーク|アット|あっとまーく|あっと)[ \t]*+|[ \t]++@[ \t]*+|@[ \t]*+)"
 )
 _EMAIL_DISGUISED_RE = re.compile(
     r"(?:(?<=["
@@ -109,6 +110,7 @@ _EMAIL_DISGUISED_RE = re.compile(
     + r"){1,6}+)"
 )
 _DIS_DOT_RE = re.compile(_DIS_DOT)
+_SPELLED_DOT_RE = re.compile(r"ドット|どっと|ﾄﾞｯﾄ|\s")
 _EMAIL_QUOTED_RE = re.compile(r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9\-])")
 # Words that stand before "at" + a web address in ordinary sentences ("look at example.com",
 # "available at www.example.com", "it at amazon.com"): with a spelled "at" they are no local part.
@@ -145,6 +147,8 @@ def _disguised_emails(work: str) -> list[Span]:
         end = _disguised_domain_end(work, m)
         if end is None:
             continue
+        if m.group("at") == "@" and not _SPELLED_DOT_RE.search(work, m.start("domain"), end):
+            continue  # a plain address is the address stage's, which knows its boundaries ("ל-dana@…")
         at = m.group("at").strip().lower()
         if at in _AT_WORDS or at == "@":
             local = m.group("local")

@@ -31,6 +31,7 @@ from stdnum import isbn as _stdnum_isbn
 from stdnum import luhn as _stdnum_luhn
 from stdnum.il import idnr as _stdnum_il_idnr
 
+from memoryapp.masking.catalogue import comma_groups_kind
 from memoryapp.masking.common import DATE_INSIDE_RE, DATE_LIKE_RE, DIGIT_SEP, DIGIT_SEP_ONE_LINE, H_SPACE, IPV4_RE, Span, count_digits, has_line_break
 
 # -- IBAN ---------------------------------------------------------------------------------------
@@ -177,6 +178,8 @@ _CURRENCY_BEFORE_RE = re.compile(r"(?:[€$£¥₪₩₹]|(?i:eur|usd|jpy|ils|gb
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .,])[0-9]{3})(?:\1[0-9]{3})*(?:[.,][0-9]{1,2})?")
 _VERSION_BEFORE_RE = re.compile(r"(?i:\b(?:v|ver|version|build|release|rev|revision|python|node|ios|android|windows|macos|kernel|firmware))\.?[ \t]*\Z")
 _GROUP_RE = re.compile(r"[0-9]+")
+# digit groups joined by ", " and nothing else ("072, 902, 227, 918")
+_COMMA_GROUPS_RE = re.compile(r"[0-9]{1,5}+(?:, [0-9]{1,5}+)++")
 
 
 def is_ipv4(run: str) -> bool:
@@ -320,6 +323,14 @@ def _digit_group_runs(work: str) -> list[Span]:
             e = _last_group_start(work, s, e)  # "…, 1900年1月1日": the last group is a year, a price, a count
         while e > s and (work[e - 1] in " -./," or work[e - 1].isspace()):
             e -= 1
+        # digit groups joined by ", " that together are a card, a phone or an identifier
+        # (catalogue.comma_groups_kind: "072, 902, 227, 918"); otherwise a list
+        cs, ce = s + (work[s] == "("), e - (work[e - 1] == ")")
+        if _COMMA_GROUPS_RE.fullmatch(work, cs, ce):
+            comma_kind = comma_groups_kind(_GROUP_RE.findall(work[cs:ce]))
+            if comma_kind is not None:
+                out.append((cs, ce, comma_kind))
+                continue
         # dates inside a run, and ", " between small numbers, are not part of it; the pieces
         # around them are judged alone
         pieces: list[tuple[int, int]] = []

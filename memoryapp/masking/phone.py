@@ -472,3 +472,81 @@ def stage_phone_word(work: str) -> list[Span]:
         ext = _EXTENSION_RE.match(work, e)
         out.append((s, ext.end() if ext else e, "PHONE"))
     return out
+
+
+# -- mobiles without a phone word ---------------------------------------------------------------
+# A mobile number of one of MOBILE_REGIONS (the countries of the users' locales) written in that
+# country's own national grouping ("512 345 678" in Poland, "20 12 34 56" in Denmark): valid and
+# of type MOBILE in phonenumbers' metadata, and grouped exactly as phonenumbers formats it. The
+# grouping requirement is what keeps everyday numbers out (measured in bench/masking_corpus.py):
+# a run of digits without blanks ("order 512345678") or in another grouping is left to the other
+# stages.
+MOBILE_REGIONS: tuple[str, ...] = (
+    "PL",
+    "DK",
+    "NO",
+    "ES",
+    "SE",
+    "FI",
+    "DE",
+    "FR",
+    "IT",
+    "NL",
+    "GB",
+    "BR",
+    "KR",
+    "CN",
+    "JP",
+    "IL",
+    "PT",
+    "CZ",
+    "AT",
+    "BE",
+    "CH",
+    "GR",
+    "HR",
+    "RO",
+    "TR",
+    "EE",
+    "LV",
+    "UA",
+    "CA",
+    "US",
+)
+_MOBILE_CANDIDATE_RE = re.compile(r"(?<![0-9+\-./])(?<![0-9],)[0-9]{2,4}+(?:[ \-.][0-9]{2,4}+){1,4}+(?![0-9]|[\-.,/][0-9])")
+_MOBILE_GROUP_RE = re.compile(r"[0-9]+")
+
+
+def _national_groups(number: phonenumbers.PhoneNumber) -> list[int]:
+    national = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+    return [len(g) for g in _MOBILE_GROUP_RE.findall(national)]
+
+
+def is_mobile(run: str) -> bool:
+    groups = _MOBILE_GROUP_RE.findall(run)
+    digits = "".join(groups)
+    if not 8 <= len(digits) <= 11:
+        return False
+    shape = [len(g) for g in groups]
+    # what lists of numbers look like: only pairs ("scores 41 65 42 82": the Danish and Norwegian
+    # grouping, so their mobiles need a phone word), or numbers of three digits in ascending
+    # order ("pages 325 854 855")
+    if all(n == 2 for n in shape):
+        return False
+    values = [int(g) for g in groups]
+    if len(groups) >= 3 and all(n == 3 for n in shape) and all(a < b for a, b in zip(values, values[1:])):
+        return False
+    for region in MOBILE_REGIONS:
+        try:
+            number = phonenumbers.parse(digits, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number_for_region(number, region) and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE and _national_groups(number) == shape:
+            return True
+    return False
+
+
+def stage_mobile(work: str) -> list[Span]:
+    if count_digits(work) < 8:
+        return []
+    return [(m.start(), m.end(), "PHONE") for m in _MOBILE_CANDIDATE_RE.finditer(work) if 8 <= count_digits(m.group()) <= 11 and not is_date(m.group()) and is_mobile(m.group())]
