@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from functools import cache
+from functools import cache, lru_cache
 
 import phonenumbers
 
@@ -110,6 +110,7 @@ _SHAPE_RE = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # mask() reads its own output once more: the same candidates come back
 def is_national_id(compact: str, written: str | None = None, *, whole: bool = False) -> bool:
     """Does one of the catalogue's modules validate this value (``compact``: separators
     removed; ``written``: as written, for the identifiers whose separator is part of them, such
@@ -228,6 +229,7 @@ def stage_ssn_label(work: str) -> list[Span]:
 COMMA_PHONE_REGIONS = ("US", "GB", "IL", "JP", "DE", "FR", "ES", "IT", "NL", "PL", "DK", "SE", "NO", "FI", "BR", "KR", "CN")
 
 
+@lru_cache(maxsize=1024)
 def _is_phone_digits(digits: str) -> bool:
     """A valid number of one of the regions, read whole (9 to 12 digits: the national number,
     with the trunk "0" where the region has one)."""

@@ -16,6 +16,7 @@ segmenting second pass); its rules only make sense read together.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -522,6 +523,7 @@ def _national_groups(number: phonenumbers.PhoneNumber) -> list[int]:
     return [len(g) for g in _MOBILE_GROUP_RE.findall(national)]
 
 
+@lru_cache(maxsize=1024)  # mask() reads its own output once more: the same candidates come back
 def is_mobile(run: str) -> bool:
     groups = _MOBILE_GROUP_RE.findall(run)
     digits = "".join(groups)
