@@ -16,10 +16,10 @@ segmenting second pass); its rules only make sense read together.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import NamedTuple
 
 import phonenumbers
