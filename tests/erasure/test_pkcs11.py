@@ -15,7 +15,10 @@ import io
 import json
 import os
 import secrets
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pkcs11  # python-pkcs11, in the test extras: CI never skips these
 import pytest
@@ -310,3 +313,25 @@ def test_a_forked_child_unwraps_with_a_session_of_its_own(token_kek):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert backend.unwrap(key_id, by, wrapped) == dek  # the parent's session still works
+
+
+# --- settings -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"KEK_BACKEND": "hsm"}, "KEK_BACKEND must be one of file, pkcs11"),
+        ({"KEK_BACKEND": "pkcs11", "PKCS11_PIN": "1234"}, "KEK_BACKEND=pkcs11 needs PKCS11_MODULE and PKCS11_TOKEN_LABEL"),
+        ({"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": "/x.so", "PKCS11_TOKEN_LABEL": "t"}, "exactly one of PKCS11_PIN and PKCS11_PIN_FILE"),
+        (
+            {"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": "/x.so", "PKCS11_TOKEN_LABEL": "t", "PKCS11_PIN": "1", "MEMORY_KEK": base64.b64encode(bytes(32)).decode()},
+            "MEMORY_KEK is set but KEK_BACKEND=pkcs11",
+        ),
+    ],
+)
+def test_an_incomplete_pkcs11_configuration_stops_at_settings_load(tmp_path, env, expected):
+    root = Path(__file__).resolve().parents[2]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PKCS11_", "KEK_BACKEND", "MEMORY_KEK", "DATABASE_URL", "REDIS_URL"))}
+    clean |= {"VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(root), **env}
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=root, env=clean, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "ImproperlyConfigured" in done.stderr and expected in done.stderr
