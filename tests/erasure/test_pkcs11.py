@@ -335,3 +335,25 @@ def test_an_incomplete_pkcs11_configuration_stops_at_settings_load(tmp_path, env
     clean |= {"VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(root), **env}
     done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=root, env=clean, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "ImproperlyConfigured" in done.stderr and expected in done.stderr
+
+
+@pytest.mark.slow
+def test_processes_refuse_to_start_on_a_wrong_pin_and_start_with_the_right_one(softhsm, tmp_path):
+    """A deployment of its own (SQLite under tmp_path) with KEK_BACKEND=pkcs11: `manage.py check`
+    and uvicorn refuse a wrong PIN at start-up, naming it (and never printing the PIN)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "KEYRING_DATABASE_URL", "CELERY_BROKER_URL", "MEMORY_KEK", "RETIRED_KEKS"}}
+    env |= {"VAR_DIR": str(tmp_path), "MEMORY_EMBEDDER": "hashing", "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(root)}
+    env |= {"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": softhsm.module, "PKCS11_TOKEN_LABEL": softhsm.label, "PKCS11_KEY_LABEL": f"p{secrets.token_hex(6)}"}
+    wrong = "not-" + softhsm.pin
+
+    def run(*args: str, pin: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, cwd=root, env=env | {"PKCS11_PIN": pin}, capture_output=True, text=True, timeout=180)
+
+    python = sys.executable
+    assert run(python, "manage.py", "migrate", "--noinput", pin=softhsm.pin).returncode == 0
+    check = run(python, "manage.py", "check", pin=wrong)
+    assert check.returncode == 1 and "memoryapp.E002" in check.stderr and "PKCS11_PIN is wrong" in check.stderr and wrong not in check.stderr
+    server = run(str(Path(python).parent / "uvicorn"), "config.asgi:application", "--port", "0", pin=wrong)
+    assert server.returncode == 3 and "PKCS11_PIN is wrong" in server.stderr and wrong not in server.stderr
+    assert run(python, "manage.py", "check", pin=softhsm.pin).returncode == 0
