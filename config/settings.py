@@ -283,6 +283,27 @@ def _kek(name: str, value: str) -> str:
 MEMORY_KEK = _kek("MEMORY_KEK", env_str("MEMORY_KEK")) if env_str("MEMORY_KEK") else ""
 MEMORY_KEK_FILE = VAR_DIR / "memory_kek"
 RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS", [])]
+# Where the KEK lives (memoryapp.kek_backends, docs/encryption.md "KEK backends"): `file` (the key
+# file or MEMORY_KEK above, wrapping in this process) or `pkcs11` (key objects in a PKCS#11 token, an
+# HSM or a cloud HSM: generated there, never extractable, wrap/unwrap inside it). pkcs11 needs the
+# module (the vendor's .so), the token's label and its user PIN (PKCS11_PIN, or PKCS11_PIN_FILE: a
+# file holding it). RETIRED_KEKS still unwrap beside the token (a migration from the key file).
+KEK_BACKEND = env_choice("KEK_BACKEND", "file", ("file", "pkcs11"))
+PKCS11_MODULE = env_str("PKCS11_MODULE", "")
+PKCS11_TOKEN_LABEL = env_str("PKCS11_TOKEN_LABEL", "")
+PKCS11_PIN = env_str("PKCS11_PIN", "")
+PKCS11_PIN_FILE = env_str("PKCS11_PIN_FILE", "")
+PKCS11_KEY_LABEL = env_str("PKCS11_KEY_LABEL", "gam-kek")
+if KEK_BACKEND == "pkcs11":
+    _unset = [name for name, value in (("PKCS11_MODULE", PKCS11_MODULE), ("PKCS11_TOKEN_LABEL", PKCS11_TOKEN_LABEL)) if not value]
+    if _unset:
+        raise ImproperlyConfigured(f'KEK_BACKEND=pkcs11 needs {" and ".join(_unset)} (docs/encryption.md, "KEK backends")')
+    if bool(PKCS11_PIN) == bool(PKCS11_PIN_FILE):
+        raise ImproperlyConfigured("KEK_BACKEND=pkcs11 needs the token's user PIN in exactly one of PKCS11_PIN and PKCS11_PIN_FILE")
+    if MEMORY_KEK:
+        raise ImproperlyConfigured("MEMORY_KEK is set but KEK_BACKEND=pkcs11 keeps the KEK in the token: to migrate, move the key to RETIRED_KEKS and run rotate_kek")
+    if not PKCS11_KEY_LABEL or ":" in PKCS11_KEY_LABEL:
+        raise ImproperlyConfigured("PKCS11_KEY_LABEL must be a non-empty label without ':'")
 # How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).

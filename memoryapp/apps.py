@@ -33,12 +33,15 @@ def check_key_encryption_keys(app_configs=None, **kwargs) -> list[checks.CheckMe
     too); the servers and Celery run `require_keks()` themselves. Before `migrate`, or with the key
     store unreachable, there is nothing to check (`makemigrations --check` needs no database)."""
     # Not at module level: memoryapp.keyring defines a model, which needs the app registry.
+    from memoryapp.kek import KekUnavailable
     from memoryapp.keyring import keks_missing
 
     try:
         missing = keks_missing()
     except DatabaseError:
         return []
+    except KekUnavailable as exc:  # memoryapp.E002: a PKCS#11 module, token or PIN that does not work
+        return [checks.Error(f"The key-encryption keys cannot be used: {exc}", hint='docs/encryption.md, "KEK backends"', id="memoryapp.E002")]
     if missing is None:
         return []
     return [checks.Error(missing.message(), hint='docs/encryption.md, "The KEK"', id="memoryapp.E001")]

@@ -20,8 +20,9 @@ sources today, chosen by the settings (`memoryapp.keyring.kek_source`):
   command says which ids to remove.
 
 `RETIRED_KEKS` is the one explicit fallback and applies to both sources; nothing falls back to a
-key file when MEMORY_KEK is set. A hardware backend (PKCS#11, issue 33) would be a third source:
-its `keys()` would wrap and unwrap in the token, `begin_rotation` would generate a key there.
+key file when MEMORY_KEK is set. The third source, a PKCS#11 token (`KEK_BACKEND=pkcs11`), is in
+`memoryapp.kek_backends`: its `keys()` wrap and unwrap in the token, `begin_rotation` generates a
+key there.
 
 `missing_keks(source, store)` is the start-up check (`memoryapp.keyring.require_keks`, the system
 check in `memoryapp.apps`): the KEK ids the stored data keys were wrapped by (`DataKey.wrapped_by`,

@@ -37,7 +37,8 @@ from django.utils import timezone
 from core.db import native_cursor
 from core.wal import sqlite_checkpoint
 from memoryapp.crypto import KeyEncryptionKeys, SealError, new_data_key
-from memoryapp.kek import EnvironmentKeks, FileKeks, KekSource, MissingKeks, missing_keks
+from memoryapp.kek import EnvironmentKeks, KekSource, KekUnavailable, MissingKeks, missing_keks
+from memoryapp.kek_backends import FileBackend, Pkcs11Config, Pkcs11Keks
 
 logger = logging.getLogger(__name__)
 
@@ -85,15 +86,30 @@ class KeyStore(Protocol):
 
 
 @lru_cache(maxsize=4)
-def _kek_source(current: str, retired: tuple[str, ...], key_file: str) -> KekSource:
+def _kek_source(current: str, retired: tuple[str, ...], key_file: str, backend: str = "file", pkcs11: Pkcs11Config | None = None) -> KekSource:
+    if backend == "pkcs11" and pkcs11 is not None:
+        return Pkcs11Keks(pkcs11, stored_kek_ids=lambda: key_store().kek_ids(), retired_env=retired, leftover_file=Path(key_file))
     if current:
         return EnvironmentKeks(current, retired, leftover_file=Path(key_file))
-    return FileKeks(Path(key_file), may_create=lambda: not key_store().holds_keys(), retired_env=retired)
+    return FileBackend(Path(key_file), may_create=lambda: not key_store().holds_keys(), retired_env=retired)
+
+
+def pkcs11_config() -> Pkcs11Config | None:
+    if settings.KEK_BACKEND != "pkcs11":
+        return None
+    return Pkcs11Config(
+        module=settings.PKCS11_MODULE,
+        token_label=settings.PKCS11_TOKEN_LABEL,
+        pin=settings.PKCS11_PIN,
+        pin_file=settings.PKCS11_PIN_FILE,
+        key_label=settings.PKCS11_KEY_LABEL,
+    )
 
 
 def kek_source() -> KekSource:
-    """Where the KEKs come from (memoryapp.kek): MEMORY_KEK when set, else the key file."""
-    return _kek_source(settings.MEMORY_KEK, tuple(settings.RETIRED_KEKS), str(settings.MEMORY_KEK_FILE))
+    """Where the KEKs come from (memoryapp.kek, memoryapp.kek_backends): a PKCS#11 token with
+    KEK_BACKEND=pkcs11; else MEMORY_KEK when set, else the key file."""
+    return _kek_source(settings.MEMORY_KEK, tuple(settings.RETIRED_KEKS), str(settings.MEMORY_KEK_FILE), settings.KEK_BACKEND, pkcs11_config())
 
 
 def key_encryption_keys() -> KeyEncryptionKeys:
@@ -102,8 +118,11 @@ def key_encryption_keys() -> KeyEncryptionKeys:
 
 def keks_missing() -> MissingKeks | None:
     """Stored data keys that no configured KEK opens (None: all is well, or nothing is stored).
-    Raises DatabaseError when the key store cannot be asked."""
-    return missing_keks(kek_source(), key_store())
+    Raises DatabaseError when the key store cannot be asked, KekUnavailable when the KEK source
+    cannot (a PKCS#11 module, token or PIN that does not work: asked even with nothing stored)."""
+    source = kek_source()
+    source.configured()
+    return missing_keks(source, key_store())
 
 
 def require_keks() -> None:
@@ -118,7 +137,10 @@ def require_keks() -> None:
     uvicorn's event loop (Django refuses queries there), and a connection left open before a
     fork (Celery's prefork pool) would be shared by the children."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="require-keks") as pool:
-        missing = pool.submit(_keks_missing_closing).result()
+        try:
+            missing = pool.submit(_keks_missing_closing).result()
+        except KekUnavailable as exc:
+            raise ImproperlyConfigured(f"The key-encryption keys cannot be used: {exc}. Refusing to start.") from None
     if missing is not None:
         raise ImproperlyConfigured(missing.message())
 
