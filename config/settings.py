@@ -283,6 +283,14 @@ def _kek(name: str, value: str) -> str:
 MEMORY_KEK = _kek("MEMORY_KEK", env_str("MEMORY_KEK")) if env_str("MEMORY_KEK") else ""
 MEMORY_KEK_FILE = VAR_DIR / "memory_kek"
 RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS", [])]
+# How often the key-encryption key is rotated (issue 33, docs/encryption.md "Scheduled rotation"):
+# a beat job checks every 10 minutes and, once the current KEK is this many hours old, makes a new
+# one, re-wraps every data key under it and destroys the old one. That destruction is what closes
+# an erase's residual window (`residualUntil` on every receipt): a wrapped key left behind in a dead
+# row, a WAL segment, a replica or a key-store backup opens with no KEK that still exists.
+# 0: off (receipts then name no instant). Only the key file rotates by itself; MEMORY_KEK and
+# RETIRED_KEKS are rotated by the operator.
+KEK_ROTATION_HOURS = env_int("KEK_ROTATION_HOURS", 24, minimum=0)
 # How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).
@@ -332,6 +340,8 @@ CELERY_BEAT_SCHEDULE = {
     "link-sweep": {"task": "retention.tasks.link_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "wal-sweep": {"task": "retention.tasks.wal_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "keyring-sweep": {"task": "retention.tasks.keyring_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
+    # rotates only when the KEK is KEK_ROTATION_HOURS old (memoryapp.encryption.ROTATION_CHECK)
+    "kek-rotation": {"task": "retention.tasks.kek_rotation", "schedule": timedelta(minutes=10), "options": {"expires": 540}},
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------

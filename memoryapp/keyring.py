@@ -69,6 +69,80 @@ class DataKey(models.Model):
         return f"data key {self.key_id}"
 
 
+class KekRecordQuerySet(models.QuerySet):
+    def observe(self, kek_id: str, *, origin: str = "", at: datetime | None = None) -> KekRecord:
+        """The record of this KEK, made now if it has none: its creation instant is when a rotation
+        made it, or (a KEK made before records existed, or set by the operator) when first seen."""
+        record, _ = self.get_or_create(kek_id=kek_id, defaults={"created_at": at or timezone.now(), "origin": origin[:200]})
+        return record
+
+    def mark_destroyed(self, kek_ids: Iterable[str], *, at: datetime | None = None) -> int:
+        """Record that these KEKs were destroyed (a KEK never recorded gets a record now)."""
+        ids = sorted(set(kek_ids))
+        now = at or timezone.now()
+        for kek_id in ids:
+            self.observe(kek_id, at=now)
+        return self.filter(kek_id__in=ids, destroyed_at__isnull=True).update(destroyed_at=now)
+
+    def reconcile(self, live: Iterable[str], *, at: datetime | None = None) -> list[str]:
+        """Records of KEKs no longer configured (a rotation destroyed them and crashed before
+        recording it) are marked destroyed now: they were gone by then at the latest."""
+        gone = list(self.filter(destroyed_at__isnull=True).exclude(kek_id__in=list(live)).values_list("kek_id", flat=True))
+        if gone:
+            self.filter(kek_id__in=gone, destroyed_at__isnull=True).update(destroyed_at=at or timezone.now())
+        return gone
+
+    def destroyed_at(self, kek_ids: Iterable[str]) -> dict[str, datetime | None]:
+        """kek id -> when it was destroyed (None: it exists, or nothing is recorded of it)."""
+        ids = list(set(kek_ids))
+        found = dict(self.filter(kek_id__in=ids).values_list("kek_id", "destroyed_at"))
+        return {kek_id: found.get(kek_id) for kek_id in ids}
+
+
+class KekRecord(models.Model):
+    """When a key-encryption key was made and when it was destroyed (issue 33): the instants a
+    deletion receipt's residual window (`residualUntil`) is computed from and checked against. Kept
+    in the key store's database, beside the keys it wrapped; holds nothing of the KEK but its id."""
+
+    kek_id = models.CharField(max_length=16, primary_key=True)
+    created_at = models.DateTimeField(help_text="When a rotation made it (or when first seen, for a KEK made before records existed).")
+    destroyed_at = models.DateTimeField(null=True, blank=True, help_text="When a rotation destroyed it: from then on nothing it wrapped can be unwrapped.")
+    origin = models.CharField(max_length=200, blank=True, default="")
+
+    objects = KekRecordQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"KEK {self.kek_id}"
+
+
+class LeaseQuerySet(models.QuerySet):
+    def claim(self, name: str, holder: str, *, ttl: timedelta, now: datetime | None = None) -> bool:
+        """Claim (or renew) the lease `name` for `holder` until now + ttl: one conditional UPDATE,
+        True when this holder has it (nobody had it, it lapsed, or it already was this holder's)."""
+        now = now or timezone.now()
+        self.get_or_create(name=name)
+        free = models.Q(until__isnull=True) | models.Q(until__lt=now) | models.Q(holder=holder)
+        return self.filter(free, name=name).update(holder=holder, until=now + ttl) == 1
+
+    def release(self, name: str, holder: str) -> None:
+        self.filter(name=name, holder=holder).update(until=None, holder="")
+
+
+class KekRotationLease(models.Model):
+    """The one rotation at a time (memoryapp.encryption.scheduled_rotation): a row claimed with a
+    conditional UPDATE and renewed after every chunk, so it works alike on SQLite and PostgreSQL,
+    and a crashed holder's lease lapses by itself (the next run resumes its rotation)."""
+
+    name = models.CharField(max_length=40, primary_key=True)
+    holder = models.CharField(max_length=120, blank=True, default="")
+    until = models.DateTimeField(null=True, blank=True)
+
+    objects = LeaseQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"lease {self.name}"
+
+
 class KeyStore(Protocol):
     def put(self, keys: Mapping[UUID, bytes], *, owner: str, created_at: datetime | None = None) -> None: ...
 
