@@ -291,6 +291,10 @@ RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS"
 # 0: off (receipts then name no instant). Only the key file rotates by itself; MEMORY_KEK and
 # RETIRED_KEKS are rotated by the operator.
 KEK_ROTATION_HOURS = env_int("KEK_ROTATION_HOURS", 24, minimum=0)
+# PostgreSQL: VACUUM the key table after every erase that destroyed keys (retention.erasure), so the
+# destroyed keys' dead tuples leave its files sooner. It shortens the window; the KEK's destruction
+# (KEK_ROTATION_HOURS) bounds it. Off only to measure the difference (bench/kek_rotation.py).
+KEYRING_VACUUM_AFTER_ERASE = env_bool("KEYRING_VACUUM_AFTER_ERASE", True)
 # How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).

@@ -16,6 +16,7 @@ KEK. Nothing outside this module knows how keys are kept.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
@@ -279,13 +280,42 @@ class DatabaseKeyStore:
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 
     def delete_many(self, key_ids: Iterable[UUID]) -> int:
+        return len(self.destroy_many(key_ids))
+
+    def destroy_many(self, key_ids: Iterable[UUID]) -> list[tuple[UUID, str, bytes]]:
+        """Delete these keys; (key id, wrapped by, wrapped) of each deleted, as it was deleted
+        (`DELETE … RETURNING`, one statement: a rotation re-wrapping meanwhile cannot slip a newer
+        value past it). The caller keeps only `fingerprint()`s of the wrapped bytes (issue 33)."""
         ids = list(dict.fromkeys(key_ids))
-        deleted = 0
-        for chunk in _chunked(ids, self.alias):
-            deleted += self._objects().filter(pk__in=chunk)._raw_delete(self.alias)
-        if deleted:
+        connection = connections[self.alias]
+        table, pk = DataKey._meta.db_table, DataKey._meta.pk
+        destroyed: list[tuple[UUID, str, bytes]] = []
+        with connection.cursor() as cursor:
+            for chunk in _chunked(ids, self.alias):
+                if connection.vendor == "postgresql":
+                    cursor.execute(f"DELETE FROM {table} WHERE key_id = ANY(%s) RETURNING key_id, wrapped_by, wrapped", [list(chunk)])
+                else:
+                    marks = ", ".join(["%s"] * len(chunk))
+                    cursor.execute(f"DELETE FROM {table} WHERE key_id IN ({marks}) RETURNING key_id, wrapped_by, wrapped", [pk.get_db_prep_value(k, connection) for k in chunk])
+                for key_id, wrapped_by, wrapped in cursor.fetchall():
+                    destroyed.append((key_id if isinstance(key_id, UUID) else UUID(str(key_id)), wrapped_by, bytes(wrapped)))
+        if destroyed:
             self.checkpoint(attempts=1)  # never waits: an erase may hold the data's write lock here
-        return deleted
+        return destroyed
+
+    def vacuum(self) -> bool:
+        """PostgreSQL: VACUUM the key table, outside any transaction, so destroyed keys stop being
+        dead tuples in its files sooner (issue 33 row 1). It shortens the window; it does not bound
+        it (a pruned page may keep the bytes in its free space, a WAL segment or a replica keeps
+        them): the KEK's destruction does (`memoryapp.encryption.scheduled_rotation`). SKIP_LOCKED:
+        another VACUUM of it under way is enough. False on SQLite (secure_delete zeroes them) and
+        inside a transaction."""
+        connection = connections[self.alias]
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
+            return False
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM (SKIP_LOCKED) {DataKey._meta.db_table}")
+        return True
 
     def present(self, key_ids: Iterable[UUID]) -> set[UUID]:
         ids = list(dict.fromkeys(key_ids))
@@ -357,6 +387,20 @@ class DatabaseKeyStore:
         if connection.vendor != "sqlite" or connection.in_atomic_block:
             return False
         return sqlite_checkpoint(connection, attempts=attempts, wait_ms=wait_ms, what="keyring")
+
+
+#: A destroyed wrapped key is found again on disk by its first bytes (format byte and nonce: 13
+#: random bytes no other stored value shares) and confirmed by a digest of all of it: a search for
+#: a fixed string, not a hash of every window of every file (docs/encryption.md "Proof on disk").
+FINGERPRINT_PREFIX = 13
+WRAPPED_BYTES = 61  # format (1) + nonce (12) + AES-GCM of a 32-byte key (32) + tag (16)
+
+
+def fingerprint(wrapped: bytes) -> dict[str, str]:
+    """What a receipt keeps of a destroyed wrapped key: its first 13 bytes (format and nonce,
+    random and not secret) and the SHA-256 of the whole. Neither unwraps anything: the ciphertext
+    and tag are not in it."""
+    return {"prefix": wrapped[:FINGERPRINT_PREFIX].hex(), "sha256": hashlib.sha256(wrapped).hexdigest(), "length": str(len(wrapped))}
 
 
 def key_store() -> DatabaseKeyStore:
