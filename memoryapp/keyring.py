@@ -32,7 +32,7 @@ from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connections, models
+from django.db import DatabaseError, connections, models, transaction
 from django.utils import timezone
 
 from core.db import native_cursor
@@ -331,14 +331,17 @@ class DatabaseKeyStore:
             queryset = queryset.filter(key_id__gt=after)
         rows = list(queryset.order_by("key_id").values_list("key_id", "wrapped_by", "wrapped")[:limit])
         done = 0
-        for key_id, wrapped_by, wrapped in rows:
-            try:
-                dek = keks.unwrap(key_id, wrapped_by, bytes(wrapped))
-            except SealError as exc:
-                logger.error("data key cannot be re-wrapped: %s", exc, extra={"key_id": str(key_id)})
-                continue
-            new_by, new_wrapped = keks.wrap(key_id, dek)
-            done += self._objects().filter(pk=key_id, wrapped_by=wrapped_by).update(wrapped_by=new_by, wrapped=new_wrapped)
+        # One transaction per chunk: one commit (one fsync with SQLite's synchronous=FULL) for the
+        # chunk instead of one per key — 10,000 keys took 55 s, see docs/encryption.md "Measured".
+        with transaction.atomic(using=self.alias):
+            for key_id, wrapped_by, wrapped in rows:
+                try:
+                    dek = keks.unwrap(key_id, wrapped_by, bytes(wrapped))
+                except SealError as exc:
+                    logger.error("data key cannot be re-wrapped: %s", exc, extra={"key_id": str(key_id)})
+                    continue
+                new_by, new_wrapped = keks.wrap(key_id, dek)
+                done += self._objects().filter(pk=key_id, wrapped_by=wrapped_by).update(wrapped_by=new_by, wrapped=new_wrapped)
         return done, (rows[-1][0] if rows else None)
 
     def not_current(self) -> int:
