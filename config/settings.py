@@ -304,6 +304,18 @@ if KEK_BACKEND == "pkcs11":
         raise ImproperlyConfigured("MEMORY_KEK is set but KEK_BACKEND=pkcs11 keeps the KEK in the token: to migrate, move the key to RETIRED_KEKS and run rotate_kek")
     if not PKCS11_KEY_LABEL or ":" in PKCS11_KEY_LABEL:
         raise ImproperlyConfigured("PKCS11_KEY_LABEL must be a non-empty label without ':'")
+# How often the key-encryption key is rotated (issue 33, docs/encryption.md "Scheduled rotation"):
+# a beat job checks every 10 minutes and, once the current KEK is this many hours old, makes a new
+# one, re-wraps every data key under it and destroys the old one. That destruction is what closes
+# an erase's residual window (`residualUntil` on every receipt): a wrapped key left behind in a dead
+# row, a WAL segment, a replica or a key-store backup opens with no KEK that still exists.
+# 0: off (receipts then name no instant). Only the key file rotates by itself; MEMORY_KEK and
+# RETIRED_KEKS are rotated by the operator.
+KEK_ROTATION_HOURS = env_int("KEK_ROTATION_HOURS", 24, minimum=0)
+# PostgreSQL: VACUUM the key table after every erase that destroyed keys (retention.erasure), so the
+# destroyed keys' dead tuples leave its files sooner. It shortens the window; the KEK's destruction
+# (KEK_ROTATION_HOURS) bounds it. Off only to measure the difference (bench/kek_rotation.py).
+KEYRING_VACUUM_AFTER_ERASE = env_bool("KEYRING_VACUUM_AFTER_ERASE", True)
 # How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).
@@ -353,6 +365,8 @@ CELERY_BEAT_SCHEDULE = {
     "link-sweep": {"task": "retention.tasks.link_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "wal-sweep": {"task": "retention.tasks.wal_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "keyring-sweep": {"task": "retention.tasks.keyring_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
+    # rotates only when the KEK is KEK_ROTATION_HOURS old (memoryapp.encryption.ROTATION_CHECK)
+    "kek-rotation": {"task": "retention.tasks.kek_rotation", "schedule": timedelta(minutes=10), "options": {"expires": 540}},
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------

@@ -1,22 +1,33 @@
 """Sealing rows stored before encryption, and rotating the key-encryption key (SPEC §8.2).
 
-`manage.py encrypt_memories` and `manage.py rotate_kek` call these (a periodic rotation would
-call `KekRotation(...).run()`). Both work in chunks, one
-transaction each, and pick up where an interrupted run stopped (what is done no longer matches
-their selection), so running either twice changes nothing the second time.
+`manage.py encrypt_memories` and `manage.py rotate_kek` call these, and the beat job
+`kek_rotation` calls `scheduled_rotation()` (every KEK_ROTATION_HOURS, issue 33). They work in
+chunks, one transaction each, and pick up where an interrupted run stopped (what is done no longer
+matches their selection), so running any of them twice changes nothing the second time.
+
+`kek_schedule()` says when the KEKs that exist now will be destroyed: a deletion receipt's
+`residualUntil` (retention.erasure) is that instant.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
+from core.timestamps import iso
 from credits.models import Consolidation
 from memoryapp.kek import KekSource, Retirement
-from memoryapp.keyring import kek_source, key_store
+from memoryapp.keyring import KekRecord, KekRotationLease, kek_source, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.sealing import prepare_keys, sealed_fields
 
@@ -142,8 +153,12 @@ class KekRotation:
         self.rewrapped = 0
 
     def begin(self) -> int:
-        """Step 1; returns how many keys are to be re-wrapped."""
+        """Step 1; returns how many keys are to be re-wrapped. The KEK records (`KekRecord`) get
+        the old KEK (if it had none) and the new one, made now."""
+        KekRecord.objects.observe(self.source.keys().current_id, origin=self.source.origin)
         self.began = self.source.begin_rotation()
+        if self.began:
+            KekRecord.objects.observe(self.source.keys().current_id, origin=self.source.origin)
         if self.began and self.settle:
             time.sleep(self.settle)
         return self.store.not_current()
@@ -162,10 +177,95 @@ class KekRotation:
     def finish(self) -> RotationResult:
         needed = self.store.kek_ids()
         current = self.source.keys().current_id
-        return RotationResult(began=self.began, current=current, rewrapped=self.rewrapped, left=self.store.not_current(), retirement=self.source.retire_unneeded(needed))
+        retirement = self.source.retire_unneeded(needed)
+        KekRecord.objects.mark_destroyed(retirement.destroyed)  # after the key file no longer holds them
+        return RotationResult(began=self.began, current=current, rewrapped=self.rewrapped, left=self.store.not_current(), retirement=retirement)
 
     def run(self) -> RotationResult:
         self.begin()
         for _ in self.rewrap():
             pass
         return self.finish()
+
+
+# --- the scheduled rotation (issue 33) ---------------------------------------------------------------
+ROTATION_LEASE = "kek-rotation"
+#: A rotation renews its lease after every chunk; a crashed holder's lapses after this.
+LEASE_TTL = timedelta(minutes=10)
+#: How often beat asks whether a rotation is due (config.settings: the "kek-rotation" entry).
+ROTATION_CHECK = timedelta(minutes=10)
+#: Promised beyond a KEK's due instant: the check's period, a rotation's own time and a lapsed lease.
+ROTATION_ALLOWANCE = timedelta(hours=1)
+
+#: What `kek_schedule().state` can be.
+SCHEDULED = "scheduled"  # rotated every KEK_ROTATION_HOURS by the beat job
+OFF = "off"  # KEK_ROTATION_HOURS is 0
+OPERATOR = "operator"  # MEMORY_KEK or RETIRED_KEKS: the operator rotates and destroys them
+
+
+@dataclass(frozen=True)
+class KekSchedule:
+    """The KEKs that exist now and when they are destroyed."""
+
+    state: str
+    hours: int
+    current: str
+    live: tuple[str, ...]  # every configured KEK id (current first): each may have wrapped a key
+    created_at: datetime
+
+    @property
+    def due_at(self) -> datetime | None:
+        """When the current KEK is due to be replaced (None unless scheduled)."""
+        return self.created_at + timedelta(hours=self.hours) if self.state == SCHEDULED else None
+
+    def destroyed_by(self, now: datetime) -> datetime | None:
+        """The latest instant by which every KEK that exists at `now` is destroyed: the current
+        one's due instant (or now, if overdue) plus ROTATION_ALLOWANCE. A retired KEK still held
+        goes before: a rotation under way destroys it when it finishes. None unless scheduled."""
+        due = self.due_at
+        return None if due is None else max(due, now) + ROTATION_ALLOWANCE
+
+
+def kek_schedule() -> KekSchedule:
+    source = kek_source()
+    current = source.keys().current_id
+    record = KekRecord.objects.observe(current, origin=source.origin)
+    configured = source.configured()
+    hours = int(settings.KEK_ROTATION_HOURS)
+    if hours <= 0:
+        state = OFF
+    elif not source.makes_keys or any(c.origin != source.origin for c in configured):
+        state = OPERATOR  # a key the operator configured is destroyed when the operator removes it
+    else:
+        state = SCHEDULED
+    live = (current, *sorted({c.id for c in configured} - {current}))
+    return KekSchedule(state=state, hours=hours, current=current, live=live, created_at=record.created_at)
+
+
+def scheduled_rotation(*, now: datetime | None = None, settle: float = SETTLE_SECONDS, chunk: int = CHUNK) -> dict[str, Any]:
+    """The beat job: rotate the KEK when the current one is KEK_ROTATION_HOURS old, or finish a
+    rotation an earlier run left (a crash, a lapsed lease). One run at a time across every worker
+    (`KekRotationLease`, renewed after each chunk); a run that loses its lease stops before it
+    destroys anything. The retired KEK is destroyed only by `finish()`, once no stored key names
+    it, so a crash at any step loses nothing (tests/erasure/test_kek_rotation.py)."""
+    schedule = kek_schedule()
+    summary: dict[str, Any] = {"state": schedule.state, "currentKek": schedule.current, "recordedDestroyed": KekRecord.objects.reconcile(schedule.live)}
+    if schedule.state != SCHEDULED:
+        return {**summary, "rotation": "not_scheduled"}
+    holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    if not KekRotationLease.objects.claim(ROTATION_LEASE, holder, ttl=LEASE_TTL):
+        return {**summary, "rotation": "busy"}
+    try:
+        now = now or timezone.now()
+        unfinished = len(schedule.live) > 1 or key_store().not_current() > 0
+        if not unfinished and schedule.due_at > now:
+            return {**summary, "rotation": "not_due", "dueAt": iso(schedule.due_at)}
+        rotation = KekRotation(chunk=chunk, settle=settle)
+        rotation.begin()
+        for _ in rotation.rewrap():
+            if not KekRotationLease.objects.claim(ROTATION_LEASE, holder, ttl=LEASE_TTL):
+                return {**summary, "rotation": "lease_lost", "rewrapped": rotation.rewrapped}
+        result = rotation.finish()
+        return {**summary, "rotation": "rotated" if result.began else "resumed", **result.as_dict()}
+    finally:
+        KekRotationLease.objects.release(ROTATION_LEASE, holder)

@@ -16,6 +16,7 @@ KEK. Nothing outside this module knows how keys are kept.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
@@ -31,7 +32,7 @@ from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, connections, models
+from django.db import DatabaseError, connections, models, transaction
 from django.utils import timezone
 
 from core.db import native_cursor
@@ -68,6 +69,80 @@ class DataKey(models.Model):
 
     def __str__(self) -> str:
         return f"data key {self.key_id}"
+
+
+class KekRecordQuerySet(models.QuerySet):
+    def observe(self, kek_id: str, *, origin: str = "", at: datetime | None = None) -> KekRecord:
+        """The record of this KEK, made now if it has none: its creation instant is when a rotation
+        made it, or (a KEK made before records existed, or set by the operator) when first seen."""
+        record, _ = self.get_or_create(kek_id=kek_id, defaults={"created_at": at or timezone.now(), "origin": origin[:200]})
+        return record
+
+    def mark_destroyed(self, kek_ids: Iterable[str], *, at: datetime | None = None) -> int:
+        """Record that these KEKs were destroyed (a KEK never recorded gets a record now)."""
+        ids = sorted(set(kek_ids))
+        now = at or timezone.now()
+        for kek_id in ids:
+            self.observe(kek_id, at=now)
+        return self.filter(kek_id__in=ids, destroyed_at__isnull=True).update(destroyed_at=now)
+
+    def reconcile(self, live: Iterable[str], *, at: datetime | None = None) -> list[str]:
+        """Records of KEKs no longer configured (a rotation destroyed them and crashed before
+        recording it) are marked destroyed now: they were gone by then at the latest."""
+        gone = list(self.filter(destroyed_at__isnull=True).exclude(kek_id__in=list(live)).values_list("kek_id", flat=True))
+        if gone:
+            self.filter(kek_id__in=gone, destroyed_at__isnull=True).update(destroyed_at=at or timezone.now())
+        return gone
+
+    def destroyed_at(self, kek_ids: Iterable[str]) -> dict[str, datetime | None]:
+        """kek id -> when it was destroyed (None: it exists, or nothing is recorded of it)."""
+        ids = list(set(kek_ids))
+        found = dict(self.filter(kek_id__in=ids).values_list("kek_id", "destroyed_at"))
+        return {kek_id: found.get(kek_id) for kek_id in ids}
+
+
+class KekRecord(models.Model):
+    """When a key-encryption key was made and when it was destroyed (issue 33): the instants a
+    deletion receipt's residual window (`residualUntil`) is computed from and checked against. Kept
+    in the key store's database, beside the keys it wrapped; holds nothing of the KEK but its id."""
+
+    kek_id = models.CharField(max_length=16, primary_key=True)
+    created_at = models.DateTimeField(help_text="When a rotation made it (or when first seen, for a KEK made before records existed).")
+    destroyed_at = models.DateTimeField(null=True, blank=True, help_text="When a rotation destroyed it: from then on nothing it wrapped can be unwrapped.")
+    origin = models.CharField(max_length=200, blank=True, default="")
+
+    objects = KekRecordQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"KEK {self.kek_id}"
+
+
+class LeaseQuerySet(models.QuerySet):
+    def claim(self, name: str, holder: str, *, ttl: timedelta, now: datetime | None = None) -> bool:
+        """Claim (or renew) the lease `name` for `holder` until now + ttl: one conditional UPDATE,
+        True when this holder has it (nobody had it, it lapsed, or it already was this holder's)."""
+        now = now or timezone.now()
+        self.get_or_create(name=name)
+        free = models.Q(until__isnull=True) | models.Q(until__lt=now) | models.Q(holder=holder)
+        return self.filter(free, name=name).update(holder=holder, until=now + ttl) == 1
+
+    def release(self, name: str, holder: str) -> None:
+        self.filter(name=name, holder=holder).update(until=None, holder="")
+
+
+class KekRotationLease(models.Model):
+    """The one rotation at a time (memoryapp.encryption.scheduled_rotation): a row claimed with a
+    conditional UPDATE and renewed after every chunk, so it works alike on SQLite and PostgreSQL,
+    and a crashed holder's lease lapses by itself (the next run resumes its rotation)."""
+
+    name = models.CharField(max_length=40, primary_key=True)
+    holder = models.CharField(max_length=120, blank=True, default="")
+    until = models.DateTimeField(null=True, blank=True)
+
+    objects = LeaseQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"lease {self.name}"
 
 
 class KeyStore(Protocol):
@@ -227,13 +302,42 @@ class DatabaseKeyStore:
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 
     def delete_many(self, key_ids: Iterable[UUID]) -> int:
+        return len(self.destroy_many(key_ids))
+
+    def destroy_many(self, key_ids: Iterable[UUID]) -> list[tuple[UUID, str, bytes]]:
+        """Delete these keys; (key id, wrapped by, wrapped) of each deleted, as it was deleted
+        (`DELETE … RETURNING`, one statement: a rotation re-wrapping meanwhile cannot slip a newer
+        value past it). The caller keeps only `fingerprint()`s of the wrapped bytes (issue 33)."""
         ids = list(dict.fromkeys(key_ids))
-        deleted = 0
-        for chunk in _chunked(ids, self.alias):
-            deleted += self._objects().filter(pk__in=chunk)._raw_delete(self.alias)
-        if deleted:
+        connection = connections[self.alias]
+        table, pk = DataKey._meta.db_table, DataKey._meta.pk
+        destroyed: list[tuple[UUID, str, bytes]] = []
+        with connection.cursor() as cursor:
+            for chunk in _chunked(ids, self.alias):
+                if connection.vendor == "postgresql":
+                    cursor.execute(f"DELETE FROM {table} WHERE key_id = ANY(%s) RETURNING key_id, wrapped_by, wrapped", [list(chunk)])
+                else:
+                    marks = ", ".join(["%s"] * len(chunk))
+                    cursor.execute(f"DELETE FROM {table} WHERE key_id IN ({marks}) RETURNING key_id, wrapped_by, wrapped", [pk.get_db_prep_value(k, connection) for k in chunk])
+                for key_id, wrapped_by, wrapped in cursor.fetchall():
+                    destroyed.append((key_id if isinstance(key_id, UUID) else UUID(str(key_id)), wrapped_by, bytes(wrapped)))
+        if destroyed:
             self.checkpoint(attempts=1)  # never waits: an erase may hold the data's write lock here
-        return deleted
+        return destroyed
+
+    def vacuum(self) -> bool:
+        """PostgreSQL: VACUUM the key table, outside any transaction, so destroyed keys stop being
+        dead tuples in its files sooner (issue 33 row 1). It shortens the window; it does not bound
+        it (a pruned page may keep the bytes in its free space, a WAL segment or a replica keeps
+        them): the KEK's destruction does (`memoryapp.encryption.scheduled_rotation`). SKIP_LOCKED:
+        another VACUUM of it under way is enough. False on SQLite (secure_delete zeroes them) and
+        inside a transaction."""
+        connection = connections[self.alias]
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
+            return False
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM (SKIP_LOCKED) {DataKey._meta.db_table}")
+        return True
 
     def present(self, key_ids: Iterable[UUID]) -> set[UUID]:
         ids = list(dict.fromkeys(key_ids))
@@ -249,14 +353,17 @@ class DatabaseKeyStore:
             queryset = queryset.filter(key_id__gt=after)
         rows = list(queryset.order_by("key_id").values_list("key_id", "wrapped_by", "wrapped")[:limit])
         done = 0
-        for key_id, wrapped_by, wrapped in rows:
-            try:
-                dek = keks.unwrap(key_id, wrapped_by, bytes(wrapped))
-            except SealError as exc:
-                logger.error("data key cannot be re-wrapped: %s", exc, extra={"key_id": str(key_id)})
-                continue
-            new_by, new_wrapped = keks.wrap(key_id, dek)
-            done += self._objects().filter(pk=key_id, wrapped_by=wrapped_by).update(wrapped_by=new_by, wrapped=new_wrapped)
+        # One transaction per chunk: one commit (one fsync with SQLite's synchronous=FULL) for the
+        # chunk instead of one per key — 10,000 keys took 55 s, see docs/encryption.md "Measured".
+        with transaction.atomic(using=self.alias):
+            for key_id, wrapped_by, wrapped in rows:
+                try:
+                    dek = keks.unwrap(key_id, wrapped_by, bytes(wrapped))
+                except SealError as exc:
+                    logger.error("data key cannot be re-wrapped: %s", exc, extra={"key_id": str(key_id)})
+                    continue
+                new_by, new_wrapped = keks.wrap(key_id, dek)
+                done += self._objects().filter(pk=key_id, wrapped_by=wrapped_by).update(wrapped_by=new_by, wrapped=new_wrapped)
         return done, (rows[-1][0] if rows else None)
 
     def not_current(self) -> int:
@@ -305,6 +412,20 @@ class DatabaseKeyStore:
         if connection.vendor != "sqlite" or connection.in_atomic_block:
             return False
         return sqlite_checkpoint(connection, attempts=attempts, wait_ms=wait_ms, what="keyring")
+
+
+#: A destroyed wrapped key is found again on disk by its first bytes (format byte and nonce: 13
+#: random bytes no other stored value shares) and confirmed by a digest of all of it: a search for
+#: a fixed string, not a hash of every window of every file (docs/encryption.md "Proof on disk").
+FINGERPRINT_PREFIX = 13
+WRAPPED_BYTES = 61  # format (1) + nonce (12) + AES-GCM of a 32-byte key (32) + tag (16)
+
+
+def fingerprint(wrapped: bytes) -> dict[str, str]:
+    """What a receipt keeps of a destroyed wrapped key: its first 13 bytes (format and nonce,
+    random and not secret) and the SHA-256 of the whole. Neither unwraps anything: the ciphertext
+    and tag are not in it."""
+    return {"prefix": wrapped[:FINGERPRINT_PREFIX].hex(), "sha256": hashlib.sha256(wrapped).hexdigest(), "length": str(len(wrapped))}
 
 
 def key_store() -> DatabaseKeyStore:

@@ -31,7 +31,21 @@ def reverify(modeladmin, request, receipt: DeletionReceipt, reason: str) -> None
 
 @admin.register(DeletionReceipt)
 class DeletionReceiptAdmin(GovernedAdmin):
-    list_display = ("id", "operation", "workspace_display", "member_ref", "actor_label", "versions", "citations", "embeddings", "requested_at", "unreachable_at", "purged_at", "clean")
+    list_display = (
+        "id",
+        "operation",
+        "workspace_display",
+        "member_ref",
+        "actor_label",
+        "versions",
+        "citations",
+        "embeddings",
+        "requested_at",
+        "unreachable_at",
+        "purged_at",
+        "residual_until",
+        "clean",
+    )
     list_filter = (WorkspaceRefFilter, "operation", "actor_label", ("purged_at", admin.DateFieldListFilter))
     search_fields = ("#id", "#workspace_ref", "#member_ref", "actor_label")
     date_hierarchy = "purged_at"
@@ -49,6 +63,8 @@ class DeletionReceiptAdmin(GovernedAdmin):
         "unreachable_at",
         "purged_at",
         "residual_display",
+        "residual_until",
+        "residual_closed_display",
         "verification_display",
         "dedupe_key",
         "chain_seq",
@@ -72,7 +88,9 @@ class DeletionReceiptAdmin(GovernedAdmin):
         ("requested_at", "requested_at"),
         ("unreachable_at", "unreachable_at"),
         ("purged_at", "purged_at"),
-        ("residual_until", lambda r: r.backups_until),
+        ("backups_until", lambda r: r.backups_until),
+        ("residual_until", "residual_until"),
+        ("residual_closed_at", lambda r: r.residual_closed_at()),
         ("verified_at", lambda r: r.verified_at),
         ("clean", lambda r: r.verified_clean),
     )
@@ -118,6 +136,16 @@ class DeletionReceiptAdmin(GovernedAdmin):
     @admin.display(description="residual window")
     def residual_display(self, obj: DeletionReceipt) -> str:
         return _json(obj.residual)
+
+    @admin.display(description="residual window closed")
+    def residual_closed_display(self, obj: DeletionReceipt) -> str:
+        """When the last KEK that may have wrapped the erased keys was destroyed (issue 33)."""
+        closed = obj.residual_closed_at()
+        if closed is not None:
+            return f"closed at {closed.isoformat()}: no copy of the key store can unwrap the erased keys"
+        if obj.residual_until is None:
+            return "open, with no instant named (KEK rotation off or run by the operator)"
+        return f"open until the KEK is destroyed, scheduled by {obj.residual_until.isoformat()}"
 
     @admin.display(description="verification")
     def verification_display(self, obj: DeletionReceipt) -> str:

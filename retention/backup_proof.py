@@ -2,7 +2,9 @@
 of the data's database and a snapshot of the key store before the canary is forgotten, restored
 after it into a scratch database read with the key store as it is now (the canary's ciphertext is
 there, its key is not, no byte of it reads) and with the old snapshot (it reads again: why the
-key store's backups must be short). A subclass of `ForgettingCheck`: it plants, forgets and cleans
+key store's backups must be short). The key store's own files are searched for the canary's
+destroyed wrapped key too (`retention.key_residue`): residual until the receipt's residualUntil.
+A subclass of `ForgettingCheck`: it plants, forgets and cleans
 up through that check's own steps."""
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from memoryapp.crypto import SealError
 from memoryapp.keyring import KEYRING, DataKey, key_encryption_keys
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention.forgetting import CHECK_SEMANTIC_BUDGET_SECONDS, CheckCannotRun, ForgettingCheck, new_marker, occurrences_on_disk
+from retention.key_residue import inspect_receipt
 from retention.models import DeletionReceipt
 
 
@@ -231,6 +234,9 @@ class BackupProof(ForgettingCheck):
             self.advance("backed up")
             status, forgotten = self.agent("forget", {"memoryId": str(self.canary_id)})
             self.advance("forgotten")
+            erased = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 and forgotten.get("receiptId") else None
+            # issue 33: the key store's own files, searched for the canary's destroyed wrapped key
+            key_files = inspect_receipt(erased) if erased is not None else {"state": "not_inspectable", "notInspectable": "the forget wrote no receipt", "problem": None}
             restored = self.restore(DEFAULT_DB_ALIAS, data_backup, "data")
             opened_databases.append(restored)
             rows = self.restored_rows(restored)
@@ -269,8 +275,11 @@ class BackupProof(ForgettingCheck):
             reasons.append("the key-store snapshot from before the erase lacks the canary's key: the snapshot proves nothing")
         elif unreadable_with_old:
             reasons.append(f"with the key-store snapshot from before the erase its {', '.join(unreadable_with_old)} still do not open: the proof's control failed")
+        if key_files.get("problem"):
+            reasons.append(key_files["problem"])
         clean = not reasons
         findings = {
+            "keyStoreFiles": key_files,
             "backend": backend,
             "backups": {"data": "sqlite3 backup API" if backend == "sqlite" else "pg_dump -Fc", "keyring": "sqlite3 backup API" if connections[KEYRING].vendor == "sqlite" else "pg_dump -Fc"},
             "restored": {

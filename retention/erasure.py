@@ -37,11 +37,13 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.chunks import CHUNK, run_in_chunks
+from core.timestamps import iso
 from core.wal import sqlite_checkpoint
 from governance.audit import Actor, audit
 from governance.models import AuditEvent, Workspace
 from memoryapp.access_log import ENTRY_ARTIFACT, count_listing, strike_references
-from memoryapp.keyring import KEYRING, key_store
+from memoryapp.encryption import OFF, SCHEDULED, kek_schedule
+from memoryapp.keyring import KEYRING, fingerprint, key_store
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, expires_from
 from retention import receipts
 from retention.models import DeletionReceipt
@@ -61,16 +63,62 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
 DATA_KEY_ARTIFACT = "data_key"
 
 
-def residual_window(purged_at: datetime, *, unsealed: int = 0) -> dict[str, Any]:
+def residual_window(purged_at: datetime, *, unsealed: int = 0, wrapped_keys: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
     """What may still hold the erased bytes, outside what the application can query, and until
     when. Content is stored sealed (SPEC §8.2): what database backups and WAL archives keep of it is
     ciphertext whose key the erase destroyed, so the window that bounds the content is the key
-    store's (`keyring`). `unsealed`: versions erased that were stored before encryption (their
-    plaintext stays in backups as before)."""
-    window = {"database": _database_residual(), "backups": _backups_residual(purged_at, unsealed=unsealed), "keyring": _keyring_residual(purged_at)}
+    store's (`keyring`), and the key store's own copies (dead rows, WAL, replicas, backups) are
+    bounded by the key-encryption key's (`kek`: `until` is the receipt's residualUntil).
+    `unsealed`: versions erased that were stored before encryption (their plaintext stays in
+    backups as before). `wrapped_keys`: fingerprints of the destroyed wrapped keys."""
+    window = {
+        "database": _database_residual(),
+        "backups": _backups_residual(purged_at, unsealed=unsealed),
+        "keyring": _keyring_residual(purged_at),
+        "kek": _kek_residual(purged_at, wrapped_keys),
+    }
     if connection.vendor == "postgresql":
         window["walArchives"] = _wal_archive_residual(purged_at, unsealed=unsealed)
     return window
+
+
+def residual_until_of(residual: dict[str, Any]) -> datetime | None:
+    """The receipt's residualUntil: when the last KEK that may have wrapped its keys is destroyed."""
+    kek = residual.get("kek") if isinstance(residual, dict) else None
+    until = kek.get("until") if isinstance(kek, dict) else None
+    return datetime.fromisoformat(until) if isinstance(until, str) else None
+
+
+def _kek_residual(purged_at: datetime, wrapped_keys: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """The key-encryption keys that may have wrapped the erased keys (every KEK that exists at the
+    erase: the current one and any a rotation under way still holds) and when they are destroyed."""
+    try:
+        schedule = kek_schedule()
+    except Exception as exc:  # the key store or the key file cannot be read: say so, promise nothing
+        logger.error("KEK schedule unknown while writing a receipt: %s", type(exc).__name__)
+        return {"state": "unknown", "kekIds": [], "until": None, "statement": "The key-encryption keys could not be read: no instant can be named.", "wrappedKeys": list(wrapped_keys)}
+    until = schedule.destroyed_by(purged_at)
+    copies = (
+        "Until then, a copy of the key store's files made before the erase (a dead row not yet vacuumed, a write-ahead log segment, a replica, "
+        "a file-system snapshot, a key-store backup) may still hold the erased data keys wrapped by it, and whoever holds such a copy, "
+        "a database backup and that key-encryption key could read these memories."
+    )
+    if schedule.state == SCHEDULED:
+        statement = (
+            f"The erased data keys were wrapped by key-encryption key {', '.join(schedule.live)}. The scheduled rotation (every {schedule.hours} hours) "
+            f"destroys it by {iso(until)} (residualUntil). {copies} From residualUntil on, no copy of these memories can be read, whoever holds every disk and backup."
+        )
+    elif schedule.state == OFF:
+        statement = (
+            f"Key-encryption key rotation is off (KEK_ROTATION_HOURS is 0): the key {schedule.current} that wrapped the erased data keys is not destroyed on a schedule. "
+            f"{copies} No instant can be named after which no copy can be read (residualUntil is null)."
+        )
+    else:
+        statement = (
+            f"The key-encryption keys ({', '.join(schedule.live)}) are set by the operator (MEMORY_KEK, RETIRED_KEKS) and destroyed when the operator rotates them. "
+            f"{copies} No instant can be named here (residualUntil is null)."
+        )
+    return {"state": schedule.state, "rotationHours": schedule.hours, "kekIds": list(schedule.live), "until": iso(until), "statement": statement, "wrappedKeys": list(wrapped_keys)}
 
 
 def _database_residual() -> dict[str, Any]:
@@ -93,7 +141,7 @@ def _database_residual() -> dict[str, Any]:
     }
 
 
-_SEALED = "as ciphertext only: their data keys were destroyed with them, so no restored backup can read their content (see keyring)."
+_SEALED = "as ciphertext only: their data keys were destroyed with them, so a restored backup reads nothing of them with the key store as it is (see keyring and kek for the copies of the key store that remain until residualUntil)."
 
 
 def _unsealed_note(unsealed: int) -> str:
@@ -130,10 +178,12 @@ def _keyring_residual(purged_at: datetime) -> dict[str, Any]:
         none=(
             "The data keys were destroyed in the key store (a database apart from the data's, never in its backups)"
             + (", overwritten with zeros and its write-ahead log truncated (at once, or by the WAL sweep once a reader held open from before the erase has ended)" if engine == "sqlite" else "")
-            + "; no key-store backups are kept (KEYRING_BACKUP_RETENTION_DAYS is 0), so the content of these memories can no longer be read from any copy."
+            + "; no key-store backups are kept (KEYRING_BACKUP_RETENTION_DAYS is 0). The application can no longer read these memories;"
+            + " copies of the key store's files made before the erase can until the key-encryption key that wrapped the keys is destroyed (see kek: residualUntil)."
         ),
         kept=(
-            "The data keys were destroyed in the key store, but key-store backups taken before the purge keep them until they rotate out, at most {days} days: "
+            "The data keys were destroyed in the key store, but key-store backups taken before the purge keep them until they rotate out, at most {days} days, "
+            "or until the key-encryption key that wrapped them is destroyed (see kek: residualUntil), whichever comes first: "
             "until then, a database backup restored together with such a key-store backup would read these memories. That is why key-store backups are kept briefly."
         ),
     )
@@ -241,17 +291,29 @@ def verify(ids: Sequence[int], key_ids: Sequence[str | UUID] = ()) -> dict[str, 
     return {"checkedAt": timezone.now().isoformat(), "remaining": remaining, "clean": not any(remaining.values())}
 
 
-def destroy_keys(key_ids: Sequence[UUID]) -> int:
-    """Destroy the data keys of erased rows; the number destroyed (0 when the key store fails:
-    logged, and the keyring sweep destroys them later). Runs in the key store's own transaction,
-    so the keys are gone for good before the erase commits (module docstring)."""
+def destroy_keys(key_ids: Sequence[UUID]) -> list[dict[str, str]]:
+    """Destroy the data keys of erased rows; the fingerprint of each destroyed wrapped key (none
+    when the key store fails: logged, and the keyring sweep destroys them later). Runs in the key
+    store's own transaction, so the keys are gone for good before the erase commits (module
+    docstring). The fingerprints let `verify_forgetting --backup` find the wrapped bytes a key
+    store's files may keep (issue 33) without keeping them readable."""
     if not key_ids:
-        return 0
+        return []
     try:
-        return key_store().delete_many(key_ids)
+        return [fingerprint(wrapped) for _, _, wrapped in key_store().destroy_many(key_ids)]
     except Exception as exc:
         logger.error("data keys of erased memories could not be destroyed (the keyring sweep retries): %s", type(exc).__name__)
-        return 0
+        return []
+
+
+def vacuum_key_store() -> bool:
+    """After an erase commits, on PostgreSQL: VACUUM the key table (`DatabaseKeyStore.vacuum`), so
+    the destroyed keys' dead tuples go sooner; never raises (the window is bounded by the KEK)."""
+    try:
+        return key_store().vacuum()
+    except Exception as exc:
+        logger.warning("the key table could not be vacuumed after an erase: %s", type(exc).__name__)
+        return False
 
 
 def _lock(ids: list[int]) -> list[tuple[int, datetime | None, UUID | None]]:
@@ -318,11 +380,14 @@ def erase_memories(
                 return None  # someone else erased them first: no empty or double receipt
             counts = _delete(present)
             counts.update(strike_references(present, member_id=member_id))  # the access log forgets them too
-            destroyed = destroy_keys(key_ids)  # after the rows, before the receipt (module docstring)
-            counts[DATA_KEY_ARTIFACT] = destroyed
+            wrapped = destroy_keys(key_ids)  # after the rows, before the receipt (module docstring)
+            destroyed = counts[DATA_KEY_ARTIFACT] = len(wrapped)
             if connection.vendor == "sqlite" or connections[KEYRING].vendor == "sqlite":
                 transaction.on_commit(flush_erased_wals)
+            if wrapped and connections[KEYRING].vendor == "postgresql" and settings.KEYRING_VACUUM_AFTER_ERASE:
+                transaction.on_commit(vacuum_key_store)
             purged_at = timezone.now()
+            residual = residual_window(purged_at, unsealed=len(present) - len(key_ids), wrapped_keys=wrapped)
             return receipts.append(
                 operation=operation,
                 workspace_ref=workspace_id,
@@ -340,7 +405,8 @@ def erase_memories(
                 requested_at=requested_at,
                 unreachable_at=unreachable_at or purged_at,
                 purged_at=purged_at,
-                residual=residual_window(purged_at, unsealed=len(present) - len(key_ids)),
+                residual=residual,
+                residual_until=residual_until_of(residual),
                 verification=verify(present, key_ids),
                 dedupe_key=dedupe_key,
             )

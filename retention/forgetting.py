@@ -41,7 +41,7 @@ from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from memoryapp.recall.tokenize import index_terms
 from retention import receipts
-from retention.erasure import erase_memories, residual_window, verify
+from retention.erasure import erase_memories, residual_until_of, residual_window, verify
 from retention.models import DeletionReceipt, Operation
 
 NAMESPACE = "forgetting-check"
@@ -144,7 +144,8 @@ class ForgettingCheck:
             requested_at=started,
             unreachable_at=forget_receipt.unreachable_at if forget_receipt else now,
             purged_at=forget_receipt.purged_at if forget_receipt else now,
-            residual=residual_window(forget_receipt.purged_at if forget_receipt else now),
+            residual=(residual := residual_window(forget_receipt.purged_at if forget_receipt else now)),
+            residual_until=residual_until_of(residual),
             verification=verification,
         )
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from credits import jobs as credit_jobs
 from governance import linking
-from memoryapp import consolidation
+from memoryapp import consolidation, encryption
 from retention import keysweep, lifecycle, receipt_checks
 
 JOBS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -20,6 +20,8 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "wal_sweep": lifecycle.wal_sweep,  # SQLite: erased frames leave the WAL once no reader holds them
     "link_sweep": linking.link_sweep,  # entity links a lost task or a restarted worker left pending
     "keyring_sweep": keysweep.sweep_keyring,  # SPEC §8.2: data keys and sealed rows converge
+    # issue 33: a new KEK every KEK_ROTATION_HOURS, the old one destroyed (closes receipts' residualUntil)
+    "kek_rotation": encryption.scheduled_rotation,
     # credit accounting (SPEC §9), see credits/jobs.py
     "settle_usage": credit_jobs.settle_usage,
     "daily_rollup": credit_jobs.daily_rollup,

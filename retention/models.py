@@ -4,12 +4,16 @@ Credits, usage and consolidation records live in the `credits` app (issue 23 ste
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from core.choices import LabelledChoices
+from core.timestamps import iso
+from memoryapp.keyring import KekRecord
 
 
 class Operation(LabelledChoices):
@@ -48,6 +52,12 @@ class DeletionReceipt(models.Model):
     unreachable_at = models.DateTimeField()
     purged_at = models.DateTimeField()
     residual = models.JSONField(default=dict, help_text="What may remain outside the application (backups), and until when.")
+    residual_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="When the last key-encryption key that may have wrapped the erased keys is destroyed (residual.kek.until): from then on no copy can be read. Null: rotation off or operator-run.",
+    )
     verification = models.JSONField(default=dict)
     dedupe_key = models.CharField(max_length=120, null=True, blank=True, unique=True, help_text="Makes sweep receipts idempotent.")
     # The workspace's hash chain (docs/receipts.md), written once by `retention.receipts.append`:
@@ -111,6 +121,29 @@ class DeletionReceipt(models.Model):
     def backup_days(self) -> int:
         """How many days backups may still hold what it erased (the residual window)."""
         return int(self._backups().get("retentionDays", 0))
+
+    def kek_ids(self) -> list[str]:
+        kek = self.residual.get("kek") if isinstance(self.residual, dict) else None
+        ids = kek.get("kekIds") if isinstance(kek, dict) else None
+        return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+    def residual_closed_at(self, destroyed: dict[str, datetime | None] | None = None) -> datetime | None:
+        """When the residual window closed: the last of its KEKs' recorded destruction (None: one
+        still exists, or the receipt names none). `destroyed`: the KEK records, when the caller
+        read them for many receipts at once."""
+        ids = self.kek_ids()
+        if not ids:
+            return None
+        if destroyed is None:
+            destroyed = KekRecord.objects.destroyed_at(ids)
+        instants = [destroyed.get(i) for i in ids]
+        return None if any(at is None for at in instants) else max(instants)
+
+    def residual_json(self, destroyed: dict[str, datetime | None] | None = None) -> dict:
+        """residualUntil as the APIs, the export and the admin show it: the promised instant, when
+        it actually closed, and whether it has."""
+        closed = self.residual_closed_at(destroyed)
+        return {"residualUntil": iso(self.residual_until), "residualClosedAt": iso(closed), "residualOpen": closed is None}
 
     @property
     def backups_until(self) -> str | None:

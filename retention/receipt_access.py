@@ -60,6 +60,7 @@ def receipt_json(receipt: DeletionReceipt, *, viewer: Member) -> dict[str, Any]:
         "unreachableAt": iso(receipt.unreachable_at),
         "purgedAt": iso(receipt.purged_at),
         "residual": receipt.residual,
+        **receipt.residual_json(),  # residualUntil, residualClosedAt, residualOpen (issue 33)
         "verification": receipt.verification,
     }
     if own:

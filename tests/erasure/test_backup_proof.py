@@ -64,7 +64,7 @@ def test_a_backup_restored_after_the_erase_holds_only_ciphertext_but_the_old_key
 def test_an_erase_that_leaves_the_key_is_not_clean(world, monkeypatch):
     from retention import erasure
 
-    monkeypatch.setattr(erasure, "destroy_keys", lambda key_ids: 0)  # a key store that failed to delete
+    monkeypatch.setattr(erasure, "destroy_keys", lambda key_ids: [])  # a key store that failed to delete
     with pytest.raises(SystemExit) as exit_info:
         run_proof(world)
     assert exit_info.value.code == 1

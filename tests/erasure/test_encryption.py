@@ -271,7 +271,7 @@ def test_a_failed_key_deletion_is_not_reported_clean_and_the_sweep_repairs_it(wo
         raise keyring.DataKey.DoesNotExist("key store unreachable")  # any failure of the other database
 
     with monkeypatch.context() as patch:
-        patch.setattr(keyring.DatabaseKeyStore, "delete_many", down)
+        patch.setattr(keyring.DatabaseKeyStore, "destroy_many", down)
         answer = agent.forget(memoryId=str(pk))
     assert answer.status_code == 200  # the rows are gone: the member's forget is done
     receipt = DeletionReceipt.objects.get(pk=answer.json()["receiptId"])

@@ -45,7 +45,10 @@ def test_an_erase_deletes_every_artifact_and_its_receipt_says_so(world, settings
     assert receipt.workspace_ref == world.workspace.pk and receipt.member_ref == world.editor.pk and receipt.actor_label == "agent"
     assert receipt.verification["clean"] is True and not any(receipt.verification["remaining"].values())
     assert receipt.unreachable_at == receipt.purged_at and receipt.requested_at <= receipt.purged_at
-    assert receipt.residual == erasure.residual_window(receipt.purged_at)
+    wrapped = receipt.residual["kek"]["wrappedKeys"]  # a fingerprint of each destroyed wrapped key (issue 33)
+    assert len(wrapped) == 3 and all(len(w["prefix"]) == 26 and len(w["sha256"]) == 64 for w in wrapped)
+    assert receipt.residual == erasure.residual_window(receipt.purged_at, wrapped_keys=wrapped)
+    assert receipt.residual_until is not None and receipt.residual["kek"]["until"].startswith(receipt.residual_until.strftime("%Y-%m-%dT%H:%M:%S"))
     assert receipt.residual["backups"]["until"] == (receipt.purged_at + timedelta(days=7)).isoformat()
     assert receipt.verification["remaining"][ENTRY_ARTIFACT] == 0 and "checkedAt" in receipt.verification
     assert receipt.actor is None and receipt.actor_label == "agent"  # no user acted
@@ -167,7 +170,7 @@ def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(se
     purged = timezone.now()
     window = erasure.residual_window(purged)
     vendor = connection.vendor
-    assert set(window) == ({"database", "backups", "walArchives", "keyring"} if vendor == "postgresql" else {"database", "backups", "keyring"})
+    assert set(window) == ({"database", "backups", "walArchives", "keyring", "kek"} if vendor == "postgresql" else {"database", "backups", "keyring", "kek"})
     # SPEC §8.2: backups keep ciphertext only; the key store's own window bounds the content.
     assert window["backups"]["content"] == "sealed" and window["keyring"]["retentionDays"] == settings.KEYRING_BACKUP_RETENTION_DAYS
     assert window["database"]["engine"] == vendor and window["database"]["statement"]
