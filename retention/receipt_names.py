@@ -41,12 +41,15 @@ from django.utils import timezone
 from governance.models import Member, Workspace
 from memoryapp.crypto import KEY_BYTES, new_data_key
 from memoryapp.keyring import KEYRING, key_store
-from memoryapp.models import MemoryVersion
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 
 logger = logging.getLogger(__name__)
 
 OWNER = "retention.receipt_names"  # the key store's owner label of name keys
 NAMES = ("namespace", "key")  # the filter entries that are the member's words
+#: Namespaces that are the product's, not the member's: a sweep's rule naming one alone (the grace
+#: purge's scope, the forgetting check's canary) states a rule and stays as written.
+PRODUCT_NAMESPACES = frozenset({ASSISTANT_NAMESPACE, "forgetting-check"})
 DIGESTS = {"namespace": "namespaceHmac", "key": "keyHmac"}
 _INFO = {"namespace": b"gam/v1|receipt-name|namespace", "key": b"gam/v1|receipt-name|key"}
 _KEY_ID_NAMESPACE = uuid.UUID("0b7f4a52-7e3c-5c1e-9d4a-33a1c0de0033")
@@ -130,7 +133,10 @@ class Digester:
 
 
 def has_names(filters: Any) -> bool:
-    return isinstance(filters, dict) and any(name in filters for name in NAMES)
+    """Whether the filters hold words of the member's: a key, or a namespace not the product's."""
+    if not isinstance(filters, dict):
+        return False
+    return "key" in filters or ("namespace" in filters and filters["namespace"] not in PRODUCT_NAMESPACES)
 
 
 def seal_filters(filters: dict[str, Any], *, key: bytes | None) -> dict[str, Any]:

@@ -346,3 +346,14 @@ def test_the_member_api_is_no_oracle_for_another_members_names(forgotten, world)
     for receipt, (namespace, key) in zip(forgotten.receipts, forgotten.names):
         assert Digester(owner_key).digest("key", namespace, key) != receipt.manifest["filters"]["keyHmac"]
     assert "filters" not in json.dumps(Client().get("/.well-known/receipt-signing-key").json())
+
+
+def test_a_rule_naming_a_product_namespace_alone_stays_as_written():
+    from retention import forgetting
+
+    assert forgetting.NAMESPACE in receipt_names.PRODUCT_NAMESPACES  # receipt_names cannot import it (a lower layer): the copy is checked here
+    for namespace in receipt_names.PRODUCT_NAMESPACES:
+        rule = {"rule": "agentMemoryRetentionDays + expiredGraceDays", "namespace": namespace}
+        assert receipt_names.seal_filters(rule, key=b"k" * 32) == rule
+        assert set(receipt_names.seal_filters({**rule, "key": "topic"}, key=b"k" * 32)) == {"rule", "namespaceHmac", "keyHmac"}
+    assert set(receipt_names.seal_filters({"namespace": "travel"}, key=b"k" * 32)) == {"namespaceHmac"}
