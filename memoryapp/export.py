@@ -34,6 +34,7 @@ from memoryapp.models import AccessEntry, MemoryVersion
 from memoryapp.representation import memory_json
 from memoryapp.visibility import Recheck, recheck
 from retention.models import DeletionReceipt
+from retention.receipt_names import Resolver
 
 FORMAT = "governed-agent-memory/member-export"
 FORMAT_VERSION = 1
@@ -87,7 +88,8 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
     yield from _section("assistantMemories", _memory_batches(assistant_kept, member, ask_history, withheld))
     withheld["pendingErasureOrExpired"] = agent.count() - agent_kept.count() + assistant.count() - assistant_kept.count()
     receipts = DeletionReceipt.objects.filter(workspace_ref=workspace.pk, member_ref=member.pk)
-    yield from _section("receipts", _batches(receipts, _receipt_json))
+    resolver = Resolver(member)
+    yield from _section("receipts", _batches(receipts, lambda r: {**_receipt_json(r), "resolvedFilters": resolver.resolve(r.manifest)}))
     credentials = Credential.objects.filter(workspace=workspace, member=member)
     yield from _section("credentials", _batches(credentials, credential_json))
     usage = UsageRecord.objects.filter(workspace=workspace, member=member)
@@ -164,7 +166,9 @@ def _camel(name: str) -> str:
 
 def _receipt_json(receipt: DeletionReceipt) -> dict[str, Any]:
     """Every stored field of the receipt (they are the member's own), named in camelCase: so a
-    field the receipt gains (its hash, its signature) is exported without a change here."""
+    field the receipt gains (its hash, its signature) is exported without a change here. The
+    document adds `resolvedFilters`: the namespace and key its digests name, while a live memory
+    of the member still uses them (retention.receipt_names; never stored, never hashed)."""
     data = {}
     for field in receipt._meta.concrete_fields:
         value = getattr(receipt, field.attname)

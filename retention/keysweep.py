@@ -10,7 +10,9 @@ What a crash, or a key store that failed at the wrong moment, can leave behind:
    and crashed before its rows were deleted). Unreadable, so read as erased already; erased here
    with a receipt of its own (operation `key_sweep`) that says the keys were destroyed before. A
    consolidation input whose key is gone is purged.
-3. **Receipts not clean for keys**: an erase whose key deletion failed wrote `keysDestroyed: 0`
+3. **Name keys of ended memberships** (`retention.receipt_names`): destroyed at the removal's
+   commit; whatever a lost commit hook left is destroyed here.
+4. **Receipts not clean for keys**: an erase whose key deletion failed wrote `keysDestroyed: 0`
    and a verification that is not clean; once step 1 has destroyed the keys, the receipt is
    re-verified (a new sealed record, `retention.erasure.reverify_receipt`).
 
@@ -33,6 +35,7 @@ from memoryapp import metrics
 from memoryapp.keyring import KEY_GRACE, key_store
 from memoryapp.models import MemoryVersion
 from memoryapp.sealing import owner_labels
+from retention import receipt_names
 from retention.erasure import DATA_KEY_ARTIFACT, erase_memories, reverify_receipt
 from retention.models import DeletionReceipt, Operation
 
@@ -123,5 +126,6 @@ def sweep_keyring(now: datetime | None = None) -> dict[str, Any]:
     orphaned_keys = destroy_orphaned_keys(now)
     ciphertext = erase_orphaned_ciphertext()
     reverified = reverify_key_receipts()
+    names = receipt_names.destroy_orphaned()  # name keys of memberships that ended (a lost on-commit destruction)
     metrics.keyring_swept(orphaned_keys=orphaned_keys, orphaned_versions=ciphertext["versionsErased"], orphaned_inputs=ciphertext["consolidationInputsPurged"], reverified=reverified)
-    return {"orphanedKeysDestroyed": orphaned_keys, **ciphertext, "receiptsReverified": reverified}
+    return {"orphanedKeysDestroyed": orphaned_keys, **ciphertext, "receiptsReverified": reverified, "nameKeysDestroyed": names}

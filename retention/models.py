@@ -82,6 +82,12 @@ class DeletionReceipt(models.Model):
     # result no record covers (format 1: every receipt sealed before records existed).
     proof_format = models.PositiveSmallIntegerField(default=2, help_text="2: its verifications are sealed records; 1: sealed before they were.")
     verifications = models.JSONField(default=list, blank=True, help_text="Every verification result, each hashed, linked and signed.")
+    # Receipts written before their names were sealed (docs/receipts.md "Names in receipts"):
+    # migration 0014 replaced the plain namespace and key in `manifest` with keyed digests, so the
+    # fields no longer hash to `sha256` (which the signature, the next receipt's link and the
+    # verification records keep covering); this signed record binds the hash they hash to now
+    # (`redactedSha256`) to it. None on every receipt written since (its digests were hashed).
+    redaction = models.JSONField(null=True, blank=True, default=None, help_text="Set when the receipt's names were sealed after it was signed: the hash its fields have now, signed.")
 
     class Meta:
         ordering = ["-purged_at", "-id"]

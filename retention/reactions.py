@@ -15,13 +15,25 @@ from governance.audit import Actor, actor_label
 from governance.models import Member, Workspace
 from memoryapp import consolidation
 from memoryapp.models import MemoryVersion
-from retention import cascades
+from retention import cascades, receipt_names
 from retention.models import Operation
 
 
 def erase_memories_of_removed_member(sender: type, *, member: Member, **kwargs: Any) -> None:
     cascades.mark_unreachable(MemoryVersion.objects.filter(member=member), Operation.MEMBER_REMOVAL)
     cascades.schedule_erase(member.workspace_id)
+
+
+def forget_names_of_ended_membership(sender: type, *, member: Member, **kwargs: Any) -> None:
+    """The membership's name key goes with it (on commit: a removal rolled back keeps it): its
+    receipts' namespace and key digests resolve for nobody from then on (docs/receipts.md)."""
+    workspace_id, ended = member.workspace_id, [(member.pk, member.period)]
+    transaction.on_commit(lambda: receipt_names.destroy_for_members(workspace_id, ended))
+
+
+def forget_names_of_deleted_workspace(sender: type, *, workspace: Workspace, **kwargs: Any) -> None:
+    workspace_id, ended = workspace.pk, list(workspace.members.values_list("pk", "period"))  # the row is gone at commit
+    transaction.on_commit(lambda: receipt_names.destroy_for_members(workspace_id, ended, workspace=True))
 
 
 def discard_turns_of_removed_member(sender: type, *, member: Member, **kwargs: Any) -> None:
@@ -63,6 +75,9 @@ def connect() -> None:
     signals.member_removed.connect(erase_memories_of_removed_member, dispatch_uid="retention.member_removed")
     signals.member_removed.connect(discard_turns_of_removed_member, dispatch_uid="retention.member_removed.turns")
     signals.member_deleting.connect(erase_memories_of_deleted_member, dispatch_uid="retention.member_deleting")
+    signals.member_removed.connect(forget_names_of_ended_membership, dispatch_uid="retention.member_removed.names")
+    signals.member_deleting.connect(forget_names_of_ended_membership, dispatch_uid="retention.member_deleting.names")
+    signals.workspace_deleting.connect(forget_names_of_deleted_workspace, dispatch_uid="retention.workspace_deleting.names")
     signals.documents_deleting.connect(erase_memories_depending_on_documents, dispatch_uid="retention.documents_deleting")
     signals.history_stopped.connect(erase_memories_of_non_retaining_workspace, dispatch_uid="retention.history_stopped")
     signals.workspace_deleting.connect(erase_memories_of_deleted_workspace, dispatch_uid="retention.workspace_deleting")

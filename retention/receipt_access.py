@@ -13,6 +13,7 @@ from governance.models import Member
 from retention.models import DeletionReceipt, Operation
 from retention.receipt_checks import member_view, verify_chain_bounded
 from retention.receipt_keys import PUBLIC_KEY_PATH, public_keys
+from retention.receipt_names import Resolver
 from retention.receipts import proof_json
 
 # --- who sees which receipts (SPEC §5, §8) ----------------------------------------------------------
@@ -41,10 +42,18 @@ def _english_label(operation: str) -> str:
         return Operation.label_of(operation)
 
 
-def receipt_json(receipt: DeletionReceipt, *, viewer: Member) -> dict[str, Any]:
+def receipts_json(receipts: list[DeletionReceipt], *, viewer: Member) -> list[dict[str, Any]]:
+    """A page of receipts as `viewer` may see them (one name resolver for the page)."""
+    resolver = Resolver(viewer)
+    return [receipt_json(r, viewer=viewer, resolver=resolver) for r in receipts]
+
+
+def receipt_json(receipt: DeletionReceipt, *, viewer: Member, resolver: Resolver | None = None) -> dict[str, Any]:
     """A member sees their own receipts in full. Anyone else allowed to list a receipt (the
     owner) sees counts only: the filters hold what the member wrote or chose (a namespace, a key
-    built from what was said, a memory id), so they are left out with the version ids."""
+    built from what was said, a memory id), so they are left out with the version ids. The
+    namespace and key are stored as keyed digests (`receipt_names`); the member is also shown
+    the names their live memories still use (`resolvedFilters`: computed, never stored)."""
     own = receipt.member_ref == viewer.pk
     manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
     if not own:
@@ -67,5 +76,6 @@ def receipt_json(receipt: DeletionReceipt, *, viewer: Member) -> dict[str, Any]:
         data["memoryVersionIds"] = [str(i) for i in receipt.memory_version_ids]
         data["dedupeKey"] = receipt.dedupe_key
         data["salt"] = receipt.salt  # the hashed secret: with it the member recomputes the hash; nobody else may
+        data["resolvedFilters"] = (resolver or Resolver(viewer)).resolve(receipt.manifest)
     data["proof"] = proof_json(receipt)
     return data

@@ -20,6 +20,12 @@ hash cannot commit to records appended after it, so the workspace's chain head a
 re-verified receipt's record count and newest record hash, signed (`anchor`): dropping the newest
 record and rolling the shown result back is reported too.
 
+Names: a receipt keeps the namespace and key a forget named only as keyed digests under the
+membership's name key (`receipt_names`: `append` seals them before hashing). Receipts signed
+before that were redacted by migration 0014: their fields now hash to `redactedSha256`, which a
+signed redaction record binds to the `sha256` they were signed with (`redact`, `signed_digest`);
+hash, signature, links and verification records are unchanged.
+
 `append` is the one way a receipt is written: it locks the workspace's chain head row, so two
 erases at once in one workspace serialise on it (PostgreSQL row lock; SQLite's IMMEDIATE
 transactions serialise every writer anyway) and a (workspace, position) unique constraint makes
@@ -49,6 +55,7 @@ from django.utils.translation import gettext_lazy
 
 from core.timestamps import iso
 from memoryapp import metrics
+from retention import receipt_names
 from retention.models import DeletionReceipt, ReceiptChain
 from retention.receipt_keys import key_id, public_keys, signing_key
 
@@ -75,7 +82,8 @@ PROOF_FORMAT = 2
 VERIFICATION_FIELDS = ("seq", "trigger", "previousHash", "verification")  # a record's hashed keys
 RECEIPT_TRIGGER = "receipt"  # the result the erase wrote with its receipt
 REVERIFICATION_TRIGGER = "reverification"
-PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature", "proofFormat", "verifications")
+PROOF_FIELDS = ("chainSeq", "sha256", "previousHash", "keyId", "signature", "proofFormat", "verifications", "redaction")
+REDACTION_FORMAT = "receipt-names/v1"  # what a redaction record's signature is over (`redaction_digest`)
 
 # Why a chain breaks, in the order the checks run on each receipt.
 HASH_MISMATCH = "hash_mismatch"  # the stored fields no longer hash to the stored hash
@@ -152,6 +160,41 @@ def canonical(fields: dict[str, Any]) -> bytes:
 
 def digest_of(receipt: Any) -> bytes:
     return hashlib.sha256(canonical(canonical_fields(receipt))).digest()
+
+
+def redaction_digest(workspace_ref: Any, chain_seq: int, sha256: str, redacted: str) -> bytes:
+    """What a redaction record signs: the receipt (workspace, position), the hash it was signed
+    with and the hash its fields have since its names were sealed."""
+    return hashlib.sha256(_canonical_json({"redaction": REDACTION_FORMAT, "workspaceRef": str(workspace_ref), "chainSeq": int(chain_seq), "sha256": sha256, "redactedSha256": redacted})).digest()
+
+
+def redact(receipt: Any, manifest: dict[str, Any], key: Ed25519PrivateKey | None = None) -> None:
+    """Give a sealed receipt `manifest` (its names sealed) and the signed record that binds the
+    hash its fields now have to the one it was signed with. The caller checks first that the
+    receipt hashes to its hash (migration 0014 leaves a broken one unattested)."""
+    key = key or signing_key()
+    receipt.manifest = manifest
+    redacted = digest_of(receipt).hex()
+    signature = key.sign(redaction_digest(receipt.workspace_ref, receipt.chain_seq, receipt.sha256, redacted)).hex()
+    receipt.redaction = {"redactedSha256": redacted, "keyId": key_id(key.public_key()), "signature": signature}
+
+
+def signed_digest(receipt: Any, keys: dict[str, Ed25519PublicKey]) -> tuple[bytes | None, str | None]:
+    """(the digest the receipt's signature covers, why that cannot be trusted): its fields'
+    digest; for a redacted receipt the `sha256` it was signed with, once its fields hash to the
+    record's `redactedSha256` (else HASH_MISMATCH) and the record's signature verifies (else
+    UNKNOWN_KEY / BAD_SIGNATURE)."""
+    digest = digest_of(receipt)
+    redaction = getattr(receipt, "redaction", None)
+    if redaction is None:
+        return digest, (None if digest.hex() == receipt.sha256 else HASH_MISMATCH)
+    try:
+        if digest.hex() != redaction["redactedSha256"]:
+            return None, HASH_MISMATCH
+        signed = bytes.fromhex(receipt.sha256)
+    except (KeyError, TypeError, ValueError):
+        return None, HASH_MISMATCH
+    return signed, _signature_problem(keys, redaction.get("keyId"), redaction.get("signature"), redaction_digest(receipt.workspace_ref, receipt.chain_seq, receipt.sha256, redaction["redactedSha256"]))
 
 
 def verification_digest(record: dict[str, Any]) -> bytes:
@@ -250,6 +293,7 @@ def proof_json(receipt: DeletionReceipt) -> dict[str, Any]:
         "signature": receipt.signature,
         "proofFormat": receipt.proof_format,
         "verifications": receipt.verifications,
+        "redaction": receipt.redaction,
     }
 
 
@@ -275,6 +319,7 @@ def lock_head(workspace_ref: int) -> tuple[int, int, str]:
 def append(*, verification: dict[str, Any], **fields: Any) -> DeletionReceipt:
     """Write one receipt at the end of its workspace's chain, sealed and signed, with its
     verification result as the first sealed record."""
+    fields["manifest"] = receipt_names.sealed_manifest(fields["manifest"], workspace_id=int(fields["workspace_ref"]), member_id=fields.get("member_ref"))  # before the chain's lock
     with transaction.atomic(savepoint=False):
         head_id, seq, head_hash = lock_head(int(fields["workspace_ref"]))
         receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash, salt=secrets.token_hex(16), proof_format=PROOF_FORMAT, verifications=[])
@@ -301,12 +346,12 @@ def _signature_problem(keys: dict[str, Ed25519PublicKey], kid: Any, signature: A
 
 def check(receipt: DeletionReceipt, *, previous_hash: str, expected_seq: int, keys: dict[str, Ed25519PublicKey]) -> str | None:
     """Why this receipt breaks the chain, or None (its verification records: `check_verifications`)."""
-    digest = digest_of(receipt)
-    if digest.hex() != receipt.sha256:
+    signed, problem = signed_digest(receipt, keys)
+    if problem == HASH_MISMATCH or signed is None:
         return HASH_MISMATCH
     if receipt.previous_hash != previous_hash or receipt.chain_seq != expected_seq:
         return BROKEN_LINK
-    return _signature_problem(keys, receipt.key_id, receipt.signature, digest)
+    return problem or _signature_problem(keys, receipt.key_id, receipt.signature, signed)
 
 
 def check_verifications(receipt: DeletionReceipt, keys: dict[str, Ed25519PublicKey]) -> tuple[str, int | None] | None:

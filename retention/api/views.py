@@ -81,7 +81,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         page = page[:limit]
         return Response(
             {
-                "receipts": [receipt_access.receipt_json(r, viewer=self.member) for r in page],
+                "receipts": receipt_access.receipts_json(page, viewer=self.member),
                 "nextCursor": encode_cursor(page[-1].pk, scope=scope) if more else None,
             }
         )

@@ -312,7 +312,7 @@ def test_a_crash_after_the_keys_are_destroyed_leaves_no_readable_orphan_and_the_
     assert receipt.operation == Operation.KEY_SWEEP and receipt.memory_version_ids == [pk]
     assert receipt.manifest["keysDestroyed"] == 0 and receipt.manifest["dataKeyIds"] == [str(key_id)]  # destroyed before, and it says so
     assert receipt.verification["clean"] is True
-    assert keysweep.sweep_keyring() == {"orphanedKeysDestroyed": 0, "versionsErased": 0, "receipts": 0, "consolidationInputsPurged": 0, "receiptsReverified": 0}
+    assert keysweep.sweep_keyring() == {"orphanedKeysDestroyed": 0, "versionsErased": 0, "receipts": 0, "consolidationInputsPurged": 0, "receiptsReverified": 0, "nameKeysDestroyed": 0}
 
 
 def test_a_crash_before_the_keys_are_destroyed_changes_nothing(world, monkeypatch):

@@ -142,7 +142,8 @@ def test_the_export_holds_everything_kept_about_the_member_and_validates_against
     (kept,) = document["assistantMemories"]
     assert (kept["key"], kept["state"], kept["details"]) == (f"{MARK}_topic", "active", [f"{MARK} detail"])
     (receipt,) = document["receipts"]
-    assert receipt["operation"] == "forget" and receipt["manifest"]["filters"] == {"namespace": f"ns-{MARK}", "key": f"gone_{MARK}"}
+    assert receipt["operation"] == "forget" and set(receipt["manifest"]["filters"]) == {"namespaceHmac", "keyHmac"}  # the names as keyed digests (docs/receipts.md)
+    assert receipt["resolvedFilters"] == {"namespace": f"ns-{MARK}"} and f"gone_{MARK}" not in json.dumps(document)  # the namespace lives on, the forgotten key does not
     assert receipt["memoryVersionIds"] and receipt["verification"]["clean"] is True
     # its proof (docs/receipts.md): the export's own fields hash to the stored hash, signed
     stored = DeletionReceipt.objects.get(pk=int(receipt["id"]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import importlib
 import json
 import re
@@ -29,7 +30,7 @@ from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
 from governance.models import Workspace
-from retention import receipt_keys
+from retention import receipt_keys, receipt_names
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
@@ -289,6 +290,7 @@ def test_owner_and_member_receipts_show_the_proof(world, agent, four):
             "signature": newest.signature,
             "proofFormat": 2,
             "verifications": newest.verifications,
+            "redaction": None,  # written since names are sealed: nothing to bind (docs/receipts.md "Names in receipts")
         }
     owner_view = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()["receipts"][0]
     assert "filters" not in owner_view["manifest"] and "memoryVersionIds" not in owner_view
@@ -359,11 +361,19 @@ def test_non_ascii_filters_are_hashed_as_written_and_verify_offline(world, agent
     forgotten = agent.forget(namespace="日記", key="メモ")
     assert forgotten.status_code == 200, forgotten.content
     receipt = DeletionReceipt.objects.get(pk=forgotten.json()["receiptId"])
-    assert receipt.manifest["filters"] == {"namespace": "日記", "key": "メモ"} and memory["id"]
+    digester = receipt_names.Digester(receipt_names.name_key(world.workspace.pk, world.editor.pk, create=False))
+    assert receipt.manifest["filters"] == {"namespaceHmac": digester.digest("namespace", "日記"), "keyHmac": digester.digest("key", "日記", "メモ")} and memory["id"]
+    assert (
+        receipt.manifest["filters"]["keyHmac"] == hmac.new(receipt_names._subkey(digester_key(world), "key"), json.dumps(["日記", "メモ"], ensure_ascii=False).encode(), hashlib.sha256).hexdigest()
+    )  # UTF-8, as documented
     documented = json.dumps(chain.canonical_fields(receipt), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     assert hashlib.sha256(documented).hexdigest() == receipt.sha256
     result = run_script(tmp_path, exported(world.editor), Client().get("/.well-known/receipt-signing-key").json())
     assert result.returncode == 0 and result.stdout.count(": ok") == 1, result.stdout + result.stderr
+
+
+def digester_key(world) -> bytes:
+    return receipt_names.name_key(world.workspace.pk, world.editor.pk, create=False)
 
 
 def test_a_receipt_about_several_members_names_none(world, agent):
