@@ -32,7 +32,7 @@ PROOF = ("sha256", "previous_hash", "key_id", "signature", "chain_seq", "verific
 
 
 def migrate() -> None:
-    importlib.import_module("retention.migrations.0014_receipt_filter_digests").seal_names(apps, None)
+    importlib.import_module("retention.migrations.0015_receipt_filter_digests").seal_names(apps, None)
 
 
 class Before:

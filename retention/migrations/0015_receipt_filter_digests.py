@@ -44,7 +44,7 @@ def seal_names(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("retention", "0013_receipt_verification_anchors"),
+        ("retention", "0014_receipt_residual_until"),
         ("governance", "0004_member_period"),
     ]
 
