@@ -4,6 +4,7 @@ reserved namespace `assistant` with their topic as key, so a topic is updated, n
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -73,6 +74,24 @@ def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str,
         collection_id=None,
         passages=[],
     )
+
+
+@transaction.atomic
+def add_expired_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None) -> MemoryVersion:
+    """An assistant memory stored as the member would store it, then anchored one day past the
+    workspace's retention: expired, inside its grace period, so the member's page offers to
+    reactivate it (the demo's seed, `seed_demo`). The grace purge erases it like any other."""
+    version, _ = add_assistant_memory(member, kind=kind, topic=topic, summary=summary, details=details)
+    ask_history = member.workspace.ask_history
+    anchor = timezone.now() - timedelta(days=ask_history.agent_memory_retention_days + 1)
+    MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=anchor)
+    version.refresh_from_db()
+    return version
+
+
+def has_assistant_topic(member: Member, topic: str) -> bool:
+    """Whether the member keeps a memory of this topic (live or expired within grace)."""
+    return _current(member).filter(key=topic).exists()
 
 
 def _own_current(member: Member, memory_id: int) -> MemoryVersion:
