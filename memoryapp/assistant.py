@@ -4,7 +4,6 @@ reserved namespace `assistant` with their topic as key, so a topic is updated, n
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -15,7 +14,7 @@ from core.errors import ApiError, memory_not_found, validation_error
 from governance.models import Member
 from memoryapp import gates
 from memoryapp.actions import store_version
-from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source, retention_cutoff
 from memoryapp.representation import detail_lines, memory_json
 
 TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -83,7 +82,7 @@ def add_expired_assistant_memory(member: Member, *, kind: str, topic: str, summa
     reactivate it (the demo's seed, `seed_demo`). The grace purge erases it like any other."""
     version, _ = add_assistant_memory(member, kind=kind, topic=topic, summary=summary, details=details)
     ask_history = member.workspace.ask_history
-    anchor = timezone.now() - timedelta(days=ask_history.agent_memory_retention_days + 1)
+    anchor = retention_cutoff(ask_history.agent_memory_retention_days + 1)  # one day past the expiry rule's cutoff
     MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=anchor)
     version.refresh_from_db()
     return version
