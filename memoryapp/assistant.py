@@ -14,7 +14,7 @@ from core.errors import ApiError, memory_not_found, validation_error
 from governance.models import Member
 from memoryapp import gates
 from memoryapp.actions import store_version
-from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source
+from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source, retention_cutoff
 from memoryapp.representation import detail_lines, memory_json
 
 TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -73,6 +73,24 @@ def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str,
         collection_id=None,
         passages=[],
     )
+
+
+@transaction.atomic
+def add_expired_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None) -> MemoryVersion:
+    """An assistant memory stored as the member would store it, then anchored one day past the
+    workspace's retention: expired, inside its grace period, so the member's page offers to
+    reactivate it (the demo's seed, `seed_demo`). The grace purge erases it like any other."""
+    version, _ = add_assistant_memory(member, kind=kind, topic=topic, summary=summary, details=details)
+    ask_history = member.workspace.ask_history
+    anchor = retention_cutoff(ask_history.agent_memory_retention_days + 1)  # one day past the expiry rule's cutoff
+    MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=anchor)
+    version.refresh_from_db()
+    return version
+
+
+def has_assistant_topic(member: Member, topic: str) -> bool:
+    """Whether the member keeps a memory of this topic (live or expired within grace)."""
+    return _current(member).filter(key=topic).exists()
 
 
 def _own_current(member: Member, memory_id: int) -> MemoryVersion:

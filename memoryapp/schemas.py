@@ -19,12 +19,13 @@ MAX_DETAIL_LINES = 20
 
 class ScreenedText(PlainText):
     """Free text that is stored or logged as sent (conversation ids, names): it is never masked,
-    so it is refused when the masking detector finds personal data in it (SPEC §4.1). The refusal
-    never repeats the value."""
+    so it is refused when the masking detector finds personal data in it (SPEC §4.1), with its
+    UUIDs and ULIDs cut out (a UUID conversation id is an identifier, not a number).
+    The refusal never repeats the value."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if masking.contains_personal_data(value):
+        if masking.kinds_outside_identifiers(value):
             raise serializers.ValidationError("Must not contain personal data: it is stored as sent.")
         return value
 

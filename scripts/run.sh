@@ -7,6 +7,7 @@ bash scripts/bootstrap.sh
 # The product as it really runs: DEBUG stays off (a 500 must never show a debug page with the
 # request body). Development turns it on explicitly: DEBUG=1 bash scripts/run.sh
 export DEBUG="${DEBUG:-0}"
+# PORT (default 8000) is the web server's port; every printed URL uses it (docs/run.md).
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
 # Metrics in multiprocess mode (docs/operations.md): uvicorn, the worker and beat each write their
@@ -20,6 +21,8 @@ mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 $PY manage.py migrate --noinput >/dev/null  # the data's database, then the key store's (memoryapp/management/commands/migrate.py)
 $PY manage.py encrypt_memories >/dev/null  # memory content stored before encryption, if any: sealed (SPEC §8.2; a no-op once done)
 $PY manage.py reembed >/dev/null 2>&1  # vectors of another embedder (or an older term format), if any
+# The demo agent token is kept in $VAR_DIR/demo-agent-token (mode 600) and printed again while it
+# is valid, so an exported GAM_TOKEN survives a restart; a new one is announced (docs/run.md).
 $PY manage.py seed_demo --port "$PORT"
 
 pids=()

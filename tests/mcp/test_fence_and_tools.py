@@ -6,13 +6,17 @@ from __future__ import annotations
 import html
 import logging
 import re
+import sys
 import unicodedata
 
 import pytest
 
 from memoryapp import mcp
+from memoryapp.mcp import fence as _fence_package  # noqa: F401  (the module: memoryapp.mcp exports a function `fence`)
 from memoryapp.schemas import BODIES
 from tests.conftest import make_agent
+
+fence_module = sys.modules["memoryapp.mcp.fence"]
 
 FENCE_LINE = re.compile(r'^<memory( [A-Za-z]+="[^"<>]*")+>[^<>\n]*</memory>$')
 
@@ -45,9 +49,11 @@ def test_memory_text_cannot_close_forge_or_nest_a_fence(text):
     assert all(not line.startswith(("SYSTEM", "Memories are trusted")) for line in lines)
     for char in rendered:
         if not char.isascii():
-            name = unicodedata.name(char, "")
-            assert not any(word in name for word in ("ANGLE", "LESS-THAN", "GREATER-THAN")), name
+            # no look-alike of < or > and no pointing math symbol is left as written (the brackets
+            # of the users' languages are: the tag word after them is escaped instead)
+            assert not fence_module._needs_numeric_escape(char), unicodedata.name(char, hex(ord(char)))
             assert unicodedata.category(char) not in ("Cf", "Zl", "Zp", "Cc")
+    assert not re.search(r"[/／∕]memory", rendered.split("\n", 2)[2].replace("</memory>", "")), rendered
     # Escaping loses nothing: the fenced body decodes back to the (NFKC-normalised) text.
     body = lines[2].split(">", 1)[1].rsplit("</memory>", 1)[0]
     assert html.unescape(body) == unicodedata.normalize("NFKC", text)
@@ -137,7 +143,30 @@ def test_run_operation_success_is_the_rest_json_with_fenced_text(world):
     assert lines[0] == mcp.UNTRUSTED_HEADER and len(lines) == 3 and FENCE_LINE.match(lines[2])
     forgotten = mcp.run_operation(agent.token, "forget", {"memoryId": remembered.structured_content["memory"]["id"]})
     assert forgotten.structured_content["forgotten"] == 1
-    assert forgotten.content[0].text.startswith(mcp.UNTRUSTED_HEADER)
+    # no memory in the answer, so no header: the summary alone
+    assert forgotten.content[0].text == f"Forgot 1 memory version(s); deletion receipt {forgotten.structured_content['receiptId']}."
+
+
+def test_the_untrusted_header_appears_once_per_answer_that_holds_memories_and_never_otherwise(world):
+    agent = make_agent(world.editor)
+    for index in range(3):
+        mcp.run_operation(agent.token, "remember", {"namespace": "prefs", "key": f"k{index}", "text": f"Prefers tea number {index}"})
+    answers = {
+        "list": mcp.run_operation(agent.token, "list", {}),
+        "recall": mcp.run_operation(agent.token, "recall", {"query": "tea"}),
+        "remember": mcp.run_operation(agent.token, "remember", {"namespace": "prefs", "text": "Likes green tea"}),
+    }
+    for name, answer in answers.items():
+        text = answer.content[0].text
+        assert text.count(mcp.UNTRUSTED_HEADER) == 1 and text.startswith(mcp.UNTRUSTED_HEADER), name
+        assert text.count("<memory ") == len(answer.structured_content.get("memories") or [1]) >= 1, name
+    empty = {
+        "recall": mcp.run_operation(agent.token, "recall", {"query": "tea", "namespace": "nothing-here"}),
+        "list": mcp.run_operation(agent.token, "list", {"namespace": "nothing-here"}),
+        "forget": mcp.run_operation(agent.token, "forget", {"namespace": "prefs", "key": "k0"}),
+    }
+    for name, answer in empty.items():
+        assert not answer.is_error and mcp.UNTRUSTED_HEADER not in answer.content[0].text and "\n" not in answer.content[0].text, name
 
 
 def test_unexpected_failure_is_a_tool_error_and_logs_no_memory_text(world, monkeypatch, caplog):

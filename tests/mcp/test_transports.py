@@ -89,7 +89,8 @@ def ok(result) -> dict:
 
 def assert_fenced(result, memories: list[dict]) -> None:
     lines = result.content[0].text.split("\n")
-    assert lines[0] == UNTRUSTED_HEADER
+    # the header once when the answer holds memories, none otherwise
+    assert lines.count(UNTRUSTED_HEADER) == (1 if memories else 0) and (lines[0] == UNTRUSTED_HEADER) == bool(memories)
     fences = [line for line in lines if line.startswith("<memory ")]
     assert len(fences) == len(memories)
     for line, memory in zip(fences, memories):

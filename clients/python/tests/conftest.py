@@ -80,6 +80,7 @@ def world(live: LiveServer) -> World:
         "backoff",
         "backoff2",
         "graph",
+        "prefixes",
         "agents",
         "pydantic",
         "fence",

@@ -257,6 +257,13 @@ def test_error_details_are_carried(live: LiveServer, world: World):
     with pytest.raises(errors.ValidationError) as raised:
         MemoryClient(live.url(), world.member("editor").credential()).remember("prefs", "x" * 1001, kind="mood")
     assert set(raised.value.fields) == {"text", "kind"}, raised.value.fields
+    # str() carries the reason, not just the code: which fields, and what is wrong with them
+    text = str(raised.value)
+    assert text.startswith("VALIDATION_ERROR: ") and '"kind"' in text and '"text"' in text and "Must be one of" in text, text
+    assert "mood" not in text  # the server never repeats a refused value, and str() adds none
+    with pytest.raises(errors.PersonalData) as personal:
+        MemoryClient(live.url(), world.member("editor").credential()).remember("prefs", "x", key="ada@example.com")
+    assert "EMAIL" in str(personal.value) and "key" in str(personal.value) and "ada@example.com" not in str(personal.value)
     with pytest.raises(errors.RateLimited) as limited:
         rate_limited(Case(live, world), "limited2")
     assert 0 < limited.value.retry_after <= 4 and limited.value.headers["ratelimit-limit"] == "2"

@@ -110,6 +110,15 @@ def test_remember_and_forget_render_exactly_like_the_mcp_text(live: LiveServer, 
     )
     assert RememberResult.from_json(remembered.structured_content).render() == text_of(remembered)
     assert ForgetResult.from_json(forgotten.structured_content).render() == text_of(forgotten)
+    assert UNTRUSTED_HEADER not in text_of(forgotten) and text_of(remembered).count(UNTRUSTED_HEADER) == 1  # once per answer with memories
+
+
+def test_language_brackets_reach_the_prompt_as_written(live: LiveServer, world: World):
+    """「丁寧語」 and «Paris» are shown as written by the server's MCP text and by the client alike."""
+    token = world.member("fence").credential()
+    (remembered,) = mcp_calls(live.url(), token, [("remember_memory", {"namespace": "fence-cjk", "key": "k", "text": "「丁寧語」で話す。«Paris» 《三体》"})])
+    assert "「丁寧語」で話す。«Paris» 《三体》</memory>" in text_of(remembered)
+    assert RememberResult.from_json(remembered.structured_content).render() == text_of(remembered)
 
 
 def test_no_memory_text_can_leave_its_fence(live: LiveServer, fenced_world: dict[str, Any]):

@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
 
 from governed_memory import AsyncMemoryClient, MemoryClient, errors
-from governed_memory.langgraph import GovernedStore, render_items
+from governed_memory.langgraph import GovernedStore, PrefixSearchUnsupported, render_items
 from live_server import LiveServer
 
 
@@ -121,8 +121,11 @@ def test_the_mappings_limits(store: GovernedStore, namespace: str):
         store.put(ns, "k", {"details": ["no text"]})
     with pytest.raises(NotImplementedError):
         store.put(ns, "k", {"text": "x"}, ttl=5)
-    with pytest.raises(errors.PersonalData):
-        store.put(ns, "550e8400-e29b-41d4-a716-446655440000", {"text": "a uuid4 with 12 digits in a row"})
+    uuid_key = "550e8400-e29b-41d4-a716-446655440000"  # 12 digits in a row: an identifier, not a phone number
+    store.put(ns, uuid_key, {"text": "LangGraph's own examples key items by uuid4"})
+    assert store.get(ns, uuid_key).key == uuid_key
+    with pytest.raises(errors.PersonalData, match="PHONE"):  # str() carries the kinds found
+        store.put(ns, f"{uuid_key}_+81 90-1234-5678", {"text": "a phone number beside it is still refused"})
     with pytest.raises(errors.ValidationError):
         store.put(("x" * 65,), "k", {"text": "namespace over 64 characters"})
     store.put(ns, "contact", {"text": "Reach Ada at ada@example.com", "details": ["call +81 90-1234-5678"]})
@@ -131,6 +134,50 @@ def test_the_mappings_limits(store: GovernedStore, namespace: str):
     assert set(masked.value["memory"]["masked"]) == {"EMAIL", "PHONE"}
     fenced = render_items([masked])
     assert 'trust="untrusted" evidence="false">Reach Ada at [EMAIL]' in fenced and "ada@example.com" not in fenced
+
+
+def test_search_finds_every_namespace_under_the_prefix_as_langgraph_does(store: GovernedStore, namespace: str):
+    """LangGraph's namespace_prefix is a hierarchical path prefix: ("a",) finds ("a",) and
+    ("a", "b"), not ("ab",). With and without a query, sync and async."""
+    for path, key in [(("a",), "k1"), (("a", "b"), "k2"), (("ab",), "k3"), (("a", "b", "c"), "k4"), (("b", "a"), "k5")]:
+        store.put((namespace, *path), key, {"text": f"Warehouse note {key} about pallets"})
+    assert [i.key for i in store.search((namespace, "a"))] == ["k4", "k2", "k1"]
+    assert [i.key for i in store.search((namespace, "a", "b"))] == ["k4", "k2"]
+    assert [i.namespace for i in store.search((namespace, "a"), limit=1, offset=1)] == [(namespace, "a", "b")]
+    ranked = store.search((namespace, "a"), query="warehouse pallets note")
+    assert sorted(i.key for i in ranked) == ["k1", "k2", "k4"] and all(i.score > 0 for i in ranked)
+    assert sorted(i.key for i in store.search((namespace,), query="warehouse pallets note")) == ["k1", "k2", "k3", "k4", "k5"]
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        listed = [i.key for i in await store.asearch((namespace, "a"))]
+        found = sorted(i.key for i in await store.asearch((namespace, "a"), query="warehouse pallets note"))
+        return listed, found
+
+    assert anyio.run(scenario) == (["k4", "k2", "k1"], ["k1", "k2", "k4"])
+
+
+def test_a_ranked_prefix_search_the_server_cannot_rank_is_refused_loudly(live: LiveServer, world: World, namespace: str):
+    """The server ranks at most 50 memories across namespaces and filters by one namespace only.
+    When those 50 hold too few items under a prefix that spans several namespaces, the store
+    raises PrefixSearchUnsupported instead of answering part of the ranking as the whole; under a
+    prefix holding one namespace it recalls that namespace exactly."""
+    store = GovernedStore(MemoryClient(live.url(), world.member("prefixes").credential()))
+    for index in range(55):
+        store.put((namespace, "crowd"), f"c{index}", {"text": f"Shipping note {index}: shipping pallets leave the shipping dock"})
+    store.put((namespace, "few"), "f1", {"text": "A shipping remark"})
+    store.put((namespace, "few", "deeper"), "f2", {"text": "Another shipping remark"})
+    store.put((namespace, "one"), "o1", {"text": "One more shipping remark"})
+    with pytest.raises(PrefixSearchUnsupported, match="spans 2 namespaces") as refused:
+        store.search((namespace, "few"), query="shipping note pallets", limit=10)
+    assert isinstance(refused.value, NotImplementedError)
+    assert [i.key for i in store.search((namespace, "one"), query="shipping note pallets", limit=10)] == ["o1"]
+    assert sorted(i.key for i in store.search((namespace, "few"))) == ["f1", "f2"]  # without a query: every item under it
+
+    async def scenario() -> None:
+        with pytest.raises(PrefixSearchUnsupported):
+            await store.asearch((namespace, "few"), query="shipping note pallets", limit=10)
+
+    anyio.run(scenario)
 
 
 class State(TypedDict, total=False):

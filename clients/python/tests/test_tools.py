@@ -87,7 +87,7 @@ def test_an_agents_sdk_run_calls_the_tools(live: LiveServer, world: World, names
     assert remembered.startswith(UNTRUSTED_HEADER) and "Prefers aisle seats; tickets to [EMAIL]" in remembered
     assert 'trust="untrusted" evidence="false">Prefers aisle seats' in recalled and "Recalled 1 memories" in recalled
     assert refused.startswith("Error AGENT_MEMORY_PERSONAL_DATA (HTTP 400): ") and '"key"' in refused
-    assert forgotten.startswith(UNTRUSTED_HEADER) and "Forgot 1 memory version(s); deletion receipt " in forgotten
+    assert forgotten.startswith("Forgot 1 memory version(s); deletion receipt ") and UNTRUSTED_HEADER not in forgotten  # no memory, no header
     with MemoryClient(live.url(), world.member("agents").credential()) as memory:
         assert list(memory.list(namespace=namespace)) == []
 
@@ -175,4 +175,10 @@ def test_an_adapter_without_its_framework_names_the_extra(module: str, tmp_path:
     (tmp_path / framework).mkdir()
     (tmp_path / framework / "__init__.py").write_text("raise ImportError('not installed')\n")
     completed = subprocess.run([sys.executable, "-c", f"import {module}"], env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True)
-    assert completed.returncode == 1 and "pip install 'governed-memory[" in completed.stderr
+    extra = {"governed_memory.langgraph": "langgraph", "governed_memory.openai_agents": "openai-agents", "governed_memory.pydantic_ai": "pydantic-ai"}[module]
+    # the hint names what can be installed: the client's directory with the extra, not an unpublished name
+    assert completed.returncode == 1 and f"pip install './clients/python[{extra}]'" in completed.stderr
+    import tomllib
+
+    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extra in declared  # ... and the extra it names exists

@@ -1,9 +1,14 @@
 """Seeds (once) the demo workspace a newcomer clicks through, and prints where to click.
 
-Every run revokes the previous demo agent credential and issues a fresh one, because a token
-is shown only once and never stored in clear."""
+The demo agent's token survives a restart: the database keeps only its hash (as for every
+credential), and the token itself is kept in VAR_DIR/demo-agent-token (mode 600, next to the
+other generated secrets), re-read and re-printed by the next run while its credential is still
+usable. When it is not (revoked on the credentials page, expired, a new database under the same
+VAR_DIR, or the file removed), the run issues a new one and says that the old one ended."""
 
 import json
+import os
+import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -11,10 +16,11 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from governance import actions
-from governance.models import Credential, Workspace
+from governance.auth import find_credential
+from governance.models import Credential, Member, Workspace
 from memoryapp import gates
 from memoryapp.actions import remember
-from memoryapp.assistant import add_assistant_memory
+from memoryapp.assistant import add_assistant_memory, add_expired_assistant_memory, has_assistant_topic
 
 DEMO = "Demo workspace"
 LOGINS = [
@@ -30,13 +36,19 @@ The Osaka warehouse closes at 18:00 JST; orders placed later ship the next weekd
 
 Customer support answers in English and Japanese."""
 
+AGENT = "demo agent"
+TOKEN_FILE = "demo-agent-token"
+# The expired memory the member's AI-memory page offers to reactivate (seeded again on a run after
+# the grace purge erased it; left alone once reactivated).
+EXPIRED_TOPIC = "delivery_window"
+
 GUIDE = """大阪倉庫は平日18時まで出荷します。
 
 Acme Rockets のサポートは日本語と英語で対応します。"""
 
 
 class Command(BaseCommand):
-    help = "Create the demo workspace (once) and print the URL, logins and a fresh agent token."
+    help = "Create the demo workspace (once) and print the URL, logins and the demo agent token (kept across runs while valid)."
 
     def add_arguments(self, parser):
         parser.add_argument("--port", default="8000")
@@ -47,13 +59,12 @@ class Command(BaseCommand):
         if workspace is None:
             workspace = self._create()
         editor = workspace.members.get(user__username=LOGINS[1][0])
-        with transaction.atomic():
-            for old in Credential.objects.not_revoked().filter(member=editor, name="demo agent"):
-                actions.revoke_credential(old, actor=None, reason="replaced by a new demo run")
-            _, token = actions.create_credential(editor, name="demo agent", scopes=["memory:read", "memory:write"])
+        if not has_assistant_topic(editor, EXPIRED_TOPIC):
+            self._seed_expired(editor)
+        token, ended = self._agent_token(editor)
         base = f"http://127.0.0.1:{opts['port']}"
         if opts["json"]:
-            self.stdout.write(json.dumps({"workspaceId": str(workspace.pk), "url": base, "agentToken": token}))
+            self.stdout.write(json.dumps({"workspaceId": str(workspace.pk), "url": base, "agentToken": token, "previousTokenEnded": ended}))
             return
         lines = [
             "",
@@ -69,8 +80,9 @@ class Command(BaseCommand):
             else "  Metrics         off: start with METRICS_TOKEN=<16+ characters> to serve /metrics",
             "  Logins:",
             *[f"    {email} / {password}   ({role})" for email, password, role in LOGINS],
-            f"  Agent token for {LOGINS[1][0]} (read+write, shown once):",
+            f"  Agent token for {LOGINS[1][0]} (read+write):",
             f"    {token}",
+            f"    {self._token_note(ended)}",
             "  Try it:",
             f"    curl -s -X POST {base}/api/agent/v1/memories/remember -H 'Authorization: Bearer {token}' \\",
             '      -H \'Content-Type: application/json\' -d \'{"namespace":"prefs","key":"editor","text":"Prefers vim; reach me at ada@example.com"}\'',
@@ -80,6 +92,49 @@ class Command(BaseCommand):
             "",
         ]
         self.stdout.write("\n".join(lines))
+
+    def _agent_token(self, editor: Member) -> tuple[str, str | None]:
+        """The kept demo token while its credential is usable, else a new one: (token, why the
+        previous one ended, or None when it is kept or there was none)."""
+        path = settings.VAR_DIR / TOKEN_FILE
+        kept = path.read_text().strip() if path.exists() else ""
+        ended = None
+        if kept:
+            credential = find_credential(kept)
+            if credential is not None and credential.member_id == editor.pk and credential.name == AGENT and credential.is_usable():
+                return kept, None
+            ended = self._why_ended(credential, editor)
+        with transaction.atomic():
+            for old in Credential.objects.not_revoked().filter(member=editor, name=AGENT):
+                actions.revoke_credential(old, actor=None, reason="replaced by a new demo run")
+            _, token = actions.create_credential(editor, name=AGENT, scopes=["memory:read", "memory:write"])
+        _keep_secret(path, token)
+        return token, ended
+
+    @staticmethod
+    def _why_ended(credential: Credential | None, editor: Member) -> str:
+        if credential is None or credential.member_id != editor.pk:
+            return "unknown to this database (a new database under the same VAR_DIR?)"
+        if credential.revoked_at is not None:
+            return "revoked"
+        return "expired"
+
+    @staticmethod
+    def _token_note(ended: str | None) -> str:
+        path = settings.VAR_DIR / TOKEN_FILE
+        if ended is None:
+            return f"Kept in {path} (mode 600): the next run prints the same token while it is valid."
+        return f"NEW TOKEN: the previous demo token ended ({ended}); re-export GAM_TOKEN. Kept in {path}."
+
+    @staticmethod
+    def _seed_expired(editor: Member) -> None:
+        add_expired_assistant_memory(
+            editor,
+            kind="preference",
+            topic=EXPIRED_TOPIC,
+            summary="Prefers deliveries between 9:00 and 12:00 on weekdays.",
+            details=["Expired: reactivate it on the AI memory page"],
+        )
 
     @transaction.atomic
     def _create(self) -> Workspace:
@@ -108,3 +163,13 @@ class Command(BaseCommand):
         add_assistant_memory(editor, kind="preference", topic="response_style", summary="Prefers short answers with bullet points.", details=["No emoji", "Metric units"])
         actions.revoke_credential(seed, actor=None, reason="the demo's seed memories are written")
         return workspace
+
+
+def _keep_secret(path, value: str) -> None:
+    """Writes `value` to `path`, readable by this user only (mode 600 from creation on, then
+    renamed into place: no moment where another user could read it, no half-written file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+    os.replace(tmp, path)

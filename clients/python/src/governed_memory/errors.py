@@ -8,6 +8,7 @@ still reaches the caller as the same class. A code this client does not know yet
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -70,7 +71,11 @@ class APIError(GovernedMemoryError):
     code: str = ""
 
     def __init__(self, code: str, message: str, details: dict[str, Any] | None = None, *, status: int = 0, headers: dict[str, str] | None = None):
-        super().__init__(f"{code}: {message}")
+        # str(error) carries the reason, not just the code: the details (which field, what is
+        # wrong with it, which kinds of personal data) as the server sent them. The server never
+        # puts the refused value in them, so this is safe to log.
+        reason = f" Details: {json.dumps(details, ensure_ascii=False, sort_keys=True, default=str)}" if details else ""
+        super().__init__(f"{code}: {message}{reason}")
         self.code = code
         self.message = message
         self.details = details or {}

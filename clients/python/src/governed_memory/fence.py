@@ -4,10 +4,12 @@ Byte for byte the text output of the server's MCP tools (SPEC §4.6, the server'
 `memoryapp/mcp/fence.py`; this package never imports the server, and its suite compares both
 renderings of the same memories fetched over MCP): a header line saying memories are untrusted
 notes, not evidence; a summary line; then each memory on its own line inside a
-`<memory … trust="untrusted" evidence="false">…</memory>` element. The text is NFKC-normalised
-and escaped (`&`, `<`, `>`; as numeric references the characters the server's fence escapes by
-class — UTS #39 look-alikes of `<` and `>`, facing brackets and math symbols, control, format and
-line-separator characters — and the first letter of the tag word after a possible bracket), so
+`<memory … trust="untrusted" evidence="false">…</memory>` element (an answer without memories
+is its summary alone: no header). The text is NFKC-normalised and escaped (`&`, `<`, `>`; as
+numeric references the characters the server's fence escapes by class — UTS #39 look-alikes of
+`<` and `>`, left/right-facing math symbols, control, format and line-separator characters, not
+the brackets and quotation marks of the users' languages (`「」«»`) — and the first letter of
+the tag word after a possible bracket), so
 no memory can close, forge or nest a fence, nor start a line of its own. Which characters those
 are comes from `fence_tables.json`, generated from the server's fence
 (`scripts/sync_fence_tables.py`), so this package needs no Unicode data package of its own."""
@@ -126,7 +128,10 @@ def fence(memory: Mapping[str, Any] | Memory) -> str:
 
 
 def render_text(summary: str, memories: Iterable[Mapping[str, Any] | Memory]) -> str:
-    return "\n".join([UNTRUSTED_HEADER, summary, *(fence(m) for m in memories)])
+    """The header once when there are memories (none on a forget or an empty answer), the
+    summary, one fenced line each: as the server's MCP text output."""
+    fenced = [fence(m) for m in memories]
+    return "\n".join([UNTRUSTED_HEADER, summary, *fenced]) if fenced else summary
 
 
 def render_memories(memories: Iterable[Mapping[str, Any] | Memory], summary: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """Governed memory as LangGraph's long-term store: `GovernedStore`, a `langgraph.store.base.BaseStore`.
 
-    pip install 'governed-memory[langgraph]'
+    pip install './clients/python[langgraph]'      # from the project's checkout
 
     from governed_memory.langgraph import GovernedStore
     graph = builder.compile(store=GovernedStore())      # GAM_URL / GAM_TOKEN
@@ -10,8 +10,8 @@ The mapping (docs/clients.md, "LangGraph store"):
 - namespace `("prefs", "ui")` ↔ namespace string `"prefs.ui"`: LangGraph labels never hold a
   period, so the join is exact both ways; at most 64 characters in all.
 - key ↔ key (at most 120 characters). Keys and namespaces are never masked, so one holding what
-  masking would catch — an e-mail, 10 or more digits (some uuid4s do) — is refused with
-  `PersonalData`; use words or short ids.
+  masking would catch — an e-mail, a phone or card number — is refused with `PersonalData`.
+  UUIDs (`str(uuid4())`, `uuid4().hex`, any case) and ULIDs are identifiers and are accepted.
 - value ↔ `{"text": str, "details"?: [str] | str, "kind"?: "preference"|"fact"|"instruction"}`;
   any other key is refused (`ValueError`) before anything is sent. Reads answer that shape
   plus `"memory"`: the server's memory object (id, version, `trust: "untrusted"`,
@@ -19,10 +19,17 @@ The mapping (docs/clients.md, "LangGraph store"):
 - masking: what you get back is the masked text (`[EMAIL]`, `[PHONE]`, …), not what you put.
 - `put` with the same key stores a new version (the old one is closed, `asOf` still sees it);
   `delete` (or `put(value=None)`) forgets every version, with a deletion receipt.
-- `search(prefix, query=…)` is recall (ranked, `score` set); `search` without a query is list
-  (newest first, no score): the server ranks only against a query. The prefix is matched as one
-  namespace (the server filters by namespace, not by prefix); `()` searches every namespace.
-  `filter` is applied here, on the value (dotted paths such as `"memory.source"`, `$eq`, `$ne`,
+- `search(prefix, …)` finds the items of every namespace under the prefix, as in LangGraph:
+  `search(("a",))` finds `("a",)` and `("a", "b")`, not `("ab",)`; `()` searches every namespace.
+  The server filters by one namespace, not by a prefix, so the prefix is applied here.
+- `search` without a query is list (newest first, no score): it reads the member's memories
+  (list, 100 a page) and keeps those under the prefix.
+- `search(prefix, query=…)` is recall (ranked, `score` set): one recall across namespaces (the
+  server ranks at most 50), kept under the prefix. When those 50 hold too few items under the
+  prefix, the namespaces under it are read: if it is one namespace, that namespace is recalled
+  exactly; if several, `PrefixSearchUnsupported` is raised (the ranking under the prefix is not
+  known) rather than answering a partial ranking as if it were the whole.
+- `filter` is applied here, on the value (dotted paths such as `"memory.source"`, `$eq`, `$ne`,
   `$gt`, `$gte`, `$lt`, `$lte`); a recall with a filter ranks at most 50 memories first.
 - `list_namespaces` reads the member's memories (list, 100 a page) and answers their namespaces.
 - TTL is not supported (`supports_ttl = False`): retention is the workspace owner's rule.
@@ -37,10 +44,10 @@ from typing import Any
 try:
     from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp
 except ImportError as exc:  # pragma: no cover - exercised by installing without the extra
-    raise ImportError("governed_memory.langgraph needs LangGraph: pip install 'governed-memory[langgraph]'") from exc
+    raise ImportError("governed_memory.langgraph needs LangGraph: pip install './clients/python[langgraph]' (from the project's checkout)") from exc
 
 from governed_memory.client import AsyncMemoryClient, MemoryClient
-from governed_memory.errors import MemoryNotFound
+from governed_memory.errors import GovernedMemoryError, MemoryNotFound
 from governed_memory.fence import render_memories
 from governed_memory.models import Memory, RecalledMemory
 
@@ -56,6 +63,18 @@ def namespace_string(namespace: tuple[str, ...]) -> str:
 
 def namespace_tuple(namespace: str) -> tuple[str, ...]:
     return tuple(namespace.split("."))
+
+
+def under(namespace: str, prefix: tuple[str, ...]) -> bool:
+    """Whether the namespace string lies under the LangGraph prefix (label by label: "ab" is not
+    under ("a",))."""
+    return namespace_tuple(namespace)[: len(prefix)] == tuple(prefix)
+
+
+class PrefixSearchUnsupported(GovernedMemoryError, NotImplementedError):
+    """A ranked search (`query=`) under a prefix that spans several namespaces, when the server's
+    one ranking across namespaces (at most 50) holds too few items under the prefix: the ranking
+    under the prefix is not known, so nothing is answered rather than a part of it."""
 
 
 def remember_arguments(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,11 +213,15 @@ class GovernedStore(BaseStore):
                 memory.remember(namespace_string(op.namespace), key=str(op.key), **remember_arguments(op.value))
             return None
         if isinstance(op, SearchOp):
-            namespace = namespace_string(op.namespace_prefix) or None
+            prefix = tuple(op.namespace_prefix)
             if op.query:
-                found = memory.recall(op.query, namespace=namespace, limit=_recall_limit(op)).memories
-                return _page(found, op)
-            return _scan((item_of(m) for m in memory.list(namespace=namespace, page_size=LIST_PAGE)), op)
+                found = memory.recall(op.query, limit=RECALL_MAX).memories
+                answer = _ranked_under(found, prefix, op)
+                if answer is None:
+                    exact = _one_namespace_under({m.namespace for m in memory.list(page_size=LIST_PAGE)}, prefix, op, len(found))
+                    answer = _page(memory.recall(op.query, namespace=exact, limit=_recall_limit(op)).memories, op)
+                return answer
+            return _scan((item_of(m) for m in memory.list(page_size=LIST_PAGE) if under(m.namespace, prefix)), op)
         if isinstance(op, ListNamespacesOp):
             return select_namespaces({m.namespace for m in memory.list(page_size=LIST_PAGE)}, op)
         raise TypeError(f"Unknown operation {type(op).__name__}")
@@ -223,13 +246,19 @@ class GovernedStore(BaseStore):
                 await memory.remember(namespace_string(op.namespace), key=str(op.key), **remember_arguments(op.value))
             return None
         if isinstance(op, SearchOp):
-            namespace = namespace_string(op.namespace_prefix) or None
+            prefix = tuple(op.namespace_prefix)
             if op.query:
-                found = (await memory.recall(op.query, namespace=namespace, limit=_recall_limit(op))).memories
-                return _page(found, op)
+                found = (await memory.recall(op.query, limit=RECALL_MAX)).memories
+                answer = _ranked_under(found, prefix, op)
+                if answer is None:
+                    exact = _one_namespace_under({m.namespace async for m in memory.list(page_size=LIST_PAGE)}, prefix, op, len(found))
+                    answer = _page((await memory.recall(op.query, namespace=exact, limit=_recall_limit(op))).memories, op)
+                return answer
             out: list[SearchItem] = []
             skipped = 0
-            async for found in memory.list(namespace=namespace, page_size=LIST_PAGE):
+            async for found in memory.list(page_size=LIST_PAGE):
+                if not under(found.namespace, prefix):
+                    continue
                 item = item_of(found)
                 if not matches(item.value, op.filter):
                     continue
@@ -266,6 +295,28 @@ def _no_ttl(op: PutOp) -> None:
 
 def _recall_limit(op: SearchOp) -> int:
     return RECALL_MAX if op.filter else max(1, min(RECALL_MAX, op.offset + op.limit))
+
+
+def _ranked_under(found: list[RecalledMemory], prefix: tuple[str, ...], op: SearchOp) -> list[SearchItem] | None:
+    """The page of the server's ranking across namespaces (`found`, asked for RECALL_MAX) that lies
+    under the prefix, or None when it may be incomplete: the server ranked as many as it could
+    (RECALL_MAX), and fewer of them than the page needs (a filter needs them all) are under it."""
+    kept = [m for m in found if under(m.namespace, prefix)]
+    complete = len(found) < RECALL_MAX or len(kept) == len(found) or (not op.filter and len(kept) >= op.offset + op.limit)
+    return _page(kept, op) if complete else None
+
+
+def _one_namespace_under(namespaces: Iterable[str], prefix: tuple[str, ...], op: SearchOp, ranked: int) -> str:
+    """The one namespace under the prefix, to be recalled exactly; else PrefixSearchUnsupported."""
+    inside = sorted(n for n in namespaces if under(n, prefix))
+    if len(inside) <= 1:
+        return inside[0] if inside else namespace_string(prefix)
+    raise PrefixSearchUnsupported(
+        f"search({prefix!r}, query=…) spans {len(inside)} namespaces ({', '.join(inside[:5])}{', …' if len(inside) > 5 else ''}): "
+        f"the server ranks at most {RECALL_MAX} memories across namespaces ({ranked} ranked) and too few of them lie under the prefix "
+        f"for offset {op.offset} + limit {op.limit}{' with a filter' if op.filter else ''}. Search one of those namespaces, "
+        "search without a query (every item under the prefix, newest first), or ask a narrower query."
+    )
 
 
 def _page(found: list[RecalledMemory], op: SearchOp) -> list[SearchItem]:

@@ -1,6 +1,6 @@
 """The four memory operations as OpenAI Agents SDK function tools.
 
-    pip install 'governed-memory[openai-agents]'
+    pip install './clients/python[openai-agents]'      # from the project's checkout
 
     from agents import Agent
     from governed_memory import AsyncMemoryClient
@@ -23,7 +23,7 @@ from typing import Any
 try:
     from agents import FunctionTool, RunContextWrapper
 except ImportError as exc:  # pragma: no cover - exercised by installing without the extra
-    raise ImportError("governed_memory.openai_agents needs the OpenAI Agents SDK: pip install 'governed-memory[openai-agents]'") from exc
+    raise ImportError("governed_memory.openai_agents needs the OpenAI Agents SDK: pip install './clients/python[openai-agents]' (from the project's checkout)") from exc
 
 from governed_memory.client import AsyncMemoryClient, MemoryClient
 from governed_memory.tools import TOOLS, ToolRefusal, arun_tool, tool_spec
