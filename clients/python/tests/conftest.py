@@ -87,6 +87,10 @@ def world(live: LiveServer) -> World:
         "turns",
         "examples",
         "examples-graph",
+        "examples-agents",
+        "examples-pydantic",
+        "examples-agents-openai",
+        "examples-pydantic-openai",
     )
     return World(
         *live.workspaces(
