@@ -282,7 +282,7 @@ def test_the_organization_flag_off_disables_the_switch(world, open_session):
     session = open_session()
     session.login("editor@acme.test", "pw-editor-123")
     expect(session.page.get_by_role("switch", name="Let the assistant remember me")).to_be_disabled()
-    expect(session.page.get_by_text("AI memory is not enabled for your organization")).to_be_visible()
+    expect(session.page.locator("#add-unavailable")).to_have_text(re.compile("AI memory is not enabled for your organization"))
     session.shot("ai_memory_organization_off_en")
 
 
