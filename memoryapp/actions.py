@@ -129,6 +129,9 @@ def store_version(
             if current is not None:
                 MemoryVersion.objects.filter(pk=current.pk).update(valid_to=now)
                 number, superseded = current.version + 1, 1
+            else:  # a chain closed without a successor (its memory moved to another topic) continues
+                last = MemoryVersion.objects.filter(member=member, namespace=namespace, key=key).order_by("-version").values_list("version", flat=True).first()
+                number = (last or 0) + 1
         version = MemoryVersion(
             workspace=workspace,
             member=member,

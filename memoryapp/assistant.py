@@ -13,7 +13,7 @@ from django.utils import timezone
 from core.errors import ApiError, memory_not_found, validation_error
 from governance.models import Member
 from memoryapp import gates
-from memoryapp.actions import store_version
+from memoryapp.actions import lock_active_member, store_version
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryState, MemoryVersion, Source, retention_cutoff
 from memoryapp.representation import detail_lines, memory_json
 
@@ -100,17 +100,30 @@ def _own_current(member: Member, memory_id: int) -> MemoryVersion:
     return version
 
 
-def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, summary: str | None, details: list[str] | None) -> MemoryVersion:
-    """An edit is a new version of the same topic; the source stays what it was."""
-    current = _own_current(member, memory_id)
-    version, _ = add_assistant_memory(
-        member,
-        kind=current.kind if kind is None else kind,
-        topic=current.key,
-        summary=current.text if summary is None else summary,
-        details=detail_lines(current) if details is None else details,
-        source=current.source,
-    )
+def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, summary: str | None, details: list[str] | None, topic: str | None = None) -> MemoryVersion:
+    """An edit is a new version of the same topic; the source stays what it was.
+
+    A new `topic` moves the memory: its content is stored as a new version under the new key
+    (version 1, or the next version of that topic if the member already has it, which it then
+    replaces) and the old topic's chain is closed (`validTo` now), in one transaction under the
+    member lock. The old chain's versions stay history — what an `asOf` read before the move
+    returns — until retention erases them; deleting the memory erases the new topic's chain."""
+    if topic is not None:
+        check_topic(topic)
+    with transaction.atomic():
+        lock_active_member(member)  # the move is one step: no write lands between the store and the close
+        current = _own_current(member, memory_id)
+        topic = current.key if topic is None else topic
+        version, _ = add_assistant_memory(
+            member,
+            kind=current.kind if kind is None else kind,
+            topic=topic,
+            summary=current.text if summary is None else summary,
+            details=detail_lines(current) if details is None else details,
+            source=current.source,
+        )
+        if topic != current.key:
+            MemoryVersion.objects.filter(pk=current.pk).current().update(valid_to=version.valid_from)
     return version
 
 

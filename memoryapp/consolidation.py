@@ -26,10 +26,9 @@ agent credentials (the agent namespaces), while consolidation writes assistant m
 seed 002 governs by the platform flag, the member's switch and the agent's vector memory.
 
 Topics are keys, and the admin sees keys (SPEC §10): an extracted memory's topic passes the
-same personal-data refusal as any key (`check_topic`, on the model's topic as given and on the
-key: refused ones are dropped); a topic outside the fixed vocabulary (`TOPIC_VOCABULARY`), and
-one named after what the member said, is stored as a prefix and a digest keyed for the member
-(`system_models.topic_for`), never as the model's or the member's words.
+same personal-data refusal as any key (`check_topic` on the model's topic as given: refused ones
+are dropped), and is stored only as a name of the fixed vocabulary (`memoryapp.topics`), numbered
+when the topic holds several memories (`extracted_key`) — never the model's or the member's words.
 
 Message content lives only in `Consolidation.messages` (clean messages only) until the task
 ends; the task payload is the consolidation id. A turn belongs to the membership period it was
@@ -51,7 +50,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.errors import ApiError
+from core.errors import ApiError, validation_error
 from core.task_queue import queue_on_commit
 from core.timestamps import iso
 from credits import charging, pricing
@@ -59,12 +58,14 @@ from credits.models import Consolidation, ConsolidationStatus, UsageCategory, Us
 from governance.audit import Actor, audit
 from governance.models import Agent, Member, Workspace
 from memoryapp import masking
+from memoryapp.actions import lock_member
 from memoryapp.assistant import add_assistant_memory, check_topic
 from memoryapp.gates import AgentContext
-from memoryapp.models import Source
+from memoryapp.models import MemoryVersion, Source
 from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.sealing import destroy_keys_on_commit, is_unreadable
-from memoryapp.system_models import Extraction, SystemModel, SystemModelError, get_system_model, topic_for
+from memoryapp.system_models import ExtractedMemory, Extraction, SystemModel, SystemModelError, get_system_model
+from memoryapp.topics import MAX_SLOTS, is_many, slot_key, slot_number, subject_of, vocabulary_topic
 
 log = logging.getLogger(__name__)
 
@@ -289,20 +290,51 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
 _DROPPABLE = {"VALIDATION_ERROR", "AGENT_MEMORY_EMPTY", "AGENT_MEMORY_PERSONAL_DATA"}
 
 
+def extracted_key(member: Member, memory: ExtractedMemory, claimed: dict[str, str]) -> str:
+    """The key an extracted memory is stored under: its vocabulary topic; for a topic that holds
+    several memories, the slot whose memory has the same subject (it is updated), else the first
+    free one (`deadline`, `deadline_2`, …). `claimed`: the keys this turn already wrote, with their
+    subjects. Called under the member lock, so two consolidations do not pick one free slot."""
+    topic = vocabulary_topic(memory.topic, memory.kind)
+    if not is_many(topic):
+        return topic
+    subject = subject_of(memory.summary)
+    taken: dict[int, str] = {}
+    family = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, key__startswith=topic).assistant().reachable().current()
+    for version in family:
+        number = slot_number(version.key, topic)
+        if number is not None:
+            taken[number] = claimed.get(version.key, subject_of(version.text))
+    for key, claimed_subject in claimed.items():
+        number = slot_number(key, topic)
+        if number is not None:
+            taken[number] = claimed_subject
+    for number, held in sorted(taken.items()):
+        if held == subject:
+            return slot_key(topic, number)
+    free = next((n for n in range(1, MAX_SLOTS + 1) if n not in taken), None)
+    if free is None:
+        raise validation_error({"topic": [f"The topic {topic} already holds {MAX_SLOTS} memories."]})
+    return slot_key(topic, free)
+
+
 def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
     stored: list[int] = []
     dropped = 0
+    claimed: dict[str, str] = {}
+    lock_member(member)  # the slots are chosen and written under the lock store_version takes anyway
     for memory in extraction.memories:
         try:
             with transaction.atomic():  # a dropped memory rolls back alone
                 check_topic(memory.topic)  # a model that leaks personal data into a topic loses the memory
-                topic = topic_for(memory, workspace_id=member.workspace_id, member_id=member.pk)
-                version, _ = add_assistant_memory(member, kind=memory.kind, topic=topic, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
+                key = extracted_key(member, memory, claimed)
+                version, _ = add_assistant_memory(member, kind=memory.kind, topic=key, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
         except ApiError as exc:
             if exc.code in _DROPPABLE:
                 dropped += 1
                 continue
             raise _StoreRefused(exc.code) from None
+        claimed[key] = subject_of(memory.summary)
         stored.append(version.pk)
     return stored, dropped
 

@@ -16,8 +16,8 @@
 Callers only pass messages the masker found clean. `SystemModelError` never carries message
 content: it is logged and stored as a reason code.
 
-Just over ~400 lines on purpose: one seam, the system model, with the topic rules both models
-share (`TOPIC_VOCABULARY`, `topic_for`) next to the prompt that names them.
+Topics come from the one fixed vocabulary of `memoryapp.topics`: the offline model places each
+statement with its cues, the HTTP model is given the names; one fact is one memory.
 """
 
 from __future__ import annotations
@@ -27,15 +27,13 @@ import logging
 import math
 import re
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.conf import settings
 
-from governance.content import member_digest
-from memoryapp.masking import name_kinds
 from memoryapp.models import MEMORY_KINDS
+from memoryapp.topics import VOCABULARY, classify, is_many, subject_of
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +44,13 @@ MAX_MEMORIES_PER_TURN = 10
 
 @dataclass(frozen=True)
 class ExtractedMemory:
-    """One memory a model found. `subject`: set by a model that names the memory after what was
-    said (the offline model's free-form requests and preferences) instead of a topic of its own;
-    `topic` is then only the prefix, and consolidation completes it with a digest of the subject
-    keyed for the member (`topic_for`), so no member words reach the key the admin sees."""
+    """One fact a model found. `topic`: what the model answered; consolidation stores it under
+    the vocabulary (`topics.vocabulary_topic`) and a slot of it (`consolidation.extracted_key`)."""
 
     kind: str
     topic: str
     summary: str
     details: tuple[str, ...] = ()
-    subject: str = ""
 
 
 @dataclass
@@ -90,65 +85,6 @@ def memories_as_json(memories: list[ExtractedMemory]) -> str:
 
 
 # --- shared helpers --------------------------------------------------------------------------------
-_STOPWORDS = {"a", "an", "the", "my", "our", "your", "is", "are", "was", "be", "that", "this", "to", "of", "for", "and", "in", "on", "at", "i", "me", "we", "it", "its", "s"}
-
-
-def normalised_subject(text: str) -> str:
-    """The subject as the same subject is always written: NFKC, casefolded, one space between
-    words, no punctuation at the ends (so "The deadline" and "the deadline." update one topic)."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(" .。!！?？、,:：;")
-
-
-# The words a key may carry (issue 22 review F3): generic categories, never a member's word. A
-# model's topic is free text — an LLM may well answer `zebramarker_logistics` — so one outside
-# this list is stored as `topic_<10 hex>` (`topic_for`), like a subject.
-TOPIC_VOCABULARY = frozenset(
-    {
-        "preferred_language", "spoken_languages", "job_role", "frequently_used_tools", "preferred_editor",
-        "meeting_schedule", "team", "department", "employer", "current_project", "projects", "expertise",
-        "skills", "interests", "goals", "learning_goals", "communication_style", "response_format",
-        "response_style", "response_length", "tone", "writing_style", "formatting", "code_style",
-        "programming_languages", "preferred_tools", "work_schedule", "working_hours", "timezone", "location",
-        "dietary_preference", "accessibility_needs", "notification_preferences", "documentation_style",
-        "naming_conventions", "review_preferences",
-    }
-)  # fmt: skip
-SUBJECT_PREFIXES = frozenset({"user_note", "prefers"})
-
-
-def topic_for(memory: ExtractedMemory, *, workspace_id: int, member_id: int) -> str:
-    """The key an extracted memory is stored under: never free words. A model's own topic only
-    if it is one of TOPIC_VOCABULARY, else `topic_<10 hex>`, the digest of that topic under the
-    member's key; a subject named after the member's words becomes `<prefix>_<10 hex>` (prefix:
-    SUBJECT_PREFIXES or the vocabulary, else `user_note`), the digest of the normalised subject
-    under the member's key (governance.content.member_digest, HKDF per workspace and member).
-    Either digest is stable for one member's same topic or subject (it updates), unrelated across
-    members (no two members' equal subjects show equal keys to the admin), and not computable for
-    a guess without the server key. The words themselves never reach the key, in any script."""
-    if not memory.subject:
-        if memory.topic in TOPIC_VOCABULARY:
-            return memory.topic
-        return _digest_key("topic", member_digest(f"topic:{memory.topic}", workspace_id=workspace_id, member_id=member_id))
-    prefix = memory.topic if memory.topic in SUBJECT_PREFIXES or memory.topic in TOPIC_VOCABULARY else "user_note"
-    return _digest_key(prefix, member_digest(normalised_subject(memory.subject), workspace_id=workspace_id, member_id=member_id))
-
-
-# 0-9 -> g-p: what a digest suffix becomes when its hex reads as a number.
-_DIGITS_TO_LETTERS = str.maketrans("0123456789", "ghijklmnop")
-
-
-def _digest_key(prefix: str, digest: str) -> str:
-    """`<prefix>_<10 hex>`, unless those hex digits read as a phone or account number to the key
-    check (masking.name_kinds: ~1.2% of suffixes, all-digit ones and 9-digit runs), which would
-    refuse the key and drop the memory: then the same suffix with its digits spelled as letters.
-    Still stable per member and subject; every key stored before keeps its form (the ones that
-    change were refused, so never stored)."""
-    key = f"{prefix}_{digest[:10]}"
-    if name_kinds(key):
-        key = f"{prefix}_{digest[:10].translate(_DIGITS_TO_LETTERS)}"
-    return key
-
-
 def clean_sentence(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return text.strip(" .。!！?？、,:：")
@@ -217,15 +153,35 @@ def _languages(raw: str) -> list[str]:
 
 
 def _identity(memory: ExtractedMemory) -> str:
-    """Which extracted memories are one (the same topic, or the same subject under one prefix)."""
-    return f"{memory.topic}\n{normalised_subject(memory.subject)}" if memory.subject else memory.topic
+    """Which extracted memories of one turn are one: the same topic, and for a topic that holds
+    several, the same subject."""
+    return f"{memory.topic}\n{subject_of(memory.summary)}" if is_many(memory.topic) else memory.topic
+
+
+# A statement of its own says what something is ("X is Y", 「XはY」); a sentence that refers back
+# ("Use this codename…", 「今後、このコードネームを…」) or states nothing is a detail of the one before.
+_STATEMENT = re.compile(r"\s(?:is|are|was|were|will be)\s|=|は|が", re.I)
+_REFERS_BACK = re.compile(r"^(?:this|that|these|those|it|they|then|also|so|and)\b|^(?:この|その|それ|これ|あの|今後|また|なお)", re.I)
+# Two statements in one sentence: "X is A and Y is B", "X is A; Y is B", 「XはAで、YはB」.
+_JOINED = re.compile(r"\s*;\s*|,?\s+and\s+(?=\S+(?:\s+\S+){0,5}\s+(?:is|are|was|were|will be)\s)|(?<=で)、", re.I)
+
+
+def _statements(sentence: str) -> list[str]:
+    pieces = _JOINED.split(sentence)
+    # 「XはAで、」 ends its statement with the connective form: written as a sentence of its own, 「です」
+    parts = [clean_sentence(p[:-1] + "です" if i < len(pieces) - 1 and p.endswith("で") else p) for i, p in enumerate(pieces)]
+    parts = [p for p in parts if p]
+    return parts if len(parts) > 1 and all(_STATEMENT.search(p) for p in parts) else [sentence]
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 class OfflineRulesModel:
     """Deterministic rule-based extraction; the same messages always give the same memories.
-    Topics are either fixed names (preferred_language, spoken_languages, job_role,
-    frequently_used_tools) or a prefix (user_note, prefers) with the subject beside it: the
-    member's words never become a key (see `topic_for`)."""
+    One fact per memory, under a topic of the fixed vocabulary (`memoryapp.topics`): never the
+    member's words."""
 
     def __init__(self, name: str | None = None):
         self.name = name or settings.SYSTEM_MODEL_NAME
@@ -251,7 +207,8 @@ class OfflineRulesModel:
             memories=memories,
         )
 
-    # "remember that …" / 「覚えてください。…」: the whole request is one memory.
+    # "remember that …" / 「覚えてください。…」: each statement of the request is one memory; a
+    # sentence that refers back to it is its detail.
     def _explicit(self, text: str) -> list[ExtractedMemory]:
         stripped = text.strip()
         what = None
@@ -262,15 +219,20 @@ class OfflineRulesModel:
                 break
         if not what:
             return []
-        parts = [clean_sentence(s) for s in _sentences(what)]
-        parts = [p for p in parts if p]
-        if not parts:
-            return []
-        summary = (parts[0][:1].upper() + parts[0][1:])[:1000]
-        details = tuple(p[:500] for p in parts[1:20])
-        kind = "instruction" if _INSTRUCTION_HINTS.search(what) else "fact"
-        subject = re.split(r"\s+(?:is|are|was|=)\s+|は", summary, maxsplit=1)[0]
-        return [ExtractedMemory(kind=kind, topic="user_note", summary=summary, details=details, subject=subject)]
+        facts: list[tuple[str, list[str]]] = []
+        for sentence in (clean_sentence(s) for s in _sentences(what)):
+            if not sentence:
+                continue
+            if facts and (_REFERS_BACK.match(sentence) or not _STATEMENT.search(sentence)):
+                facts[-1][1].append(sentence)
+            else:
+                facts.extend((part, []) for part in _statements(sentence))
+        memories = []
+        for statement, details in facts:
+            kind = "instruction" if _INSTRUCTION_HINTS.search(" ".join([statement, *details])) else "fact"
+            summary = _capitalised(statement)[:1000]
+            memories.append(ExtractedMemory(kind=kind, topic=classify(statement, kind), summary=summary, details=tuple(d[:500] for d in details[:20])))
+        return memories
 
     def _facts(self, sentence: str) -> list[ExtractedMemory]:
         out: list[ExtractedMemory] = []
@@ -302,7 +264,7 @@ class OfflineRulesModel:
             if prefer:
                 what = clean_sentence(prefer.group("what"))
                 summary = f"Prefers {what}" if prefer.re is RULES_EN_PREFER else f"{what}を好む"
-                out.append(ExtractedMemory("preference", "prefers", summary, subject=what))
+                out.append(ExtractedMemory("preference", classify(what, "preference"), summary))
         return out
 
 
@@ -312,9 +274,10 @@ SYSTEM_PROMPT = (
     "long-term memories about the member: stable preferences, facts (role, languages, frequently used "
     "tools) and explicit requests to remember something. Ignore small talk and one-off tasks. "
     "Never include personal data such as email addresses, phone numbers, ID, card, passport or bank "
-    "numbers, passwords or API keys. The topic is a generic category in English snake_case "
-    "(preferred_language, job_role, preferred_editor, meeting_schedule): never a name, a place or other "
-    "words taken from the conversation. Prefer one of these (any other topic is stored as an opaque digest): " + ", ".join(sorted(TOPIC_VOCABULARY)) + ". Answer with one JSON object only: "
+    "numbers, passwords or API keys. One fact per memory: two facts are two memories. The topic is a "
+    "generic category in English snake_case, never a name, a place or other words taken from the "
+    "conversation; use one of these (any other topic is stored as user_note, general_preference or "
+    "standing_instruction): " + ", ".join(sorted(VOCABULARY)) + ". Answer with one JSON object only: "
     '{"memories": [{"type": "preference"|"fact"|"instruction", "topic": "english_snake_case", '
     '"summary": "one sentence", "details": ["optional", "lines"]}]}. '
     'Answer {"memories": []} when there is nothing worth remembering.'

@@ -152,6 +152,7 @@ class AssistantMemoryBody(StrictSerializer):
 
 class AssistantMemoryPatchBody(StrictSerializer):
     kind = KindField(required=False)
+    topic = PlainText(min_length=1, max_length=120, required=False)
     summary = PlainText(min_length=1, max_length=1000, required=False, trim_whitespace=False)
     details = DetailsField(required=False)
 
@@ -182,7 +183,7 @@ class AssistantMemoryView(WorkspaceAPIView):
     @extend_schema(request=AssistantMemoryPatchBody, responses={200: OpenApiTypes.OBJECT})
     def patch(self, request, ws_id, memory_id):
         data = self.body(request, AssistantMemoryPatchBody)
-        version = assistant.edit_assistant_memory(self.member, memory_id, kind=data.get("kind"), summary=data.get("summary"), details=data.get("details"))
+        version = assistant.edit_assistant_memory(self.member, memory_id, kind=data.get("kind"), summary=data.get("summary"), details=data.get("details"), topic=data.get("topic"))
         return Response({"memory": assistant.assistant_json(version, self.member, expired=False)})
 
     def delete(self, request, ws_id, memory_id):

@@ -52,20 +52,29 @@ class KindField(forms.ChoiceField):
         super().__init__(*args, choices=list(KIND_CHOICES), label=_("Type"), **kwargs)
 
 
-class AssistantMemoryForm(forms.Form):
-    kind = KindField()
-    topic = forms.CharField(
+def topic_field(help_text: str) -> forms.CharField:
+    return forms.CharField(
         label=_("Topic"),
         max_length=120,
-        help_text=_("English snake_case, for example communication_style."),
+        help_text=help_text,
         validators=[RegexValidator(TOPIC, _("Use English snake_case, for example preferred_language."))],
         widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "placeholder": "communication_style"}),
     )
+
+
+class AssistantMemoryForm(forms.Form):
+    kind = KindField()
+    topic = topic_field(_("English snake_case, for example communication_style."))
     summary = forms.CharField(label=_("Summary"), max_length=1000, validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
     details = DetailsField(label=_("Details"), required=False, help_text=_("One item per line."))
 
 
 class AssistantMemoryEditForm(forms.Form):
+    topic = topic_field(
+        _(
+            "English snake_case. A new topic moves this memory: it is saved under the new topic (replacing that topic's memory if you already have one) and the old topic is closed — the assistant stops using it, and its earlier versions stay in the history until they expire."
+        )
+    )
     summary = forms.CharField(label=_("Summary"), max_length=1000, validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
     details = DetailsField(label=_("Details"), required=False, help_text=_("One item per line."))
 

@@ -6,11 +6,14 @@ the actions' results and the member's records into template rows. Chart geometry
 
 from __future__ import annotations
 
+import json
+import shlex
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Count
 from django.forms import Form
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -197,6 +200,15 @@ def scope_options(member: Member, form: Form) -> list[dict[str, Any]]:
             }
         )
     return options
+
+
+def connection_snippet(request: HttpRequest, token: str) -> dict[str, str]:
+    """What an agent builder pastes after creating a credential: the client's environment
+    (`GAM_URL`, `GAM_TOKEN`, read by `governed_memory.MemoryClient`) and an MCP client's config
+    for streamable HTTP with the bearer header. Built for the one response that shows the token."""
+    base = request.build_absolute_uri("/").rstrip("/")
+    mcp = {"mcpServers": {"agent-memory": {"type": "http", "url": f"{base}/mcp", "headers": {"Authorization": f"Bearer {token}"}}}}
+    return {"env": f"export GAM_URL={shlex.quote(base)}\nexport GAM_TOKEN={shlex.quote(token)}", "mcp": json.dumps(mcp, indent=2)}
 
 
 def credential_rows(member: Member) -> list[dict[str, Any]]:

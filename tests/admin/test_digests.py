@@ -31,7 +31,8 @@ from hypothesis import strategies as st
 from governance import content
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryVersion
-from memoryapp.system_models import ExtractedMemory, topic_for
+from memoryapp.system_models import OfflineRulesModel
+from memoryapp.topics import VOCABULARY
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
 from tests.conftest import client_for, make_agent
 from tests.isolation.test_owner_sees_counts import fill, routes
@@ -189,12 +190,12 @@ def test_a_lookup_on_the_keyed_digest_is_refused_like_any_content_derived_field(
     assert response.status_code in (400, 302)
 
 
-def test_an_offline_topic_is_no_plain_hash_of_its_subject():
+def test_an_offline_topic_is_a_vocabulary_name_never_a_hash_of_its_subject():
+    model = OfflineRulesModel(name="offline")
     for subject in generated_texts(18, seed=7):
-        memory = ExtractedMemory("fact", "user_note", subject, subject=subject)
-        topic = topic_for(memory, workspace_id=1, member_id=2)
-        assert not any(d[:8] in topic for d in plain_digests(subject)), topic
-        assert topic == topic_for(memory, workspace_id=1, member_id=2)  # the same subject still maps to the same topic
+        for memory in model.extract([{"role": "user", "content": f"Remember that {subject}"}]).memories:
+            assert memory.topic in VOCABULARY, memory
+            assert not any(d[:8] in memory.topic for d in plain_digests(subject)), memory.topic
 
 
 @isolate_apps("governance")

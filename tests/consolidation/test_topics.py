@@ -1,13 +1,10 @@
-"""Consolidation's topics are keys the admin sees: no member words, no oracle (issue 22 review, D).
+"""Consolidation's topics (issue 34 §6, issue 22 review D): one fact per memory, each under a
+readable topic of the fixed English snake_case vocabulary (`memoryapp.topics`), never the
+member's words — a topic is a key, and the admin sees keys (SPEC §10).
 
-The offline system model named a free-form memory after what the member said: English subjects
-became the key word for word ("Remember that Zebramarker Logistics is my employer" →
-`zebramarker_logistics`), and other scripts a digest under one deployment-wide key, so equal texts
-of two members showed equal keys to the admin (an oracle: whoever knows one member's note learns
-who else wrote it). Decision (README, "Privacy that holds under attack"): a topic is a key (SPEC
-§1, §10 let the admin see keys), so every extracted topic passes the key refusal of §4.1, and a
-topic named after the member's words is a prefix and a digest keyed per workspace and member.
-"""
+Before: the offline model stored a free-form request as `user_note_<10 hex>` (opaque to the
+member) and a request of two facts as one memory; a topic that holds several memories
+(`deadline`) now numbers them (`deadline_2`), and the same subject updates its own."""
 
 from __future__ import annotations
 
@@ -21,17 +18,27 @@ from hypothesis import assume, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from memoryapp import topics
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.masking import name_kinds
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from memoryapp.system_models import SUBJECT_PREFIXES, TOPIC_VOCABULARY, ExtractedMemory, OfflineRulesModel, topic_for
+from memoryapp.system_models import SYSTEM_PROMPT, ExtractedMemory, OfflineRulesModel
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
 from tests.credits.support import StubModel, ai_agent, grant, use_stub, user_says
 
 pytestmark = pytest.mark.django_db
 
-FIXED = {"preferred_language", "spoken_languages", "job_role", "frequently_used_tools"}
 LOCALES = ("en_US", "ja_JP", "he_IL", "fr_FR", "de_DE", "pt_BR", "es_ES", "it_IT", "zh_CN", "ko_KR", "ru_RU", "ar_AA")
+KEY = re.compile(r"(?P<topic>[a-z][a-z0-9_]*?)(?:_(?P<n>[2-9]|[1-9][0-9]))?")
+VOCABULARY_WORDS = {word for name in topics.VOCABULARY for word in name.split("_")}
+
+
+def is_vocabulary_key(key: str) -> bool:
+    """`deadline`, `deadline_2` … `deadline_50`: a vocabulary name, numbered only if it holds several."""
+    if key in topics.VOCABULARY:
+        return True
+    match = KEY.fullmatch(key)
+    return bool(match and match["n"] and match["topic"] in topics.VOCABULARY and topics.is_many(match["topic"]) and int(match["n"]) <= topics.MAX_SLOTS)
 
 
 @pytest.fixture
@@ -52,46 +59,110 @@ def words_of(text: str) -> set[str]:
     return {w for w in re.findall(r"\w{3,}", text.casefold())}
 
 
-def test_equal_subjects_of_two_members_show_unequal_keys(world, consolidate):
-    text = "覚えてください。プロジェクトの締め切りは金曜日です"
-    (editor_note,) = consolidate(world.editor, text)
-    (viewer_note,) = consolidate(world.viewer, text)
-    assert editor_note.text == viewer_note.text  # the same memory…
-    assert editor_note.key != viewer_note.key  # …under keys that say nothing about it
-    assert editor_note.key.startswith("user_note_") and viewer_note.key.startswith("user_note_")
+# --- one fact per memory --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "Remember that the demo product codename is Aurora. The launch deadline is Friday.",
+            [("product_codename", "The demo product codename is Aurora"), ("deadline", "The launch deadline is Friday")],
+        ),
+        ("Remember that my manager is Ken and the release date is March 3", [("manager", "My manager is Ken"), ("deadline", "The release date is March 3")]),
+        ("覚えてください。締め切りは金曜日で、担当チームは営業部です", [("deadline", "締め切りは金曜日です"), ("team", "担当チームは営業部です")]),
+        (
+            "覚えてください。デモ製品のコードネームは Aurora です。打ち合わせは毎週火曜日です",
+            [("product_codename", "デモ製品のコードネームは Aurora です"), ("meeting_schedule", "打ち合わせは毎週火曜日です")],
+        ),
+    ],
+)
+def test_two_facts_in_one_request_are_two_memories_with_readable_topics(world, consolidate, text, expected):
+    memories = consolidate(world.editor, text)
+    assert [(m.key, m.text) for m in memories] == expected
+    assert all(m.details == "" for m in memories)
 
 
-def test_an_english_subject_is_no_key_and_still_updates_its_memory(world, consolidate):
-    (first,) = consolidate(world.editor, "Remember that Zebramarker Logistics is my employer.")
-    assert not words_of(first.key) & {"zebramarker", "logistics", "employer"}, first.key
-    (second,) = consolidate(world.editor, "Remember that zebramarker  logistics is our biggest client")
-    assert second.key == first.key and second.version == 2  # the same subject, normalised: one topic
-    (prefers,) = [m for m in consolidate(world.editor, "I prefer oat milk from Quillfeather farms.") if m.key.startswith("prefers_")]
-    assert not words_of(prefers.key) & {"oat", "milk", "quillfeather", "farms"}, prefers.key
-    assert re.fullmatch(r"prefers_[0-9a-p]{10}", prefers.key)
+def test_a_sentence_that_refers_back_stays_a_detail_of_its_fact(world, consolidate):
+    """Seed 002's example: the instruction about "this codename" belongs to the codename."""
+    (memory,) = consolidate(world.editor, "覚えてください。デモ製品のコードネームは Aurora です。今後、製品紹介を書くときはこのコードネームを使ってください")
+    assert (memory.key, memory.kind, memory.text) == ("product_codename", "instruction", "デモ製品のコードネームは Aurora です")
+    assert memory.details == "今後、製品紹介を書くときはこのコードネームを使ってください"
 
 
-def test_generated_subjects_in_twelve_locales_never_reach_a_key():
+def test_the_same_subject_updates_its_slot_and_another_subject_takes_the_next(world, consolidate):
+    (first,) = consolidate(world.editor, "Remember that the Q3 launch deadline is Friday.")
+    assert first.key == "deadline"
+    (updated,) = consolidate(world.editor, "Remember that the q3  launch deadline is Monday")
+    assert (updated.key, updated.version, updated.text) == ("deadline", 2, "The q3 launch deadline is Monday")
+    keys = [m.key for m in consolidate(world.editor, "Remember that the audit deadline is in May. The tax deadline is in June.")]
+    assert keys == ["deadline", "deadline_2", "deadline_3"]
+    (again,) = [m for m in consolidate(world.editor, "Remember that the audit deadline is in April.") if m.key == "deadline_2"]
+    assert (again.version, again.text) == (2, "The audit deadline is in April")
+
+
+def test_a_topic_that_holds_one_thing_is_updated_by_every_new_memory(world, consolidate):
+    consolidate(world.editor, "Remember that Zebramarker Logistics is my employer.")
+    (employer,) = consolidate(world.editor, "Remember that Quillfeather Farms is my employer")
+    assert (employer.key, employer.version, employer.text) == ("employer", 2, "Quillfeather Farms is my employer")
+
+
+def test_an_expired_memory_keeps_its_slot_for_reactivation(world, consolidate):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from retention import lifecycle
+
+    (old,) = consolidate(world.editor, "Remember that the audit deadline is in May.")
+    ask_history = world.workspace.ask_history
+    assert ask_history.expired_grace_days >= 2
+    MemoryVersion.objects.filter(pk=old.pk).update(retention_anchor=timezone.now() - timedelta(days=ask_history.agent_memory_retention_days + 1))
+    lifecycle.expiry_sweep()
+    assert MemoryVersion.objects.get(pk=old.pk).state == "expired"
+    keys = [m.key for m in consolidate(world.editor, "Remember that the tax deadline is in June.")]
+    assert keys == ["deadline", "deadline_2"]  # the expired one is still `deadline`, offered for reactivation
+    assert MemoryVersion.objects.get(pk=old.pk).valid_to is None
+
+
+def test_a_topic_full_of_memories_drops_the_next(world, monkeypatch):
+    grant(world.workspace, "100")
+    agent = ai_agent(world)
+    monkeypatch.setattr(topics, "MAX_SLOTS", 2)
+    monkeypatch.setattr("memoryapp.consolidation.MAX_SLOTS", 2)
+    use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "customer", f"Customer {name} is on the Enterprise plan") for name in ("Acme", "Initech", "Globex")]))
+    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    result = run_consolidation(submitted.consolidation.pk)
+    assert (result["stored"], result["dropped"]) == (2, 1)
+    assert sorted(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == ["customer", "customer_2"]
+
+
+# --- never the member's words ----------------------------------------------------------------------
+def test_generated_requests_in_twelve_locales_get_vocabulary_topics_only():
     fake = Faker(list(LOCALES))
-    fake.seed_instance(22)
+    fake.seed_instance(34)
     model = OfflineRulesModel(name="offline")
     checked = 0
     for n in range(240):
         locale = LOCALES[n % len(LOCALES)]
         words = " ".join(fake[locale].words(nb=3))
-        for text in (f"Remember that {words} is important", f"I prefer {words}", f"覚えてください。{words}は大事です"):
+        other = fake[locale].word()
+        for text in (
+            f"Remember that {words} is important",
+            f"I prefer {words}",
+            f"覚えてください。{words}は大事です",
+            f"Remember that the {words} deadline is {other}. The {other} codename is {words}.",
+        ):
             for memory in model.extract(user_says(text)).memories:
-                key = topic_for(memory, workspace_id=1, member_id=1)
-                if key in FIXED:
-                    continue
-                assert re.fullmatch(r"(user_note|prefers)_[0-9a-p]{10}", key), (text, key)
+                assert memory.topic in topics.VOCABULARY, (text, memory)
+                assert not (words_of(memory.topic.replace("_", " ")) - VOCABULARY_WORDS), (text, memory.topic)
                 checked += 1
-    assert checked >= 600
+    assert checked >= 900
 
 
 def test_the_admin_shows_no_member_word_of_an_extracted_topic(world, consolidate, staff):
-    consolidate(world.editor, "Remember that Zebramarker Logistics is my employer.")
+    consolidate(world.editor, "Remember that Zebramarker Logistics is my employer. The Quillfeather deadline is Friday.")
     consolidate(world.editor, "I prefer oat milk from Quillfeather farms.")
+    keys = set(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True))
+    assert keys == {"employer", "deadline", "dietary_preference"}
     client = browser(staff.superuser)
     pages = [client.get(admin_url(MemoryVersion, "changelist")).content.decode()]
     export = client.get(admin_url(MemoryVersion, "export_csv"))
@@ -115,56 +186,53 @@ def test_a_models_topic_with_personal_data_is_refused_like_any_key(world, monkey
     assert list(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == ["job_role"]
 
 
-# --- a model's own topic (issue 22 review, F3) ------------------------------------------------------
 TOPIC_WORD = st.from_regex(r"[a-z][a-z0-9]{2,11}", fullmatch=True)
 
 
-@given(words=st.lists(TOPIC_WORD, min_size=1, max_size=4), member_id=st.integers(1, 10**6))
+@given(words=st.lists(TOPIC_WORD, min_size=1, max_size=4), kind=st.sampled_from(["fact", "preference", "instruction"]))
 @hypothesis_settings(max_examples=300, deadline=None)
-def test_a_models_topic_outside_the_vocabulary_carries_no_word_into_the_key(words, member_id):
+def test_a_models_topic_outside_the_vocabulary_becomes_the_generic_topic_of_its_kind(words, kind):
     """An LLM's topic is free text (it may name the member's employer): unless it is one of the
-    fixed vocabulary, no word of it reaches the key the admin sees, with or without a subject."""
+    vocabulary, it is stored under the generic topic of the memory's kind."""
     topic = "_".join(words)
-    assume(topic not in TOPIC_VOCABULARY and topic not in SUBJECT_PREFIXES)
-    for memory in (ExtractedMemory("fact", topic, "A fact"), ExtractedMemory("fact", topic, "A fact", subject="some subject")):
-        key = topic_for(memory, workspace_id=1, member_id=member_id)
-        assert re.fullmatch(r"(topic|user_note)_[0-9a-p]{10}", key), (topic, key)
-        assert not {w for w in words if not w.isdigit()} & set(key.split("_")) - {"topic", "user", "note"}, (topic, key)
-        assert key == topic_for(memory, workspace_id=1, member_id=member_id)  # stable: the same topic updates
+    assume(topic not in topics.VOCABULARY)
+    assert topics.vocabulary_topic(topic, kind) == topics.FALLBACK[kind]
 
 
-def test_vocabulary_topics_stay_readable_and_digests_differ_per_member():
-    for topic in sorted(TOPIC_VOCABULARY):
-        assert topic_for(ExtractedMemory("fact", topic, "x"), workspace_id=1, member_id=1) == topic
-    free = ExtractedMemory("fact", "zebramarker_logistics", "Works at a logistics firm")
-    assert topic_for(free, workspace_id=1, member_id=1) != topic_for(free, workspace_id=1, member_id=2)
-
-
-def test_a_models_free_topic_is_stored_as_a_digest_and_updates(world, monkeypatch):
+def test_a_models_free_topic_is_stored_under_the_generic_topic_and_its_subject_updates(world, monkeypatch):
     grant(world.workspace, "100")
     agent = ai_agent(world)
-    stub = use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "zebramarker_logistics_employer", "Works at a logistics firm")]))
-    for conversation in ("c1", "c2"):
+    stub = use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "zebramarker_logistics_employer", "Zebramarker Logistics is a freight firm")]))
+    for conversation, summary in (("c1", "Zebramarker Logistics is a logistics firm"), ("c2", "Quillfeather Farms is a dairy")):
         submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id=conversation, anonymous=False, messages=user_says("hi"))
         assert run_consolidation(submitted.consolidation.pk)["stored"] == 1
-        stub.memories = [ExtractedMemory("fact", "zebramarker_logistics_employer", "Works at a freight firm")]
-    versions = list(MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).order_by("version"))
-    assert [v.version for v in versions] == [1, 2] and len({v.key for v in versions}) == 1
-    assert re.fullmatch(r"topic_[0-9a-p]{10}", versions[0].key) and "zebramarker" not in versions[0].key
+        stub.memories = [ExtractedMemory("fact", "zebramarker_logistics_employer", summary)]
+    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c3", anonymous=False, messages=user_says("hi"))
+    assert run_consolidation(submitted.consolidation.pk)["stored"] == 1
+    rows = [(v.key, v.version, v.text) for v in MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).order_by("id")]
+    assert rows == [
+        ("user_note", 1, "Zebramarker Logistics is a freight firm"),
+        ("user_note", 2, "Zebramarker Logistics is a logistics firm"),
+        ("user_note_2", 1, "Quillfeather Farms is a dairy"),
+    ]
 
 
+def test_the_vocabulary_is_english_snake_case_keys_the_key_check_accepts_and_the_prompt_names():
+    assert len(topics.TOPICS) == len(topics.VOCABULARY)  # one definition per name
+    for name in topics.VOCABULARY:
+        assert re.fullmatch(r"[a-z]+(_[a-z]+)*", name), name
+        for number in (1, 2, topics.MAX_SLOTS):
+            key = topics.slot_key(name, number)
+            assert name_kinds(key) == () and len(key) <= 120, key
+            assert topics.slot_number(key, name) == number
+        assert name in SYSTEM_PROMPT
+    assert set(topics.FALLBACK.values()) <= {t.name for t in topics.TOPICS if t.many}
+    assert topics.slot_number("deadline_2c88669473", "deadline") is None  # an old digest key is no slot
+    assert topics.slot_number("deadline_1", "deadline") is None
+
+
+@given(st.text(min_size=1, max_size=200), st.sampled_from(["fact", "preference", "instruction"]))
 @hypothesis_settings(max_examples=400, deadline=None)
-@given(st.text(min_size=1, max_size=40), st.integers(min_value=1, max_value=10_000))
-def test_a_digest_key_is_never_refused_as_a_number(subject, member_id):
-    """~1.2% of 10-hex suffixes read as a phone or account number (all digits, a 9-digit run):
-    the key check would refuse them and the extracted memory would be dropped."""
-    for memory in (ExtractedMemory(kind="preference", topic="free words here", summary="x"), ExtractedMemory(kind="preference", topic="preference", summary="x", subject=subject)):
-        key = topic_for(memory, workspace_id=1, member_id=member_id)
-        assert name_kinds(key) == (), key
-
-
-def test_digit_suffixes_are_spelled_as_letters_and_others_keep_their_form():
-    from memoryapp.system_models import _digest_key
-
-    assert _digest_key("topic", "1234567890abcdef") == "topic_hijklmnopg"
-    assert _digest_key("topic", "ab12cd34ef5678") == "topic_ab12cd34ef"  # not a number: unchanged
+def test_any_statement_is_placed_under_a_vocabulary_topic(text, kind):
+    assert topics.classify(text, kind) in topics.VOCABULARY
+    assert is_vocabulary_key(topics.slot_key(topics.classify(text, kind), 1))

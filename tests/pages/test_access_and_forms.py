@@ -375,7 +375,7 @@ def test_editing_a_memory_saves_a_new_version_and_keeps_topic_and_source(world, 
     client = browser(world.editor)
     form = client.get(f"/w/{world.workspace.pk}/ai-memory/{current.pk}/edit/")
     assert form.status_code == 200 and EDITOR_ASSISTANT_SECRET in text_of(form)
-    client.post(f"/w/{world.workspace.pk}/ai-memory/{current.pk}/edit/", {"kind": "instruction", "summary": "Codename is Borealis", "details": "Use in headings"})
+    client.post(f"/w/{world.workspace.pk}/ai-memory/{current.pk}/edit/", {"kind": "instruction", "topic": "product_codename", "summary": "Codename is Borealis", "details": "Use in headings"})
     latest = MemoryVersion.objects.get(member=world.editor, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True)
     assert latest.version == 2 and latest.key == "product_codename"
     assert latest.source == Source.USER_REQUEST and latest.kind == "instruction"

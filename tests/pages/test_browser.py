@@ -148,7 +148,7 @@ def test_create_a_credential_and_see_the_token_once(world, open_session):
     token_field = page.get_by_label("New token")
     token = token_field.input_value()
     assert len(token) > 20
-    expect(page.get_by_role("button", name="Copy")).to_be_visible()  # shown by app.js
+    expect(page.get_by_role("button", name="Copy", exact=True)).to_be_visible()  # shown by app.js
     session.shot("agent_access_token_once_en")
     page.goto(page.url)
     expect(page.get_by_label("New token")).to_have_count(0)
@@ -229,10 +229,10 @@ def test_agent_memories_page_and_usage_page(world, open_session):
     session.login("editor@acme.test", "pw-editor-123")
     page = session.page
     page.get_by_role("link", name="What Bundata remembers").click()
-    expect(page.get_by_role("table")).to_contain_text("Nagano Foods moved to Enterprise Plus.")
+    expect(page.locator(".agent-list")).to_contain_text("Nagano Foods moved to Enterprise Plus.")
     page.get_by_label("Namespace").select_option("projects")
     page.get_by_role("button", name="Filter").click()
-    expect(page.get_by_role("table")).not_to_contain_text("Nagano")
+    expect(page.locator(".agent-list")).not_to_contain_text("Nagano")
     session.shot("agent_memories_filtered_en")
     page.get_by_role("link", name="Clear").click()
     session.shot("agent_memories_en")
@@ -282,7 +282,7 @@ def test_the_organization_flag_off_disables_the_switch(world, open_session):
     session = open_session()
     session.login("editor@acme.test", "pw-editor-123")
     expect(session.page.get_by_role("switch", name="Let the assistant remember me")).to_be_disabled()
-    expect(session.page.get_by_text("AI memory is not enabled for your organization")).to_be_visible()
+    expect(session.page.locator("#add-unavailable")).to_have_text(re.compile("AI memory is not enabled for your organization"))
     session.shot("ai_memory_organization_off_en")
 
 

@@ -37,7 +37,7 @@ def agent_access(request: HttpRequest, member: Member) -> HttpResponse:
             add_api_error(form, exc, {"expiresAt": "expires_on", "contextSetId": "context_set"})
         else:
             # The token exists only in this response: it is never stored, flashed or put in a session.
-            created = {"credential": credential, "token": token}
+            created = {"credential": credential, "token": token, "snippet": presenters.connection_snippet(request, token)}
             form = CredentialForm(workspace=member.workspace)
     response = page(
         request,

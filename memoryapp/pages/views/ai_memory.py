@@ -1,8 +1,9 @@
 """AI memory (SPEC §7): the member's assistant memories, the remember-me switch, add, edit, delete
 (a confirmation page) and reactivate an expired one.
 
-Editing changes the type, summary and details; the topic is the memory's identity (the key of
-its version chain), so renaming is "add the new topic, delete the old one"."""
+Editing changes the type, topic, summary and details. The topic is the key of the memory's
+version chain, so a new topic moves the memory (`assistant.edit_assistant_memory`): a new
+version under the new topic, the old topic's chain closed."""
 
 from __future__ import annotations
 
@@ -95,16 +96,17 @@ def _own_assistant_memory(member: Member, memory_id: int) -> dict[str, Any]:
 @member_page()
 def ai_memory_edit(request: HttpRequest, member: Member, memory_id: int) -> HttpResponse:
     item = _own_assistant_memory(member, memory_id)
-    initial = {"kind": item["kind"] or "fact", "summary": item["summary"], "details": "\n".join(item["details"])}
+    initial = {"kind": item["kind"] or "fact", "topic": item["topic"], "summary": item["summary"], "details": "\n".join(item["details"])}
     form = AssistantMemoryEditForm(request.POST or None, initial=initial, current_kind=item["kind"] or "")
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            version = assistant.edit_assistant_memory(member, int(item["id"]), kind=data["kind"], summary=data["summary"], details=data["details"])
+            version = assistant.edit_assistant_memory(member, int(item["id"]), kind=data["kind"], summary=data["summary"], details=data["details"], topic=data["topic"])
         except ApiError as exc:
-            add_api_error(form, exc, {"text": "summary"})
+            add_api_error(form, exc, {"key": "topic", "text": "summary"})
         else:
-            _saved_message(request, version, _("Memory updated."))
+            moved = data["topic"] != item["topic"]
+            _saved_message(request, version, _("Memory moved to the new topic; the old topic is closed.") if moved else _("Memory updated."))
             return redirect(reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}")
     return page(
         request,
