@@ -4,7 +4,7 @@ The offline system model named a free-form memory after what the member said: En
 became the key word for word ("Remember that Zebramarker Logistics is my employer" →
 `zebramarker_logistics`), and other scripts a digest under one deployment-wide key, so equal texts
 of two members showed equal keys to the admin (an oracle: whoever knows one member's note learns
-who else wrote it). Decision (README, "Privacy that holds under attack"): a topic is a key (SPEC
+who else wrote it). Decision (docs/privacy.md): a topic is a key (SPEC
 §1, §10 let the admin see keys), so every extracted topic passes the key refusal of §4.1, and a
 topic named after the member's words is a prefix and a digest keyed per workspace and member.
 """
