@@ -3,7 +3,7 @@ deployed, and what the clients saw.
 
     .venv/bin/python bench/faults.py [--backend postgres sqlite] [--short] [--only NAME ...] [--clients 4]
 
-PostgreSQL + Redis (the README's "Production deployment": `uvicorn config.asgi:application
+PostgreSQL + Redis (the README's "Production", docs/operations.md "Production deployment": `uvicorn config.asgi:application
 --workers 2` and `celery -A config worker`, prefork): the harness starts its OWN PostgreSQL
 clusters (the data on port 8055, the key store on 8057, so it can be made unreachable alone) and
 its OWN redis-server (8056), and restarts or kills only those; the web server listens on 8050.

@@ -1,4 +1,4 @@
-"""Settings come from environment variables only (see README "Configuration").
+"""Settings come from environment variables only (see docs/configuration.md).
 
 `DATABASE_URL`, `REDIS_URL` and `CELERY_BROKER_URL` decide embedded vs production: with none of
 them set the product runs on a SQLite file and a SQLite-backed Celery broker, needing no server.
@@ -316,7 +316,7 @@ KEK_ROTATION_HOURS = env_int("KEK_ROTATION_HOURS", 24, minimum=0)
 # destroyed keys' dead tuples leave its files sooner. It shortens the window; the KEK's destruction
 # (KEK_ROTATION_HOURS) bounds it. Off only to measure the difference (bench/kek_rotation.py).
 KEYRING_VACUUM_AFTER_ERASE = env_bool("KEYRING_VACUUM_AFTER_ERASE", True)
-# How long backups of the key store are kept (the operator's one rule, README "Backups"): a data key
+# How long backups of the key store are kept (the operator's one rule, docs/operations.md "Production deployment"): a data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).
 KEYRING_BACKUP_RETENTION_DAYS = env_int("KEYRING_BACKUP_RETENTION_DAYS", 0, minimum=0)
@@ -435,7 +435,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product settings -----------------------------------------------------------------------
-MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # README "Default embedder"
+MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # docs/decisions.md "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 # OpenMP threads of one memory's e5 embedding; queries take one (memoryapp.recall.embedders, "the e5 engine's threads"): 2, or 1 on
 # a one-core machine; 1 trades single-request latency for throughput when more busy processes
@@ -443,7 +443,7 @@ SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 MEMORY_EMBEDDER_THREADS = env_int("MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64)
 # Query embeddings one process runs or queues at once; over it a recall answers without its
 # semantic ranking (degraded "semantic") instead of queueing. 4 x a capped query's worst cost (p50
-# ~130 ms at load 5 on 2 cores) stays inside SEMANTIC_BUDGET_SECONDS (README "Limits").
+# ~130 ms at load 5 on 2 cores) stays inside SEMANTIC_BUDGET_SECONDS (docs/limits.md).
 MEMORY_QUERIES_IN_FLIGHT = env_int("MEMORY_QUERIES_IN_FLIGHT", 4, minimum=1, maximum=64)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL
@@ -458,7 +458,7 @@ RATE_LIMIT_WINDOW_SECONDS = env_int("RATE_LIMIT_WINDOW_SECONDS", 3600, minimum=1
 # SPEC §4.7: reads (recall and list, REST and MCP) per credential per rolling hour, a budget of
 # their own: generous (one every 3 s, sustained for an hour) so that no honest agent meets it.
 MEMORY_READS_PER_HOUR = env_int("MEMORY_READS_PER_HOUR", 1200, minimum=1)
-# Conversation turns per credential per rolling hour (a budget of its own; README "Limits").
+# Conversation turns per credential per rolling hour (a budget of its own; docs/limits.md).
 AGENT_TURNS_PER_HOUR = env_int("AGENT_TURNS_PER_HOUR", 60, minimum=1)
 MAX_VERSIONS_PER_MEMBER = env_int("MAX_VERSIONS_PER_MEMBER", 5000, minimum=1)
 # Knowledge writes (collections, documents and their versions, entities; creating and deleting)
@@ -468,10 +468,10 @@ KNOWLEDGE_WRITES_PER_HOUR = env_int("KNOWLEDGE_WRITES_PER_HOUR", 600, minimum=1)
 # scans and every document's linking matches (409 PASSAGE_VOLUME_LIMIT_REACHED past it).
 MAX_PASSAGE_CHARS_PER_WORKSPACE = env_int("MAX_PASSAGE_CHARS_PER_WORKSPACE", 5_000_000, minimum=1)
 # Entity links computed in the request after the write commits, in normalised characters to
-# scan; above it the linking is a Celery task ("pending" until it has run; README "Limits").
+# scan; above it the linking is a Celery task ("pending" until it has run; docs/limits.md).
 ENTITY_LINK_INLINE_CHARS = env_int("ENTITY_LINK_INLINE_CHARS", 200_000, minimum=0)
 # Knowledge entities per workspace and their names plus aliases in all (409 ENTITY_LIMIT_REACHED
-# past either), and the surface forms each process keeps in its cached entity matchers (README,
+# past either), and the surface forms each process keeps in its cached entity matchers (docs/limits.md,
 # bench/entity_recall.py).
 MAX_ENTITIES_PER_WORKSPACE = env_int("MAX_ENTITIES_PER_WORKSPACE", 2000, minimum=1, maximum=100_000)
 MAX_ENTITY_FORMS_PER_WORKSPACE = env_int("MAX_ENTITY_FORMS_PER_WORKSPACE", 20_000, minimum=1, maximum=1_000_000)

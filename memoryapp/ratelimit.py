@@ -1,7 +1,7 @@
 """Per-credential rolling-hour limits, exact under concurrency and across processes: 120 remembers
 (SPEC §4.7) and, each in a budget of its own, MEMORY_READS_PER_HOUR reads (recall and list) and
 AGENT_TURNS_PER_HOUR conversation turns (each turn screens up to MAX_MASKED_CHARS of messages;
-see the README's "Limits").
+see docs/limits.md).
 
 Redis (production): one sorted set per credential, trimmed, counted and appended by one Lua
 script, so the check and the admission are a single atomic step on the server's clock.

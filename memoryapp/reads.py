@@ -9,7 +9,7 @@ request uses none; over it the answer is 429 AGENT_MEMORY_RATE_LIMITED with
 ``details.operation: "read"`` and the remember limit's headers. A read whose answer fails hands
 its slot back. If the limiter itself is down (Redis), reads go on without it — they write nothing,
 and what one costs stays bounded per process (token caps, MEMORY_QUERIES_IN_FLIGHT) — while
-remembers answer 503 (README "Limits").
+remembers answer 503 (docs/limits.md).
 
 The entry is written after the answer is computed and before it is returned: if it cannot be
 written the request fails (fail closed) rather than return memories nobody will see were read.

@@ -100,7 +100,7 @@ class KnowledgeWriteView(WorkspaceAPIView):
     """A knowledge write (every method in `permissions`: collections, documents and their versions,
     entities) spends one unit of the member's KNOWLEDGE_WRITES_PER_HOUR budget, after the
     permission check; a write that fails hands it back. Over it: 429 `AGENT_MEMORY_RATE_LIMITED`
-    with `details.operation` "knowledge" and the RateLimit-* headers (README "Limits")."""
+    with `details.operation` "knowledge" and the RateLimit-* headers (docs/limits.md)."""
 
     slot: ratelimit.Slot | None = None
 

@@ -205,7 +205,7 @@ def test_the_members_agent_memories_leave_out_assistant_memories(world):
     api = client_for(world.editor)
     listed = api.get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories").json()["memories"]
     assert [m["text"] for m in listed] == ["agent memory"]
-    assert set(_texts(agent.list())) == {"agent memory", "likes green tea"}  # agents read both (README decision)
+    assert set(_texts(agent.list())) == {"agent memory", "likes green tea"}  # agents read both (docs/decisions.md)
 
 
 def test_the_agent_memories_api_filters_and_paginates_the_members_own(world, docs):

@@ -1,7 +1,7 @@
 """Issue 22, review finding F1: a member must not multiply a budget by revoking a spent credential
 and creating a fresh one. Every budget (remember, read, turn) is charged to the credential (SPEC
 §4.7, its RateLimit-* headers) and to the member; the member's bound is the limit times the
-member's usable credentials at admission (README "Limits"), so each live credential keeps its
+member's usable credentials at admission (docs/limits.md), so each live credential keeps its
 full budget while a revoked or expired credential's spending stays on the member until the
 window rolls. On both limiter backends (Redis when REDIS_URL is set, the database otherwise)."""
 

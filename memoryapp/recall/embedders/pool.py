@@ -81,7 +81,7 @@ def engine_lane(is_query: bool) -> ThreadPoolExecutor:
     return _engine_lanes[bool(is_query)]()
 
 
-QUERIES_IN_FLIGHT = 4  # default of MEMORY_QUERIES_IN_FLIGHT (configure_engine; README "Limits")
+QUERIES_IN_FLIGHT = 4  # default of MEMORY_QUERIES_IN_FLIGHT (configure_engine; docs/limits.md)
 QUERIES_IN_FLIGHT_MAX = 64
 
 
