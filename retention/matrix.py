@@ -62,6 +62,8 @@ NOT_MEMORY_DERIVED: dict[str, str] = {
     "credits.CreditAccount": "Workspace credit balance.",
     "credits.MemberQuota": "Credit quota configuration and counter.",
     "credits.RoleQuota": "Credit quota configuration and counter.",
+    "memoryapp.KekRecord": "Key store: when each key-encryption key was made and destroyed (ids and instants, no key material).",
+    "memoryapp.KekRotationLease": "Key store: which process holds the scheduled KEK rotation, and until when.",
 }
 
 

@@ -273,8 +273,10 @@ def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
     "," alone joins ("4111,1111,1111,1111"), and so do blanks on one line, or around a joiner."""
     run = work[s:e]
     groups = _GROUP_RE.findall(run)
-    # (years one after another are a list even when they pass Luhn: no card number starts with 19 or 20)
-    if [len(g) for g in groups] in _CARD_SHAPES and _stdnum_luhn.is_valid("".join(groups)) and not all(_is_year(g) for g in groups):
+    # (years one after another are a list even when they pass Luhn; a card across ", " starts as
+    # cards do, 2–6, like catalogue.comma_groups_kind: "INV-1900-0580, 1500" is an id and a count)
+    joined = "".join(groups)
+    if [len(g) for g in groups] in _CARD_SHAPES and joined[:1] in tuple("23456") and _stdnum_luhn.is_valid(joined) and not all(_is_year(g) for g in groups):
         return []
     lines_join: bool | None = None
     cuts: list[tuple[int, int]] = []
