@@ -102,6 +102,11 @@ class Command(BaseCommand):
         if kept:
             credential = find_credential(kept)
             if credential is not None and credential.member_id == editor.pk and credential.name == AGENT and credential.is_usable():
+                if path.is_symlink() or path.stat().st_mode & 0o077:
+                    # restored from a backup, copied under umask 022 or swapped for a symlink:
+                    # put it back in a regular file this user alone reads (the link is replaced,
+                    # its target left as it is)
+                    _keep_secret(path, kept)
                 return kept, None
             ended = self._why_ended(credential, editor)
         with transaction.atomic():
