@@ -270,6 +270,8 @@ def comma_groups_kind(groups: list[str]) -> str | None:
     digits = "".join(groups)
     if len(digits) < 10 or is_progression(groups) or _is_ascending_short(groups) or all(len(g) == 4 and g[:2] in ("19", "20") for g in groups):
         return None
+    if all(g[0] != "0" and g[-1] == "0" and len(g.rstrip("0")) <= 2 for g in groups):
+        return None  # round amounts one after another ("100, 100, 1000", "250, 1500, 20000"): a list
     if 12 <= len(digits) <= 19 and digits[0] in "23456" and _stdnum_luhn_valid(digits):
         return "CARD"
     if any(len(g) > 1 and g[0] == "0" for g in groups) or _is_phone_digits(digits):
@@ -290,7 +292,7 @@ _NUMBER_LIST_RE = re.compile(r"(?<![0-9.,\-/])[0-9]{1,4}+(?:(?:, |,|[ /]| and | 
 _LIST_SPLIT_RE = re.compile(r"[^0-9]+")
 _TIME_WORDS = (
     "timestamp|time[ _]?stamp|ts|epoch|unix(?:[ _]time)?|time|mtime|ctime|atime|created(?:_at|At)?|updated(?:_at|At)?|modified(?:_at|At)?"
-    "|last_modified|lastModified|date|datetime|iat|exp|nbf|expires(?:_at|At)?|since|until|at|seen|logged"
+    "|last_modified|lastModified|date|datetime|iat|exp|nbf|expires(?:_at|At)?|since|until|(?:created|updated|modified|logged|seen|sent|received|started|ended|expired|deleted|happened|occurred|posted)[ _]at|seen|logged"
 )
 _TIMESTAMP_RE = re.compile(r"(?i:(?<![A-Za-z])(?:" + _TIME_WORDS + r"))[\"']?[ \t]{0,3}[:=]?[ \t]{0,3}[\"']?(?P<v>[12][0-9]{9}(?:[0-9]{3})?)(?![0-9])")
 _TS_MIN, _TS_MAX = 978_307_200, 2_114_380_800  # 2001-01-01 .. 2037-01-01

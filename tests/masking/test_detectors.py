@@ -461,7 +461,12 @@ ordinary_tokens = st.one_of(
     st.sampled_from(["{}", "On {} we met.", "会議は{}です。", "הפגישה {} נדחתה"]),
 )
 def test_generated_ordinary_text_is_unchanged(tokens, context):
+    # Numbers joined by ", " of 10+ digits together are judged by the catalogue since issue 33
+    # ("072, 902, 227, 918" is masked when it validates); what that costs everyday text is
+    # measured on the everyday corpus (bench/masking_corpus.py, tests/masking/test_catalogue.py).
     text = context.format(", ".join(tokens))
+    runs = re.findall(r"[0-9]+(?:, [0-9]+)+", text)
+    assume(not any(sum(map(len, re.findall(r"[0-9]+", run))) >= 10 for run in runs))
     assert mask(text) == MaskResult(text=text, kinds=())
 
 
