@@ -82,9 +82,8 @@ class CurrentKekNotDestroyed(KekUnavailable):
     """destroy() of the current KEK: every new data key would be wrapped by nothing."""
 
 
-# --- the key file ------------------------------------------------------------------------------------
-class FileBackend(FileKeks):
-    """The embedded default's key file (`memoryapp.kek.FileKeks`, behaviour unchanged) as a backend."""
+class _ThroughKeys:
+    """current_id/wrap/unwrap of a backend through its key set (`keys()`), for both backends."""
 
     def current_id(self) -> str:
         current = self.keys().current_id
@@ -97,6 +96,11 @@ class FileBackend(FileKeks):
 
     def unwrap(self, key_id: UUID, kek_id: str, wrapped: bytes) -> bytes:
         return self.keys().unwrap(key_id, kek_id, wrapped)
+
+
+# --- the key file ------------------------------------------------------------------------------------
+class FileBackend(_ThroughKeys, FileKeks):
+    """The embedded default's key file (`memoryapp.kek.FileKeks`, behaviour unchanged) as a backend."""
 
     def generate(self) -> str:
         held = read_key_file(self.path) if self.path.exists() else []
@@ -296,7 +300,7 @@ class TokenKeys:
         return self._source._call(self._generation, kek, "decrypt", wrapped[1 + NONCE_BYTES :], wrapped[1 : 1 + NONCE_BYTES], _dek_aad(key_id))
 
 
-class Pkcs11Keks:
+class Pkcs11Keks(_ThroughKeys):
     """The KEKs in a PKCS#11 token: a KEK source (memoryapp.kek.KekSource) and a KekBackend.
 
     `stored_kek_ids`: the KEK ids the key store's data keys name (to decide whether a first KEK
@@ -445,18 +449,6 @@ class Pkcs11Keks:
         return hints
 
     # --- KekBackend ----------------------------------------------------------------------------------
-    def current_id(self) -> str:
-        current = self.keys().current_id
-        if not current:
-            raise KekUnavailable(self.no_kek_message())
-        return current
-
-    def wrap(self, key_id: UUID, dek: bytes) -> tuple[str, bytes]:
-        return self.keys().wrap(key_id, dek)
-
-    def unwrap(self, key_id: UUID, kek_id_: str, wrapped: bytes) -> bytes:
-        return self.keys().unwrap(key_id, kek_id_, wrapped)
-
     def generate(self) -> str:
         """A new current KEK, generated in the token: AES-256, a token object, private, sensitive,
         never extractable, usable only to encrypt and decrypt (not to wrap other keys out)."""
