@@ -43,17 +43,27 @@ def ensure_postgres_database(alias: str) -> bool:
     return True
 
 
+def _close_pool(alias: str) -> None:
+    connection = connections[alias]
+    connection.close()
+    connection.close_pool()
+
+
 class Command(DjangoMigrate):
     help = "Updates the database schema, then the key store's (`--database keyring` for the keyring alone)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["database"] == KEYRING and connections[KEYRING].vendor == "postgresql":
-            ensure_postgres_database(KEYRING)
+        both = options["database"] == DEFAULT_DB_ALIAS and not options.get("app_label") and not _in_test_database()
+        if (options["database"] == KEYRING or both) and connections[KEYRING].vendor == "postgresql":
+            # before anything reads the key store (the KEK start-up check does): a pool opened on
+            # a database that did not exist yet keeps backing off and can time out once it does
+            if ensure_postgres_database(KEYRING):
+                _close_pool(KEYRING)
+                if options["verbosity"] >= 1:
+                    self.stdout.write(f"Created the key store's database {connections[KEYRING].settings_dict['NAME']}.")
         super().handle(*args, **options)
-        if options["database"] != DEFAULT_DB_ALIAS or options.get("app_label") or _in_test_database():
+        if not both:
             return
-        if connections[KEYRING].vendor == "postgresql" and ensure_postgres_database(KEYRING) and options["verbosity"] >= 1:
-            self.stdout.write(f"Created the key store's database {connections[KEYRING].settings_dict['NAME']}.")
         if options["verbosity"] >= 1:
             self.stdout.write("Key store (database alias `keyring`):")
         super().handle(*args, **{**options, "database": KEYRING})
