@@ -103,6 +103,15 @@ def _may_open_a_tag(before: str) -> bool:
     return not (shown_as_space or (before.isascii() and before.isalnum()))
 
 
+def _bracket_before_spaces(text: str, first: int) -> bool:
+    """A slash, an opening bracket or a math symbol, then spaces, then the tag word
+    (`〈/ memory〉`, `《 memory》`): the spaces do not keep it from reading as a tag."""
+    k = first - 1
+    while k >= 0 and text[k].isspace():
+        k -= 1
+    return k >= 0 and k < first - 1 and (text[k] == "/" or unicodedata.category(text[k]) in ("Ps", "Pi", "Sm"))
+
+
 def _tag_words_to_escape(text: str) -> set[int]:
     """Positions of the first letter of every tag word that follows a possible bracket or slash."""
     folded = [_fold(char) for char in text]
@@ -114,7 +123,7 @@ def _tag_words_to_escape(text: str) -> set[int]:
     positions: set[int] = set()
     while found >= 0:
         first = owner[found]
-        if first > 0 and _may_open_a_tag(text[first - 1]):
+        if first > 0 and (_may_open_a_tag(text[first - 1]) or _bracket_before_spaces(text, first)):
             positions.add(first)
         found = joined.find(target, found + 1)
     return positions
