@@ -84,21 +84,20 @@ def _modules() -> tuple:
 def _modules_for(length: int, digits_only: bool) -> tuple:
     """The modules that accept a compact value of this length (probed once per length with
     their own ``compact``/``validate``: the ones whose error is not InvalidLength)."""
-    from stdnum.exceptions import InvalidLength, ValidationError
+    from stdnum.exceptions import InvalidLength
 
     probe = "1" * length if digits_only else "A1" + "1" * (length - 2)
-    out = []
-    for module in _modules():
-        try:
-            module.validate(probe)
-        except InvalidLength:
-            continue
-        except ValidationError:
-            pass
-        except Exception:  # noqa: BLE001 - a module's odd error on a probe: keep it, validate decides
-            pass
-        out.append(module)
-    return tuple(out)
+    return tuple(module for module in _modules() if not isinstance(_probe_error(module, probe), InvalidLength))
+
+
+def _probe_error(module, probe: str) -> Exception | None:
+    """What the module's validate raises on the probe (any other error than a wrong length keeps
+    the module: validate decides on real values)."""
+    try:
+        module.validate(probe)
+    except Exception as error:  # noqa: BLE001 - a module's odd error on a probe is an answer too
+        return error
+    return None
 
 
 # The shapes the catalogue's identifiers take once separators are removed: digits; digits and a
