@@ -23,7 +23,8 @@ TOPIC = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 def check_topic(topic: str) -> None:
     if not TOPIC.match(topic) or len(topic) > 120:
         raise validation_error({"topic": ["Use English snake_case, for example preferred_language."]})
-    gates.refuse_personal_data_in_names({"key": topic})
+    # A topic is English words a person chose: no identifier is cut out of it before reading.
+    gates.refuse_personal_data_in_names({"key": topic}, identifiers=False)
 
 
 def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> dict[str, Any]:

@@ -145,8 +145,14 @@ def validate_body(operation: str, body: Any) -> dict[str, Any]:
 
 
 # --- row 7 -----------------------------------------------------------------------------------
-def refuse_personal_data_in_names(data: dict[str, Any]) -> None:
-    flagged = {name: list(kinds) for name in ("namespace", "key") if data.get(name) and (kinds := masking.name_kinds(data[name]))}
+def refuse_personal_data_in_names(data: dict[str, Any], *, identifiers: bool = True) -> None:
+    """Refuse a namespace or key holding personal data; UUIDs and ULIDs in them are identifiers
+    unless `identifiers` is False (see ``masking.name_kinds``)."""
+    flagged = {
+        name: list(kinds)
+        for name in ("namespace", "key")
+        if data.get(name) and (kinds := masking.name_kinds(data[name], identifiers=identifiers))
+    }
     if flagged:
         # The kinds found, never the value: error details are logged and shown.
         raise ApiError(400, "AGENT_MEMORY_PERSONAL_DATA", "namespace and key are never masked, so they must not contain personal data.", {"fields": flagged})

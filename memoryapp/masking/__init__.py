@@ -181,16 +181,18 @@ def contains_personal_data(text: str) -> bool:
     return bool(detect_kinds(text))
 
 
-def name_kinds(name: str) -> tuple[str, ...]:
+def name_kinds(name: str, *, identifiers: bool = True) -> tuple[str, ...]:
     """Kinds of personal data in a name that is stored as written (namespace, key, assistant
     topic, conversation id): what ``mask`` finds in it, read as written and, when it has
     underscores, with them read as spaces, since a snake_case topic cannot hold a space
     ("password_is_hunter2", "dana_at_example_dot_com", "call_5551234" are the sentences they
     spell). UUIDs and ULIDs are identifiers, not personal data: they are cut out first and the
-    pieces around them read alone (``identifiers``)."""
-    kinds = set(kinds_outside_identifiers(name))
+    pieces around them read alone (``identifiers``), unless `identifiers` is False (a name a
+    person chose, such as a topic, has no reason to hold one)."""
+    read = kinds_outside_identifiers if identifiers else detect_kinds
+    kinds = set(read(name))
     if "_" in name:
-        kinds.update(kinds_outside_identifiers(name.replace("_", " ")))
+        kinds.update(read(name.replace("_", " ")))
     return tuple(sorted(kinds))
 
 

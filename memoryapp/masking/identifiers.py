@@ -36,9 +36,11 @@ _JOINERS = " -_.:/\\|,;=~#"
 
 def _boundary(ch: str) -> bool:
     """A character an identifier may touch: not a letter or digit of any script (a full-width
-    or Arabic-Indic digit would extend the run), and not invisible (the detector drops those,
-    which would join the identifier to what is on the other side)."""
-    return not ch.isalnum() and unicodedata.category(ch) not in ("Cf", "Mn", "Me")
+    or Arabic-Indic digit would extend the run), not invisible (the detector drops those,
+    which would join the identifier to what is on the other side), and not an at sign or its
+    full-width form: an identifier next to one is part of an e-mail address
+    (`john@<ulid>.gmail.com`), which is read whole."""
+    return not ch.isalnum() and ch not in "@\uff20" and unicodedata.category(ch) not in ("Cf", "Mn", "Me")
 
 
 def identifier_spans(name: str) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from core.errors import ApiError
 from memoryapp.api.conversations import ReplyUsageBody
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.mcp.tools import run_operation
@@ -73,10 +74,14 @@ def test_personal_data_in_a_key_or_namespace_is_still_refused(agent, key):
     assert error_code(agent.list(namespace=key[:64])) == "AGENT_MEMORY_PERSONAL_DATA"
 
 
-def test_an_assistant_topic_with_a_uuid_hex_is_accepted(world):
+def test_an_assistant_topic_is_read_without_the_identifier_cut_out(world):
+    """Topics are English words a person or the extraction vocabulary chose, never program
+    identifiers: a UUID in one is read as written, so digits padded into its shape are refused
+    (docs/decisions.md, "Identifiers in keys")."""
     ident = _uuids_refused_before(1, lambda u: u.hex)[0]
-    version, _ = add_assistant_memory(world.editor, kind="fact", topic=f"note_{ident}", summary="A note.")
-    assert version.key == f"note_{ident}"
+    with pytest.raises(ApiError) as caught:
+        add_assistant_memory(world.editor, kind="fact", topic=f"note_{ident}", summary="A note.")
+    assert caught.value.code == "AGENT_MEMORY_PERSONAL_DATA"
 
 
 def test_a_uuid_conversation_id_is_accepted_and_a_phone_number_is_not():
