@@ -10,7 +10,12 @@ credentials, writes memories through the REST API, and drives wrk with a Lua scr
 40% list, each request from a credential picked at random. Per connection level it prints
 requests, req/s, p50/p95/p99, non-2xx and 5xx counts, and the PostgreSQL connections of both
 databases (pg_stat_activity): the most seen during the run and what is left 10 s after it.
-wrk runs on the same machine and takes CPU from the server: the figures are a floor."""
+wrk runs on the same machine and takes CPU from the server: the figures are a floor.
+
+The embedding ceiling (issue 32's yardstick): what the 60/40 mix could serve if a request cost
+nothing but its query embedding, `cores / (0.6 × embedding)`, with the embedding timed the way a
+recall runs it (`embed_query_within`, the configured embedder, one query at a time) in a process
+of its own before the server starts. Each level prints its req/s as a fraction of that ceiling."""
 
 from __future__ import annotations
 
@@ -171,6 +176,41 @@ def run_wrk(base: str, script: Path, connections: int, seconds: int) -> dict:
     return json.loads(line.removeprefix("RESULT "))
 
 
+CEILING_PROBE = """
+import json, statistics, sys, time
+import django
+django.setup()
+from django.conf import settings
+from memoryapp.recall.embedders import get_embedder
+from memoryapp.recall.embedders.pool import embed_query_within
+queries = json.loads(sys.argv[1])
+embedder = get_embedder(settings.MEMORY_EMBEDDER)
+for q in queries:
+    embed_query_within(embedder, q, 10.0)  # warm: the model loaded, the threads started
+samples = []
+for i in range(int(sys.argv[2])):
+    start = time.perf_counter()
+    embed_query_within(embedder, queries[i % len(queries)], 10.0)
+    samples.append((time.perf_counter() - start) * 1000)
+print(json.dumps({"embedder": settings.MEMORY_EMBEDDER, "p50": statistics.median(samples)}))
+"""
+
+
+def embedding_ceiling(env: dict[str, str], samples: int = 300) -> tuple[str, float, float]:
+    """(embedder, query embedding p50 in ms, the mix's ceiling in req/s) on this machine."""
+    out = subprocess.run(
+        [sys.executable, "-c", CEILING_PROBE, json.dumps(QUERIES), str(samples)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    probe = json.loads(out.strip().splitlines()[-1])
+    cores = os.cpu_count() or 1
+    return probe["embedder"], probe["p50"], cores * 1000 / (0.6 * probe["p50"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=4, help="uvicorn --workers, as the README's command (4)")
@@ -210,6 +250,7 @@ def main() -> None:
     manage(env, "migrate")
     manage(env, "seed_demo")
     tokens = create_credentials(args.members, args.credentials_per_member)
+    embedder, embed_p50, ceiling = embedding_ceiling(env)
 
     base = f"http://127.0.0.1:{args.port}"
     log = (var_dir / "processes.log").open("w")
@@ -224,6 +265,7 @@ def main() -> None:
         script.write_text(LUA % {"tokens": ", ".join(json.dumps(t) for t in tokens), "queries": ", ".join(json.dumps(q) for q in QUERIES), "seed": 11})
         print(f"uvicorn --workers {args.workers} + celery --concurrency {args.celery_concurrency}; PostgreSQL {args.database} (+ _keyring), Redis {args.redis}")
         print(f"{len(tokens)} credentials, {stored} memories remembered through the API; wrk -t2 {args.seconds} s per level, 60% recall / 40% list")
+        print(f"embedding ceiling: {embedder} query embedding p50 {embed_p50:.1f} ms on {os.cpu_count()} cores -> {ceiling:.0f} req/s for the 60/40 mix")
         print(f"connections before: {watch.count()['total']}; DB_POOL_MAX_SIZE={os.environ.get('DB_POOL_MAX_SIZE', 'default')}; load {os.getloadavg()[0]:.2f}")
         for level in args.connections:
             watch.start()
@@ -232,7 +274,7 @@ def main() -> None:
             time.sleep(10)
             after = watch.count()
             print(
-                f"{level:4d} conn: {result['requests']:6d} requests {result['requests'] / result['seconds']:7.1f} req/s   p50 {result['p50']:7.1f} ms   p95 {result['p95']:7.1f} ms   "
+                f"{level:4d} conn: {result['requests']:6d} requests {result['requests'] / result['seconds']:7.1f} req/s ({result['requests'] / result['seconds'] / ceiling:.2f} of the ceiling)   p50 {result['p50']:7.1f} ms   p95 {result['p95']:7.1f} ms   "
                 f"p99 {result['p99']:7.1f} ms   non-2xx {result['non2xx']:5d}   5xx {result['s5xx']:5d}   timeouts {result['timeouts']}   "
                 f"pg connections: peak {peak}, 10 s after {after['total']} ({after['idle']} idle)   load {os.getloadavg()[0]:.2f}",
                 flush=True,
