@@ -75,10 +75,15 @@ def _digit_source(draw, fake: Faker) -> str:
 
 
 def _is_excepted(value: str) -> bool:
-    """The documented exceptions: a calendar date inside the groups, or groups joined by full
-    stops only (a decimal number, a version, an IPv4 address are written that way)."""
+    """The documented exceptions: a calendar date inside the groups, groups joined by full
+    stops only (a decimal number, a version, an IPv4 address are written that way), or four or
+    more numbers of at most three digits among blanks, some of one or two (a list of scores:
+    ``catalogue._is_small_numbers``, which still masks such a run when it is a card or mobile)."""
     work = Work.of(value).text
     if _DATE_SHAPE.search(work):
+        return True
+    groups = re.split(r"[ \t]+", work)
+    if len(groups) >= 4 and all(g.isdigit() and len(g) <= 3 for g in groups) and min(map(len, groups)) <= 2:
         return True
     seps = set(re.findall(r"[^0-9\s]", work))
     return seps == {"."}
