@@ -78,3 +78,23 @@ def test_a_token_path_that_never_ends_is_read_no_further_than_a_token(settings, 
         os.symlink(target, kept)
     new = _seed()["agentToken"]
     assert new != old and not kept.is_symlink() and kept.read_text().strip() == new
+
+
+def test_a_live_token_of_another_workspace_in_the_file_is_not_printed_or_kept(settings, tmp_path):
+    """A valid token of someone else (another workspace's credential, even one named like the
+    demo's) written at the path is not handed out as the demo agent's, and is left usable."""
+    from rest_framework.test import APIClient
+
+    from governance import actions
+
+    settings.MEMORY_EMBEDDER = "hashing"
+    settings.VAR_DIR = tmp_path
+    _seed()
+    workspace, owner = actions.create_workspace("Elsewhere", owner_email="owner@elsewhere.test", password="pw-elsewhere-1")
+    actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=owner.user)
+    owner.refresh_from_db()
+    _, foreign = actions.create_credential(owner, name="demo agent", scopes=["memory:read"])
+    (tmp_path / "demo-agent-token").write_text(foreign + "\n")
+    seeded = _seed()
+    assert seeded["agentToken"] != foreign and foreign not in json.dumps(seeded)
+    assert APIClient(HTTP_AUTHORIZATION=f"Bearer {foreign}").post("/api/agent/v1/memories/list", {}, format="json").status_code == 200
