@@ -200,8 +200,15 @@ def kinds_outside_identifiers(text: str) -> tuple[str, ...]:
     """What ``detect_kinds`` finds in `text` once its UUIDs and ULIDs are cut out, each piece
     around them read alone (free text stored as written: conversation ids, credential names)."""
     kinds: set[str] = set()
-    for piece in identifiers.pieces_around_identifiers(text):
+    pieces = identifiers.pieces_around_identifiers(text)
+    for piece in pieces:
         kinds.update(detect_kinds(piece))
+    # An identifier inside an e-mail address is part of it ("john@mail.<uuid>.example.com",
+    # "john﹫<uuid>.com", "john(at)<uuid>.com"): cut out, it would take the address's domain with
+    # it. Addresses are read in the whole name; what the cut-out is for (an identifier's digits and
+    # letters read as a phone, card or secret) cannot make one: it has no at sign or at word.
+    if pieces != [text] and "EMAIL" not in kinds and email.stage_email(Work.of(text).text):
+        kinds.add("EMAIL")
     return tuple(sorted(kinds))
 
 

@@ -9,6 +9,7 @@ VAR_DIR, or the file removed), the run issues a new one and says that the old on
 import json
 import os
 import secrets
+import stat
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -97,7 +98,7 @@ class Command(BaseCommand):
         """The kept demo token while its credential is usable, else a new one: (token, why the
         previous one ended, or None when it is kept or there was none)."""
         path = settings.VAR_DIR / TOKEN_FILE
-        kept = path.read_text().strip() if path.exists() else ""
+        kept = _read_kept(path)
         ended = None
         if kept:
             credential = find_credential(kept)
@@ -168,6 +169,25 @@ class Command(BaseCommand):
         add_assistant_memory(editor, kind="preference", topic="response_style", summary="Prefers short answers with bullet points.", details=["No emoji", "Metric units"])
         actions.revoke_credential(seed, actor=None, reason="the demo's seed memories are written")
         return workspace
+
+
+#: More than any token: what is read of the kept file at most.
+_MOST_READ = 4096
+
+
+def _read_kept(path) -> str:
+    """The token kept at `path`, or "" when there is none to read. Only a regular file (or a link
+    to one) can hold it, and only its first bytes are read: a FIFO planted there would block the
+    run before the server starts, a link to /dev/zero or a huge file would fill memory. Opening
+    without blocking is what lets a FIFO be told apart before it is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:  # no file, or a link to nowhere
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return handle.read(_MOST_READ).decode("utf-8", "replace").strip()
 
 
 def _keep_secret(path, value: str) -> None:
