@@ -219,9 +219,36 @@ def paginate(queryset: QuerySet[MemoryVersion], member: Member, ask_history: Ask
 
 # --- forget ------------------------------------------------------------------------------------
 def chain_ids(version: MemoryVersion) -> list[int]:
+    """What erasing `version`'s memory erases: every version of its key (``key_chain_ids``)."""
     if version.key is None:
         return [version.pk]
-    return list(MemoryVersion.objects.filter(member_id=version.member_id, namespace=version.namespace, key=version.key).values_list("pk", flat=True))
+    return key_chain_ids(version.member_id, version.namespace, version.key)
+
+
+def key_chain_ids(member_id: int, namespace: str, key: str) -> list[int]:
+    """Every version of the key, and of each chain a topic edit moved into it (`moved_from`)
+    up to the move: the old topic's history goes with the memory it became. A chain later
+    started again under the old key is another memory and stays."""
+    ids: list[int] = []
+    seen: set[tuple[str, Any]] = set()
+    todo: list[tuple[str, Any]] = [(key, None)]
+    while todo:
+        chain_key, until = todo.pop()
+        if (chain_key, until) in seen:
+            continue
+        seen.add((chain_key, until))
+        versions = MemoryVersion.objects.filter(member_id=member_id, namespace=namespace, key=chain_key)
+        if until is not None:
+            versions = versions.filter(valid_from__lte=until)
+        moved_from = []
+        for pk, origin in versions.values_list("pk", "moved_from"):
+            if pk not in ids:
+                ids.append(pk)
+            if origin is not None:
+                moved_from.append(origin)
+        origins = MemoryVersion.objects.filter(pk__in=moved_from, member_id=member_id, namespace=namespace)
+        todo.extend(origins.values_list("key", "valid_from"))
+    return ids
 
 
 def forget(admission: gates.Admission) -> dict[str, Any]:
@@ -242,7 +269,7 @@ def forget(admission: gates.Admission) -> dict[str, Any]:
         else:
             if not live.filter(namespace=data["namespace"], key=data["key"]).exists():
                 raise memory_not_found()
-            ids = list(MemoryVersion.objects.filter(member=ctx.member, namespace=data["namespace"], key=data["key"]).values_list("pk", flat=True))
+            ids = key_chain_ids(ctx.member.pk, data["namespace"], data["key"])
             filters = {"namespace": data["namespace"], "key": data["key"]}
         gates.check_memory_in_scope(admission, ids)
         receipt = erase_memories(

@@ -108,7 +108,9 @@ def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, s
     (version 1, or the next version of that topic if the member already has it, which it then
     replaces) and the old topic's chain is closed (`validTo` now), in one transaction under the
     member lock. The old chain's versions stay history — what an `asOf` read before the move
-    returns — until retention erases them; deleting the memory erases the new topic's chain."""
+    returns — until retention erases them, or until the memory is deleted or forgotten: the new
+    version keeps the old one's id (`moved_from`), and erasing its chain erases the old topic's
+    versions up to the move with it (``actions.chain_ids``)."""
     if topic is not None:
         check_topic(topic)
     with transaction.atomic():
@@ -125,6 +127,9 @@ def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, s
         )
         if topic != current.key:
             MemoryVersion.objects.filter(pk=current.pk).current().update(valid_to=version.valid_from)
+            # the link that makes deleting the moved memory erase the old topic's history too
+            MemoryVersion.objects.filter(pk=version.pk).update(moved_from=current.pk)
+            version.moved_from = current.pk
     return version
 
 

@@ -170,6 +170,7 @@ class MemoryVersion(models.Model):
             "namespace",
             "key",
             "collection_id",
+            "moved_from",
             "version",
             "valid_from",
             "valid_to",
@@ -216,6 +217,12 @@ class MemoryVersion(models.Model):
     # Set in the same transaction as a cascade's cause; read paths skip it before the erase runs.
     unreachable_at = models.DateTimeField(null=True, blank=True)
     unreachable_reason = models.CharField(max_length=32, blank=True, help_text="The cascade that will erase it.")
+    moved_from = models.BigIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Plain id of the version a topic edit moved this memory from: erasing this chain erases that history too.",
+    )
 
     objects = MemoryVersionQuerySet.as_manager()  # a SealedQuerySet: it opens what it fetches
 

@@ -209,6 +209,8 @@ def kinds_outside_identifiers(text: str) -> tuple[str, ...]:
     # letters read as a phone, card or secret) cannot make one: it has no at sign or at word.
     if pieces != [text] and "EMAIL" not in kinds and email.stage_email(Work.of(text).text):
         kinds.add("EMAIL")
+    if pieces != [text] and identifiers.labelled_identifier(text):
+        kinds.add("SECRET")  # "password=<uuid>": the identifier is the secret's value
     return tuple(sorted(kinds))
 
 

@@ -55,6 +55,22 @@ def identifier_spans(name: str) -> list[tuple[int, int]]:
     return spans
 
 
+# A secret's label written as an assignment or a header before an identifier: "password=<uuid>",
+# "api_key: <uuid>", "Authorization: Bearer <uuid>", "password is <uuid>" (a UUID is what some
+# services issue as an API key). Not a prefix joined by a colon, hyphen or underscore
+# ("token:<uuid>", "session-<uuid>", "secret_<uuid>", "password_reset:<uuid>"): that is how keys
+# name what an identifier is.
+_SECRET_LABEL_RE = re.compile(
+    r"(?i)(?<![A-Za-z])(?:password|passwd|passphrase|pwd|api[ _-]?key|secret|access[ _-]?token|token|bearer)"
+    r"(?:[ \t]*=[ \t]*|[ \t]*:[ \t]+|[ \t]+is[ \t]+|(?<=[Bb]earer)[ \t]+)\Z"
+)
+
+
+def labelled_identifier(name: str) -> bool:
+    """Whether an identifier in `name` is the value of a secret's label (``_SECRET_LABEL_RE``)."""
+    return any(_SECRET_LABEL_RE.search(name, max(0, s - 40), s) for s, _ in identifier_spans(name))
+
+
 def pieces_around_identifiers(name: str) -> list[str]:
     """`name` without its identifiers: the non-empty pieces between them, to be read alone."""
     spans = identifier_spans(name)

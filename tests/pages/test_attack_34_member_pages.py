@@ -65,12 +65,6 @@ def test_a_moved_topic_cannot_carry_personal_data_on_the_page_or_the_api(world, 
     assert not MemoryVersion.objects.filter(key=topic).exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a topic move closes the old chain instead of erasing it, and deleting the moved memory erases only the new topic's "
-    "chain: the same text stays stored under the old topic (readable with asOf) until retention, with no way for the member "
-    "to reach it; fixing it needs a link from the moved chain to the one it came from (or erasing the old chain on the move)",
-)
 def test_deleting_a_moved_memory_leaves_no_copy_under_its_old_topic(world):
     agent = make_agent(world.editor)
     old, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="health_note", summary="Takes insulin at noon", details=[])
@@ -86,3 +80,19 @@ def test_deleting_a_moved_memory_leaves_no_copy_under_its_old_topic(world):
     listed = agent.list(namespace=ASSISTANT_NAMESPACE, key="health_note", asOf=before_move)
     assert listed.status_code == 200 and listed.json()["memories"] == [], listed.json()
     assert not MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).exists()
+
+
+def test_a_moved_memory_forgotten_by_key_takes_its_old_topics_history_and_not_a_later_chain(world):
+    """Moves a → b → c, then the member starts topic a again: forgetting c by key erases c, b and
+    a's history up to the first move, and leaves the new chain of a (another memory)."""
+    agent = make_agent(world.editor)
+    first, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="topic_a", summary="First wording")
+    to_b = assistant.edit_assistant_memory(world.editor, first.pk, kind=None, summary=None, details=None, topic="topic_b")
+    to_c = assistant.edit_assistant_memory(world.editor, to_b.pk, kind=None, summary="Third wording", details=None, topic="topic_c")
+    again, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="topic_a", summary="A new memory")
+    assert to_c.moved_from == to_b.pk and to_b.moved_from == first.pk
+    forgotten = agent.forget(namespace=ASSISTANT_NAMESPACE, key="topic_c")
+    assert forgotten.status_code == 200, forgotten.json()
+    assert forgotten.json()["forgotten"] == 3
+    left = MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE)
+    assert list(left.values_list("pk", flat=True)) == [again.pk]
