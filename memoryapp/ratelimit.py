@@ -13,7 +13,6 @@ never use up remembers, nor the other way round.
 
 from __future__ import annotations
 
-import functools
 import math
 import uuid
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from core import backends
 from core.errors import ApiError
 from governance.models import Credential, Member
 from memoryapp.models import RateLimitSlot
@@ -130,10 +130,10 @@ def member_bound(credential: Credential, limit: int) -> MemberBound:
 
 
 class RedisRateLimiter:
-    def __init__(self, url: str):
+    def __init__(self, url: str | None = None):
         import redis
 
-        self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._client = redis.Redis.from_url(url or settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
         self._script = self._client.register_script(_LUA)
 
     @staticmethod
@@ -273,13 +273,9 @@ class DatabaseRateLimiter:
         RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).delete()
 
 
-@functools.cache
-def _limiter(backend: str, url: str | None):
-    return RedisRateLimiter(url) if backend == "redis" else DatabaseRateLimiter()
-
-
 def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
-    return _limiter(settings.RATE_LIMIT_BACKEND, settings.REDIS_URL)
+    """The limiter RATE_LIMIT_BACKEND configures (core.backends)."""
+    return backends.load("RATE_LIMIT_BACKEND")
 
 
 def admit(credential: Credential, limit: int, *, bucket: str = "remember") -> Slot:
