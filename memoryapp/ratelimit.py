@@ -278,7 +278,7 @@ def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
     return backends.load("RATE_LIMIT_BACKEND")
 
 
-def admit(credential: Credential, limit: int, *, bucket: str = "remember") -> Slot:
+def take_slot(credential: Credential, limit: int, *, bucket: str = "remember") -> Slot:
     """One unit of `bucket` for the credential: charged to the credential (its SPEC §4.7 budget,
     which the RateLimit-* headers describe; `remaining` is the tighter of the two) and to its
     member (`member_bound`), so revoking a spent credential and creating another buys nothing."""
@@ -292,7 +292,7 @@ def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", 
     if the work inside fails, so the limit counts work done (a remember's 409 carries the headers).
     The one rule behind SPEC §2 row 11 and the turns' budget."""
     limiter = get_limiter()
-    slot = admit(credential, limit, bucket=bucket)
+    slot = take_slot(credential, limit, bucket=bucket)
     if not slot.allowed:
         raise rate_limited(slot, bucket, f"At most {slot.limit} {what} per credential per hour.")
     try:
@@ -304,7 +304,7 @@ def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", 
         raise
 
 
-def admit_member(member: Member, limit: int, *, bucket: str = KNOWLEDGE_BUCKET) -> Slot:
+def take_member_slot(member: Member, limit: int, *, bucket: str = KNOWLEDGE_BUCKET) -> Slot:
     """One unit of the member's own rolling-window budget `bucket` (knowledge writes: a member acts
     through the workspace API, not a credential). 429 `AGENT_MEMORY_RATE_LIMITED` with the
     RateLimit-* headers and `Retry-After` when it is spent; `refund` hands it back."""
