@@ -75,7 +75,7 @@ def main() -> None:
     print(summary("recall with its access entry", logged))
     print(summary("recall without", bare))
     print(difference("  the entry costs", logged, bare))
-    logged, bare = interleaved(lambda: reads.list_memories(admit("list", {}), surface="rest").body, lambda: memory_actions.list_memories(admit("list", {})), args.n)
+    logged, bare = interleaved(lambda: reads.list_memories(admit("list", {}), surface="rest").body, lambda: memory_actions.memory_page(admit("list", {})), args.n)
     print(summary("list (limit 20) with its access entry", logged))
     print(summary("list (limit 20) without", bare))
     print(difference("  the entry costs", logged, bare))

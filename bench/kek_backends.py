@@ -87,7 +87,6 @@ def main() -> None:
     store = key_store()
     for name, overrides in backends.items():
         with override_settings(**overrides):
-            keyring._kek_source.cache_clear()
             DataKey.objects.using(keyring.KEYRING).all().delete()
             source = keyring.kek_source()
             keks = source.keys()
@@ -116,7 +115,6 @@ def main() -> None:
                     if kek != source.keys().current_id:
                         source.destroy(kek)
             DataKey.objects.using(keyring.KEYRING).all().delete()
-    keyring._kek_source.cache_clear()
     shutil.rmtree(scratch, ignore_errors=True)
 
 

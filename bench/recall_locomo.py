@@ -202,9 +202,9 @@ def main() -> int:
 
 
 def available_embedders(requested: str | None) -> list[str]:
-    from memoryapp.recall.embedders import EMBEDDERS, EmbedderUnavailable, require_embedder
+    from memoryapp.recall.embedders import EmbedderUnavailable, embedder_names, require_embedder
 
-    names = requested.split(",") if requested else list(EMBEDDERS)
+    names = requested.split(",") if requested else list(embedder_names())
     usable = []
     for name in names:
         try:

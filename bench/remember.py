@@ -28,10 +28,10 @@ def main() -> None:
 
     from governance import actions
     from memoryapp import gates
-    from memoryapp.actions import list_memories, remember
+    from memoryapp.actions import memory_page, remember
     from memoryapp.models import MemoryEmbedding, MemoryVersion
     from memoryapp.ratelimit import get_limiter
-    from memoryapp.reads import list_memories as logged_list
+    from memoryapp.reads import list_memories
     from memoryapp.recall.embedders import engine_lane, get_embedder
     from memoryapp.recall.index import index_entry
 
@@ -71,10 +71,10 @@ def main() -> None:
     versions = [MemoryVersion(workspace=workspace, member=member, namespace="bench", text=f"Memory {i} about shipping and seats", text_length=30) for i in range(5000)]
     MemoryVersion.objects.bulk_create(versions, batch_size=1000)
     MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member)], batch_size=1000)
-    print(summary("list (limit 20) at 5,000 versions", timed(lambda: logged_list(gates.admit(token, "list", {}), surface="rest"), args.n)))
-    print(summary("  the same read without its access entry", timed(lambda: list_memories(gates.admit(token, "list", {})), args.n)))
-    print(summary("list (limit 100) at 5,000 versions", timed(lambda: logged_list(gates.admit(token, "list", {"limit": 100}), surface="rest"), args.n)))
-    print(summary("  the same read without its access entry", timed(lambda: list_memories(gates.admit(token, "list", {"limit": 100})), args.n)))
+    print(summary("list (limit 20) at 5,000 versions", timed(lambda: list_memories(gates.admit(token, "list", {}), surface="rest"), args.n)))
+    print(summary("  the same read without its access entry", timed(lambda: memory_page(gates.admit(token, "list", {})), args.n)))
+    print(summary("list (limit 100) at 5,000 versions", timed(lambda: list_memories(gates.admit(token, "list", {"limit": 100}), surface="rest"), args.n)))
+    print(summary("  the same read without its access entry", timed(lambda: memory_page(gates.admit(token, "list", {"limit": 100})), args.n)))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
-from core.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from core.env import env_backend, env_bool, env_choice, env_float, env_int, env_list, env_str
 from core.private_files import create_private
 from memoryapp.crypto import decode_kek
 
@@ -273,6 +273,40 @@ def _kek(name: str, value: str) -> str:
     return value
 
 
+# --- Swappable backends (core.backends, docs/configuration.md "Backends") -------------------------
+# Each backend setting takes a short name of its table here or the dotted path of a callable that
+# takes no argument and returns the backend. `reads`: the settings a backend is built from (a
+# change of one rebuilds it).
+BACKENDS = {
+    "RATE_LIMIT_BACKEND": {
+        "aliases": {"redis": "memoryapp.ratelimit.RedisRateLimiter", "database": "memoryapp.ratelimit.DatabaseRateLimiter"},
+        "reads": ("REDIS_URL",),
+    },
+    "MEMORY_EMBEDDER": {
+        "aliases": {
+            "e5": "memoryapp.recall.embedders.e5.E5Embedder",
+            "minilm": "memoryapp.recall.embedders.minilm.MiniLMEmbedder",
+            "use": "memoryapp.recall.embedders.use.USEEmbedder",
+            "hashing": "memoryapp.recall.embedders.hashing.HashingEmbedder",
+        },
+    },
+    "SYSTEM_MODEL": {
+        "aliases": {"offline": "memoryapp.system_models.OfflineRulesModel", "openai": "memoryapp.system_models.OpenAICompatibleModel"},
+        "reads": ("SYSTEM_MODEL_URL", "SYSTEM_MODEL_NAME", "SYSTEM_MODEL_API_KEY", "SYSTEM_MODEL_TIMEOUT_SECONDS"),
+    },
+    "KEK_BACKEND": {
+        "aliases": {"file": "memoryapp.keyring.file_keks", "pkcs11": "memoryapp.keyring.pkcs11_keks"},
+        "reads": ("MEMORY_KEK", "RETIRED_KEKS", "MEMORY_KEK_FILE", "PKCS11_MODULE", "PKCS11_TOKEN_LABEL", "PKCS11_PIN", "PKCS11_PIN_FILE", "PKCS11_KEY_LABEL"),
+    },
+}
+
+
+def _names(setting: str, alias: str, value: str) -> bool:
+    """Whether a backend setting's value (a short name or a dotted path) is that short name's backend."""
+    table = BACKENDS[setting]["aliases"]
+    return table.get(value, value) == table[alias]
+
+
 # The key-encryption key (docs/encryption.md "The KEK"): base64 of 32 random bytes, from the
 # environment in production. Unset (the embedded default): the file var/memory_kek (mode 600),
 # made on first use only while the key store holds no data key, and rewritten by `rotate_kek`
@@ -288,13 +322,13 @@ RETIRED_KEKS = [_kek("RETIRED_KEKS", value) for value in env_list("RETIRED_KEKS"
 # HSM or a cloud HSM: generated there, never extractable, wrap/unwrap inside it). pkcs11 needs the
 # module (the vendor's .so), the token's label and its user PIN (PKCS11_PIN, or PKCS11_PIN_FILE: a
 # file holding it). RETIRED_KEKS still unwrap beside the token (a migration from the key file).
-KEK_BACKEND = env_choice("KEK_BACKEND", "file", ("file", "pkcs11"))
+KEK_BACKEND = env_backend("KEK_BACKEND", "file", BACKENDS)
 PKCS11_MODULE = env_str("PKCS11_MODULE", "")
 PKCS11_TOKEN_LABEL = env_str("PKCS11_TOKEN_LABEL", "")
 PKCS11_PIN = env_str("PKCS11_PIN", "")
 PKCS11_PIN_FILE = env_str("PKCS11_PIN_FILE", "")
 PKCS11_KEY_LABEL = env_str("PKCS11_KEY_LABEL", "gam-kek")
-if KEK_BACKEND == "pkcs11":
+if _names("KEK_BACKEND", "pkcs11", KEK_BACKEND):
     _unset = [name for name, value in (("PKCS11_MODULE", PKCS11_MODULE), ("PKCS11_TOKEN_LABEL", PKCS11_TOKEN_LABEL)) if not value]
     if _unset:
         raise ImproperlyConfigured(f'KEK_BACKEND=pkcs11 needs {" and ".join(_unset)} (docs/encryption.md, "KEK backends")')
@@ -333,8 +367,8 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Rate limits must be exact across processes: Redis in production, the database otherwise.
-RATE_LIMIT_BACKEND = env_choice("RATE_LIMIT_BACKEND", "redis" if REDIS_URL else "database", ("redis", "database"))
-if RATE_LIMIT_BACKEND == "redis" and not REDIS_URL:
+RATE_LIMIT_BACKEND = env_backend("RATE_LIMIT_BACKEND", "redis" if REDIS_URL else "database", BACKENDS)
+if _names("RATE_LIMIT_BACKEND", "redis", RATE_LIMIT_BACKEND) and not REDIS_URL:
     raise ImproperlyConfigured("RATE_LIMIT_BACKEND=redis needs REDIS_URL")
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
@@ -355,10 +389,10 @@ CELERY_BEAT_SCHEDULE = {
     "expiry-sweep": {"task": "retention.tasks.expiry_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(minutes=15), "options": {"expires": 600}},
     "grace-purge": {"task": "retention.tasks.grace_purge", "schedule": timedelta(minutes=15), "options": {"expires": 600}},
-    "settle-usage": {"task": "retention.tasks.settle_usage", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
-    "daily-rollup": {"task": "retention.tasks.daily_rollup", "schedule": crontab(minute=10, hour="*"), "options": {"expires": 1800}},
-    "quota-reset": {"task": "retention.tasks.quota_reset", "schedule": crontab(minute=0, hour="*"), "options": {"expires": 1800}},
-    "reconcile-credits": {"task": "retention.tasks.reconcile_credits", "schedule": crontab(minute=30, hour="*/6"), "options": {"expires": 3600}},
+    "settle-usage": {"task": "credits.tasks.settle_usage", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
+    "daily-rollup": {"task": "credits.tasks.daily_rollup", "schedule": crontab(minute=10, hour="*"), "options": {"expires": 1800}},
+    "quota-reset": {"task": "credits.tasks.quota_reset", "schedule": crontab(minute=0, hour="*"), "options": {"expires": 1800}},
+    "reconcile-credits": {"task": "credits.tasks.reconcile_credits", "schedule": crontab(minute=30, hour="*/6"), "options": {"expires": 3600}},
     "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
     "access-log-sweep": {"task": "retention.tasks.access_log_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
     "receipt-chain-check": {"task": "retention.tasks.receipt_chain_check", "schedule": crontab(minute=40, hour=3), "options": {"expires": 3600 * 6}},
@@ -435,7 +469,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product settings -----------------------------------------------------------------------
-MEMORY_EMBEDDER = env_choice("MEMORY_EMBEDDER", "e5", ("e5", "minilm", "use", "hashing"))  # docs/decisions.md "Default embedder"
+MEMORY_EMBEDDER = env_backend("MEMORY_EMBEDDER", "e5", BACKENDS)  # docs/decisions.md "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
 # OpenMP threads of one memory's e5 embedding; queries take one (memoryapp.recall.embedders, "the e5 engine's threads"): 2, or 1 on
 # a one-core machine; 1 trades single-request latency for throughput when more busy processes
@@ -482,7 +516,7 @@ MAX_CREDENTIALS_PER_MEMBER = env_int("MAX_CREDENTIALS_PER_MEMBER", 50, minimum=1
 # SPEC §8.1: how long an access entry (which agent read which memory ids) is kept.
 ACCESS_LOG_RETENTION_DAYS = env_int("ACCESS_LOG_RETENTION_DAYS", 90, minimum=1, maximum=3650)
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1:*", "localhost:*", "[::1]:*"])
-SYSTEM_MODEL = env_choice("SYSTEM_MODEL", "offline", ("offline", "openai"))
+SYSTEM_MODEL = env_backend("SYSTEM_MODEL", "offline", BACKENDS)
 SYSTEM_MODEL_URL = env_str("SYSTEM_MODEL_URL", "")
 SYSTEM_MODEL_NAME = env_str("SYSTEM_MODEL_NAME", "offline-rules-v1")
 SYSTEM_MODEL_API_KEY = env_str("SYSTEM_MODEL_API_KEY", "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -61,4 +62,13 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name, default)
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def env_backend(name: str, default: str, backends: dict[str, dict]) -> str:
+    """A backend setting (core.backends): a short name of its table in `backends`, or a dotted path."""
+    value = os.environ.get(name, default)
+    names = backends[name]["aliases"]
+    if value not in names and not re.match(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$", value):
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(names)} or a dotted path, got {value!r}")
     return value

@@ -8,7 +8,7 @@ in place)."""
 from __future__ import annotations
 
 from celery import current_app
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 
 def queue_task(name: str, *args: int) -> None:
@@ -19,3 +19,8 @@ def queue_task(name: str, *args: int) -> None:
 def queue_on_commit(name: str, *args: int) -> None:
     """Send the task `name` once the current transaction commits (never for a rolled-back cause)."""
     transaction.on_commit(lambda: queue_task(name, *args))
+
+
+# The options of every periodic task: retry only transient database errors (a job is idempotent,
+# so a retry never does its work twice), and acknowledge once it ran.
+PERIODIC_TASK = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retries": 3, "acks_late": True}

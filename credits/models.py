@@ -3,7 +3,10 @@ append-only ledger, usage records and their daily rollups, and the consolidation
 submitted conversation turns (what each turn cost is a usage record).
 
 The models moved here from `retention` (issue 23 step 4) with their tables: `db_table` keeps the
-`retention_*` names, and the migrations only move Django's state (SeparateDatabaseAndState)."""
+`retention_*` names, and the migrations only move Django's state (SeparateDatabaseAndState). The
+names stay (issue 35): renaming eight tables that hold the ledger and the usage would break every
+backup, restore and report query written against them, for a name only (docs/operations.md,
+"Migrations")."""
 
 from __future__ import annotations
 

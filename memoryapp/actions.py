@@ -172,7 +172,9 @@ def decode_position(cursor: str, member: Member) -> tuple[datetime, int]:
     return parse_instant(created), int(pk)
 
 
-def list_memories(admission: gates.Admission) -> dict[str, Any]:
+def memory_page(admission: gates.Admission) -> dict[str, Any]:
+    """One page of the member's memories, newest first, for `reads.list_memories` (which takes the
+    read budget and writes the access entry around it)."""
     data = admission.data
     return paginate(filtered_versions(admission), admission.ctx.member, admission.ctx.ask_history, limit=data["limit"], cursor=data.get("cursor"))
 

@@ -5,7 +5,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError
 from django.db.backends.signals import connection_created
 
-from core import private_files
+from core import backends, private_files
 from memoryapp.recall.embedders import EmbedderUnavailable, configure_engine, require_embedder
 
 
@@ -22,6 +22,10 @@ class MemoryAppConfig(AppConfig):
         observers.connect()
         # The SQLite databases' files (and their -wal, -shm) mode 600, whatever the umask.
         connection_created.connect(private_files.on_connection_created, dispatch_uid="private_sqlite_files")
+        # Every configured backend's dotted path imports (the servers and workers do not run the
+        # system checks, so it is run here as well: a wrong path stops every process at start).
+        checks.register(backends.check_backends)
+        backends.require_backends()
         check_embedder()
         checks.register(check_key_encryption_keys)
 

@@ -25,7 +25,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 from uuid import UUID, uuid4
@@ -35,6 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections, models, transaction
 from django.utils import timezone
 
+from core import backends
 from core.db import native_cursor
 from core.wal import sqlite_checkpoint
 from memoryapp.crypto import KeyEncryptionKeys, SealError, new_data_key
@@ -160,31 +160,30 @@ class KeyStore(Protocol):
     def rewrap(self, *, limit: int, after: UUID | None = None) -> tuple[int, UUID | None]: ...
 
 
-@lru_cache(maxsize=4)
-def _kek_source(current: str, retired: tuple[str, ...], key_file: str, backend: str = "file", pkcs11: Pkcs11Config | None = None) -> KekSource:
-    if backend == "pkcs11" and pkcs11 is not None:
-        return Pkcs11Keks(pkcs11, stored_kek_ids=lambda: key_store().kek_ids(), retired_env=retired, leftover_file=Path(key_file))
-    if current:
-        return EnvironmentKeks(current, retired, leftover_file=Path(key_file))
-    return FileBackend(Path(key_file), may_create=lambda: not key_store().holds_keys(), retired_env=retired)
+def file_keks() -> KekSource:
+    """KEK_BACKEND=file: MEMORY_KEK when set, else the key file (made while the key store is empty)."""
+    retired, key_file = tuple(settings.RETIRED_KEKS), Path(settings.MEMORY_KEK_FILE)
+    if settings.MEMORY_KEK:
+        return EnvironmentKeks(settings.MEMORY_KEK, retired, leftover_file=key_file)
+    return FileBackend(key_file, may_create=lambda: not key_store().holds_keys(), retired_env=retired)
 
 
-def pkcs11_config() -> Pkcs11Config | None:
-    if settings.KEK_BACKEND != "pkcs11":
-        return None
-    return Pkcs11Config(
+def pkcs11_keks() -> KekSource:
+    """KEK_BACKEND=pkcs11: the KEK objects of the PKCS#11 token the PKCS11_* settings name."""
+    config = Pkcs11Config(
         module=settings.PKCS11_MODULE,
         token_label=settings.PKCS11_TOKEN_LABEL,
         pin=settings.PKCS11_PIN,
         pin_file=settings.PKCS11_PIN_FILE,
         key_label=settings.PKCS11_KEY_LABEL,
     )
+    return Pkcs11Keks(config, stored_kek_ids=lambda: key_store().kek_ids(), retired_env=tuple(settings.RETIRED_KEKS), leftover_file=Path(settings.MEMORY_KEK_FILE))
 
 
 def kek_source() -> KekSource:
-    """Where the KEKs come from (memoryapp.kek, memoryapp.kek_backends): a PKCS#11 token with
-    KEK_BACKEND=pkcs11; else MEMORY_KEK when set, else the key file."""
-    return _kek_source(settings.MEMORY_KEK, tuple(settings.RETIRED_KEKS), str(settings.MEMORY_KEK_FILE), settings.KEK_BACKEND, pkcs11_config())
+    """Where the KEKs come from (memoryapp.kek, memoryapp.kek_backends): the source KEK_BACKEND
+    configures (core.backends), built once."""
+    return backends.load("KEK_BACKEND")
 
 
 def key_encryption_keys() -> KeyEncryptionKeys:

@@ -352,10 +352,9 @@ class RateLimitSlot(models.Model):
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        db_table = "memoryapp_rememberhit"  # the table keeps its first name (renaming it buys nothing)
         indexes = [
-            models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_hit_cred_bucket_at"),
-            models.Index(fields=["member_id", "bucket", "at"], name="memoryapp_hit_member_bucket_at"),
+            models.Index(fields=["credential_id", "bucket", "at"], name="memoryapp_slot_cred_bucket"),
+            models.Index(fields=["member_id", "bucket", "at"], name="memoryapp_slot_member_bucket"),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,6 @@ never use up remembers, nor the other way round.
 
 from __future__ import annotations
 
-import functools
 import math
 import uuid
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from core import backends
 from core.errors import ApiError
 from governance.models import Credential, Member
 from memoryapp.models import RateLimitSlot
@@ -130,10 +130,10 @@ def member_bound(credential: Credential, limit: int) -> MemberBound:
 
 
 class RedisRateLimiter:
-    def __init__(self, url: str):
+    def __init__(self, url: str | None = None):
         import redis
 
-        self._client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._client = redis.Redis.from_url(url or settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
         self._script = self._client.register_script(_LUA)
 
     @staticmethod
@@ -273,16 +273,12 @@ class DatabaseRateLimiter:
         RateLimitSlot.objects.filter(credential_id=credential_id, bucket=bucket).delete()
 
 
-@functools.cache
-def _limiter(backend: str, url: str | None):
-    return RedisRateLimiter(url) if backend == "redis" else DatabaseRateLimiter()
-
-
 def get_limiter() -> RedisRateLimiter | DatabaseRateLimiter:
-    return _limiter(settings.RATE_LIMIT_BACKEND, settings.REDIS_URL)
+    """The limiter RATE_LIMIT_BACKEND configures (core.backends)."""
+    return backends.load("RATE_LIMIT_BACKEND")
 
 
-def admit(credential: Credential, limit: int, *, bucket: str = "remember") -> Slot:
+def take_slot(credential: Credential, limit: int, *, bucket: str = "remember") -> Slot:
     """One unit of `bucket` for the credential: charged to the credential (its SPEC §4.7 budget,
     which the RateLimit-* headers describe; `remaining` is the tighter of the two) and to its
     member (`member_bound`), so revoking a spent credential and creating another buys nothing."""
@@ -296,7 +292,7 @@ def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", 
     if the work inside fails, so the limit counts work done (a remember's 409 carries the headers).
     The one rule behind SPEC §2 row 11 and the turns' budget."""
     limiter = get_limiter()
-    slot = admit(credential, limit, bucket=bucket)
+    slot = take_slot(credential, limit, bucket=bucket)
     if not slot.allowed:
         raise rate_limited(slot, bucket, f"At most {slot.limit} {what} per credential per hour.")
     try:
@@ -308,7 +304,7 @@ def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", 
         raise
 
 
-def admit_member(member: Member, limit: int, *, bucket: str = KNOWLEDGE_BUCKET) -> Slot:
+def take_member_slot(member: Member, limit: int, *, bucket: str = KNOWLEDGE_BUCKET) -> Slot:
     """One unit of the member's own rolling-window budget `bucket` (knowledge writes: a member acts
     through the workspace API, not a credential). 429 `AGENT_MEMORY_RATE_LIMITED` with the
     RateLimit-* headers and `Retry-After` when it is spent; `refund` hands it back."""

@@ -4,7 +4,7 @@ versions it returned, in the same request. Both surfaces call these two function
 hand memories to an agent without counting and recording it.
 
 The read limit (MEMORY_READS_PER_HOUR per credential per rolling hour, recall and list together,
-charged to the member too so a fresh credential brings no fresh budget: ratelimit.admit) is taken once the request is admitted (gate rows 1–8, like row 11 for a remember), so a refused
+charged to the member too so a fresh credential brings no fresh budget: ratelimit.take_slot) is taken once the request is admitted (gate rows 1–8, like row 11 for a remember), so a refused
 request uses none; over it the answer is 429 AGENT_MEMORY_RATE_LIMITED with
 ``details.operation: "read"`` and the remember limit's headers. A read whose answer fails hands
 its slot back. If the limiter itself is down (Redis), reads go on without it — they write nothing,
@@ -26,7 +26,7 @@ from django.conf import settings
 from core.errors import ApiError
 from memoryapp import access_log, actions, gates
 from memoryapp.models import AccessOperation
-from memoryapp.ratelimit import READ_BUCKET, Slot, admit, get_limiter, rate_limited
+from memoryapp.ratelimit import READ_BUCKET, Slot, get_limiter, rate_limited, take_slot
 from memoryapp.recall.service import recall
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class Read:
 
 def _read_slot(ctx: gates.AgentContext) -> Slot | None:
     try:
-        slot = admit(ctx.credential, settings.MEMORY_READS_PER_HOUR, bucket=READ_BUCKET)
+        slot = take_slot(ctx.credential, settings.MEMORY_READS_PER_HOUR, bucket=READ_BUCKET)
     except ApiError as exc:
         if exc.code != "RATE_LIMIT_UNAVAILABLE":
             raise
@@ -72,4 +72,4 @@ def recall_memories(admission: gates.Admission, *, surface: str) -> Read:
 
 
 def list_memories(admission: gates.Admission, *, surface: str) -> Read:
-    return _read(admission, AccessOperation.LIST, surface, actions.list_memories)
+    return _read(admission, AccessOperation.LIST, surface, actions.memory_page)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from core import backends
 from memoryapp.models import MEMORY_KINDS
 from memoryapp.topics import VOCABULARY, classify, is_many, subject_of
 
@@ -383,6 +384,5 @@ def coerce_memory(item: Any) -> ExtractedMemory | None:
 
 
 def get_system_model() -> SystemModel:
-    if settings.SYSTEM_MODEL == "openai":
-        return OpenAICompatibleModel()
-    return OfflineRulesModel()
+    """The model SYSTEM_MODEL configures (core.backends)."""
+    return backends.load("SYSTEM_MODEL")

@@ -250,7 +250,7 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="rate_limit_counter",
             name="Rate-limit counter",
-            store="Redis sorted sets ratelimit:<budget>:<credential id> and ratelimit:<budget>:member:<member id> (production) or table memoryapp_rememberhit, one bucket each, rows carrying credential and member ids (embedded)",
+            store="Redis sorted sets ratelimit:<budget>:<credential id> and ratelimit:<budget>:member:<member id> (production) or table memoryapp_ratelimitslot, one bucket each, rows carrying credential and member ids (embedded)",
             models=("memoryapp.RateLimitSlot",),
             derived_from="Admitted remembers, reads and conversation turns: credential id, member id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
             scope="One credential and its member.",

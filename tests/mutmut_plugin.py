@@ -19,11 +19,11 @@ _made: list[Path] = []
 def _clear_process_caches() -> None:
     """The forked mutant runs inherit the caches the clean run filled: a cached answer of the
     original code would hide a mutant (masking's per-character normalisation map, the limiter)."""
-    from memoryapp import ratelimit
+    from core import backends
     from memoryapp.masking import text
 
     text._CHAR_MAP.clear()
-    ratelimit._limiter.cache_clear()
+    backends.forget("RATE_LIMIT_BACKEND")
 
 
 def pytest_sessionstart(session):

@@ -107,7 +107,7 @@ class KnowledgeWriteView(WorkspaceAPIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         if request.method in self.permissions:
-            self.slot = ratelimit.admit_member(self.member, settings.KNOWLEDGE_WRITES_PER_HOUR)
+            self.slot = ratelimit.take_member_slot(self.member, settings.KNOWLEDGE_WRITES_PER_HOUR)
 
     def handle_exception(self, exc):
         if self.slot is not None:

@@ -48,6 +48,7 @@ def softhsm(tmp_path_factory) -> SoftHsm:
 @pytest.fixture
 def token_kek(settings, softhsm, tmp_path) -> SoftHsm:
     """KEK_BACKEND=pkcs11 against the test token, with KEK objects of this test's own."""
+    from core import backends
     from memoryapp import keyring
 
     settings.KEK_BACKEND = "pkcs11"
@@ -55,8 +56,8 @@ def token_kek(settings, softhsm, tmp_path) -> SoftHsm:
     settings.PKCS11_PIN, settings.PKCS11_PIN_FILE = softhsm.pin, ""
     settings.PKCS11_KEY_LABEL = f"t{secrets.token_hex(6)}"
     settings.MEMORY_KEK, settings.RETIRED_KEKS, settings.MEMORY_KEK_FILE = "", [], tmp_path / "memory_kek"
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
     keyring.spare_keys().clear()
     yield softhsm
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
     keyring.spare_keys().clear()

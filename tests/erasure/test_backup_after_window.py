@@ -28,6 +28,7 @@ from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
+from core import backends
 from memoryapp import crypto, encryption, kek, keyring, sealing
 from memoryapp.crypto import SealError
 from memoryapp.keyring import KEYRING, DataKey, KekRecord, fingerprint
@@ -45,14 +46,14 @@ def key_file(settings, tmp_path) -> Path:
     """The embedded default's KEK, in a file of this test's own (MEMORY_KEK unset): the one the
     scheduled rotation replaces and destroys."""
     settings.MEMORY_KEK, settings.RETIRED_KEKS, settings.MEMORY_KEK_FILE = "", [], tmp_path / "memory_kek"
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
     yield settings.MEMORY_KEK_FILE
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
 
 
 def every_kek_that_exists() -> list[Any]:
     """Every KEK an attacker with this deployment's disks could use now: the current and any retired one."""
-    keyring._kek_source.cache_clear()  # as a new process reads them, not as this one remembers them
+    backends.forget("KEK_BACKEND")  # as a new process reads them, not as this one remembers them
     keks = keyring.key_encryption_keys()
     return [type(keks)(k) for k in (keks.current, *keks.retired)]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from core import backends
 from memoryapp import crypto, kek, keyring
 from memoryapp.apps import check_key_encryption_keys
 from memoryapp.keyring import DataKey, key_store
@@ -34,14 +35,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def key_file(settings, tmp_path) -> Path:
     """The embedded default's KEK, in a file of this test's own (MEMORY_KEK unset)."""
     settings.MEMORY_KEK, settings.RETIRED_KEKS, settings.MEMORY_KEK_FILE = "", [], tmp_path / "memory_kek"
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
     yield settings.MEMORY_KEK_FILE
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
 
 
 def restart() -> None:
     """What a new process sees: nothing read from a key file yet."""
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
 
 
 def remember_some(world, n: int = 3) -> tuple[object, set[int]]:

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from core import backends
 from memoryapp import crypto, kek, kek_backends, keyring
 from memoryapp.apps import check_key_encryption_keys
 from memoryapp.crypto import SealError
@@ -43,7 +44,7 @@ def source() -> kek_backends.Pkcs11Keks:
 
 
 def restart() -> None:
-    keyring._kek_source.cache_clear()
+    backends.forget("KEK_BACKEND")
     keyring.spare_keys().clear()
 
 

@@ -119,11 +119,11 @@ def test_the_member_bound_is_exact_under_concurrency(world, settings):
     (3 × 2 live credentials = 6) admits exactly 4 more, none over 3 on either credential."""
     from django.db import connection
 
-    from memoryapp.ratelimit import admit
+    from memoryapp.ratelimit import take_slot
 
     settings.MEMORY_READS_PER_HOUR = 3
     spent, _ = actions.create_credential(world.viewer, name="spent", scopes=["memory:read"])
-    assert all(admit(spent, 3, bucket="read").allowed for _ in range(2))
+    assert all(take_slot(spent, 3, bucket="read").allowed for _ in range(2))
     actions.revoke_credential(spent, actor=world.viewer.user)
     fresh = [actions.create_credential(world.viewer, name=f"fresh {i}", scopes=["memory:read"])[0] for i in range(2)]
     barrier = threading.Barrier(24, timeout=60)
@@ -132,7 +132,7 @@ def test_the_member_bound_is_exact_under_concurrency(world, settings):
     def read(credential) -> None:
         try:
             barrier.wait()
-            if admit(credential, 3, bucket="read").allowed:
+            if take_slot(credential, 3, bucket="read").allowed:
                 admitted.append(credential.pk)
         finally:
             connection.close()

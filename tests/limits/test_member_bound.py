@@ -11,6 +11,7 @@ import os
 import pytest
 from django.utils import timezone
 
+from core import backends
 from governance import actions
 from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
@@ -127,19 +128,19 @@ def test_the_bound_is_the_budget_times_the_members_usable_credentials(world):
     assert member_bound(first, 7).limit == 7
 
 
-def test_admit_charges_the_credentials_member(world, settings):
+def test_take_slot_charges_the_credentials_member(world, settings):
     settings.RATE_LIMIT_BACKEND = "database"
-    ratelimit._limiter.cache_clear()
+    backends.forget("RATE_LIMIT_BACKEND")
     try:
         credential = _credential(world.editor)
-        assert ratelimit.admit(credential, 3).bucket == "remember"  # the default budget
-        slot = ratelimit.admit(credential, 3, bucket="turn")
+        assert ratelimit.take_slot(credential, 3).bucket == "remember"  # the default budget
+        slot = ratelimit.take_slot(credential, 3, bucket="turn")
         assert slot.allowed and slot.member_id == world.editor.pk and slot.bucket == "turn"
         row = RateLimitSlot.objects.get(pk=int(slot.handle))
         assert (row.credential_id, row.member_id, row.bucket) == (credential.pk, world.editor.pk, "turn")
         assert row.at <= timezone.now()
     finally:
-        ratelimit._limiter.cache_clear()
+        backends.forget("RATE_LIMIT_BACKEND")
 
 
 def test_reset_forgets_the_members_spending_too(window, world):

