@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryapp', '0013_kek_records'),
+        ('memoryapp', '0014_rate_limit_slot_table'),
     ]
 
     operations = [
