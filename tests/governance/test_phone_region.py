@@ -112,3 +112,22 @@ def test_the_owner_sets_the_region_on_the_settings_page(world):
     assert client.post(page_url(world), {**base, "phone_region": ""}).status_code == 302
     world.workspace.ask_history.refresh_from_db()
     assert world.workspace.ask_history.phone_region is None
+
+
+def test_a_conversation_turn_with_a_region_mobile_is_skipped_as_personal_data(world):
+    """The turn's check passes the region: a Danish mobile in pairs is personal data in a Danish
+    workspace (never stored, never sent), and the same turn elsewhere is no personal data."""
+    from credits.models import Consolidation
+    from memoryapp.consolidation import submit_turn
+    from tests.credits.support import ai_agent, user_says
+
+    agent = ai_agent(world)
+    set_region(world, "DK")
+    world.workspace.ask_history.refresh_from_db()
+    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says(DANISH))
+    assert submitted.consolidation.reason == "personal_data" and submitted.personal_data == [{"index": 0, "role": "user", "kinds": ["PHONE"]}]
+    assert Consolidation.objects.get(pk=submitted.consolidation.pk).messages is None
+    set_region(world, None)
+    world.workspace.ask_history.refresh_from_db()
+    again = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c2", anonymous=False, messages=user_says(DANISH))
+    assert again.consolidation.reason != "personal_data" and again.personal_data == []
