@@ -12,7 +12,8 @@ stages before it left it (so no stage sees, or re-matches, what an earlier one r
                      bank shapes (``numbers``);
 4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
                      the users' languages;
-   (and mobiles of the users' countries in their national grouping, without a phone word);
+   (and mobiles of the users' countries in their national grouping, without a phone word; with
+   the workspace's region, ``mask(text, region)``, that country's mobiles in any grouping);
 5. ``NUMBER``        social security numbers (any range after an SSN label), digit groups of any
                      size adding up to 10 or more digits, any run of 10 or more digits, and the
                      national identifiers python-stdnum validates (``catalogue``).
