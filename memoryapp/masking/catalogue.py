@@ -323,10 +323,11 @@ def _is_ascending_three(groups: list[str]) -> bool:
 _BLANK_JOINED_RE = re.compile(r"[0-9]++(?: [0-9]++)++")
 
 
-def _is_small_numbers(run: str, groups: list[str], region: str | None = None) -> bool:
-    """Four or more numbers of at most three digits among blanks, some of one or two digits, that
-    are together no card, mobile (of the users' countries, or of the workspace's `region`) or
-    identifier ("scores were 115 114 38 40")."""
+def _is_small_numbers(work: str, start: int, run: str, groups: list[str], region: str | None = None) -> bool:
+    """Four or more numbers of at most three digits among blanks (`run`, at `start` of `work`),
+    some of one or two digits, that are together no card, mobile (of the users' countries, or of
+    the workspace's `region` unless a word before announces a list: "scores were 106 64 103 47"
+    has a Korean mobile's digits) or identifier ("scores were 115 114 38 40")."""
     if len(groups) < 4 or not _BLANK_JOINED_RE.fullmatch(run) or any(len(g) > 3 or (len(g) > 1 and g[0] == "0") for g in groups):
         return False
     if min(map(len, groups)) > 2 or len({len(g) for g in groups}) == 1:
@@ -334,19 +335,11 @@ def _is_small_numbers(run: str, groups: list[str], region: str | None = None) ->
     digits = "".join(groups)
     if 12 <= len(digits) <= 19 and _stdnum_luhn_valid(digits):
         return False
-    from memoryapp.masking.phone import is_mobile, is_region_mobile
+    # phone imports numbers, which imports this module: phone is read when the rule runs
+    from memoryapp.masking.phone import announced_list, is_mobile, is_region_mobile
 
-    return not is_mobile(run) and not (region is not None and is_region_mobile(run, region)) and not is_national_id(digits, whole=True)
-
-
-def _region_unless_announced(work: str, start: int, region: str | None) -> str | None:
-    """`region`, unless a word right before `start` announces a list ("scores were 106 64 103 47"
-    is a list even where its digits are a mobile): the small-numbers rule then reads it without one."""
-    if region is None:
-        return None
-    from memoryapp.masking.phone import announced_list
-
-    return None if announced_list(work, start) else region
+    region_mobile = region is not None and not announced_list(work, start) and is_region_mobile(run, region)
+    return not is_mobile(run) and not region_mobile and not is_national_id(digits, whole=True)
 
 
 def protected_spans(work: str, region: str | None = None) -> list[tuple[int, int]]:
@@ -357,7 +350,7 @@ def protected_spans(work: str, region: str | None = None) -> list[tuple[int, int
     out: list[tuple[int, int]] = []
     for m in _NUMBER_LIST_RE.finditer(work):
         groups = _LIST_SPLIT_RE.split(m.group())
-        if is_progression(groups) or _is_ascending_short(groups) or _is_small_numbers(m.group(), groups, _region_unless_announced(work, m.start(), region)):
+        if is_progression(groups) or _is_ascending_short(groups) or _is_small_numbers(work, m.start(), m.group(), groups, region):
             out.append(m.span())
         elif len(groups) == 3 and _is_ascending_three(groups) and _LIST_NOUN_RE.search(work, max(0, m.start() - 16), m.start()):
             out.append(m.span())
