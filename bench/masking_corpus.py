@@ -227,6 +227,11 @@ def _adversarial_100k() -> dict[str, str]:
     return {name: (unit * (n // len(unit) + 1))[:n] for name, unit in units.items()}
 
 
+def region_of(locale: str) -> str:
+    """The country of a corpus locale, as a workspace's region ("da_DK" -> "DK")."""
+    return locale[-2:]
+
+
 def catalogue_section(show: int = 10) -> None:
     from tests.masking.catalogue_corpus import CLASSES, build_catalogue_corpus, build_everyday_corpus
     from tests.masking.catalogue_corpus import survivors as catalogue_survivors
@@ -235,52 +240,67 @@ def catalogue_section(show: int = 10) -> None:
     locales = sorted({s.locale for s in corpus})
     forms = sorted({s.form for s in corpus})
     print(f"catalogue corpus (issue 33): {len(corpus):,} values, {len(locales)} locales, {len(forms)} forms ({', '.join(forms)})")
-    totals: collections.Counter = collections.Counter()
-    left: collections.Counter = collections.Counter()
-    examples = []
-    for sample in corpus:
-        result = mask(sample.text)
-        totals[sample.cls] += 1
-        if catalogue_survivors(sample, result.text):
-            left[(sample.cls, sample.locale)] += 1
-            examples.append((sample.cls, sample.locale, sample.text, result.text))
-    for cls in CLASSES:
-        per_locale = " ".join(f"{loc}:{left[(cls, loc)]}" for loc in locales if left[(cls, loc)])
-        print(f"  {cls:<13} {totals[cls]:>5} values  survivors {sum(left[(cls, loc)] for loc in locales):>4}  {per_locale}")
-    print(f"  all: {sum(left.values())} of {len(corpus):,} survived")
-    for example in examples[:: max(1, len(examples) // show)][:show]:
-        print("   survivor:", example)
+    for with_region in (False, True):
+        # with a region: each locale's values masked as in a workspace of that locale's country
+        print("  without a workspace region:" if not with_region else "  with each locale's region as the workspace's (mask(text, region)):")
+        totals: collections.Counter = collections.Counter()
+        left: collections.Counter = collections.Counter()
+        examples = []
+        for sample in corpus:
+            result = mask(sample.text, region_of(sample.locale) if with_region else None)
+            totals[sample.cls] += 1
+            if catalogue_survivors(sample, result.text):
+                left[(sample.cls, sample.locale)] += 1
+                examples.append((sample.cls, sample.locale, sample.text, result.text))
+        for cls in CLASSES:
+            per_locale = " ".join(f"{loc}:{left[(cls, loc)]}" for loc in locales if left[(cls, loc)])
+            print(f"    {cls:<13} {totals[cls]:>5} values  survivors {sum(left[(cls, loc)] for loc in locales):>4}  {per_locale}")
+        print(f"    all: {sum(left.values())} of {len(corpus):,} survived")
+        for example in examples[:: max(1, len(examples) // show)][:show]:
+            print("     survivor:", example)
 
     everyday_corpus = build_everyday_corpus()
-    changed = collections.Counter()
     kinds = collections.Counter(kind for kind, _ in everyday_corpus)
-    shown = []
-    for kind, sentence in everyday_corpus:
-        after = mask(sentence).text
-        if after != sentence:
-            changed[kind] += 1
-            shown.append((sentence, after))
-    total = sum(changed.values())
-    print(f"\neveryday corpus (issue 33): {len(everyday_corpus):,} sentences, {total} changed = {total / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)")
+    regions = sorted({region_of(loc) for loc in locales})
+    per_region: dict[str | None, list[tuple[str, str, str]]] = {}
+    for region in (None, *regions):
+        per_region[region] = [(kind, sentence, after) for kind, sentence in everyday_corpus if (after := mask(sentence, region).text) != sentence]
+    base = per_region[None]
+    changed = collections.Counter(kind for kind, _, _ in base)
+    print(f"\neveryday corpus (issue 33): {len(everyday_corpus):,} sentences, {len(base)} changed = {len(base) / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)")
     print("  " + " ".join(f"{kind}:{changed[kind]}/{kinds[kind]}" for kind in sorted(kinds)))
-    for before, after in shown[:show]:
+    for _, before, after in base[:show]:
         print(f"     {before!r} -> {after!r}")
+    worst = max(regions, key=lambda r: len(per_region[r]))
+    print(f"  with each of the {len(regions)} locales' regions as the workspace's: changed per region " + " ".join(f"{r}:{len(per_region[r])}" for r in regions))
+    print(f"  worst region {worst}: {len(per_region[worst])} changed = {len(per_region[worst]) / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)")
+    for region in regions:
+        for kind, before, after in per_region[region][:show]:
+            print(f"     {region} {kind}: {before!r} -> {after!r}")
 
     rng = random.Random(33)
     notes = [_note(rng) for _ in range(120)]
     for note in notes[:20]:  # warm the imports and metadata; the timed notes are others (the validators' caches see them first)
         mask(note)
-    times = []
+    # without a region and with one (DK: pairs; PL: triples), each note in turn, so the machine's
+    # load falls on all three alike
+    timed: dict[str | None, list[float]] = {None: [], "DK": [], "PL": []}
     for note in notes[20:]:
-        start = time.perf_counter()
-        mask(note)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    print(f"\nmask() on a 2,000-character note: p50 {times[len(times) // 2]:.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms ({len(times)} calls)")
+        for region, times in timed.items():
+            start = time.perf_counter()
+            mask(note, region)
+            times.append((time.perf_counter() - start) * 1000)
+    for region, times in timed.items():
+        times.sort()
+        label = "" if region is None else f" with region {region}"
+        print(f"{'' if region else chr(10)}mask(){label} on a 2,000-character note: p50 {times[len(times) // 2]:.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms ({len(times)} calls)")
     for name, text in _adversarial_100k().items():
         start = time.perf_counter()
         mask(text)
-        print(f"  adversarial 100 KB {name!r}: {(time.perf_counter() - start) * 1000:.0f} ms")
+        elapsed = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        mask(text, "DK")
+        print(f"  adversarial 100 KB {name!r}: {elapsed:.0f} ms, with region DK {(time.perf_counter() - start) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+import phonenumbers
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Coalesce
@@ -51,12 +53,26 @@ class Workspace(models.Model):
 #: form all read them (the form's help text says them in words, translated).
 RETENTION_DAYS_RANGE = (1, 365)
 GRACE_DAYS_RANGE = (0, 90)
+#: The regions a workspace may name for masking (ISO 3166 alpha-2, upper case): the ones whose
+#: numbering plans phonenumbers knows (its version's list; "001" and the other non-geographic
+#: codes are no region).
+PHONE_REGIONS = tuple(sorted(phonenumbers.SUPPORTED_REGIONS))
+
+
+def validate_phone_region(value: str | None) -> None:
+    if value is not None and value not in phonenumbers.SUPPORTED_REGIONS:
+        raise ValidationError(_("Not a region code (ISO 3166 alpha-2, upper case, such as DK or PL)."), code="invalid")
 
 
 class AskHistorySettings(models.Model):
     #: Each setting's name in the API (SPEC §5) → its field: the one map the API, the settings
     #: page, the preview and the export read.
-    API_FIELDS = {"agentMemoriesEnabled": "agent_memories_enabled", "agentMemoryRetentionDays": "agent_memory_retention_days", "expiredGraceDays": "expired_grace_days"}
+    API_FIELDS = {
+        "agentMemoriesEnabled": "agent_memories_enabled",
+        "agentMemoryRetentionDays": "agent_memory_retention_days",
+        "expiredGraceDays": "expired_grace_days",
+        "phoneRegion": "phone_region",
+    }
     #: The settings whose change is retroactive on existing memories (previewed, then applied).
     RETENTION_API_FIELDS = ("agentMemoryRetentionDays", "expiredGraceDays")
 
@@ -64,6 +80,17 @@ class AskHistorySettings(models.Model):
     agent_memories_enabled = models.BooleanField(default=False)
     agent_memory_retention_days = models.PositiveSmallIntegerField(default=90)
     expired_grace_days = models.PositiveSmallIntegerField(default=30)
+    #: The workspace's country for masking (docs/masking.md): its mobiles are masked as PHONE in
+    #: any grouping, without a phone word, in what members store. None: no region (NULL, the API's
+    #: null; the admin's form saves an empty field as None too, so "" is never a second "none").
+    phone_region = models.CharField(  # noqa: DJ001
+        max_length=2,
+        null=True,
+        blank=True,
+        default=None,
+        validators=[validate_phone_region],
+        help_text="ISO 3166 alpha-2 (DK, PL…): this country's mobiles are masked in any grouping, without a phone word.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

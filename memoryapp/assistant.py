@@ -61,7 +61,7 @@ def assistant_memories_writable(member: Member) -> bool:
 def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None, source: str = Source.MANUAL) -> tuple[MemoryVersion, int]:
     gates.check_memory_enabled(member.workspace, member, agent=False)
     check_topic(topic)
-    content = gates.mask_content(summary, details or [])
+    content = gates.mask_content(summary, details or [], region=member.workspace.ask_history.phone_region)
     return store_version(
         workspace=member.workspace,
         member=member,

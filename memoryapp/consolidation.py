@@ -178,9 +178,10 @@ def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credentia
     reason = skip_reason(workspace, partner, agent, anonymous=anonymous)
     report: list[dict[str, Any]] = []
     if reason is None:
+        region = workspace.ask_history.phone_region
         with masking.one_memory_budget():  # a turn's messages share one masking budget, as a memory's fields do
             for index, message in enumerate(messages):
-                kinds = masking.detect_kinds(message["content"])
+                kinds = masking.detect_kinds(message["content"], region)
                 if kinds:
                     report.append({"index": index, "role": message["role"], "kinds": list(kinds)})
         if report:
@@ -233,8 +234,9 @@ def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None
         reason = "non_retaining"
     if reason is None:
         # Defence in depth: the submission stored clean messages only.
+        region = workspace.ask_history.phone_region
         with masking.one_memory_budget():
-            if any(masking.contains_personal_data(m.get("content", "")) for m in consolidation.messages):
+            if any(masking.contains_personal_data(m.get("content", ""), region) for m in consolidation.messages):
                 reason = "personal_data"
     if reason is None:
         reason = charging.precheck(workspace, member)

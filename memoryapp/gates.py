@@ -75,7 +75,7 @@ def admit_with(ctx: AgentContext, operation: str, body: Any) -> Admission:
         check_remember_in_scope(admission)  # row 8
         check_collection_readable(ctx, data.get("collectionId"))
         admission.passages = require_citations(data.get("citations", []), readable)  # row 9
-        admission.content = mask_content(data["text"], data.get("details", []))  # row 10
+        admission.content = mask_content(data["text"], data.get("details", []), region=ctx.ask_history.phone_region)  # row 10
     elif operation in ("recall", "list"):
         collection_id = data.get("collectionId")
         if admission.scope is not None and collection_id is not None and collection_id not in admission.scope[0]:
@@ -148,11 +148,7 @@ def validate_body(operation: str, body: Any) -> dict[str, Any]:
 def refuse_personal_data_in_names(data: dict[str, Any], *, identifiers: bool = True) -> None:
     """Refuse a namespace or key holding personal data; UUIDs and ULIDs in them are identifiers
     unless `identifiers` is False (see ``masking.name_kinds``)."""
-    flagged = {
-        name: list(kinds)
-        for name in ("namespace", "key")
-        if data.get(name) and (kinds := masking.name_kinds(data[name], identifiers=identifiers))
-    }
+    flagged = {name: list(kinds) for name in ("namespace", "key") if data.get(name) and (kinds := masking.name_kinds(data[name], identifiers=identifiers))}
     if flagged:
         # The kinds found, never the value: error details are logged and shown.
         raise ApiError(400, "AGENT_MEMORY_PERSONAL_DATA", "namespace and key are never masked, so they must not contain personal data.", {"fields": flagged})
@@ -239,13 +235,14 @@ def check_collection_readable(ctx: AgentContext, collection_id: int | None) -> N
 
 
 # --- row 10 ----------------------------------------------------------------------------------
-def mask_content(text: str, details: list[str]) -> MaskedContent:
+def mask_content(text: str, details: list[str], *, region: str | None = None) -> MaskedContent:
+    """`text` and `details` masked; `region`: the workspace's (AskHistorySettings.phone_region)."""
     with masking.one_memory_budget():  # the text and its details share one masking budget
-        masked = masking.mask(text)
+        masked = masking.mask(text, region)
         kinds = set(masked.kinds)
         masked_details = []
         for line in details:
-            result = masking.mask(line)
+            result = masking.mask(line, region)
             kinds.update(result.kinds)
             if not masking.is_effectively_empty(result.text):
                 masked_details.append(result.text)

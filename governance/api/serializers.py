@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from core.fields import IdField, InstantField, PlainText, StrictSerializer
-from governance.models import GRACE_DAYS_RANGE, RETENTION_DAYS_RANGE
+from governance.models import GRACE_DAYS_RANGE, PHONE_REGIONS, RETENTION_DAYS_RANGE
 from governance.permissions import MEMORY_SCOPES, Role
 from memoryapp.schemas import ScreenedText
 
@@ -14,6 +14,13 @@ class SettingsBody(StrictSerializer):
     agentMemoriesEnabled = serializers.BooleanField(required=False)
     agentMemoryRetentionDays = serializers.IntegerField(min_value=RETENTION_DAYS_RANGE[0], max_value=RETENTION_DAYS_RANGE[1], required=False)
     expiredGraceDays = serializers.IntegerField(min_value=GRACE_DAYS_RANGE[0], max_value=GRACE_DAYS_RANGE[1], required=False)
+    phoneRegion = serializers.ChoiceField(
+        choices=PHONE_REGIONS,
+        allow_null=True,
+        required=False,
+        error_messages={"invalid_choice": "Not a region code (ISO 3166 alpha-2, upper case, such as DK or PL)."},
+        help_text="The workspace's country for masking: its mobiles are masked in any grouping, without a phone word; null: none.",
+    )
 
 
 class SettingsPutBody(SettingsBody):

@@ -12,7 +12,8 @@ stages before it left it (so no stage sees, or re-matches, what an earlier one r
                      bank shapes (``numbers``);
 4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
                      the users' languages;
-   (and mobiles of the users' countries in their national grouping, without a phone word);
+   (and mobiles of the users' countries in their national grouping, without a phone word; with
+   the workspace's region, ``mask(text, region)``, that country's mobiles in any grouping);
 5. ``NUMBER``        social security numbers (any range after an SSN label), digit groups of any
                      size adding up to 10 or more digits, any run of 10 or more digits, and the
                      national identifiers python-stdnum validates (``catalogue``).
@@ -127,13 +128,22 @@ def _inside(span: tuple[int, int], protected: tuple[list[int], list[int]]) -> bo
     return i >= 0 and span[1] <= ends[i]
 
 
-def _mask_once(text: str, kinds: set[str]) -> str:
+def _stages_for(region: str | None) -> tuple[Callable[[str], list[Span]], ...]:
+    """The stages, with the mobiles of the workspace's region right after the users' mobiles."""
+    if region is None:
+        return _STAGES
+    at = _STAGES.index(phone.stage_mobile) + 1
+    return (*_STAGES[:at], phone.region_mobile_stage(region), *_STAGES[at:])
+
+
+def _mask_once(text: str, kinds: set[str], region: str | None = None) -> str:
+    stages = _stages_for(region)
     work = Work.of(text)
     # numbers that are no personal data (lists of rooms, timestamps, order ids), as spans of the
     # original text: a detector's span inside one is dropped
-    protected = _merge([work.original_span(s, e) for s, e in catalogue.protected_spans(work.text)])
+    protected = _merge([work.original_span(s, e) for s, e in catalogue.protected_spans(work.text, region)])
     found: list[Span] = []  # spans of the original text
-    for stage in _STAGES:
+    for stage in stages:
         spans = stage(work.text)
         if spans and protected[0]:
             spans = [sp for sp in spans if not _inside(work.original_span(sp[0], sp[1]), protected)]
@@ -155,15 +165,21 @@ def _mask_once(text: str, kinds: set[str]) -> str:
     return "".join(parts)
 
 
-def mask(text: str) -> MaskResult:
-    """Replace personal data in ``text`` with typed placeholders."""
+def mask(text: str, region: str | None = None) -> MaskResult:
+    """Replace personal data in ``text`` with typed placeholders.
+
+    ``region``: the workspace's region (ISO 3166 alpha-2, one of phonenumbers' regions; ValueError
+    otherwise). With it, that country's mobiles are masked in any grouping, without a phone word
+    (``phone.region_mobile_stage``); without it, only in the national grouping."""
     if not isinstance(text, str):
         raise TypeError(f"mask() expects str, got {type(text).__name__}")
+    if region is not None:
+        phone.check_region(region)
     kinds: set[str] = set()
     current = text
     for _ in range(_MAX_ROUNDS):
         round_kinds: set[str] = set()
-        masked = _mask_once(current, round_kinds)
+        masked = _mask_once(current, round_kinds, region)
         if masked == current:
             break
         kinds |= round_kinds
@@ -171,14 +187,14 @@ def mask(text: str) -> MaskResult:
     return MaskResult(text=current, kinds=tuple(sorted(kinds)))
 
 
-def detect_kinds(text: str) -> tuple[str, ...]:
+def detect_kinds(text: str, region: str | None = None) -> tuple[str, ...]:
     """Sorted, unique kinds of personal data found in ``text``."""
-    return mask(text).kinds
+    return mask(text, region).kinds
 
 
-def contains_personal_data(text: str) -> bool:
-    """True if ``mask(text)`` would replace anything."""
-    return bool(detect_kinds(text))
+def contains_personal_data(text: str, region: str | None = None) -> bool:
+    """True if ``mask(text, region)`` would replace anything."""
+    return bool(detect_kinds(text, region))
 
 
 def name_kinds(name: str, *, identifiers: bool = True) -> tuple[str, ...]:

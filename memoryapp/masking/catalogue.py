@@ -323,9 +323,11 @@ def _is_ascending_three(groups: list[str]) -> bool:
 _BLANK_JOINED_RE = re.compile(r"[0-9]++(?: [0-9]++)++")
 
 
-def _is_small_numbers(run: str, groups: list[str]) -> bool:
-    """Four or more numbers of at most three digits among blanks, some of one or two digits, that
-    are together no card, mobile or identifier ("scores were 115 114 38 40")."""
+def _is_small_numbers(work: str, start: int, run: str, groups: list[str], region: str | None = None) -> bool:
+    """Four or more numbers of at most three digits among blanks (`run`, at `start` of `work`),
+    some of one or two digits, that are together no card, mobile (of the users' countries, or of
+    the workspace's `region` unless a word before announces a list: "scores were 106 64 103 47"
+    has a Korean mobile's digits) or identifier ("scores were 115 114 38 40")."""
     if len(groups) < 4 or not _BLANK_JOINED_RE.fullmatch(run) or any(len(g) > 3 or (len(g) > 1 and g[0] == "0") for g in groups):
         return False
     if min(map(len, groups)) > 2 or len({len(g) for g in groups}) == 1:
@@ -333,20 +335,22 @@ def _is_small_numbers(run: str, groups: list[str]) -> bool:
     digits = "".join(groups)
     if 12 <= len(digits) <= 19 and _stdnum_luhn_valid(digits):
         return False
-    from memoryapp.masking.phone import is_mobile
+    # phone imports numbers, which imports this module: phone is read when the rule runs
+    from memoryapp.masking.phone import announced_list, is_mobile, is_region_mobile
 
-    return not is_mobile(run) and not is_national_id(digits, whole=True)
+    region_mobile = region is not None and not announced_list(work, start) and is_region_mobile(run, region)
+    return not is_mobile(run) and not region_mobile and not is_national_id(digits, whole=True)
 
 
-def protected_spans(work: str) -> list[tuple[int, int]]:
+def protected_spans(work: str, region: str | None = None) -> list[tuple[int, int]]:
     """Spans of the text that are numbers but no personal data; a detector's span inside one is
-    dropped (``__init__._mask_once``)."""
+    dropped (``__init__._mask_once``). `region`: the workspace's (``phone.region_mobile_stage``)."""
     if count_digits(work) < 6:
         return []
     out: list[tuple[int, int]] = []
     for m in _NUMBER_LIST_RE.finditer(work):
         groups = _LIST_SPLIT_RE.split(m.group())
-        if is_progression(groups) or _is_ascending_short(groups) or _is_small_numbers(m.group(), groups):
+        if is_progression(groups) or _is_ascending_short(groups) or _is_small_numbers(work, m.start(), m.group(), groups, region):
             out.append(m.span())
         elif len(groups) == 3 and _is_ascending_three(groups) and _LIST_NOUN_RE.search(work, max(0, m.start() - 16), m.start()):
             out.append(m.span())

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.fields import CONTROL_CHARACTERS
 from governance.login_throttle import ThrottledLoginMixin
-from governance.models import GRACE_DAYS_RANGE, RETENTION_DAYS_RANGE, ContextSet
+from governance.models import GRACE_DAYS_RANGE, PHONE_REGIONS, RETENTION_DAYS_RANGE, ContextSet
 from memoryapp import masking
 from memoryapp.assistant import TOPIC
 from memoryapp.schemas import MAX_DETAIL_LINES
@@ -125,6 +125,14 @@ class AskHistorySettingsForm(forms.Form):
         min_value=GRACE_DAYS_RANGE[0],
         max_value=GRACE_DAYS_RANGE[1],
         help_text=_("Between 0 and 90. Expired AI memories stay available for reactivation this long, then are erased (0 = at expiry)."),
+    )
+    phone_region = forms.TypedChoiceField(
+        label=_("Region for phone numbers"),
+        choices=[("", _("None"))] + [(code, code) for code in PHONE_REGIONS],
+        required=False,
+        empty_value=None,
+        error_messages={"invalid_choice": _("Not a region code (ISO 3166 alpha-2, upper case, such as DK or PL).")},
+        help_text=_("The country most members write phone numbers of (ISO 3166 code): its mobile numbers are masked in whatever grouping they are written, without a phone word."),
     )
 
 

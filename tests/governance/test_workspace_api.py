@@ -42,7 +42,7 @@ def test_only_owner_changes_settings(world, who, status):
 @pytest.mark.parametrize("who", ["owner", "editor", "viewer"])
 def test_every_member_reads_settings(world, who):
     body = client_for(getattr(world, who)).get(url(world, "ask-history/settings")).json()
-    assert body == {"agentMemoriesEnabled": True, "agentMemoryRetentionDays": 90, "expiredGraceDays": 30, "retentionAppliesToExistingMemories": True}
+    assert body == {"agentMemoriesEnabled": True, "agentMemoryRetentionDays": 90, "expiredGraceDays": 30, "phoneRegion": None, "retentionAppliesToExistingMemories": True}
 
 
 @pytest.mark.parametrize(
