@@ -38,7 +38,7 @@ def check_key_encryption_keys(app_configs=None, **kwargs) -> list[checks.CheckMe
     store unreachable, there is nothing to check (`makemigrations --check` needs no database)."""
     # Not at module level: memoryapp.keyring defines a model, which needs the app registry.
     from memoryapp.kek import KekUnavailable
-    from memoryapp.keyring import keks_missing
+    from memoryapp.keyring import keks_missing  # (the same: a model module)
 
     try:
         missing = keks_missing()

@@ -27,6 +27,9 @@ nowhere.
 The first KEK is generated only while no stored data key would need another one (the key store is
 empty, or every stored key is wrapped by a KEK in RETIRED_KEKS: a migration from the key file):
 a token without the KEK object the stored keys name is never silently given a new one.
+
+Over ~400 lines on purpose: both backends behind one interface, and the token session, its
+errors and its start-up checks, which only the PKCS#11 backend has.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ databases. A KMS or Vault backend implements the same five methods (docs/encrypt
 key store"): `put` stores new DEKs wrapped, `get_many` returns them unwrapped in one round trip,
 `delete_many` destroys them, `present` tells which still exist, `rewrap` moves them to the current
 KEK. Nothing outside this module knows how keys are kept.
+
+Over ~400 lines on purpose: the model, its store and the rotation that re-wraps its rows are one
+seam (the key table is read and written nowhere else).
 """
 
 from __future__ import annotations

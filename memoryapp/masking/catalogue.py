@@ -31,6 +31,7 @@ from functools import cache, lru_cache
 import phonenumbers
 
 from memoryapp.masking.common import Span, count_digits
+from memoryapp.masking.mobiles import announced_list, is_mobile, is_region_mobile
 
 #: python-stdnum modules of the personal identifiers of the product's users' countries (the
 #: ≥ 20 Faker locales of tests/masking/catalogue_corpus.py). Tax ids of companies (VAT, SIREN…)
@@ -336,7 +337,6 @@ def _is_small_numbers(work: str, start: int, run: str, groups: list[str], region
     if 12 <= len(digits) <= 19 and _stdnum_luhn_valid(digits):
         return False
     # phone imports numbers, which imports this module: phone is read when the rule runs
-    from memoryapp.masking.phone import announced_list, is_mobile, is_region_mobile
 
     region_mobile = region is not None and not announced_list(work, start) and is_region_mobile(run, region)
     return not is_mobile(run) and not region_mobile and not is_national_id(digits, whole=True)

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memoryapp', '0014_rate_limit_slot_table'),
+        ("memoryapp", "0014_rate_limit_slot_table"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memoryversion',
-            name='moved_from',
-            field=models.BigIntegerField(blank=True, editable=False, help_text='Plain id of the version a topic edit moved this memory from: erasing this chain erases that history too.', null=True),
+            model_name="memoryversion",
+            name="moved_from",
+            field=models.BigIntegerField(blank=True, editable=False, help_text="Plain id of the version a topic edit moved this memory from: erasing this chain erases that history too.", null=True),
         ),
     ]
