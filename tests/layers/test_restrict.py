@@ -8,7 +8,9 @@ test states row by row (collections, documents, access entries)."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -22,6 +24,28 @@ from memoryapp.models import AccessEntry, MemoryVersion
 from retention.models import DeletionReceipt
 
 RESTRICTED = [Collection, Document, MemoryVersion, AccessEntry, DeletionReceipt, UsageRecord]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+#: Who-may-see predicates the `restrict` methods write; each spelled in its model module only.
+RULES = {
+    "a collection's readers (Collection.objects.restrict)": (re.compile(r"\brestricted=False\b|Q\(readers="), "governance/models.py"),
+    "the access log's window (AccessEntry.objects.within_retention / past_retention)": (re.compile(r"timedelta\(days=settings\.ACCESS_LOG_RETENTION_DAYS"), "memoryapp/models.py"),
+    "whose usage an owner reads (UsageRecord.objects.restrict)": (re.compile(r"has_perm\([\"']usage:read_all"), "credits/models.py"),
+}
+
+
+def test_no_who_may_see_rule_is_written_outside_its_model():
+    copies = []
+    for app in ("memoryapp", "governance", "retention", "credits", "config", "core"):
+        for path in sorted((ROOT / app).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if "migrations" in relative:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                copies += [f"{relative}:{number}: {rule}" for rule, (pattern, owner) in RULES.items() if relative != owner and pattern.search(line)]
+    assert copies == [], "call the model's restrict() instead:\n" + "\n".join(copies)
+    planted = ["Collection.objects.filter(Q(restricted=False) | Q(readers=member))", "now - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS)", 'member.has_perm("usage:read_all")']
+    assert all(any(pattern.search(line) for pattern, _ in RULES.values()) for line in planted)
 
 
 def test_the_vocabulary_is_view_alone_and_an_unknown_action_is_refused():
@@ -42,6 +66,7 @@ def test_every_member_visible_model_restricts_and_refuses_an_unknown_action(worl
 def test_collections_and_documents_are_the_readable_ones_of_the_members_workspace(world):
     open_ = governance.create_collection(world.workspace, name="Handbook")
     closed = governance.create_collection(world.workspace, name="Board", restricted=True, readers=[world.editor])
+    wiki = governance.create_collection(world.workspace, name="Wiki", readers=[world.editor, world.viewer])  # listed readers, not restricted
     elsewhere = governance.create_collection(world.other_workspace, name="Globex")
     handbook = governance.create_document(open_, title="Leave", text="Ten days a year.")
     board = governance.create_document(closed, title="Minutes", text="Budget approved.")
@@ -51,12 +76,13 @@ def test_collections_and_documents_are_the_readable_ones_of_the_members_workspac
     def seen(model, member):
         return set(model.objects.restrict(member, "view").values_list("pk", flat=True))
 
-    assert seen(Collection, world.editor) == {open_.pk, closed.pk}
-    assert seen(Collection, world.viewer) == seen(Collection, world.owner) == {open_.pk}  # restricted: its readers only, whatever the role
+    assert seen(Collection, world.editor) == {open_.pk, closed.pk, wiki.pk}
+    assert seen(Collection, world.viewer) == seen(Collection, world.owner) == {open_.pk, wiki.pk}  # restricted: its readers only, whatever the role
     assert seen(Collection, world.outsider) == {elsewhere.pk}
     assert seen(Document, world.editor) == {handbook.pk, board.pk}  # never the expired one
     assert seen(Document, world.viewer) == {handbook.pk}
-    assert Collection.objects.restrict(world.editor, "view").count() == 2  # one row per collection, however many readers
+    assert Collection.objects.restrict(world.editor, "view").count() == 3  # one row per collection, however many readers
+    assert len(Document.objects.restrict(world.viewer, "view")) == 1
 
 
 def test_access_entries_are_the_members_own_within_the_retention_window(world):
