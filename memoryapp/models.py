@@ -4,7 +4,9 @@ Every memory is a chain of versions sharing (member, namespace, key); a keyless 
 of one. `valid_to IS NULL` marks the current version, and a partial unique constraint keeps at
 most one current version per key, whatever the concurrency.
 
-Which versions and access entries a member may see: `restrict(member, "view")` (`core.restrict`).
+Over ~400 lines on purpose: each model carries its own QuerySet (the expiry rule, the read
+filters, which versions and access entries a member may see: `restrict(member, "view")`, see
+`core.restrict`), so every predicate about these rows is written once, next to its fields.
 """
 
 from __future__ import annotations
