@@ -1,6 +1,7 @@
 """Credits and usage (SPEC §9): the price list, workspaces' balances, member and role quotas, the
 append-only ledger, usage records and their daily rollups, and the consolidation records of
-submitted conversation turns (what each turn cost is a usage record).
+submitted conversation turns (what each turn cost is a usage record). Whose usage a member may
+read: `UsageRecord.objects.restrict(member, "view")` (`core.restrict`).
 
 The models moved here from `retention` (issue 23 step 4) with their tables: `db_table` keeps the
 `retention_*` names, and the migrations only move Django's state (SeparateDatabaseAndState). The
@@ -10,10 +11,16 @@ backup, restore and report query written against them, for a name only (docs/ope
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.utils import timezone
 
+from core.restrict import check_action
 from memoryapp.sealing import RowKeyField, SealedField, SealedManager
+
+if TYPE_CHECKING:
+    from governance.models import Member
 
 
 class UsageCategory(models.TextChoices):
@@ -24,6 +31,19 @@ class UsageCategory(models.TextChoices):
 class UsageStatus(models.TextChoices):
     PENDING = "pending", "Pending settlement"
     SETTLED = "settled", "Settled into the ledger"
+
+
+#: Who reads every member's usage in the workspace (the owner) rather than only their own.
+READ_ALL_USAGE = "usage:read_all"
+
+
+class UsageRecordQuerySet(models.QuerySet):
+    def restrict(self, member: Member, action: str) -> UsageRecordQuerySet:
+        """`core.restrict`. "view": the records of the member's workspace with `READ_ALL_USAGE`,
+        else the member's own."""
+        check_action(action)
+        records = self.filter(workspace_id=member.workspace_id)
+        return records if member.has_perm(READ_ALL_USAGE) else records.filter(member=member)
 
 
 class UsageRecord(models.Model):
@@ -46,6 +66,8 @@ class UsageRecord(models.Model):
     status = models.CharField(max_length=8, choices=UsageStatus.choices, default=UsageStatus.PENDING, db_index=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     settled_at = models.DateTimeField(null=True, blank=True)
+
+    objects = UsageRecordQuerySet.as_manager()
 
     class Meta:
         db_table = "retention_usagerecord"  # the table it had in retention: moved without a copy

@@ -1,7 +1,7 @@
-"""Usage as the member and the owner read it (the usage API and page, the admin dashboard): which
-records a member may read, their totals, the credits spent per day, a record's input and output
-lines, the AI-memory note (its one text: the API's English and the pages' message id), the
-record's JSON."""
+"""Usage as the member and the owner read it (the usage API and page, the admin dashboard): whether
+a member reads everyone's records (which ones: `UsageRecord.objects.restrict`), their totals, the
+credits spent per day, a record's input and output lines, the AI-memory note (its one text: the
+API's English and the pages' message id), the record's JSON."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.utils import translation
 from django.utils.translation import gettext_noop, ngettext_lazy
 
 from core.timestamps import iso
-from credits.models import UsageCategory, UsageRecord
+from credits.models import READ_ALL_USAGE, UsageCategory, UsageRecord
 from credits.pricing import MONEY_SUM, ZERO
 from governance.models import Member
 
@@ -37,14 +37,8 @@ MEMORY_NOTE = ngettext_lazy(
 
 def sees_all_usage(member: Member) -> bool:
     """Whether the member reads every member's usage in the workspace (`usage:read_all`, the
-    owner) rather than only their own."""
-    return member.has_perm("usage:read_all")
-
-
-def visible_usage(member: Member) -> QuerySet[UsageRecord]:
-    """The usage records a member may read: the workspace's when they see all, else their own."""
-    queryset = UsageRecord.objects.filter(workspace_id=member.workspace_id)
-    return queryset if sees_all_usage(member) else queryset.filter(member=member)
+    owner) rather than only their own (which records: `UsageRecord.objects.restrict`)."""
+    return member.has_perm(READ_ALL_USAGE)
 
 
 def usage_totals(queryset: QuerySet[UsageRecord]) -> dict[str, Any]:

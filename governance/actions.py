@@ -26,7 +26,7 @@ from core.timestamps import iso
 from governance import linking, signals, tokens
 from governance.audit import Actor, audit
 from governance.auth import CREDENTIAL_TOKEN_KIND, PERSONAL_TOKEN_KIND
-from governance.knowledge import normalised_length, readable_collection, readable_collections, readable_documents, split_passages
+from governance.knowledge import normalised_length, split_passages
 from governance.models import (
     AskHistorySettings,
     Collection,
@@ -332,7 +332,7 @@ def create_collection(
 
 def _collection_read_by(member: Member, collection: Collection | None, collection_id: int | None) -> Collection | None:
     """The collection (given, or named by `collection_id`) if `member` may read it, else None."""
-    return readable_collection(member, collection.pk if collection is not None else collection_id)
+    return Collection.objects.restrict(member, "view").filter(pk=collection.pk if collection is not None else collection_id).first()
 
 
 @transaction.atomic
@@ -469,8 +469,8 @@ def create_context_set(
     if by is not None:
         wanted_collections = set(collection_ids) if collection_ids is not None else {c.pk for c in collections or ()}
         wanted_documents = set(document_ids) if document_ids is not None else {d.pk for d in documents or ()}
-        collections = list(readable_collections(by).filter(workspace_id=workspace.pk, pk__in=wanted_collections))
-        documents = list(readable_documents(by).filter(workspace_id=workspace.pk, pk__in=wanted_documents))
+        collections = list(Collection.objects.restrict(by, "view").filter(workspace_id=workspace.pk, pk__in=wanted_collections))
+        documents = list(Document.objects.restrict(by, "view").filter(workspace_id=workspace.pk, pk__in=wanted_documents))
         if len(collections) != len(wanted_collections):
             raise validation_error({"collectionIds": ["No such collection."]})
         if len(documents) != len(wanted_documents):

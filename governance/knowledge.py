@@ -1,5 +1,6 @@
-"""Knowledge rules shared by ingestion, citation checks, the live re-check and recall:
-what a member may read, how text splits into passages, and which entities a text mentions."""
+"""Knowledge rules shared by ingestion, citation checks and recall: how text splits into passages,
+and which entities a text mentions. What a member may read is `Collection.objects.restrict` and
+`Document.objects.restrict` (`core.restrict`)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
 
-from governance.models import Collection, Document, Entity, Member, Workspace
+from governance.models import Entity, Workspace
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]")
@@ -23,26 +23,6 @@ def split_passages(text: str) -> list[str]:
     """Passages are the non-empty paragraphs of a text (split on blank lines), in order."""
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     return [part.strip() for part in _BLANK_LINE.split(normalised) if part.strip()]
-
-
-def readable_collections_q(member: Member, prefix: str = "") -> Q:
-    """Collections the member may read: unrestricted ones, or restricted ones listing the member."""
-    return Q(**{f"{prefix}restricted": False}) | Q(**{f"{prefix}readers": member})
-
-
-def readable_collections(member: Member) -> QuerySet[Collection]:
-    return Collection.objects.filter(Q(workspace_id=member.workspace_id) & readable_collections_q(member)).distinct()
-
-
-def readable_collection(member: Member, collection_id: int) -> Collection | None:
-    """The collection `collection_id` if the member may read it; None when it does not exist, is
-    another workspace's, or is restricted without the member (the caller cannot tell which)."""
-    return readable_collections(member).filter(pk=collection_id).first()
-
-
-def readable_documents(member: Member) -> QuerySet[Document]:
-    """Documents the member may read now: of their workspace, not expired, in a readable collection."""
-    return Document.objects.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=readable_collections(member).values("id")))
 
 
 def normalised_length(text: str) -> int:

@@ -5,8 +5,9 @@ keep plain ids, so a deleted source makes its memories unreachable at once (the 
 finds it gone) and the cascade then erases them with a receipt.
 
 Over ~400 lines on purpose: each model carries its own QuerySet and row methods (active members,
-usable credentials, live context sets, unexpired documents), so every predicate about these rows
-is written once, next to the fields it reads (tests/layers/test_model_rules.py).
+usable credentials, live context sets, unexpired documents, the collections and documents a member
+may read: `restrict`, see `core.restrict`), so every predicate about these rows is written once,
+next to the fields it reads (tests/layers/test_model_rules.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core.restrict import check_action
 from governance.permissions import ROLE_CHOICES, Role, role_has
 
 
@@ -179,12 +181,22 @@ class Member(models.Model):
         return self.is_active and (self.period == 1 or (issued_at is not None and self.issued_in_period(issued_at)))
 
 
+class CollectionQuerySet(models.QuerySet):
+    def restrict(self, member: Member, action: str) -> CollectionQuerySet:
+        """`core.restrict`. "view": the collections of the member's workspace they may read:
+        unrestricted ones, or restricted ones listing the member."""
+        check_action(action)
+        return self.filter(Q(workspace_id=member.workspace_id) & (Q(restricted=False) | Q(readers=member))).distinct()
+
+
 class Collection(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="collections")
     name = models.CharField(max_length=200)
     restricted = models.BooleanField(default=False, help_text="Only the listed members may read it.")
     readers = models.ManyToManyField(Member, blank=True, related_name="readable_collections")
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = CollectionQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -198,6 +210,12 @@ class DocumentQuerySet(models.QuerySet):
         """Readable at `at` (now) as far as expiry goes: no `expires_at`, or one after `at` — a
         document is readable strictly before its expiry instant (`Document.is_expired` as a query)."""
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at or timezone.now()))
+
+    def restrict(self, member: Member, action: str) -> DocumentQuerySet:
+        """`core.restrict`. "view": the documents the member may read now: of their workspace,
+        not expired, in a collection they may read."""
+        check_action(action)
+        return self.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=Collection.objects.restrict(member, action).values("id")))
 
 
 class Document(models.Model):

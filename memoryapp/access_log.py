@@ -195,17 +195,6 @@ def count_listing(version_ids: Sequence[int], *, member_id: int | None = None) -
     return int(_rows(*_listing_sql(ids, member_id, select="count(*)"))[0][0])
 
 
-def expired_entries(now: datetime | None = None) -> QuerySet[AccessEntry]:
-    """Entries past ACCESS_LOG_RETENTION_DAYS."""
-    return AccessEntry.objects.filter(at__lt=_retention_start(now))
-
-
-def entries_of_removed_members() -> QuerySet[AccessEntry]:
-    """Entries of removed members: erasing their memories erased the entries listing
-    them, so only an entry written by a read racing that erase can be here."""
-    return AccessEntry.objects.filter(member__in=Member.objects.removed())
-
-
 def delete_chunk(queryset: QuerySet[AccessEntry], chunk: int) -> tuple[int, int]:
     """One chunk of a sweep: (entries picked, entries deleted)."""
     ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:chunk])
@@ -223,7 +212,7 @@ class EntryFilters:
 
 def member_entries(member: Member, filters: EntryFilters | None = None) -> QuerySet[AccessEntry]:
     """The member's own entries, newest first. Never anyone else's, whatever the role."""
-    queryset = AccessEntry.objects.filter(member=member, at__gte=_retention_start())
+    queryset = AccessEntry.objects.restrict(member, "view")
     filters = filters or EntryFilters()
     if filters.credential_id is not None:
         queryset = queryset.filter(credential_ref=filters.credential_id)
@@ -234,11 +223,6 @@ def member_entries(member: Member, filters: EntryFilters | None = None) -> Query
     if filters.until is not None:
         queryset = queryset.filter(at__lt=filters.until)
     return queryset.order_by("-at", "-id")
-
-
-def _retention_start(now: datetime | None = None) -> datetime:
-    # Read paths stop showing an entry at its expiry, before the sweep deletes it.
-    return (now or timezone.now()) - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS)
 
 
 def _cursor_scope(member: Member) -> str:
@@ -330,7 +314,7 @@ def daily_counts(workspace: Workspace, *, since: date, until: date, operation: s
     by operation and surface. No member, credential or memory is named."""
     start = datetime.combine(since, time.min, tzinfo=UTC)
     end = datetime.combine(until + timedelta(days=1), time.min, tzinfo=UTC)
-    queryset = AccessEntry.objects.filter(workspace=workspace, at__gte=max(start, _retention_start()), at__lt=end)
+    queryset = AccessEntry.objects.within_retention().filter(workspace=workspace, at__gte=start, at__lt=end)
     if operation:
         queryset = queryset.filter(operation=operation)
     rows = queryset.annotate(day=TruncDate("at", tzinfo=UTC)).values("day", "operation", "surface").annotate(reads=Count("id"), memories=Sum("returned")).order_by("-day", "operation", "surface")

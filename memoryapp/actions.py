@@ -24,7 +24,7 @@ from memoryapp.models import MEMORY_KINDS, Citation, MemoryVersion, Source
 from memoryapp.ratelimit import Slot, spend_slot
 from memoryapp.recall.index import index_entry
 from memoryapp.representation import memory_json
-from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, filtered_versions, live_versions, recheck
+from memoryapp.visibility import CURRENT, CheckedCitation, Recheck, filtered_versions, recheck
 from retention import previews
 from retention.erasure import erase_memories
 from retention.models import Operation
@@ -261,7 +261,7 @@ def forget(admission: gates.Admission) -> dict[str, Any]:
     ctx, data = admission.ctx, admission.data
     with transaction.atomic():
         lock_member(ctx.member)
-        live = live_versions(ctx.member, ctx.ask_history)
+        live = MemoryVersion.objects.restrict(ctx.member, "view", ask_history=ctx.ask_history)
         if "memoryId" in data:
             version = live.filter(pk=data["memoryId"]).first()
             if version is None:

@@ -18,7 +18,6 @@ from core import logs
 from core.errors import ApiError, memory_disabled, plain_details, unauthenticated, validation_error
 from core.jsontext import unpaired_surrogates
 from governance.auth import find_credential, touch_credential
-from governance.knowledge import readable_collections_q, readable_documents
 from governance.models import AskHistorySettings, Collection, ContextSet, Credential, Document, Member, Passage, Workspace
 from governance.permissions import scope_allowed_for_role
 from memoryapp import masking, metrics
@@ -215,7 +214,10 @@ def check_memory_in_scope(admission: Admission, memory_ids: list[int]) -> None:
 def readable_cited_passages(ctx: AgentContext, wanted: list[int]) -> dict[int, Passage]:
     if not wanted:
         return {}
-    return {passage.pk: passage for passage in Passage.objects.select_related("document").filter(pk__in=wanted, document__workspace_id=ctx.workspace.pk, document__in=readable_documents(ctx.member))}
+    return {
+        passage.pk: passage
+        for passage in Passage.objects.select_related("document").filter(pk__in=wanted, document__workspace_id=ctx.workspace.pk, document__in=Document.objects.restrict(ctx.member, "view"))
+    }
 
 
 def require_citations(wanted: list[int], found: dict[int, Passage]) -> list[Passage]:
@@ -229,7 +231,7 @@ def require_citations(wanted: list[int], found: dict[int, Passage]) -> list[Pass
 def check_collection_readable(ctx: AgentContext, collection_id: int | None) -> None:
     if collection_id is None:
         return
-    readable = Collection.objects.filter(Q(pk=collection_id, workspace_id=ctx.workspace.pk) & readable_collections_q(ctx.member)).exists()
+    readable = Collection.objects.restrict(ctx.member, "view").filter(pk=collection_id).exists()
     if not readable:
         raise validation_error({"collectionId": ["No such collection."]})
 

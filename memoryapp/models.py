@@ -3,6 +3,10 @@
 Every memory is a chain of versions sharing (member, namespace, key); a keyless memory is a chain
 of one. `valid_to IS NULL` marks the current version, and a partial unique constraint keeps at
 most one current version per key, whatever the concurrency.
+
+Over ~400 lines on purpose: each model carries its own QuerySet (the expiry rule, the read
+filters, which versions and access entries a member may see: `restrict(member, "view")`, see
+`core.restrict`), so every predicate about these rows is written once, next to its fields.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.expressions import CombinedExpression
@@ -17,6 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from core.choices import LabelledChoices
+from core.restrict import check_action
 from governance.models import Credential, Member, Workspace
 from memoryapp.keyring import DataKey  # noqa: F401 -- the key store's one model (it lives in the `keyring` database)
 from memoryapp.sealing import RowKeyField, SealedField, SealedManager, SealedQuerySet, row_cipher
@@ -150,6 +156,27 @@ class MemoryVersionQuerySet(SealedQuerySet):
         if as_of is None:
             return self.current()
         return self.filter(Q(valid_from__lte=as_of) & (current_q() | Q(valid_to__gt=as_of)))
+
+    def restrict(self, member: Member, action: str, *, ask_history: AskHistorySettings | None = None, at: datetime | None = None) -> MemoryVersionQuerySet:
+        """`core.restrict`. "view": the member's live versions at `at` (now), what any read of
+        them may return (`live`; `ask_history`: the workspace's settings, read when not given).
+        A member belongs to one workspace, so filtering by member alone is complete, and it lets
+        PostgreSQL walk the ordered (member, -created_at, -id) index instead of AND-ing bitmaps."""
+        check_action(action)
+        return self.filter(member=member).live(ask_history if ask_history is not None else member.workspace.ask_history, at=at)
+
+    def matching(self, *, as_of: datetime | None = None, namespace: str | None = None, key: str | None = None, collection_id: int | None = None) -> MemoryVersionQuerySet:
+        """The read filters of list and recall (the agent API; the member's agent-memory list in
+        the API and on the page): the version current now (or at `as_of`), in that namespace,
+        key and collection when given, newest first."""
+        queryset = self.current_or_as_of(as_of)
+        if namespace:
+            queryset = queryset.filter(namespace=namespace)
+        if key:
+            queryset = queryset.filter(key=key)
+        if collection_id is not None:
+            queryset = queryset.filter(collection_id=collection_id)
+        return queryset.order_by("-created_at", "-id")
 
 
 class MemoryVersion(models.Model):
@@ -371,6 +398,32 @@ class AccessSurface(LabelledChoices):
     MCP = "mcp", gettext_lazy("MCP")
 
 
+def _access_retention_start(now: datetime | None = None) -> datetime:
+    """Access entries older than this (ACCESS_LOG_RETENTION_DAYS) are expired: read paths stop
+    showing an entry at its expiry, before the sweep deletes it."""
+    return (now or timezone.now()) - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS)
+
+
+class AccessEntryQuerySet(models.QuerySet):
+    def within_retention(self, now: datetime | None = None) -> AccessEntryQuerySet:
+        return self.filter(at__gte=_access_retention_start(now))
+
+    def past_retention(self, now: datetime | None = None) -> AccessEntryQuerySet:
+        """What the access-log sweep deletes."""
+        return self.filter(at__lt=_access_retention_start(now))
+
+    def of_removed_members(self) -> AccessEntryQuerySet:
+        """Entries of removed members: erasing their memories erased the entries listing them,
+        so only an entry written by a read racing that erase can be here."""
+        return self.filter(member__in=Member.objects.removed())
+
+    def restrict(self, member: Member, action: str) -> AccessEntryQuerySet:
+        """`core.restrict`. "view": the member's own unexpired entries. Never anyone else's,
+        whatever the role (owners read counts per day: `access_log.daily_counts_for`)."""
+        check_action(action)
+        return self.filter(member=member).within_retention()
+
+
 class AccessEntry(models.Model):
     """One agent read that returned memories (SPEC §8.1): when, which credential, which operation
     and surface, and which memory versions came back, as ids and version numbers. Never the
@@ -401,6 +454,8 @@ class AccessEntry(models.Model):
     hidden = models.PositiveIntegerField(default=0, help_text="Memories the read left out because a cited source is gone or unreadable.")
     erased = models.PositiveSmallIntegerField(default=0, help_text="Returned memories erased since (their references are struck).")
     memories = models.JSONField(default=list, help_text='[{"id": version id, "v": version number}], in the order returned.')
+
+    objects = AccessEntryQuerySet.as_manager()
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -1,5 +1,6 @@
-"""What a read path may return: live versions (not expired, not unreachable) that pass the
-live source re-check of SPEC §4.2. Used by list, recall, the member API, pages and MCP alike."""
+"""What a read path may return: live versions (`MemoryVersion.objects.restrict`: not expired, not
+unreachable) that pass the live source re-check of SPEC §4.2. Used by list, recall, the member
+API, pages and MCP alike."""
 
 from __future__ import annotations
 
@@ -7,51 +8,21 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from governance.knowledge import readable_collections_q
-from governance.models import AskHistorySettings, Collection, Member, Passage
+from governance.models import Collection, Member, Passage
 from memoryapp import gates
 from memoryapp.models import Citation, MemoryVersion
 
 
-def live_versions(member: Member, ask_history: AskHistorySettings, now: datetime | None = None) -> QuerySet[MemoryVersion]:
-    """The member's live versions (`MemoryVersionQuerySet.live`)."""
-    # A member belongs to one workspace, so filtering by member alone is complete, and it lets
-    # PostgreSQL walk the ordered (member, -created_at, -id) index instead of AND-ing bitmaps.
-    return MemoryVersion.objects.filter(member=member).live(ask_history, at=now)
-
-
-def member_versions(
-    member: Member,
-    ask_history: AskHistorySettings,
-    *,
-    as_of: datetime | None = None,
-    namespace: str | None = None,
-    key: str | None = None,
-    collection_id: int | None = None,
-    agent_memories_only: bool = False,
-) -> QuerySet[MemoryVersion]:
-    """The one filter chain of memory reads (the agent API's list and recall, the member's
-    agent-memory list in the API and on the page): the member's live versions current now (or
-    at `as_of`), filtered, newest first. `agent_memories_only` leaves out assistant memories."""
-    queryset = live_versions(member, ask_history).current_or_as_of(as_of)
-    if agent_memories_only:
-        queryset = queryset.agent()
-    if namespace:
-        queryset = queryset.filter(namespace=namespace)
-    if key:
-        queryset = queryset.filter(key=key)
-    if collection_id is not None:
-        queryset = queryset.filter(collection_id=collection_id)
-    return queryset.order_by("-created_at", "-id")
-
-
 def filtered_versions(admission: gates.Admission) -> QuerySet[MemoryVersion]:
-    """What an admitted read (list, recall) may see: the member's live versions matching the read filters and the credential's context set."""
+    """What an admitted read (list, recall) may see: the member's live versions
+    (`MemoryVersion.objects.restrict`) matching the read filters and the credential's context set."""
     ctx, data = admission.ctx, admission.data
-    queryset = member_versions(ctx.member, ctx.ask_history, as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId"))
+    queryset = MemoryVersion.objects.restrict(ctx.member, "view", ask_history=ctx.ask_history).matching(
+        as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId")
+    )
     if admission.scope is not None:
         queryset = queryset.filter(gates.in_scope_q(admission.scope))
     return queryset
@@ -105,7 +76,7 @@ def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None 
     collection_ids = {v.collection_id for v in versions if v.collection_id} | {p.document.collection_id for p in passages.values()}
     readable: set[int] = set()
     if collection_ids:
-        readable = set(Collection.objects.filter(Q(pk__in=collection_ids, workspace_id=member.workspace_id) & readable_collections_q(member)).values_list("pk", flat=True).distinct())
+        readable = set(Collection.objects.restrict(member, "view").filter(pk__in=collection_ids).values_list("pk", flat=True))
     visible: list[MemoryVersion] = []
     checked_by_memory: dict[int, list[CheckedCitation]] = {}
     hidden = 0
@@ -118,7 +89,7 @@ def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None 
         for citation in by_memory.get(version.pk, []):
             passage = passages.get(citation.passage_id)
             document = passage.document if passage else None
-            if document is None or document.workspace_id != member.workspace_id or (document.expires_at is not None and document.expires_at <= now) or document.collection_id not in readable:
+            if document is None or document.workspace_id != member.workspace_id or document.is_expired(now) or document.collection_id not in readable:
                 ok = False
                 break
             changed = document.current_version_id != citation.document_version_id or passage.sha256 != citation.sha256

@@ -222,8 +222,8 @@ def access_log_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[st
     """Delete access entries older than ACCESS_LOG_RETENTION_DAYS (read paths already stopped
     showing them), and any left behind by a removed member. Entries hold ids, never content,
     so no receipt is written for their expiry; erasing memories strikes them with a receipt."""
-    expired = access_log.expired_entries(now)
-    removed = access_log.entries_of_removed_members()
+    expired = AccessEntry.objects.past_retention(now)
+    removed = AccessEntry.objects.of_removed_members()
     return {
         "accessEntriesExpired": run_in_chunks(lambda: access_log.delete_chunk(expired, chunk), chunk=chunk),
         "accessEntriesOfRemovedMembers": run_in_chunks(lambda: access_log.delete_chunk(removed, chunk), chunk=chunk),

@@ -1,10 +1,12 @@
 """Deletion receipts: what was erased, when it became unreachable, when it was purged, what may remain.
+Who may see which: `DeletionReceipt.objects.restrict(member, "view")` (`core.restrict`).
 
 Credits, usage and consolidation records live in the `credits` app (issue 23 step 4)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -12,8 +14,12 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from core.choices import LabelledChoices
+from core.restrict import check_action
 from core.timestamps import iso
 from memoryapp.keyring import KekRecord
+
+if TYPE_CHECKING:
+    from governance.models import Member
 
 
 class Operation(LabelledChoices):
@@ -33,6 +39,19 @@ class Operation(LabelledChoices):
     ADMIN_ERASE = "admin_erase", gettext_lazy("Erased by a platform admin")
     FORGETTING_CHECK = "forgetting_check", gettext_lazy("Forgetting check")
     KEY_SWEEP = "key_sweep", gettext_lazy("Left by an interrupted erase (data key already destroyed)")
+
+
+#: Who lists every receipt of the workspace (the owner): counts only, `receipt_access.receipt_json`.
+RECEIPTS_OF_WORKSPACE = "ask_history:manage"
+
+
+class DeletionReceiptQuerySet(models.QuerySet):
+    def restrict(self, member: Member, action: str) -> DeletionReceiptQuerySet:
+        """`core.restrict`. "view": every receipt of the member's workspace for an owner
+        (`RECEIPTS_OF_WORKSPACE`), else the receipts of the member's own memories."""
+        check_action(action)
+        receipts = self.filter(workspace_ref=member.workspace_id)
+        return receipts if member.has_perm(RECEIPTS_OF_WORKSPACE) else receipts.filter(member_ref=member.pk)
 
 
 class DeletionReceipt(models.Model):
@@ -88,6 +107,8 @@ class DeletionReceipt(models.Model):
     # verification records keep covering); this signed record binds the hash they hash to now
     # (`redactedSha256`) to it. None on every receipt written since (its digests were hashed).
     redaction = models.JSONField(null=True, blank=True, default=None, help_text="Set when the receipt's names were sealed after it was signed: the hash its fields have now, signed.")
+
+    objects = DeletionReceiptQuerySet.as_manager()
 
     class Meta:
         ordering = ["-purged_at", "-id"]

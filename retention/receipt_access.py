@@ -1,30 +1,20 @@
-"""Who sees which deletion receipts and in what form (SPEC §5, §8): the member their own, the
-owner every receipt of the workspace with the salt withheld, and the chain report each may read."""
+"""Who sees deletion receipts in what form (SPEC §5, §8): the member their own, the owner every
+receipt of the workspace with the salt withheld (which ones: `DeletionReceipt.objects.restrict`),
+and the chain report each may read."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
 from django.utils import timezone, translation
 
 from core.timestamps import iso
 from governance.models import Member
-from retention.models import DeletionReceipt, Operation
+from retention.models import RECEIPTS_OF_WORKSPACE, DeletionReceipt, Operation
 from retention.receipt_checks import member_view, verify_chain_bounded
 from retention.receipt_keys import PUBLIC_KEY_PATH, public_keys
 from retention.receipt_names import Resolver
 from retention.receipts import proof_json
-
-# --- who sees which receipts (SPEC §5, §8) ----------------------------------------------------------
-MANAGE = "ask_history:manage"
-
-
-def visible_receipts(member: Member) -> QuerySet[DeletionReceipt]:
-    """Owners (`ask_history:manage`) list every receipt of the workspace, with counts only
-    (`receipt_json`); a member lists the receipts of their own memories."""
-    receipts = DeletionReceipt.objects.filter(workspace_ref=member.workspace_id)
-    return receipts if member.has_perm(MANAGE) else receipts.filter(member_ref=member.pk)
 
 
 def chain_report_for(member: Member) -> dict[str, Any]:
@@ -32,7 +22,7 @@ def chain_report_for(member: Member) -> dict[str, Any]:
     owner, `member_view` for anyone else."""
     keys = public_keys()
     workspace = verify_chain_bounded(member.workspace_id, keys=keys)
-    body = {**workspace, "scope": "workspace"} if member.has_perm(MANAGE) else member_view(workspace, member.pk)
+    body = {**workspace, "scope": "workspace"} if member.has_perm(RECEIPTS_OF_WORKSPACE) else member_view(workspace, member.pk)
     return {**body, "checkedAt": iso(timezone.now()), "keyIds": list(keys), "publicKeyUrl": PUBLIC_KEY_PATH}
 
 

@@ -141,7 +141,7 @@ class UsageView(WorkspaceAPIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, ws_id):
-        filterset = UsageFilter(request.query_params, queryset=usage.visible_usage(self.member))
+        filterset = UsageFilter(request.query_params, queryset=UsageRecord.objects.restrict(self.member, "view"))
         if not filterset.is_valid():
             raise validation_error({k: [str(e) for e in v] for k, v in filterset.errors.items()})
         queryset = filterset.qs.order_by("-created_at", "-id")

@@ -15,8 +15,7 @@ from core.timestamps import iso
 from governance import actions
 from governance.api import serializers as s
 from governance.api.base import WorkspaceAPIView
-from governance.knowledge import readable_collections, readable_documents
-from governance.models import ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
+from governance.models import Collection, ContextSet, Credential, Document, DocumentVersion, Entity, Member, Passage
 from memoryapp import ratelimit
 from retention import previews
 
@@ -126,7 +125,7 @@ class CollectionsView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
-        collections = readable_collections(self.member)
+        collections = Collection.objects.restrict(self.member, "view")
         return Response({"collections": [{"id": str(c.pk), "name": c.name, "restricted": c.restricted} for c in collections]})
 
     @extend_schema(request=s.CollectionBody, responses={201: dict})
@@ -158,7 +157,7 @@ class DocumentsView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
-        documents = readable_documents(self.member).order_by("id")
+        documents = Document.objects.restrict(self.member, "view").order_by("id")
         return Response(
             {"documents": [{"id": str(d.pk), "title": d.title, "collectionId": str(d.collection_id), "versionId": str(d.current_version_id), "expiresAt": iso(d.expires_at)} for d in documents]}
         )
@@ -174,7 +173,7 @@ class DocumentView(KnowledgeWriteView):
     permissions = {"DELETE": "knowledge:write"}
 
     def _document(self, document_id: int) -> Document:
-        document = readable_documents(self.member).filter(pk=document_id).first()
+        document = Document.objects.restrict(self.member, "view").filter(pk=document_id).first()
         if document is None:
             raise not_found("document")
         return document
@@ -201,7 +200,7 @@ class DocumentVersionsView(DocumentView):
 
 class PassageView(WorkspaceAPIView):
     def get(self, request, ws_id, passage_id):
-        passage = Passage.objects.filter(pk=passage_id, document__in=readable_documents(self.member)).first()
+        passage = Passage.objects.filter(pk=passage_id, document__in=Document.objects.restrict(self.member, "view")).first()
         if passage is None:
             raise not_found("passage")
         entity_ids = _ids(passage.entities.values_list("pk", flat=True))

@@ -23,9 +23,8 @@ from governance.auth import AgentBearerAuthentication, bearer_token
 from memoryapp import actions, assistant, gates, reads
 from memoryapp.api.exceptions import body_error
 from memoryapp.api.responses import AGENT_ERRORS, ForgetResponse, ListResponse, RecallResponse, RememberResponse
-from memoryapp.models import AccessSurface
+from memoryapp.models import AccessSurface, MemoryVersion
 from memoryapp.schemas import DetailsField, ForgetBody, KindField, ListBody, RecallBody, RememberBody
-from memoryapp.visibility import member_versions
 
 
 def agent_request(request: Request, operation: str, *, switches: bool = True) -> tuple[gates.AgentContext, Any]:
@@ -108,7 +107,7 @@ class AgentMemoriesView(WorkspaceAPIView):
         ask_history = self.workspace.ask_history
         params = request.query_params
         collection_id = parse_id(params["collectionId"]) if params.get("collectionId") else None
-        queryset = member_versions(self.member, ask_history, agent_memories_only=True, namespace=params.get("namespace"), key=params.get("key"), collection_id=collection_id)
+        queryset = MemoryVersion.objects.restrict(self.member, "view", ask_history=ask_history).agent().matching(namespace=params.get("namespace"), key=params.get("key"), collection_id=collection_id)
         if params.get("collectionId") and collection_id is None:
             queryset = queryset.none()  # a malformed id names no collection
         limit = query_int(params, "limit", default=20, minimum=1, maximum=100)

@@ -242,7 +242,7 @@ def agent_memory_counts(member: Member) -> dict[str, int]:
 
 def receipt_rows(member: Member) -> list[dict[str, Any]]:
     rows = []
-    for receipt in DeletionReceipt.objects.filter(workspace_ref=member.workspace_id).order_by("-purged_at", "-id")[:50]:
+    for receipt in DeletionReceipt.objects.restrict(member, "view").order_by("-purged_at", "-id")[:50]:
         rows.append(
             {
                 "receipt": receipt,

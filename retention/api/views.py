@@ -21,7 +21,7 @@ from governance.models import AskHistorySettings
 from retention import receipt_access, receipt_keys
 from retention.lifecycle import counts_for
 from retention.matrix import artifact_classes
-from retention.models import Operation
+from retention.models import DeletionReceipt, Operation
 
 
 class DeletionReceiptsVerifyView(WorkspaceAPIView):
@@ -66,7 +66,7 @@ class DeletionReceiptsView(WorkspaceAPIView):
         summary="Deletion receipts: every receipt of the workspace (owner, counts only) or your own",
     )
     def get(self, request, ws_id):
-        receipts = receipt_access.visible_receipts(self.member).order_by("-id")
+        receipts = DeletionReceipt.objects.restrict(self.member, "view").order_by("-id")
         params = request.query_params
         if params.get("operation"):
             if params["operation"] not in Operation.values:

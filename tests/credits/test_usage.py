@@ -171,8 +171,8 @@ def test_sees_all_usage_is_the_read_all_permission_and_decides_the_visible_recor
     mine, theirs = record(world, world.editor, LATE), record(world, world.owner, LATE)
     record(world, world.outsider, LATE, workspace=world.other_workspace)
     assert [usage.sees_all_usage(m) for m in (world.owner, world.editor, world.viewer)] == [True, False, False]
-    assert set(usage.visible_usage(world.owner)) == {mine, theirs}
-    assert list(usage.visible_usage(world.editor)) == [mine] and list(usage.visible_usage(world.viewer)) == []
+    assert set(UsageRecord.objects.restrict(world.owner, "view")) == {mine, theirs}
+    assert list(UsageRecord.objects.restrict(world.editor, "view")) == [mine] and list(UsageRecord.objects.restrict(world.viewer, "view")) == []
 
 
 def test_lines_of_labels_by_category_and_puts_the_memory_tokens_on_the_input_line(world):

@@ -189,9 +189,11 @@ def test_an_owner_sees_every_receipt_with_counts_only_and_a_member_only_their_ow
     editor, viewer = make_agent(world.editor), make_agent(world.viewer, scopes=("memory:read",))
     memory_id = editor.remember(namespace="notes", text="Likes green tea.").json()["memory"]["id"]
     editor.forget(memoryId=memory_id)
-    (receipt,) = receipt_access.visible_receipts(world.owner)
-    assert list(receipt_access.visible_receipts(world.editor)) == [receipt]
-    assert list(receipt_access.visible_receipts(world.viewer)) == []
+    from retention.models import DeletionReceipt
+
+    (receipt,) = DeletionReceipt.objects.restrict(world.owner, "view")
+    assert list(DeletionReceipt.objects.restrict(world.editor, "view")) == [receipt]
+    assert list(DeletionReceipt.objects.restrict(world.viewer, "view")) == []
     owner_view, own_view = receipt_access.receipt_json(receipt, viewer=world.owner), receipt_access.receipt_json(receipt, viewer=world.editor)
     assert "memoryVersionIds" not in owner_view and "salt" not in owner_view and "filters" not in owner_view["manifest"]
     assert own_view["memoryVersionIds"] == [memory_id] and own_view["manifest"]["filters"] == {"memoryId": memory_id}
@@ -205,8 +207,10 @@ def test_an_owner_sees_every_receipt_with_counts_only_and_a_member_only_their_ow
 def test_usage_and_lifecycle_counts_are_the_workspaces_for_owners_and_ones_own_otherwise(world):
     ModelPrice.objects.create(model_name="agent-model", input_per_1k="2", output_per_1k="4")
     charging.record_reply_usage(world.editor, conversation_id="c", model_name="agent-model", input_tokens=10, output_tokens=5, memory_tokens=0)
-    assert usage.usage_totals(usage.visible_usage(world.owner))["records"] == 1
-    assert usage.usage_totals(usage.visible_usage(world.viewer)) == {
+    from credits.models import UsageRecord
+
+    assert usage.usage_totals(UsageRecord.objects.restrict(world.owner, "view"))["records"] == 1
+    assert usage.usage_totals(UsageRecord.objects.restrict(world.viewer, "view")) == {
         "records": 0,
         "inputTokens": 0,
         "outputTokens": 0,

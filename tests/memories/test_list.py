@@ -89,12 +89,10 @@ def test_list_query_count_does_not_grow_with_citations(agent, docs, django_asser
 
 def test_member_versions_are_newest_first_by_creation_then_by_id(world):
     """The read order (SPEC §4.2 list): `created_at` descending, ties by id descending — not id alone."""
-    from memoryapp import visibility
-
     agent = make_agent(world.editor)
     ids = [int(agent.remember(namespace="n", text=f"note {n}").json()["memory"]["id"]) for n in range(3)]
     now = timezone.now()
     MemoryVersion.objects.filter(pk=ids[0]).update(created_at=now)  # the oldest id, created last
     MemoryVersion.objects.filter(pk__in=ids[1:]).update(created_at=now - timedelta(minutes=1))  # a tie
-    ordered = list(visibility.member_versions(world.editor, world.workspace.ask_history).values_list("pk", flat=True))
+    ordered = list(MemoryVersion.objects.restrict(world.editor, "view").matching().values_list("pk", flat=True))
     assert ordered == [ids[0], ids[2], ids[1]]

@@ -142,7 +142,7 @@ def _remembered(agent, **body) -> MemoryVersion:
 
 
 def test_recheck_hides_a_memory_whose_cited_document_expires_at_that_very_instant(world):
-    """A document is readable strictly before its `expires_at` (readable_documents: expires_at > now)."""
+    """A document is readable strictly before its `expires_at` (`Document.objects.restrict`: expires_at > now)."""
     from memoryapp import visibility
 
     agent = make_agent(world.editor)

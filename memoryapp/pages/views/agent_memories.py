@@ -23,7 +23,6 @@ from memoryapp.models import MemoryVersion
 from memoryapp.pages import presenters
 from memoryapp.pages.presenters import error_text
 from memoryapp.pages.views.base import member_page, page
-from memoryapp.visibility import member_versions
 from retention import previews as retention_previews
 
 PAGE_SIZE = 50
@@ -31,7 +30,7 @@ ACCESS_PAGE_SIZE = 20
 
 
 def _own_agent_memories(member: Member, namespace: str | None = None) -> QuerySet[MemoryVersion]:
-    return member_versions(member, member.workspace.ask_history, agent_memories_only=True, namespace=namespace)
+    return MemoryVersion.objects.restrict(member, "view").agent().matching(namespace=namespace)
 
 
 @require_GET

@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from credits import usage as credit_usage
+from credits.models import UsageRecord
 from governance.models import Member
 from memoryapp.pages import presenters
 from memoryapp.pages.charts import usage_chart
@@ -21,7 +22,7 @@ USAGE_PAGE_SIZE = 50
 @require_GET
 @member_page()
 def usage(request: HttpRequest, member: Member) -> HttpResponse:
-    queryset = credit_usage.visible_usage(member)
+    queryset = UsageRecord.objects.restrict(member, "view")
     page_obj = Paginator(queryset.select_related("member__user").order_by("-created_at", "-id"), USAGE_PAGE_SIZE).get_page(request.GET.get("page"))
     records = list(page_obj.object_list)
     totals = credit_usage.usage_totals(queryset)
