@@ -64,13 +64,17 @@ def record(*, credential: Credential, member: Member, operation: str, surface: s
     values = [member.workspace_id, member.pk, credential.pk, credential.name, operation, surface, at, len(refs), hidden]
     marks = ", ".join(["%s"] * len(values))
     if connection.vendor == "postgresql":
+        # Its own transaction (autocommit) commits without waiting for the WAL flush; inside a
+        # caller's transaction the setting would reach the caller's writes too, so it is not set.
+        commit = None if connection.in_atomic_block else "off"
         sql = (
-            f"WITH listed AS (SELECT r.ref, r.ord FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS r(ref, ord)),"
+            "WITH relaxed AS (SELECT set_config('synchronous_commit', coalesce(%s, current_setting('synchronous_commit')), true)),"
+            " listed AS (SELECT r.ref, r.ord FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS r(ref, ord)),"
             f" stored AS (SELECT id FROM {_VERSIONS} WHERE id = ANY(%s) FOR KEY SHARE)"
             f" INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, %s - count(*), jsonb_agg(listed.ref ORDER BY listed.ord)"
-            " FROM listed JOIN stored ON stored.id = (listed.ref->>'id')::bigint HAVING count(*) > 0 RETURNING id"
+            " FROM relaxed, listed JOIN stored ON stored.id = (listed.ref->>'id')::bigint HAVING count(*) > 0 RETURNING id"
         )
-        params = [json.dumps(refs), ids, *values, len(refs)]
+        params = [commit, json.dumps(refs), ids, *values, len(refs)]
     else:
         sql = f"INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, 0, %s WHERE (SELECT count(*) FROM {_VERSIONS} WHERE id IN (SELECT value FROM json_each(%s))) = %s RETURNING id"
         params = [*values, json.dumps(refs), json.dumps(ids), len(set(ids))]

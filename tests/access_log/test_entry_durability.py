@@ -24,8 +24,9 @@ import httpx
 import pytest
 from django.db import connection, transaction
 
+from governance.models import Credential
 from memoryapp import access_log
-from memoryapp.models import AccessEntry
+from memoryapp.models import AccessEntry, MemoryVersion
 from retention import erasure
 from tests.conftest import make_agent, on_postgres
 from tests.mcp.test_transports import BASE_DIR, server_env
@@ -141,8 +142,6 @@ def forget(world, pk):
 
 @postgres_threads
 def test_an_entry_written_while_an_erase_holds_its_locks_waits_and_finds_the_memory_gone(world):
-    from governance.models import Credential
-
     agent = make_agent(world.editor)
     ids = [remember(agent, f"Prefers quokka number {i}") for i in range(2)]
     credential = Credential.objects.filter(member=world.editor).latest("pk")
@@ -164,8 +163,6 @@ def test_an_entry_written_while_an_erase_holds_its_locks_waits_and_finds_the_mem
 
 @postgres_threads
 def test_an_erase_running_while_an_entry_is_uncommitted_waits_for_it_and_strikes_it(world):
-    from governance.models import Credential
-
     agent = make_agent(world.editor)
     ids = [remember(agent, f"Prefers quokka number {i}") for i in range(2)]
     credential = Credential.objects.filter(member=world.editor).latest("pk")
@@ -195,7 +192,6 @@ def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_re
     each, and is SIGKILLed the moment the first answer arrives. Every read answered 200 has its
     entry; a read still running may or may not have one (it answered nothing)."""
     from governance import actions as governance
-    from memoryapp.models import MemoryVersion
 
     writer = make_agent(world.editor)
     for i in range(3):
@@ -231,3 +227,27 @@ def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_re
     for pk in answered:
         entry = AccessEntry.objects.get(credential_ref=pk)
         assert entry.returned == 3 and len(entry.memory_ids) == 3
+
+
+@postgres_threads
+def test_only_the_entry_commits_without_waiting_for_the_wal_flush(world):
+    """The entry's statement relaxes synchronous_commit for its own transaction only: the
+    connection's next transaction (a remember, say) commits as configured again, and inside a
+    caller's transaction the entry leaves the caller's setting alone."""
+    agent = make_agent(world.editor)
+    remember(agent, "Prefers the quokka at the window")
+
+    def setting() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    configured = setting()
+    assert agent.recall(query="quokka").status_code == 200 and AccessEntry.objects.count() == 1
+    assert setting() == configured
+    memories = [{"id": pk, "version": 1} for pk in MemoryVersion.objects.filter(member=world.editor).values_list("pk", flat=True)]
+    credential = Credential.objects.filter(member=world.editor).latest("pk")
+    with transaction.atomic():
+        assert access_log.record(credential=credential, member=world.editor, operation="list", surface="rest", memories=memories, hidden=0) is not None
+        assert setting() == configured
+    assert setting() == configured and AccessEntry.objects.count() == 2
