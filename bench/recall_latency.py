@@ -244,7 +244,7 @@ def main() -> None:
     unlogged = timed(do_recall_unlogged, args.n)
     print(summary("  the same read without its access entry", unlogged))
     print(
-        f"{'  cost of the access entry (one INSERT)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
+        f"{'  cost of the access entry (one statement)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
     )
     print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
     entry_placement(baseline, do_recall_unlogged, tokens[5000], args.n)
