@@ -187,10 +187,14 @@ READS = 8
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_read_it_answered(world, tmp_path):
+@pytest.mark.parametrize("surface", ["rest", "mcp"])
+def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_read_it_answered(world, tmp_path, surface):
     """uvicorn serving config.asgi (one process) gets READS concurrent recalls, one credential
-    each, and is SIGKILLed the moment the first answer arrives. Every read answered 200 has its
-    entry; a read still running may or may not have one (it answered nothing)."""
+    each, over REST or MCP's streamable HTTP, and is SIGKILLed the moment the first answer
+    arrives. Every read answered has its entry; a read still running may or may not have one (it
+    answered nothing). An entry written after the answer dies with the process: moving the write
+    in `memoryapp.reads` to a timer thread made this test fail (REST with a 50 ms timer; MCP, whose
+    answer takes longer to reach the client, with 0.5 s)."""
     from governance import actions as governance
 
     writer = make_agent(world.editor)
@@ -204,29 +208,46 @@ def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_re
     with log.open("wb") as stderr:
         server = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
     base = f"http://127.0.0.1:{port}"
+    answered: set[int] = set()
+
+    def kill_on_answer(pk: int) -> None:
+        answered.add(pk)
+        if server.poll() is None:
+            os.kill(server.pid, signal.SIGKILL)  # right after the first answer: whatever was pending is lost
+
+    async def over_rest(http: httpx.AsyncClient, pk: int, token: str) -> None:
+        response = await http.post("/api/agent/v1/memories/recall", json={"query": "which quokka"}, headers={"Authorization": f"Bearer {token}"})
+        if response.status_code == 200 and len(response.json()["memories"]) == 3:
+            kill_on_answer(pk)
+
+    async def over_mcp(_http: httpx.AsyncClient, pk: int, token: str) -> None:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        session = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=GUARD)
+        async with session, Client(streamable_http_client(f"{base}/mcp", http_client=session)) as client:
+            result = await client.call_tool("recall_memories", {"query": "which quokka"})
+            if not result.is_error and len(result.structured_content["memories"]) == 3:
+                kill_on_answer(pk)
+
+    read = over_rest if surface == "rest" else over_mcp
     try:
         wait_until_serving(f"{base}/readyz", [server], log)
 
-        async def read(http: httpx.AsyncClient, token: str) -> int:
-            response = await http.post("/api/agent/v1/memories/recall", json={"query": "which quokka"}, headers={"Authorization": f"Bearer {token}"})
-            if response.status_code == 200 and server.poll() is None:
-                os.kill(server.pid, signal.SIGKILL)  # right after the first answer: whatever was pending is lost
-            return response.status_code
-
-        async def drive() -> list[int | BaseException]:
+        async def drive() -> list[None | BaseException]:
             async with httpx.AsyncClient(base_url=base, timeout=GUARD) as http:
-                return await asyncio.gather(*(read(http, token) for _credential, token in readers), return_exceptions=True)
+                return await asyncio.gather(*(read(http, credential.pk, token) for credential, token in readers), return_exceptions=True)
 
         outcomes = asyncio.run(drive())
     finally:
         stop([server])
     assert server.returncode == -signal.SIGKILL
-    answered = [credential.pk for (credential, _token), outcome in zip(readers, outcomes, strict=True) if outcome == 200]
     assert answered, outcomes
     assert MemoryVersion.objects.count() == 3
     for pk in answered:
         entry = AccessEntry.objects.get(credential_ref=pk)
-        assert entry.returned == 3 and len(entry.memory_ids) == 3
+        assert entry.returned == 3 and len(entry.memory_ids) == 3 and entry.surface == surface
 
 
 @postgres_threads
