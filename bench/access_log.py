@@ -5,7 +5,9 @@ request; recall and list targets must still hold).
 
 A member holds 5,000 versions. Recall and list are timed as agents run them
 (`memoryapp.reads`: the read, then its entry) and without the entry, **interleaved** call by call so
-that machine noise falls on both alike; then the INSERT alone; then a forget of one memory when
+that machine noise falls on both alike; then the entry alone, three ways interleaved: the plain
+ORM INSERT it was before issue 32, the statement that lists only versions still stored with a
+synchronous commit, and the same with the asynchronous commit `access_log.record` uses; then a forget of one memory when
 the member's access log holds --entries entries (each listing 10 memories), i.e. the cost of
 striking it from the log inside the erase (GIN lookup), against the same erase of a memory no
 entry lists."""
@@ -13,6 +15,7 @@ entry lists."""
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 
@@ -40,16 +43,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--entries", type=int, default=20_000)
+    parser.add_argument("--db", default="bench_access_log", help="PostgreSQL database to (re)create")
     args = parser.parse_args()
-    setup("bench_access_log")
+    setup(args.db)
     from django.conf import settings
     from django.db import connection
     from django.utils import timezone
     from recall_latency import QUERIES, populate_member
 
     from governance import actions
+    from memoryapp import access_log, gates, reads
     from memoryapp import actions as memory_actions
-    from memoryapp import gates, reads
     from memoryapp.models import AccessEntry, MemoryVersion
     from memoryapp.recall.service import recall
     from retention.erasure import erase_memories
@@ -83,12 +87,34 @@ def main() -> None:
     ids = list(MemoryVersion.objects.filter(member=member).values_list("pk", flat=True))
     refs = [{"id": i, "v": 1} for i in ids[:10]]
 
-    def insert():
+    def plain():  # the entry before issue 32: an ORM INSERT, committed with the WAL flush
         AccessEntry.objects.create(workspace=workspace, member=member, credential_ref=credential.pk, credential_name="bench", operation="list", surface="rest", returned=10, memories=refs)
 
-    from _setup import timed
+    memories = [{"id": ref["id"], "version": ref["v"]} for ref in refs]
 
-    print(summary("the INSERT alone (autocommit)", timed(insert, args.n)))
+    def checked():  # access_log.record: lists only versions still stored, asynchronous commit
+        access_log.record(credential=credential, member=member, operation="list", surface="rest", memories=memories, hidden=0)
+
+    def checked_synchronous():  # the same statement inside a caller's transaction keeps synchronous_commit
+        connection.in_atomic_block = True  # what record() reads; autocommit is unchanged, so it is still one statement
+        try:
+            checked()
+        finally:
+            connection.in_atomic_block = False
+
+    entry_costs = {"plain INSERT (before)": [], "checked, synchronous commit": [], "checked, asynchronous commit (now)": []}
+    for fn in (plain, checked_synchronous, checked):
+        for _ in range(5):
+            fn()
+    for i in range(args.n):
+        pairs = list(zip(entry_costs, (plain, checked_synchronous, checked), strict=True))
+        for name, fn in pairs[i % 3 :] + pairs[: i % 3]:
+            start = time.perf_counter()
+            fn()
+            entry_costs[name].append((time.perf_counter() - start) * 1000)
+    print(f"the entry alone, interleaved (load {' '.join(f'{v:.2f}' for v in os.getloadavg())}):")
+    for name, samples in entry_costs.items():
+        print(summary(f"  {name}", samples))
 
     AccessEntry.objects.filter(member=member).delete()
     now = timezone.now()

@@ -244,9 +244,10 @@ def main() -> None:
     unlogged = timed(do_recall_unlogged, args.n)
     print(summary("  the same read without its access entry", unlogged))
     print(
-        f"{'  cost of the access entry (one INSERT)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
+        f"{'  cost of the access entry (one statement)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
     )
     print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
+    entry_placement(baseline, do_recall_unlogged, tokens[5000], args.n)
     p50s = {}
     for size in (100, 1000, 5000):
         samples = timed(lambda size=size: do_recall(size), args.n)
@@ -257,6 +258,60 @@ def main() -> None:
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     if args.http:
         http_bench(tokens[5000], args.n)
+
+
+def entry_placement(baseline, unlogged, token: str, n: int) -> None:
+    """Where the access-log entry sits, interleaved call by call with the baseline so that the
+    shared machine's noise falls on all alike: the read with its entry as written now (one
+    statement that lists only versions still stored), with the plain ORM INSERT it replaced, and
+    with no entry on the answer's path — what writing the entry after the answer (or batched)
+    could gain at most."""
+    from memoryapp import access_log, gates
+    from memoryapp.models import AccessEntry
+    from memoryapp.recall.service import recall
+
+    queries = iter(QUERIES * 10_000)
+
+    def with_entry(write):
+        def run():
+            admission = gates.admit(token, "recall", {"query": next(queries)})
+            body = recall(admission)
+            write(admission.ctx, body)
+
+        return run
+
+    def checked(ctx, body):
+        access_log.record(credential=ctx.credential, member=ctx.member, operation="recall", surface="rest", memories=body["memories"], hidden=body.get("hidden", 0))
+
+    def plain(ctx, body):  # the INSERT before issue 32's erase check, for the comparison
+        refs = [{"id": int(m["id"]), "v": int(m["version"])} for m in body["memories"]]
+        AccessEntry.objects.create(
+            workspace_id=ctx.member.workspace_id,
+            member=ctx.member,
+            credential_ref=ctx.credential.pk,
+            credential_name=ctx.credential.name,
+            operation="recall",
+            surface="rest",
+            returned=len(refs),
+            hidden=body.get("hidden", 0),
+            memories=refs,
+        )
+
+    runs = {"baseline": baseline, "entry checked (now)": with_entry(checked), "plain INSERT (before)": with_entry(plain), "no entry on the path": lambda: unlogged()}
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for name in names:
+        for _ in range(5):
+            runs[name]()
+    for i in range(n):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            start = time.perf_counter()
+            runs[name]()
+            samples[name].append((time.perf_counter() - start) * 1000)
+    print(f"interleaved, n={n} each (load {' '.join(f'{v:.2f}' for v in os.getloadavg())}):")
+    base = pct(samples["baseline"], 50)
+    for name in names:
+        print(summary(f"  {name}", samples[name]) + ("" if name == "baseline" else f"   ratio p50 {pct(samples[name], 50) / base:.3f}x"))
 
 
 def round_trips(fn) -> tuple[int, list[str]]:

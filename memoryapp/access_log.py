@@ -3,6 +3,23 @@
 - `record` writes one entry per agent read that returned memories (called by `memoryapp.reads`,
   which REST and MCP share). A read that returned nothing is not logged: it put nothing of the
   member's into an agent, and an entry listing no memory could not be erased with them.
+  The entry is written before the answer leaves, in one statement (one round trip), and lists
+  only the versions still stored at that moment, so an erase that commits between the read and
+  its entry cannot be undone by it (`record`'s docstring: the locks that make this hold with the
+  two side by side). On PostgreSQL that statement's transaction commits with
+  `synchronous_commit = off`: it does not wait for the WAL flush (0.1-0.2 ms instead of
+  0.7-4 ms on a loaded machine), is visible to every other session at once, and survives a
+  crash or SIGKILL of the application process; only a crash of the database server (or its
+  machine) within about 3 x `wal_writer_delay` (0.6 s by default) can lose it — the guarantee
+  SQLite's `synchronous=NORMAL` in WAL mode already gives every write of the embedded default.
+  Memories themselves, and erases, still commit synchronously.
+- Not deferred past the answer, on purpose (issue 32, measured in docs/benchmarks.md): an entry
+  written after the response (a `request_finished` hook, an ASGI task — and MCP is served
+  outside Django's request cycle) or batched by a timer is lost when the process dies between
+  the answer and the write, unless it is first journalled somewhere durable before the answer;
+  such a journal costs a write of its own and, on disk, would hold erased memories' ids outside
+  the erase's reach until replayed. With the flush no longer waited for, what deferring could
+  still take off the answer's path is the statement's round trip.
 - `strike_references` runs inside every erase (`retention.erasure.erase_memories`): the erased
   versions' references leave every entry that lists them; an entry left listing nothing is
   deleted. `count_listing` is the erase's verification that none is left.
@@ -20,7 +37,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -37,26 +54,71 @@ REFERENCE_ARTIFACT = "access_log_reference"  # references struck from entries th
 
 
 # --- writing --------------------------------------------------------------------------------------
-def record(*, credential: Credential, member: Member, operation: str, surface: str, memories: Sequence[dict[str, Any]], hidden: int) -> AccessEntry | None:
-    """One INSERT: the memory objects' ids and version numbers, in the order returned."""
+_TABLE = AccessEntry._meta.db_table
+_VERSIONS = MemoryVersion._meta.db_table
+
+
+def record(*, credential: Credential, member: Member, operation: str, surface: str, memories: Sequence[dict[str, Any]], hidden: int) -> int | None:
+    """Write the read's entry: the memory objects' ids and version numbers, in the order returned.
+    Answers the entry's id, or None when no entry was written (nothing returned, or everything
+    returned was erased since).
+
+    The read and this write are not one transaction: an erase may commit between them. The entry
+    therefore lists only the versions still stored when it is written (the others are counted in
+    `erased`, as `strike_references` would have counted them), and the check cannot miss an erase
+    running beside it. On PostgreSQL it is one statement that takes FOR KEY SHARE on the listed
+    versions: an erase locks them FOR UPDATE before it deletes them and strikes the log, so either
+    the erase waits for this entry to commit and then strikes it, or this entry waits for the
+    erase to commit and finds them gone. On SQLite one statement inserts the entry only if every
+    listed version is stored (a statement holds the write lock, which every erase takes); if not,
+    `_record_survivors` writes what is left in one IMMEDIATE transaction. One statement, one
+    commit, as the plain INSERT was."""
     if not memories:
         return None
-    return AccessEntry.objects.create(
-        workspace_id=member.workspace_id,
-        member=member,
-        credential_ref=credential.pk,
-        credential_name=credential.name,
-        operation=operation,
-        surface=surface,
-        at=timezone.now(),
-        returned=len(memories),
-        hidden=hidden,
-        memories=[{"id": int(m["id"]), "v": int(m["version"])} for m in memories],
-    )
+    refs = [{"id": int(m["id"]), "v": int(m["version"])} for m in memories]
+    ids = [ref["id"] for ref in refs]
+    at = connection.ops.adapt_datetimefield_value(timezone.now())
+    values = [member.workspace_id, member.pk, credential.pk, credential.name, operation, surface, at, len(refs), hidden]
+    marks = ", ".join(["%s"] * len(values))
+    if connection.vendor == "postgresql":
+        # Its own transaction (autocommit) commits without waiting for the WAL flush; inside a
+        # caller's transaction the setting would reach the caller's writes too, so it is not set.
+        commit = None if connection.in_atomic_block else "off"
+        sql = (
+            "WITH relaxed AS (SELECT set_config('synchronous_commit', coalesce(%s, current_setting('synchronous_commit')), true)),"
+            " listed AS (SELECT r.ref, r.ord FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS r(ref, ord)),"
+            f" stored AS (SELECT id FROM {_VERSIONS} WHERE id = ANY(%s) FOR KEY SHARE)"
+            f" INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, %s - count(*), jsonb_agg(listed.ref ORDER BY listed.ord)"
+            " FROM relaxed, listed JOIN stored ON stored.id = (listed.ref->>'id')::bigint HAVING count(*) > 0 RETURNING id"
+        )
+        params = [commit, json.dumps(refs), ids, *values, len(refs)]
+    else:
+        sql = f"INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, 0, %s WHERE (SELECT count(*) FROM {_VERSIONS} WHERE id IN (SELECT value FROM json_each(%s))) = %s RETURNING id"
+        params = [*values, json.dumps(refs), json.dumps(ids), len(set(ids))]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is not None or connection.vendor == "postgresql":
+        return row[0] if row else None
+    return _record_survivors(values, refs)
+
+
+_COLUMNS = "workspace_id, member_id, credential_ref, credential_name, operation, surface, at, returned, hidden, erased, memories"
+
+
+def _record_survivors(values: list[Any], refs: list[dict[str, int]]) -> int | None:
+    """SQLite, when an erase came between the read and its entry: the entry lists the versions
+    still stored, inside one IMMEDIATE transaction (no erase runs beside it)."""
+    with transaction.atomic():
+        stored = {pk for (pk,) in _rows(f"SELECT id FROM {_VERSIONS} WHERE id IN (SELECT value FROM json_each(%s))", [json.dumps([ref["id"] for ref in refs])])}
+        kept = [ref for ref in refs if ref["id"] in stored]
+        if not kept:
+            return None
+        rows = _rows(f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) RETURNING id", [*values, len(refs) - len(kept), json.dumps(kept)])
+        return rows[0][0]
 
 
 # --- erasing with the memories ---------------------------------------------------------------------
-_TABLE = AccessEntry._meta.db_table
 _PG_HIT = "(ref->>'id')::bigint = ANY(%s)"
 
 

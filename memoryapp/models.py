@@ -427,7 +427,8 @@ class AccessEntryQuerySet(models.QuerySet):
 class AccessEntry(models.Model):
     """One agent read that returned memories (SPEC §8.1): when, which credential, which operation
     and surface, and which memory versions came back, as ids and version numbers. Never the
-    query, never any text. Written by `memoryapp.reads` in the request itself, one INSERT.
+    query, never any text. Written by `memoryapp.reads` in the request itself, one statement
+    (`memoryapp.access_log.record`: only versions still stored are listed).
 
     `memories` lists `{"id": version id, "v": version number}` in the order returned. When a
     listed memory is erased its reference is struck from the entry (`erased` counts them), and an

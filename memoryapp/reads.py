@@ -12,7 +12,9 @@ and what one costs stays bounded per process (token caps, MEMORY_QUERIES_IN_FLIG
 remembers answer 503 (docs/limits.md).
 
 The entry is written after the answer is computed and before it is returned: if it cannot be
-written the request fails (fail closed) rather than return memories nobody will see were read.
+written the request fails (fail closed) rather than return memories nobody will see were read,
+and a process killed right after answering has written it (tests/access_log/test_entry_durability.py;
+why it is not deferred past the answer: `memoryapp.access_log`).
 """
 
 from __future__ import annotations

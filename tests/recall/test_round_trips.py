@@ -16,7 +16,8 @@ from tests.conftest import make_agent, on_postgres
 
 # The credential (with its member, user, workspace and the member's usable credentials), the
 # candidates with their index entries and the columns the answer needs, their data keys (key
-# store), the access-log entry. The database rate limiter adds its one statement.
+# store), the access-log entry (one statement before the answer, which also checks the versions are
+# still stored: tests/access_log/test_entry_durability.py). The database rate limiter adds its one statement.
 MOST = 4
 
 
