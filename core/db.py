@@ -3,7 +3,8 @@ the way Django's `cursor()` opens its own: the connection is health-checked firs
 (`CONN_HEALTH_CHECKS`: one the server dropped — a restart, a failover — is replaced, instead of
 being reused until `CONN_MAX_AGE` runs out), and errors come out as `django.db`'s, marking the
 connection so that the end of the request replaces it (bench/faults.py, docs/operations.md "Fault
-rehearsal")."""
+rehearsal"). `binary_like_django` makes such a cursor's binary results read as Django's text ones
+(recall's candidate rows)."""
 
 from __future__ import annotations
 
