@@ -31,15 +31,19 @@ def setup_sqlite(var_dir: str) -> None:
     call_command("migrate", database="keyring", verbosity=0)
 
 
-def setup(db_name: str, *, redis_db: int = 9) -> None:
+def setup(db_name: str, *, redis_db: int = 9, reuse: bool = False) -> bool:
+    """Configure Django on the PostgreSQL database `db_name`, dropped and re-created — or, with
+    `reuse`, kept as a previous run left it when it exists. True when it was kept."""
     import psycopg
 
     base = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
     db_name = os.environ.get("BENCH_DB_PREFIX", "") + db_name  # parallel runs on one server keep apart
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
-        conn.execute(f'DROP DATABASE IF EXISTS "{db_name}_keyring" WITH (FORCE)')  # the key store's (migrate creates it)
-        conn.execute(f'CREATE DATABASE "{db_name}"')
+        kept = reuse and conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone() is not None
+        if not kept:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+            conn.execute(f'DROP DATABASE IF EXISTS "{db_name}_keyring" WITH (FORCE)')  # the key store's (migrate creates it)
+            conn.execute(f'CREATE DATABASE "{db_name}"')
     os.environ["DATABASE_URL"] = f"{base}/{db_name}"
     os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")
     os.environ.setdefault("VAR_DIR", f"/tmp/bench_var_{db_name}")
@@ -53,6 +57,7 @@ def setup(db_name: str, *, redis_db: int = 9) -> None:
     import redis
 
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
+    return kept
 
 
 def timed(fn, repeat: int, warmup: int = 5) -> list[float]:
@@ -63,6 +68,21 @@ def timed(fn, repeat: int, warmup: int = 5) -> list[float]:
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def interleaved(fns: dict, repeat: int, warmup: int = 5) -> dict[str, list[float]]:
+    """`timed` for several functions called in turn (a, b, c, a, b, c, …): on a shared machine a
+    burst of load then falls on all of them alike, so their ratio stays fair."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append((time.perf_counter() - start) * 1000)
     return samples
 
 

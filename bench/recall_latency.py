@@ -1,12 +1,15 @@
 """Recall latency on PostgreSQL + Redis, or on the embedded default (SQLite, database rate limiter).
 
-    .venv/bin/python bench/recall_latency.py [--others 1000000] [--n 200] [--http] [--db bench_recall]
+    .venv/bin/python bench/recall_latency.py [--others 1000000] [--n 200] [--http] [--db bench_recall] [--reuse]
     .venv/bin/python bench/recall_latency.py --sqlite /tmp/bench_recall_sqlite [--others 200000]
 
 One member holds 5,000 versions among --others rows of other members and workspaces. Prints
 recall p50/p95 in-process (and over HTTP with --http, through a gunicorn worker), a baseline —
 a bare fetch of the same 300 candidate rows — and the ratio, plus p50 at 100, 1,000 and 5,000
-versions per member, the query embedding alone and how many recalls answered degraded. Recall is
+versions per member, the query embedding alone and how many recalls answered degraded. The
+baseline and the recalls are timed in turn (interleaved), so a burst of load from the shared
+machine falls on both sides of a ratio alike; `--reuse` measures again on the database a previous
+run built (a million rows take minutes to generate). Recall is
 measured as agents run it (`memoryapp.reads`: the read and its access-log entry); one line shows
 the read without the entry, so the insert's cost is printed. The embedder is MEMORY_EMBEDDER's
 (the default unless set); the load average is printed beside the figures because the machine is
@@ -26,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from _setup import ROOT, pct, setup, setup_sqlite, summary, timed
+from _setup import ROOT, interleaved, pct, setup, setup_sqlite, summary, timed
 
 WORDS = [
     "shipping",
@@ -181,15 +184,18 @@ def main() -> None:
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--db", default="bench_recall", help="PostgreSQL database to (re)create")
     parser.add_argument("--sqlite", metavar="VAR_DIR", help="measure the embedded default instead: SQLite files (re)created under this directory")
+    parser.add_argument("--reuse", action="store_true", help="PostgreSQL: keep the database a previous run built (same --db, VAR_DIR and --others) instead of building it again")
     args = parser.parse_args()
+    kept = False
     if args.sqlite:
         setup_sqlite(args.sqlite)
     else:
-        setup(args.db)
+        kept = setup(args.db, reuse=args.reuse)
     from django.conf import settings
     from django.db import connection
 
     from governance import actions
+    from governance.models import Member
     from memoryapp import gates
     from memoryapp.models import AccessEntry, MemoryVersion
     from memoryapp.reads import recall_memories
@@ -198,16 +204,23 @@ def main() -> None:
 
     rng = random.Random(7)
     started = time.perf_counter()
-    populate_others(args.others)
-    workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
-    actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
     tokens = {}
-    for size in (100, 1000, 5000):
-        member = actions.add_member(workspace, f"m{size}@x.test", role="editor")
-        populate_member(member, workspace, size, rng)
-        tokens[size] = actions.create_credential(member, name="bench", scopes=["memory:read"])[1]
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    built = {m.user.email: m for m in Member.objects.filter(workspace__name="Bench", user__email__endswith="@x.test").select_related("user")} if kept else {}
+    if all(f"m{size}@x.test" in built for size in (100, 1000, 5000)):
+        for size in (100, 1000, 5000):
+            tokens[size] = actions.create_credential(built[f"m{size}@x.test"], name="bench", scopes=["memory:read"])[1]
+    else:
+        if kept:
+            raise SystemExit(f"--reuse: database {args.db} holds no complete build; run once without --reuse")
+        populate_others(args.others)
+        workspace, owner = actions.create_workspace("Bench", owner_email="bench-owner@x.test")
+        actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
+        for size in (100, 1000, 5000):
+            member = actions.add_member(workspace, f"m{size}@x.test", role="editor")
+            populate_member(member, workspace, size, rng)
+            tokens[size] = actions.create_credential(member, name="bench", scopes=["memory:read"])[1]
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     total = MemoryVersion.objects.count()
     vendor = "PostgreSQL + Redis" if connection.vendor == "postgresql" else "SQLite, database rate limiter"
     print(f"{total:,} memory versions stored ({time.perf_counter() - started:.0f} s to build); embedder {settings.MEMORY_EMBEDDER}; {vendor}")
@@ -235,24 +248,24 @@ def main() -> None:
     do_recall(5000)  # the workspace's entity matcher is loaded once per process: the count is a warm recall's
     trips, statements = round_trips(lambda: do_recall(5000))
     print(f"database round trips of one recall: {trips} ({', '.join(statements)})")
-    base = timed(baseline, args.n)
-    inproc = timed(do_recall, args.n)
+    # Interleaved (baseline, recall, baseline, recall, …): the machine is shared, and a burst of
+    # load then falls on both sides of the ratio alike.
+    pair = interleaved({"base": baseline, "recall": do_recall, "unlogged": do_recall_unlogged}, args.n)
+    base, inproc, unlogged = pair["base"], pair["recall"], pair["unlogged"]
     embedding = timed(lambda: embed_query_within(embedder, next(queries), settings.SEMANTIC_BUDGET_SECONDS), args.n)
     print(summary("baseline: bare fetch of the 300 candidates", base))
     print(summary("recall in-process (5,000 versions)", inproc))
     print(summary(f"query embedding alone ({embedder.id})", embedding) + f"   over 800 ms: {sum(1 for v in embedding if v > 800)}")
-    unlogged = timed(do_recall_unlogged, args.n)
     print(summary("  the same read without its access entry", unlogged))
     print(
-        f"{'  cost of the access entry (one statement)':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
+        f"{'  cost of the read limit + access entry':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
     )
     print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
     entry_placement(baseline, do_recall_unlogged, tokens[5000], args.n)
-    p50s = {}
+    sizes = interleaved({size: (lambda size=size: do_recall(size)) for size in (100, 1000, 5000)} | {"base": baseline}, args.n)
+    p50s = {size: pct(sizes[size], 50) for size in (100, 1000, 5000)}
     for size in (100, 1000, 5000):
-        samples = timed(lambda size=size: do_recall(size), args.n)
-        p50s[size] = pct(samples, 50)
-        print(summary(f"recall in-process ({size:,} versions)", samples))
+        print(summary(f"recall in-process ({size:,} versions)", sizes[size]) + f"   ratio p50 {p50s[size] / pct(sizes['base'], 50):.2f}x")
     print(f"{'p50(5,000) / p50(100)':<48} {p50s[5000] / p50s[100]:.2f}")
     print(f"recalls answered with degraded=['semantic']: {sum(degraded)}/{len(degraded)}")
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")

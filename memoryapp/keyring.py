@@ -292,14 +292,16 @@ class DatabaseKeyStore:
 
     def _rows(self, ids: Sequence[UUID]) -> Iterable[tuple[UUID, str, bytes]]:
         """(key id, wrapped by, wrapped) of these ids. PostgreSQL: one array parameter (`= ANY`),
-        not 300 placeholders to interpolate and parse."""
+        not 300 placeholders to interpolate and parse, sent in binary (`%b`: 300 ids as 16 bytes
+        each, not 300 texts for the server to parse; 6.5 against 7.5–10 ms p50 under load,
+        bench/recall_latency.py)."""
         connection = connections[self.alias]
         if connection.vendor == "postgresql":
             # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
             # from text. psycopg's own cursor on Django's connection, so Django's query log does not
             # list it (health-checked and its errors Django's: core.db).
             with native_cursor(connection) as cursor:
-                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%s)", [list(ids)], binary=True)
+                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%b)", [list(ids)], binary=True)
                 return cursor.fetchall()
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 
