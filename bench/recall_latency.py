@@ -241,6 +241,20 @@ def main() -> None:
     def baseline():
         return list(filtered_versions(admission)[:300])
 
+    def baseline_binary():
+        """The same 300 rows read the way recall now reads its candidates (PostgreSQL: binary, on
+        psycopg's own cursor), left as the driver returns them: the fastest bare fetch."""
+        from django.db import connections
+
+        from core.db import binary_like_django, native_cursor
+
+        queryset = filtered_versions(admission)[:300]
+        sql, params = queryset.query.sql_with_params()
+        with native_cursor(connections[queryset.db]) as cursor:
+            binary_like_django(cursor)
+            cursor.execute(sql, params, binary=True)
+            return cursor.fetchall()
+
     from memoryapp.recall.embedders import embed_query_within, get_embedder
 
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
@@ -250,7 +264,10 @@ def main() -> None:
     print(f"database round trips of one recall: {trips} ({', '.join(statements)})")
     # Interleaved (baseline, recall, baseline, recall, …): the machine is shared, and a burst of
     # load then falls on both sides of the ratio alike.
-    pair = interleaved({"base": baseline, "recall": do_recall, "unlogged": do_recall_unlogged}, args.n)
+    runs = {"base": baseline, "recall": do_recall, "unlogged": do_recall_unlogged}
+    if connection.vendor == "postgresql":
+        runs["binary"] = baseline_binary
+    pair = interleaved(runs, args.n)
     base, inproc, unlogged = pair["base"], pair["recall"], pair["unlogged"]
     embedding = timed(lambda: embed_query_within(embedder, next(queries), settings.SEMANTIC_BUDGET_SECONDS), args.n)
     print(summary("baseline: bare fetch of the 300 candidates", base))
@@ -261,6 +278,10 @@ def main() -> None:
         f"{'  cost of the read limit + access entry':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
     )
     print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
+    if "binary" in pair:
+        binary = pair["binary"]
+        print(summary("baseline read in binary (as recall reads)", binary))
+        print(f"{'ratio recall/binary baseline':<48} p50 {pct(inproc, 50) / pct(binary, 50):7.2f}x   p95 {pct(inproc, 95) / pct(binary, 95):7.2f}x")
     entry_placement(baseline, do_recall_unlogged, tokens[5000], args.n)
     sizes = interleaved({size: (lambda size=size: do_recall(size)) for size in (100, 1000, 5000)} | {"base": baseline}, args.n)
     p50s = {size: pct(sizes[size], 50) for size in (100, 1000, 5000)}
