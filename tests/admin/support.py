@@ -15,7 +15,7 @@ from django.test import Client
 from governance.admin_roles import AUDITOR, OPERATOR, sync_staff_groups
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import Citation, MemoryVersion, RateLimitSlot
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 User = get_user_model()
 

@@ -18,7 +18,7 @@ from memoryapp.models import MemoryVersion
 from retention.erasure import erase_memories
 from retention.models import DeletionReceipt
 from tests.admin.support import admin_url, assert_no_content, browser, everything, memories, product_admins, staff  # noqa: F401
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 

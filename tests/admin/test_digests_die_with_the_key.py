@@ -24,7 +24,7 @@ from memoryapp.keyring import DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
 from tests.admin.test_digests import exported_digests
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 TEXT = "Prefers the aisle seat on the early train"
 

@@ -33,7 +33,7 @@ from governance.content import content_derived_fields, declares_content, lookup_
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 

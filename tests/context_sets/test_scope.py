@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from governance import actions
 from governance import actions as gov_actions
-from tests.conftest import error_code, make_agent
 from tests.gates.test_rows import _refusal
 from tests.memories.test_list import _texts
+from tests.support import error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -32,7 +32,7 @@ from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import erasure, keysweep, receipt_checks, receipts
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 MARKER = "quillfeatherzebra"
 

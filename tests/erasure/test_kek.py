@@ -25,7 +25,7 @@ from django.core.management import call_command
 from memoryapp import crypto, kek, keyring
 from memoryapp.apps import check_key_encryption_keys
 from memoryapp.keyring import DataKey, key_store
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from memoryapp import keyring, sealing
 from memoryapp.keyring import KEY_GRACE, SPARE_MAX_AGE, DataKey, SpareKeys
 from memoryapp.models import MemoryVersion
 from retention import keysweep
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 OWNER = "memoryapp.memoryversion"
 

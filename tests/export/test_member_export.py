@@ -29,7 +29,7 @@ from memoryapp import assistant, export
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import receipt_keys, receipts
 from retention.models import DeletionReceipt
-from tests.conftest import AgentClient, client_for, make_agent
+from tests.support import AgentClient, client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from governance import actions
 from governance import actions as gov_actions
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
-from tests.conftest import AgentClient, error_code, make_agent
+from tests.support import AgentClient, error_code, make_agent
 
 
 def test_missing_token_is_unauthenticated(client, world):

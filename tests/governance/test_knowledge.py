@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

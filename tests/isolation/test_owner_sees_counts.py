@@ -20,7 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryVersion
 from retention.models import DeletionReceipt
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,7 @@ def fill(route: str, values: dict[str, str]) -> str:
 @pytest.fixture
 def member_wrote_things(world, django_capture_on_commit_callbacks):
     from governance import actions
-    from tests.conftest import AgentClient
+    from tests.support import AgentClient
 
     _, token = actions.create_credential(world.editor, name=f"bot-{MARK}", scopes=["memory:read", "memory:write"])
     agent = AgentClient(token)

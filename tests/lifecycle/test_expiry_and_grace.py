@@ -16,7 +16,7 @@ from governance import actions as governance
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryEmbedding, MemoryState, MemoryVersion
 from retention import erasure, lifecycle
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, error_code
+from tests.support import client_for, error_code
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 
@@ -74,7 +74,7 @@ def test_agent_memory_is_hidden_at_expiry_before_any_sweep_then_erased_by_it(wor
 
 
 def test_expiry_sweep_keeps_live_memories_and_other_workspaces(world, agent):
-    from tests.conftest import make_agent
+    from tests.support import make_agent
 
     outsider_agent = make_agent(world.outsider)
     with time_machine.travel(T0, tick=False):

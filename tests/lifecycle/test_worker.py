@@ -133,8 +133,8 @@ def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
     fork-safe)."""
     from memoryapp.models import ASSISTANT_NAMESPACE, MemoryEmbedding
     from memoryapp.recall.embedders import E5Embedder
-    from tests.conftest import make_agent
     from tests.credits.support import ai_agent, grant, post_turn, user_says
+    from tests.support import make_agent
 
     grant(world.workspace, "100")
     agent, client = ai_agent(world), make_agent(world.editor)

@@ -14,8 +14,8 @@ from django.utils import timezone
 from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
 from memoryapp.ratelimit import RedisRateLimiter, get_limiter
-from tests.conftest import AgentClient, error_code, make_agent
 from tests.limits.conftest import redis_url
+from tests.support import AgentClient, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ import pytest
 from memoryapp import mcp
 from memoryapp.mcp import fence as _fence_package  # noqa: F401  (the module: memoryapp.mcp exports a function `fence`)
 from memoryapp.schemas import BODIES
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 fence_module = sys.modules["memoryapp.mcp.fence"]
 

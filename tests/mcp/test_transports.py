@@ -26,8 +26,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from governance import actions as g
 from memoryapp.mcp import UNTRUSTED_HEADER
-from tests.conftest import make_agent
 from tests.processes import current_kek, free_port, stop, wait_until_serving
+from tests.support import make_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from governance import actions as gov_actions
 from memoryapp.models import MemoryVersion
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 

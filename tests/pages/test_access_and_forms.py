@@ -17,7 +17,7 @@ from governance.models import Credential, Member
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -475,7 +475,7 @@ def test_creating_a_credential_shows_the_token_once(world):
     assert token not in credential.token_hash
     again = text_of(client.get(url(world, "agent-access")))
     assert token not in again and "Research bot" in again
-    from tests.conftest import AgentClient
+    from tests.support import AgentClient
 
     assert AgentClient(token).list().status_code == 200
 
@@ -516,7 +516,7 @@ def test_revoking_a_credential_stops_it(world):
     assert any("revoked" in m for m in messages_of(response))
     credential.refresh_from_db()
     assert credential.revoked_at is not None
-    from tests.conftest import AgentClient
+    from tests.support import AgentClient
 
     assert AgentClient(token).list().status_code == 401
 

@@ -16,7 +16,7 @@ from governance import actions as governance_actions
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"

@@ -14,8 +14,8 @@ from django.conf import settings
 
 from governance import actions as g
 from memoryapp import mcp
-from tests.conftest import AgentClient
 from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, chromium, expect, open_session  # noqa: F401  (fixtures)
+from tests.support import AgentClient
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),

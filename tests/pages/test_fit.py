@@ -22,8 +22,8 @@ from governance.models import Workspace
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from retention import lifecycle
-from tests.conftest import make_agent
 from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, Session, chromium  # noqa: F401  (chromium is a fixture)
+from tests.support import make_agent
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),

@@ -21,8 +21,8 @@ from rest_framework.test import APIClient
 from governance.templatetags.moments import moment
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
-from tests.conftest import client_for, error_code, make_agent
 from tests.pages.test_access_and_forms import browser, messages_of, text_of, url
+from tests.support import client_for, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -21,8 +21,8 @@ from memoryapp.recall import service as recall_service
 from memoryapp.recall.index import index_entry
 from memoryapp.recall.stopwords import content_terms
 from memoryapp.recall.tokenize import stem_terms, tokenize
-from tests.conftest import make_agent
 from tests.recall.test_math import _CORPUS
+from tests.support import make_agent
 
 MEMORY_KEYS = {
     "id",

@@ -34,8 +34,8 @@ from retention import receipt_keys, receipt_names
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
-from tests.conftest import client_for, make_agent
 from tests.export.test_member_export import exported
+from tests.support import client_for, make_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -34,9 +34,9 @@ from retention import receipt_names, receipts
 from retention.models import DeletionReceipt
 from retention.receipt_names import Digester, Resolver
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.conftest import client_for, make_agent
 from tests.export.test_member_export import exported
 from tests.isolation.test_owner_sees_counts import fill, routes
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 
