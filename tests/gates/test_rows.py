@@ -274,7 +274,7 @@ def test_forgetting_does_not_give_quota_back(agent):
 
 
 def test_rate_limit_window_rolls(agent, time_machine):
-    from tests.limits.test_rate_window import _age_redis_window, _credential_id
+    from tests.limits.support import _age_redis_window, _credential_id
 
     for i in range(120):
         agent.remember(namespace="n", text=f"note {i}")
