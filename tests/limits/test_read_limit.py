@@ -17,7 +17,7 @@ from memoryapp import mcp
 from memoryapp.ratelimit import READ_BUCKET, get_limiter
 from tests.credits.support import ai_agent, post_turn, user_says
 from tests.limits.support import _age_redis_window, _credential_id
-from tests.recall.test_models import _django_setup
+from tests.recall.support import _django_setup
 from tests.support import error_code, make_agent
 
 

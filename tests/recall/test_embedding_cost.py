@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from memoryapp.recall import embedders
 from memoryapp.recall.embedders import E5Embedder, _casefold, _clean_texts, engine_lane, get_embedder, truncate_to_tokens
-from tests.recall.test_models import _django_setup
+from tests.recall.support import _django_setup
 from tests.support import make_agent
 
 # Pieces an attacker strings together: NFKC expansions (U+FDFA is 18 characters, U+3300 five),

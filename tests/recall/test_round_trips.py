@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 
-import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
