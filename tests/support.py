@@ -1,12 +1,15 @@
-"""Helpers the tests of every area call (no tests and no fixtures here; those are in conftest.py):
-an API client signed in as a member, an agent's client with its own credential, the error code of
-a refusal, and which database backend the suite runs on."""
+"""Helpers the tests of many areas call (no tests and no fixtures here; those are in conftest.py):
+an API client signed in as a member, an agent's client with its own credential, the error code and
+shape of a refusal, the texts of a listing, every URL route filled in, and the database backend.
+
+Helpers one area shares stay in that area (tests/<area>/support.py)."""
 
 from __future__ import annotations
 
 import json
 
 from django.conf import settings
+from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from governance import actions
@@ -53,3 +56,38 @@ def error_code(response) -> str:
 
 def on_postgres() -> bool:
     return settings.IS_POSTGRES
+
+
+def _texts(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [m["text"] for m in response.json()["memories"]]
+
+
+def routes(resolver: URLResolver | None = None, prefix: str = "", params: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
+    """(route template, its parameter names) for every URL pattern, flattened."""
+    resolver = resolver or get_resolver()
+    found = []
+    for entry in resolver.url_patterns:
+        route = prefix + str(entry.pattern)
+        names = params + tuple(getattr(entry.pattern, "converters", {}))
+        if isinstance(entry, URLResolver):
+            found.extend(routes(entry, route, names))
+        elif isinstance(entry, URLPattern):
+            found.append((route, list(names)))
+    return found
+
+
+def fill(route: str, values: dict[str, str]) -> str:
+    import re
+
+    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: values[m.group(1)], route).lstrip("^").rstrip("$")
+
+
+def _refusal(response, status: int, code: str) -> dict:
+    """SPEC §3: an error is {"error": {"code", "message", "details"}} with a message to show."""
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"].strip()
+    assert isinstance(error["details"], dict)
+    return error

@@ -34,8 +34,7 @@ from memoryapp.models import MemoryVersion
 from memoryapp.system_models import OfflineRulesModel
 from memoryapp.topics import VOCABULARY
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.isolation.test_owner_sees_counts import fill, routes
-from tests.support import client_for, make_agent
+from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,7 @@ from django.utils import timezone
 
 from governance import actions
 from governance import actions as gov_actions
-from tests.gates.test_rows import _refusal
-from tests.memories.test_list import _texts
-from tests.support import error_code, make_agent
+from tests.support import _refusal, _texts, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

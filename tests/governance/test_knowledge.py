@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_knowledge_endpoints_never_return_memories(world, docs):
-    from tests.isolation.test_owner_sees_counts import fill, routes
+    from tests.support import fill, routes
 
     collection, document, passages = docs
     marker = "quincunxmemory"

@@ -35,8 +35,7 @@ from retention.models import DeletionReceipt
 from retention.receipt_names import Digester, Resolver
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
 from tests.export.test_member_export import exported
-from tests.isolation.test_owner_sees_counts import fill, routes
-from tests.support import client_for, make_agent
+from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db
 
