@@ -106,3 +106,15 @@ def docs(world):
 @pytest.fixture
 def agent(world) -> AgentClient:
     return make_agent(world.editor)
+
+
+@pytest.fixture
+def bound(world, docs):
+    """A credential bound to a set holding one collection (`Handbook`), for the context-set and
+    gate-order tests (tests/context_sets/test_bound_credentials.py has its own, with the set too)."""
+    collection, _, passages = docs
+    outside = actions.create_collection(world.workspace, name="Outside")
+    outside_document = actions.create_document(outside, title="o", text="outside text")
+    context_set = actions.create_context_set(world.workspace, name="Shipping", collections=[collection], documents=[])
+    agent = make_agent(world.editor, context_set=context_set)
+    return agent, collection, passages, outside, outside_document.current_version.passages.first()

@@ -100,17 +100,6 @@ def test_a_bound_credential_sees_only_memories_inside_its_set(world, scoped):
         _refusal(agent.forget(memoryId=str(ids[text])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
 
 
-@pytest.fixture
-def bound(world, docs):
-    """A credential bound to a set holding one collection (`Handbook`)."""
-    collection, _, passages = docs
-    outside = actions.create_collection(world.workspace, name="Outside")
-    outside_document = actions.create_document(outside, title="o", text="outside text")
-    context_set = actions.create_context_set(world.workspace, name="Shipping", collections=[collection], documents=[])
-    agent = make_agent(world.editor, context_set=context_set)
-    return agent, collection, passages, outside, outside_document.current_version.passages.first()
-
-
 def test_a_bound_credential_cannot_tell_an_unreadable_passage_in_its_set_from_a_missing_one(world, docs):
     collection, _, _ = docs
     board = actions.create_collection(world.workspace, name="Board", restricted=True, readers=[world.owner])

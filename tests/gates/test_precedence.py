@@ -8,7 +8,6 @@ from django.test import override_settings
 
 from governance import actions
 from memoryapp.models import MemoryVersion
-from tests.context_sets.test_scope import bound  # noqa: F401
 from tests.limits.support import _use_up_the_hour
 from tests.support import error_code, make_agent
 
