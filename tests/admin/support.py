@@ -3,6 +3,8 @@ client per user, and memories whose text and details are known canaries."""
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass
 
 import pytest
@@ -151,3 +153,16 @@ def everything(world, memories):
         usage_record=record,
     )
     return world
+
+
+def body_of(response) -> str:
+    if hasattr(response, "streaming_content"):
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
+def exported_digests(client) -> dict[int, str]:
+    body = body_of(client.get(admin_url(MemoryVersion, "export_csv")))
+    rows = list(csv.DictReader(io.StringIO(body)))
+    assert rows and "text_hmac" in rows[0] and "text_sha256" not in rows[0]
+    return {int(row["id"]): row["text_hmac"] for row in rows}

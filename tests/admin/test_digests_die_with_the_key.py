@@ -22,8 +22,7 @@ from governance import content
 from memoryapp import keyring
 from memoryapp.keyring import DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.admin.test_digests import exported_digests
+from tests.admin.support import admin_url, browser, exported_digests, staff  # noqa: F401
 from tests.support import make_agent
 
 TEXT = "Prefers the aisle seat on the early train"

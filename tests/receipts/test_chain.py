@@ -34,7 +34,7 @@ from retention import receipt_keys, receipt_names
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
-from tests.export.test_member_export import exported
+from tests.export.support import exported
 from tests.support import client_for, make_agent
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -34,7 +34,7 @@ from retention import receipt_names, receipts
 from retention.models import DeletionReceipt
 from retention.receipt_names import Digester, Resolver
 from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.export.test_member_export import exported
+from tests.export.support import exported
 from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db
