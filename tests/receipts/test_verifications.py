@@ -24,7 +24,7 @@ from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt
 from tests.export.support import exported
-from tests.receipts.test_chain import FUZZ, STORABLE, api_report, chain_of, forget_some, run_script, run_verify
+from tests.receipts.support import FUZZ, STORABLE, api_report, chain_of, forget_some, run_script, run_verify
 from tests.support import make_agent
 
 CHANGED = "verification_changed"
