@@ -1,5 +1,6 @@
 """Helpers for tests that run the product's own processes (uvicorn, Celery): a free port, waiting
-until a server answers, and stopping processes without leaving any behind."""
+until a server answers, stopping processes without leaving any behind, and the environment that
+lets a process read the test's own databases."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import httpx2
+from django.db import connections
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository, where the processes start
 
 
 def current_kek() -> str:
@@ -55,3 +59,21 @@ def stop(processes: Iterable[subprocess.Popen], timeout: float = 15.0) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+def test_database_url(alias: str = "default") -> str:
+    db = connections[alias].settings_dict
+    if connections[alias].vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def test_database_env() -> dict[str, str]:
+    """What a worker needs to read this test's rows: its database, its key store (memory content
+    is sealed under keys kept there, SPEC §8.2) and the key-encryption key that unwraps them."""
+    return {"DATABASE_URL": test_database_url(), "KEYRING_DATABASE_URL": test_database_url("keyring"), "MEMORY_KEK": current_kek()}
+
+
+test_database_url.__test__ = False  # a helper, not a test
+test_database_env.__test__ = False
