@@ -19,7 +19,6 @@ import pytest
 from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings

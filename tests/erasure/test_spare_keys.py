@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import threading
 from datetime import UTC, datetime, timedelta
-from datetime import timezone as dt_timezone
 from uuid import UUID
 
 import pytest
