@@ -19,7 +19,8 @@ from governance import actions as governance
 from memoryapp.models import MemoryVersion
 from retention import cascades
 from retention.models import DeletionReceipt, Operation
-from tests.processes import ROOT, stop, test_database_env
+from tests.processes import BASE_DIR as ROOT
+from tests.processes import stop, test_database_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
