@@ -302,7 +302,7 @@ def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_c
     response = client.post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
     assert response.status_code == 400 and error_code(response) == "AGENT_MEMORY_PERSONAL_DATA", response.json()
     assert topic not in json.dumps(response.json())
-    from tests.pages.test_access_and_forms import browser
+    from tests.pages.support import browser
 
     page = browser(world.editor).post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "a note", "details": ""})
     assert page.status_code == 200 and "personal data" in page.content.decode(), page.status_code

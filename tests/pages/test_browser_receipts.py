@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from retention.models import DeletionReceipt
-from tests.pages.test_browser import CHROMIUM, chromium, expect, open_session  # noqa: F401  (fixtures)
-from tests.pages.test_browser_access_log import shoot
+from tests.pages.headless import CHROMIUM, expect, shoot
 from tests.support import make_agent
 
 pytestmark = [

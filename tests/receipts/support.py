@@ -24,8 +24,6 @@ from retention.models import DeletionReceipt
 from tests.support import client_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 FUZZ = hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
