@@ -16,8 +16,8 @@ from memoryapp.masking import MAX_MASKED_CHARS, mask
 from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, MemoryVersion
 from memoryapp.ratelimit import get_limiter
 from tests.credits.support import ai_agent, grant, post_turn, user_says
+from tests.masking.known_texts import BENIGN, EXACT
 from tests.masking.pii_corpus import build_corpus, survivors
-from tests.masking.test_attacks import BENIGN, EXACT
 from tests.support import _refusal, client_for, error_code, make_agent
 
 SAMPLE = [s for s in build_corpus(seed=29)[::37] if s.text.strip() != s.value][:140]
