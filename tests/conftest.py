@@ -1,5 +1,6 @@
 """Fixtures every area uses: one workspace with an owner, an editor (the member), a viewer and an
-outsider in another workspace; a collection with one document; an agent of the editor.
+outsider in another workspace; a collection with one document; an agent of the editor; a
+credential bound to a context set; the platform staff (auditor, operator, superuser).
 
 Fixtures one area uses live in tests/<area>/conftest.py; helpers tests call (API clients, the
 error code of a refusal) in tests/support.py - no test module imports a conftest or another test
@@ -10,10 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from config.celery import app as celery_app
 from governance import actions
+from governance.admin_roles import AUDITOR, OPERATOR, sync_staff_groups
 from governance.models import Member, Workspace
 from tests.support import AgentClient, make_agent
 
@@ -118,3 +123,28 @@ def bound(world, docs):
     context_set = actions.create_context_set(world.workspace, name="Shipping", collections=[collection], documents=[])
     agent = make_agent(world.editor, context_set=context_set)
     return agent, collection, passages, outside, outside_document.current_version.passages.first()
+
+
+User = get_user_model()
+
+
+@dataclass
+class Staff:
+    auditor: object
+    operator: object
+    superuser: object
+
+    def all(self):
+        return [("auditor", self.auditor), ("operator", self.operator), ("superuser", self.superuser)]
+
+
+@pytest.fixture
+def staff(db) -> Staff:
+    # Idempotent: a transactional test elsewhere may have flushed the migration's rows.
+    sync_staff_groups(django_apps)
+    auditor = User.objects.create_user("auditor@platform.test", "auditor@platform.test", "pw-auditor-123", is_staff=True)
+    auditor.groups.add(Group.objects.get(name=AUDITOR))
+    operator = User.objects.create_user("operator@platform.test", "operator@platform.test", "pw-operator-123", is_staff=True)
+    operator.groups.add(Group.objects.get(name=OPERATOR))
+    superuser = User.objects.create_superuser("root@platform.test", "root@platform.test", "pw-root-123")
+    return Staff(auditor, operator, superuser)

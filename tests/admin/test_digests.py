@@ -31,7 +31,7 @@ from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryVersion
 from memoryapp.system_models import OfflineRulesModel
 from memoryapp.topics import VOCABULARY
-from tests.admin.support import admin_url, body_of, browser, exported_digests, staff  # noqa: F401
+from tests.admin.support import admin_url, body_of, browser, exported_digests
 from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db

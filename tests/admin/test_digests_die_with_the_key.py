@@ -22,7 +22,7 @@ from governance import content
 from memoryapp import keyring
 from memoryapp.keyring import DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from tests.admin.support import admin_url, browser, exported_digests, staff  # noqa: F401
+from tests.admin.support import browser, exported_digests
 from tests.support import make_agent
 
 TEXT = "Prefers the aisle seat on the early train"

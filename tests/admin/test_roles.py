@@ -10,7 +10,7 @@ from django.apps import apps as django_apps
 from django.contrib.auth.models import Group
 
 from governance.admin_roles import AUDITOR, OPERATOR, sync_staff_groups
-from tests.admin.support import admin_url, browser, everything, memories, product_admins, staff  # noqa: F401
+from tests.admin.support import admin_url, browser, product_admins
 
 pytestmark = pytest.mark.django_db
 

@@ -33,7 +33,6 @@ from governance.models import AuditEvent, Credential, Member
 from memoryapp import mcp
 from memoryapp.models import MemoryVersion
 from retention.models import DeletionReceipt
-from tests.admin.support import staff  # noqa: F401
 from tests.support import AgentClient, client_for, error_code, fill, routes
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from retention import receipt_keys, receipt_names
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
+from tests.admin.support import admin_url, browser
 from tests.export.support import download, exported
 from tests.receipts.support import api_report, body_of, chain_of, generated_names, leaks, own_receipts, run_script, run_verify
 from tests.support import client_for, make_agent

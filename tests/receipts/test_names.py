@@ -31,7 +31,7 @@ from memoryapp.models import MemoryVersion
 from retention import receipt_names, receipts
 from retention.models import DeletionReceipt
 from retention.receipt_names import Digester, Resolver
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
+from tests.admin.support import admin_url, browser
 from tests.export.support import exported
 from tests.receipts.support import body_of, generated_names, leaks, own_receipts
 from tests.support import client_for, fill, make_agent, routes
