@@ -1,18 +1,26 @@
-"""Fixtures: one workspace with an owner, an editor (the member), a viewer and an outsider in
-another workspace; clients for the workspace API and the agent API."""
+"""Fixtures every area uses: one workspace with an owner, an editor (the member), a viewer and an
+outsider in another workspace; a collection with one document; an agent of the editor; a
+credential bound to a context set; the platform staff (auditor, operator, superuser).
+
+Fixtures one area uses live in tests/<area>/conftest.py; helpers tests call (API clients, the
+error code of a refusal) in tests/support.py - no test module imports a conftest or another test
+module (tests/layers/test_test_layout.py)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings
-from rest_framework.test import APIClient
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from config.celery import app as celery_app
 from governance import actions
+from governance.admin_roles import AUDITOR, OPERATOR, sync_staff_groups
 from governance.models import Member, Workspace
+from tests.support import AgentClient, make_agent
 
 pytest_plugins = ["tests.skip_policy"]
 
@@ -100,48 +108,43 @@ def docs(world):
     return collection, document, list(document.current_version.passages.order_by("position"))
 
 
-def client_for(member_or_user) -> APIClient:
-    user = getattr(member_or_user, "user", member_or_user)
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
-class AgentClient:
-    def __init__(self, token: str):
-        self.token = token
-        self.client = APIClient()
-
-    def call(self, operation: str, body=None, *, raw: bytes | None = None, content_type: str = "application/json"):
-        data = raw if raw is not None else json.dumps(body if body is not None else {})
-        return self.client.generic("POST", f"/api/agent/v1/memories/{operation}", data, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {self.token}")
-
-    def remember(self, **body):
-        return self.call("remember", body)
-
-    def recall(self, **body):
-        return self.call("recall", body)
-
-    def list(self, **body):
-        return self.call("list", body)
-
-    def forget(self, **body):
-        return self.call("forget", body)
-
-
-def make_agent(member: Member, scopes=("memory:read", "memory:write"), **kwargs) -> AgentClient:
-    _, token = actions.create_credential(member, name="test agent", scopes=list(scopes), **kwargs)
-    return AgentClient(token)
-
-
 @pytest.fixture
 def agent(world) -> AgentClient:
     return make_agent(world.editor)
 
 
-def error_code(response) -> str:
-    return response.json()["error"]["code"]
+@pytest.fixture
+def bound(world, docs):
+    """A credential bound to a set holding one collection (`Handbook`), for the context-set and
+    gate-order tests (tests/context_sets/test_bound_credentials.py has its own, with the set too)."""
+    collection, _, passages = docs
+    outside = actions.create_collection(world.workspace, name="Outside")
+    outside_document = actions.create_document(outside, title="o", text="outside text")
+    context_set = actions.create_context_set(world.workspace, name="Shipping", collections=[collection], documents=[])
+    agent = make_agent(world.editor, context_set=context_set)
+    return agent, collection, passages, outside, outside_document.current_version.passages.first()
 
 
-def on_postgres() -> bool:
-    return settings.IS_POSTGRES
+User = get_user_model()
+
+
+@dataclass
+class Staff:
+    auditor: object
+    operator: object
+    superuser: object
+
+    def all(self):
+        return [("auditor", self.auditor), ("operator", self.operator), ("superuser", self.superuser)]
+
+
+@pytest.fixture
+def staff(db) -> Staff:
+    # Idempotent: a transactional test elsewhere may have flushed the migration's rows.
+    sync_staff_groups(django_apps)
+    auditor = User.objects.create_user("auditor@platform.test", "auditor@platform.test", "pw-auditor-123", is_staff=True)
+    auditor.groups.add(Group.objects.get(name=AUDITOR))
+    operator = User.objects.create_user("operator@platform.test", "operator@platform.test", "pw-operator-123", is_staff=True)
+    operator.groups.add(Group.objects.get(name=OPERATOR))
+    superuser = User.objects.create_superuser("root@platform.test", "root@platform.test", "pw-root-123")
+    return Staff(auditor, operator, superuser)

@@ -23,7 +23,7 @@ from memoryapp import access_log, assistant, mcp
 from memoryapp.models import AccessEntry, MemoryVersion, RateLimitSlot
 from retention import lifecycle
 from retention.models import DeletionReceipt
-from tests.conftest import AgentClient, client_for, error_code, make_agent, on_postgres
+from tests.support import AgentClient, client_for, error_code, make_agent, on_postgres
 
 pytestmark = pytest.mark.django_db
 

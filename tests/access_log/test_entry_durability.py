@@ -28,9 +28,8 @@ from governance.models import Credential
 from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion
 from retention import erasure
-from tests.conftest import make_agent, on_postgres
-from tests.mcp.test_transports import BASE_DIR, server_env
-from tests.processes import free_port, stop, wait_until_serving
+from tests.processes import BASE_DIR, free_port, server_env, stop, wait_until_serving
+from tests.support import make_agent, on_postgres
 
 GUARD = 60  # seconds a thread may wait before the test fails as hung (not a timing assertion)
 

@@ -9,16 +9,13 @@ from django.test import override_settings
 from credits.models import Consolidation
 from governance.models import AuditEvent, Member
 from memoryapp.models import MemoryVersion
-from tests.admin.support import (  # noqa: F401
+from tests.admin.support import (
     CANARY_TEXT,
     CONVERSATION_WORD,
     admin_url,
     assert_no_content,
     browser,
-    everything,
-    memories,
     product_admins,
-    staff,
 )
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ from governance.admin_dashboard import charts, workspace_figures
 from memoryapp.models import MemoryVersion
 from retention.erasure import erase_memories
 from retention.models import DeletionReceipt
-from tests.admin.support import admin_url, assert_no_content, browser, everything, memories, product_admins, staff  # noqa: F401
-from tests.conftest import make_agent
+from tests.admin.support import admin_url, assert_no_content, browser, product_admins
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 

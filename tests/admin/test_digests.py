@@ -12,9 +12,7 @@ by a member of another workspace never show equal digests to an admin.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import unicodedata
 
@@ -33,9 +31,8 @@ from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryVersion
 from memoryapp.system_models import OfflineRulesModel
 from memoryapp.topics import VOCABULARY
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.conftest import client_for, make_agent
-from tests.isolation.test_owner_sees_counts import fill, routes
+from tests.admin.support import admin_url, body_of, browser, exported_digests
+from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db
 
@@ -66,12 +63,6 @@ def plain_digests(text: str) -> set[str]:
             found.add(hexdigest)
             found.add(hexdigest[:10])
     return found
-
-
-def body_of(response) -> str:
-    if hasattr(response, "streaming_content"):
-        return b"".join(response.streaming_content).decode()
-    return response.content.decode()
 
 
 @pytest.fixture
@@ -125,13 +116,6 @@ def test_the_owner_reads_no_plain_digest_of_a_members_text_on_any_workspace_rout
         path = fill(route, values)
         body = body_of(owner.get(path))
         assert [d for d in digests if d in body] == [], path
-
-
-def exported_digests(client) -> dict[int, str]:
-    body = body_of(client.get(admin_url(MemoryVersion, "export_csv")))
-    rows = list(csv.DictReader(io.StringIO(body)))
-    assert rows and "text_hmac" in rows[0] and "text_sha256" not in rows[0]
-    return {int(row["id"]): row["text_hmac"] for row in rows}
 
 
 def test_equal_texts_of_two_members_and_two_workspaces_never_show_equal_digests(stored, staff, world):

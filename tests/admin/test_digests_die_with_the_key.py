@@ -22,9 +22,8 @@ from governance import content
 from memoryapp import keyring
 from memoryapp.keyring import DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.admin.test_digests import exported_digests
-from tests.conftest import make_agent
+from tests.admin.support import browser, exported_digests
+from tests.support import make_agent
 
 TEXT = "Prefers the aisle seat on the early train"
 

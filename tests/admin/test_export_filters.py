@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memoryapp.models import MemoryVersion
-from tests.admin.support import admin_url, browser, memories, product_admins, staff  # noqa: F401
+from tests.admin.support import admin_url, browser, product_admins
 
 pytestmark = pytest.mark.django_db
 

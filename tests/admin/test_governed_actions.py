@@ -8,8 +8,8 @@ import pytest
 from governance.models import AuditEvent, Credential, Workspace
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
 from retention.models import DeletionReceipt, Operation
-from tests.admin.support import admin_url, assert_no_content, browser, memories, staff  # noqa: F401
-from tests.conftest import make_agent
+from tests.admin.support import admin_url, assert_no_content, browser
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 

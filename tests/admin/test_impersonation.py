@@ -25,8 +25,8 @@ from django.urls import URLPattern, URLResolver, reverse
 
 from governance import actions
 from governance.models import AuditEvent, Credential, Member, PersonalToken, Workspace
-from tests.admin.support import browser, staff  # noqa: F401
-from tests.conftest import make_agent
+from tests.admin.support import browser
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

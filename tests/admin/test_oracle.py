@@ -32,8 +32,8 @@ from credits.models import Consolidation
 from governance.content import content_derived_fields, declares_content, lookup_reaches_content
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.conftest import make_agent
+from tests.admin.support import admin_url, browser
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.apps import apps as django_apps
 from django.contrib.auth.models import Group
 
 from governance.admin_roles import AUDITOR, OPERATOR, sync_staff_groups
-from tests.admin.support import admin_url, browser, everything, memories, product_admins, staff  # noqa: F401
+from tests.admin.support import admin_url, browser, product_admins
 
 pytestmark = pytest.mark.django_db
 
@@ -125,7 +125,7 @@ def test_delete_selected_is_not_offered_anywhere(everything, staff):
 
 def test_an_action_without_a_reason_shows_the_form_again_and_changes_nothing(world, staff):
     from governance.models import Credential
-    from tests.conftest import make_agent
+    from tests.support import make_agent
 
     make_agent(world.editor)
     credential = Credential.objects.get(member=world.editor)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from memoryapp.models import MemoryVersion
-from tests.conftest import client_for
+from tests.support import client_for
 
 OPERATIONS = ["remember", "recall", "list", "forget"]
 BAD_BODIES = {

@@ -5,7 +5,7 @@ from django.db import DatabaseError
 from django.test import override_settings
 
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion
-from tests.conftest import error_code
+from tests.support import error_code
 
 
 @override_settings(RATE_LIMIT_BACKEND="redis", REDIS_URL="redis://127.0.0.1:1/0")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from memoryapp import mcp
 from memoryapp.models import MemoryVersion
-from tests.conftest import client_for, error_code, make_agent
+from tests.support import client_for, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.core.wsgi import get_wsgi_application
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from governance.models import Agent
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 # Django's application without config.wsgi's start-up check (a served process's, which reads the key
 # store at import: here the test database does not exist yet).

@@ -1,4 +1,4 @@
-from tests.conftest import error_code
+from tests.support import error_code
 
 
 def test_remember_then_list_returns_the_masked_memory(agent):

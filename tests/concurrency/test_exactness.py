@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import override_settings
 
 from memoryapp.models import MemoryVersion
-from tests.conftest import make_agent, on_postgres
+from tests.support import make_agent, on_postgres
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -70,7 +70,7 @@ def test_simultaneous_erases_in_one_workspace_never_fork_its_receipt_chain(world
     appends, so positions are 1…16 with no gap or duplicate and every link verifies."""
     from retention import receipts as chain
     from retention.models import DeletionReceipt
-    from tests.conftest import client_for
+    from tests.support import client_for
 
     agents = [make_agent(member) for member in (world.owner, world.editor)]
     ids = [agents[i % 2].remember(namespace="n", key=f"k{i}", text=f"note {i}").json()["memory"]["id"] for i in range(16)]

@@ -29,8 +29,8 @@ from memoryapp import actions, gates
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import ExtractedMemory
-from tests.conftest import on_postgres
 from tests.credits.support import StubModel, ai_agent, balance, grant, use_stub, user_says
+from tests.support import on_postgres
 
 GUARD = 60  # seconds a thread or event may wait before the test fails as hung (not a timing assertion)
 

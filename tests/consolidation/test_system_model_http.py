@@ -12,8 +12,8 @@ import pytest
 from credits.models import Consolidation, ModelPrice, UsageRecord
 from memoryapp.models import MemoryVersion, Source
 from memoryapp.system_models import OpenAICompatibleModel, SystemModelError
-from tests.conftest import make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
+from tests.support import make_agent
 
 PII = ["jane.doe@example.com", "4111 1111 1111 1111", "+81 90-1234-5678", "sk-live-0123456789abcdefABCDEF"]
 

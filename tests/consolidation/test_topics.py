@@ -23,7 +23,7 @@ from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.masking import name_kinds
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import SYSTEM_PROMPT, ExtractedMemory, OfflineRulesModel
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
+from tests.admin.support import admin_url, browser
 from tests.credits.support import StubModel, ai_agent, grant, use_stub, user_says
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from governance.models import AskHistorySettings
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from memoryapp.system_models import ExtractedMemory
-from tests.conftest import client_for, error_code, make_agent
 from tests.credits.support import STUB_COST, StubModel, ai_agent, balance, grant, post_turn, use_stub, user_says
+from tests.support import client_for, error_code, make_agent
 
 LANGUAGE = ExtractedMemory("preference", "preferred_language", "Prefers answers in Japanese")
 

@@ -4,7 +4,7 @@ import pytest
 
 from governance import actions
 from memoryapp.models import MemoryVersion
-from tests.conftest import error_code, make_agent
+from tests.support import error_code, make_agent
 
 
 @pytest.fixture

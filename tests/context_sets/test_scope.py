@@ -8,9 +8,7 @@ from django.utils import timezone
 
 from governance import actions
 from governance import actions as gov_actions
-from tests.conftest import error_code, make_agent
-from tests.gates.test_rows import _refusal
-from tests.memories.test_list import _texts
+from tests.support import _refusal, _texts, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -100,17 +98,6 @@ def test_a_bound_credential_sees_only_memories_inside_its_set(world, scoped):
     assert set(_texts(agent.recall(query="memo collection cites listed inside outside nowhere", limit=50))) <= expected
     for text in ("nowhere", "in collection, cites outside", "outside collection, cites listed", "cites listed and outside"):
         _refusal(agent.forget(memoryId=str(ids[text])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
-
-
-@pytest.fixture
-def bound(world, docs):
-    """A credential bound to a set holding one collection (`Handbook`)."""
-    collection, _, passages = docs
-    outside = actions.create_collection(world.workspace, name="Outside")
-    outside_document = actions.create_document(outside, title="o", text="outside text")
-    context_set = actions.create_context_set(world.workspace, name="Shipping", collections=[collection], documents=[])
-    agent = make_agent(world.editor, context_set=context_set)
-    return agent, collection, passages, outside, outside_document.current_version.passages.first()
 
 
 def test_a_bound_credential_cannot_tell_an_unreadable_passage_in_its_set_from_a_missing_one(world, docs):

@@ -18,8 +18,8 @@ from credits.models import Consolidation, ConsolidationStatus, CreditAccount, Le
 from governance import actions
 from governance.models import AuditEvent
 from memoryapp.consolidation import run_consolidation, submit_turn
-from tests.conftest import client_for, error_code, make_agent, on_postgres
 from tests.credits.support import STUB_COST, StubModel, ai_agent, balance, grant, price_stub_model, use_stub, user_says
+from tests.support import client_for, error_code, make_agent, on_postgres
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from django.utils import translation
 
 from credits import charging, jobs, pricing, quotas, usage
 from credits.models import CREDIT_DIGITS, CREDIT_PLACES, MemberQuota, ModelPrice, RoleQuota, UsageRecord
-from tests.conftest import client_for
+from tests.support import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,5 @@
-"""A PKCS#11 token for the KEK backend's tests (issue 33): SoftHSM2, started by the tests themselves.
+"""The KEK in a file of each test's own (`key_file`), and a PKCS#11 token for the KEK backend's
+tests (issue 33): SoftHSM2, started by the tests themselves.
 
 One token per test process (SoftHSM2 reads SOFTHSM2_CONF once, when the library is initialised),
 in a temporary directory; every test gets KEK objects of its own (a label prefix of its own), so
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from memoryapp import keyring
 
 MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so", "/usr/local/lib/softhsm/libsofthsm2.so")
 
@@ -61,3 +64,14 @@ def token_kek(settings, softhsm, tmp_path) -> SoftHsm:
     yield softhsm
     backends.forget("KEK_BACKEND")
     keyring.spare_keys().clear()
+
+
+@pytest.fixture
+def key_file(settings, tmp_path) -> Path:
+    """The embedded default's KEK, in a file of this test's own (MEMORY_KEK unset)."""
+    from core import backends
+
+    settings.MEMORY_KEK, settings.RETIRED_KEKS, settings.MEMORY_KEK_FILE = "", [], tmp_path / "memory_kek"
+    backends.forget("KEK_BACKEND")
+    yield settings.MEMORY_KEK_FILE
+    backends.forget("KEK_BACKEND")

@@ -36,7 +36,7 @@ from memoryapp.models import MemoryVersion
 from retention import key_residue
 from retention.backup_proof import BackupProof
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)  # a backup sees only what is committed
 

@@ -18,8 +18,9 @@ from memoryapp.keyring import DataKey
 from memoryapp.models import MemoryVersion
 from retention import keysweep
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import make_agent
-from tests.lifecycle.test_worker import ROOT, test_database_env
+from tests.processes import BASE_DIR as ROOT
+from tests.processes import test_database_env
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

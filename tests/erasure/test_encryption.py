@@ -5,6 +5,12 @@ yields (that memory hidden, counted, logged, never a 500 nor another memory's te
 erase leaves (no key; a receipt that says so), what a crash between the two databases leaves (the
 sweep converges, the receipts tell the truth), and what a key rotation changes (nothing a reader
 sees).
+
+Every test runs twice: with the KEK in the key file, and with the KEK in a PKCS#11 token (SoftHSM2,
+KEK_BACKEND=pkcs11), every data key wrapped and unwrapped inside the token. Left out of the token
+run, because they are about the key file and MEMORY_KEK themselves: the two tests that configure
+MEMORY_KEK (with a token it is refused at settings load; tests/erasure/test_pkcs11.py covers the
+token's own rotation and a KEK missing from it).
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ import pytest
 from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -32,9 +37,31 @@ from memoryapp.keyring import KEYRING, DataKey, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import erasure, keysweep, receipt_checks, receipts
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 MARKER = "quillfeatherzebra"
+
+FILE_KEK_ONLY = {
+    "test_a_key_encryption_key_missing_from_the_configuration_hides_rows_and_never_500s",
+    "test_rotating_the_kek_rewraps_every_key_and_readers_see_no_change",
+}
+
+
+def pytest_generate_tests(metafunc):
+    backends = ["file"] if metafunc.function.__name__ in FILE_KEK_ONLY else ["file", "pkcs11"]
+    metafunc.parametrize("kek_backend", backends, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def kek_backend(request):
+    """KEK_BACKEND=pkcs11, in the token run, for every test that reaches the database (the others
+    need no KEK)."""
+    if request.param == "pkcs11" and ("world" in request.fixturenames or "db" in request.fixturenames or request.node.get_closest_marker("django_db")):
+        request.getfixturevalue("token_kek")
+        from memoryapp import kek_backends
+
+        assert isinstance(keyring.kek_source(), kek_backends.Pkcs11Keks)
+    return request.param
 
 
 def raw_row(table: str, column: str, pk_column: str, pk: int) -> bytes:

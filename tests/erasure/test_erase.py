@@ -16,7 +16,7 @@ from memoryapp.access_log import ENTRY_ARTIFACT
 from memoryapp.models import MemoryVersion
 from retention import erasure
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

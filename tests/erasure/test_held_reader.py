@@ -26,7 +26,7 @@ from memoryapp.models import MemoryVersion
 from retention import erasure, lifecycle
 from retention.forgetting import occurrences_on_disk, sqlite_files
 from tests import sqlite_locks
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

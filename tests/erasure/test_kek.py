@@ -25,48 +25,10 @@ from django.core.management import call_command
 from core import backends
 from memoryapp import crypto, kek, keyring
 from memoryapp.apps import check_key_encryption_keys
-from memoryapp.keyring import DataKey, key_store
-from tests.conftest import make_agent
+from memoryapp.keyring import DataKey
+from tests.erasure.support import Crash, crash_on_call, file_ids, listed, remember_some, restart, stored_ids
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def key_file(settings, tmp_path) -> Path:
-    """The embedded default's KEK, in a file of this test's own (MEMORY_KEK unset)."""
-    settings.MEMORY_KEK, settings.RETIRED_KEKS, settings.MEMORY_KEK_FILE = "", [], tmp_path / "memory_kek"
-    backends.forget("KEK_BACKEND")
-    yield settings.MEMORY_KEK_FILE
-    backends.forget("KEK_BACKEND")
-
-
-def restart() -> None:
-    """What a new process sees: nothing read from a key file yet."""
-    backends.forget("KEK_BACKEND")
-
-
-def remember_some(world, n: int = 3) -> tuple[object, set[int]]:
-    agent = make_agent(world.editor)
-    ids = set()
-    for i in range(n):
-        response = agent.remember(namespace="notes", text=f"kept under a KEK {i}")
-        assert response.status_code == 201, response.json()
-        ids.add(int(response.json()["memory"]["id"]))
-    return agent, ids
-
-
-def listed(agent) -> set[int]:
-    response = agent.list(limit=100)
-    assert response.status_code == 200
-    return {int(m["id"]) for m in response.json()["memories"]}
-
-
-def file_ids(path: Path) -> list[str]:
-    return [crypto.kek_id(k) for k in kek.read_key_file(path)]
-
-
-def stored_ids() -> set[str]:
-    return set(DataKey.objects.values_list("wrapped_by", flat=True))
 
 
 def rotate(*args: str) -> dict:
@@ -141,23 +103,6 @@ def test_unset_environment_with_only_the_retired_key_in_the_file_refuses(world, 
     missing = keyring.keks_missing()
     assert missing is not None and set(missing.needed) == {current}
     assert f"{file_ids(key_file)[0]} (current, from the file {key_file})" in missing.message()
-
-
-class Crash(Exception):
-    pass
-
-
-def crash_on_call(monkeypatch, target, name: str, call: int) -> None:
-    original = getattr(target, name)
-    calls = {"n": 0}
-
-    def failing(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == call:
-            raise Crash(f"{name} call {call}")
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(target, name, failing)
 
 
 @pytest.mark.parametrize(

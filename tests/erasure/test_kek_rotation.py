@@ -14,9 +14,7 @@ from django.utils import timezone
 from memoryapp import encryption, kek, keyring
 from memoryapp.keyring import KekRecord, KekRotationLease
 from retention.jobs import JOBS
-from tests.erasure.test_kek import Crash, crash_on_call, file_ids, key_file, listed, remember_some, restart, stored_ids
-
-__all__ = ["key_file"]  # the fixture, used by name
+from tests.erasure.support import Crash, crash_on_call, file_ids, listed, remember_some, restart, stored_ids
 
 LATER = timedelta(hours=25)
 

@@ -29,10 +29,8 @@ from memoryapp.keyring import KEYRING, KekRecord, fingerprint
 from memoryapp.models import MemoryVersion
 from retention import key_residue
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
-from tests.erasure.test_kek import key_file, restart
-
-__all__ = ["key_file"]
+from tests.erasure.support import restart
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)  # CHECKPOINT and the files see only what is committed
 

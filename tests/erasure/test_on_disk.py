@@ -166,7 +166,7 @@ def test_postgres_sweeps_vacuum_the_memory_tables_after_erasing(world):
 
     from memoryapp.models import MemoryVersion
     from retention import lifecycle
-    from tests.conftest import make_agent
+    from tests.support import make_agent
 
     if connection.vendor != "postgresql":
         pytest.skip("backend: PostgreSQL only")

@@ -24,7 +24,7 @@ from credits.models import Consolidation
 from memoryapp import crypto, metrics, sealing
 from memoryapp.assistant import add_assistant_memory, list_assistant_memories
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 MARKER = "vermilionoctopus"
 VERSION_COLUMNS = ("text", "details", "kind")

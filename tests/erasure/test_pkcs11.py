@@ -34,7 +34,7 @@ from memoryapp.apps import check_key_encryption_keys
 from memoryapp.crypto import SealError
 from memoryapp.keyring import DataKey
 from memoryapp.models import MemoryVersion
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 
 def source() -> kek_backends.Pkcs11Keks:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import threading
 from datetime import UTC, datetime, timedelta
-from datetime import timezone as dt_timezone
 from uuid import UUID
 
 import pytest
@@ -18,7 +17,7 @@ from memoryapp import keyring, sealing
 from memoryapp.keyring import KEY_GRACE, SPARE_MAX_AGE, DataKey, SpareKeys
 from memoryapp.models import MemoryVersion
 from retention import keysweep
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 OWNER = "memoryapp.memoryversion"
 

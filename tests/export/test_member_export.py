@@ -13,11 +13,8 @@ import math
 import tracemalloc
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
 
-import jsonschema
 import pytest
-from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -29,32 +26,12 @@ from memoryapp import assistant, export
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import receipt_keys, receipts
 from retention.models import DeletionReceipt
-from tests.conftest import AgentClient, client_for, make_agent
+from tests.export.support import SCHEMA, download, exported, url
+from tests.support import AgentClient, client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 
 MARK = "zanzibarite"
-SCHEMA = json.loads((Path(settings.BASE_DIR) / "docs" / "export.schema.json").read_text())
-
-
-def url(workspace) -> str:
-    return f"/api/w/{workspace.pk}/me/export"
-
-
-def download(client, workspace) -> tuple[int, str]:
-    response = client.get(url(workspace))
-    if response.status_code != 200:
-        return response.status_code, response.content.decode()
-    assert response.streaming
-    return 200, b"".join(response.streaming_content).decode("utf-8")
-
-
-def exported(member) -> dict:
-    status, body = download(client_for(member), member.workspace)
-    assert status == 200, body
-    document = json.loads(body)
-    jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).validate(document)
-    return document
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 
 from memoryapp import assistant
 from memoryapp.models import MemoryVersion
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 EXPORT_ONLY = {"current", "credentialId", "textSha256", "state", "erasedAt"}
 

@@ -8,9 +8,8 @@ from django.test import override_settings
 
 from governance import actions
 from memoryapp.models import MemoryVersion
-from tests.conftest import error_code, make_agent
-from tests.context_sets.test_scope import bound  # noqa: F401
-from tests.limits.test_rate_window import _use_up_the_hour
+from tests.limits.support import _use_up_the_hour
+from tests.support import error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from governance import actions
 from governance import actions as gov_actions
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
-from tests.conftest import AgentClient, error_code, make_agent
+from tests.support import AgentClient, _refusal, error_code, make_agent
 
 
 def test_missing_token_is_unauthenticated(client, world):
@@ -274,7 +274,7 @@ def test_forgetting_does_not_give_quota_back(agent):
 
 
 def test_rate_limit_window_rolls(agent, time_machine):
-    from tests.limits.test_rate_window import _age_redis_window, _credential_id
+    from tests.limits.support import _age_redis_window, _credential_id
 
     for i in range(120):
         agent.remember(namespace="n", text=f"note {i}")
@@ -310,16 +310,6 @@ def test_a_write_refused_by_the_cap_does_not_use_rate_limit_quota(agent):
     assert agent.remember(namespace="n", text="only").status_code == 201
     for _ in range(130):
         assert error_code(agent.remember(namespace="n", text="more")) == "AGENT_MEMORY_FULL"
-
-
-def _refusal(response, status: int, code: str) -> dict:
-    """SPEC §3: an error is {"error": {"code", "message", "details"}} with a message to show."""
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    assert isinstance(error["message"], str) and error["message"].strip()
-    assert isinstance(error["details"], dict)
-    return error
 
 
 def test_a_citation_must_be_a_readable_passage_of_the_workspace(world):

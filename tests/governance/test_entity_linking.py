@@ -18,7 +18,7 @@ from governance import actions, linking
 from governance.knowledge import EntityMatcher
 from governance.models import Entity, Passage
 from tests import sqlite_locks
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 
 
 def test_knowledge_endpoints_never_return_memories(world, docs):
-    from tests.isolation.test_owner_sees_counts import fill, routes
+    from tests.support import fill, routes
 
     collection, document, passages = docs
     marker = "quincunxmemory"

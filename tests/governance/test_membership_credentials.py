@@ -33,9 +33,7 @@ from governance.models import AuditEvent, Credential, Member
 from memoryapp import mcp
 from memoryapp.models import MemoryVersion
 from retention.models import DeletionReceipt
-from tests.admin.support import staff  # noqa: F401
-from tests.conftest import AgentClient, client_for, error_code
-from tests.isolation.test_owner_sees_counts import fill, routes
+from tests.support import AgentClient, client_for, error_code, fill, routes
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

@@ -9,7 +9,7 @@ from django.test import Client
 from governance.models import AuditEvent
 from memoryapp import assistant
 from memoryapp.models import Source
-from tests.conftest import client_for, error_code, make_agent
+from tests.support import client_for, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ from governance.auth import find_credential
 from governance.knowledge import split_passages
 from governance.models import AuditEvent, Credential, Passage, PersonalToken
 from memoryapp.models import ASSISTANT_NAMESPACE
-from tests.conftest import client_for, error_code, make_agent
-from tests.memories.test_list import _texts
+from tests.support import _texts, client_for, error_code, make_agent
 
 
 def url(world, path, other=False):

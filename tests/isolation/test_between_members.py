@@ -1,7 +1,7 @@
 """Isolation between members (SPEC §4.3, §5): another member's memory is indistinguishable from a missing one."""
 
 from memoryapp.models import MemoryVersion
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 
 def test_another_members_memory_is_indistinguishable_from_a_missing_one(world, agent):

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from governance import actions
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryVersion
-from tests.conftest import AgentClient, make_agent
+from tests.support import AgentClient, make_agent
 
 SECRET = "zq-isolation-marker-7731"
 MISSING = "987654321"

@@ -15,12 +15,11 @@ import json
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
 
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.models import MemoryVersion
 from retention.models import DeletionReceipt
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db
 
@@ -29,30 +28,10 @@ NAMESPACE = f"health{MARK}"
 MARKERS = (MARK, NAMESPACE, f"therapist_{MARK}")
 
 
-def routes(resolver: URLResolver | None = None, prefix: str = "", params: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
-    """(route template, its parameter names) for every URL pattern, flattened."""
-    resolver = resolver or get_resolver()
-    found = []
-    for entry in resolver.url_patterns:
-        route = prefix + str(entry.pattern)
-        names = params + tuple(getattr(entry.pattern, "converters", {}))
-        if isinstance(entry, URLResolver):
-            found.extend(routes(entry, route, names))
-        elif isinstance(entry, URLPattern):
-            found.append((route, list(names)))
-    return found
-
-
-def fill(route: str, values: dict[str, str]) -> str:
-    import re
-
-    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: values[m.group(1)], route).lstrip("^").rstrip("$")
-
-
 @pytest.fixture
 def member_wrote_things(world, django_capture_on_commit_callbacks):
     from governance import actions
-    from tests.conftest import AgentClient
+    from tests.support import AgentClient
 
     _, token = actions.create_credential(world.editor, name=f"bot-{MARK}", scopes=["memory:read", "memory:write"])
     agent = AgentClient(token)

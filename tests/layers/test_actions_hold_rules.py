@@ -21,7 +21,7 @@ from memoryapp import consolidation, gates
 from memoryapp.models import MemoryVersion
 from memoryapp.ratelimit import get_limiter
 from retention import lifecycle, previews, receipt_access
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 
 # --- the reader check lives in create_collection ---------------------------------------------------

@@ -14,7 +14,7 @@ from governance.models import Collection, Document, Member, Workspace
 from memoryapp.models import Citation, MemoryEmbedding, MemoryVersion, RateLimitSlot
 from retention import lifecycle, tasks
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, make_agent
+from tests.support import client_for, make_agent
 
 
 @pytest.fixture

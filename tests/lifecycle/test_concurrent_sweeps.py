@@ -12,8 +12,8 @@ from django.db import connection
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention import cascades, lifecycle
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import on_postgres
-from tests.lifecycle.test_expiry_and_grace import plant_expired
+from tests.lifecycle.support import plant_expired
+from tests.support import on_postgres
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -9,8 +9,7 @@ from django.utils import timezone
 
 from governance import actions
 from memoryapp.models import ASSISTANT_NAMESPACE
-from tests.conftest import client_for, make_agent
-from tests.memories.test_list import _texts
+from tests.support import _texts, client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

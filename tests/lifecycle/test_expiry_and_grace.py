@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 from datetime import UTC, datetime, timedelta
-from datetime import timezone as tz
 
 import pytest
 import time_machine
@@ -16,7 +15,8 @@ from governance import actions as governance
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryEmbedding, MemoryState, MemoryVersion
 from retention import erasure, lifecycle
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, error_code
+from tests.lifecycle.support import plant_expired
+from tests.support import client_for, error_code
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
 
@@ -74,7 +74,7 @@ def test_agent_memory_is_hidden_at_expiry_before_any_sweep_then_erased_by_it(wor
 
 
 def test_expiry_sweep_keeps_live_memories_and_other_workspaces(world, agent):
-    from tests.conftest import make_agent
+    from tests.support import make_agent
 
     outsider_agent = make_agent(world.outsider)
     with time_machine.travel(T0, tick=False):
@@ -257,26 +257,6 @@ def test_an_edit_restarts_an_assistant_memorys_retention(world):
 
 
 # --- chunking, interruption, the command --------------------------------------------------------
-def plant_expired(member, count: int, *, namespace: str = "bulk", days_old: int = 200) -> list[int]:
-    from django.utils import timezone
-
-    anchor = timezone.now() - timedelta(days=days_old)
-    rows = MemoryVersion.objects.bulk_create(
-        MemoryVersion(
-            workspace_id=member.workspace_id,
-            member=member,
-            namespace=namespace,
-            text=f"bulk note {i}",
-            text_length=11,
-            created_at=anchor + timedelta(seconds=i),
-            valid_from=anchor,
-            retention_anchor=anchor + timedelta(seconds=i),
-        )
-        for i in range(count)
-    )
-    ids = [r.pk for r in rows] if rows and rows[0].pk else list(MemoryVersion.objects.filter(member=member, namespace=namespace).values_list("pk", flat=True))
-    MemoryEmbedding.objects.bulk_create(MemoryEmbedding(memory_id=pk, embedder_id="test", dim=1, vector=b"\0\0\0\0") for pk in ids)
-    return ids
 
 
 def receipt_ids(operation: str) -> list[int]:

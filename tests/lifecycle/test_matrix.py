@@ -10,7 +10,7 @@ from django.db import models
 
 from memoryapp.models import MemoryVersion
 from retention import matrix
-from tests.conftest import client_for, error_code
+from tests.support import client_for, error_code
 
 PROJECT_APPS = ("governance", "memoryapp", "retention", "credits")
 REQUIRED_CLASSES = {"memory_version", "citation", "embedding", "receipt", "usage_record", "rate_limit_counter", "consolidation_input", "audit_event", "backups"}
@@ -97,7 +97,7 @@ def test_the_counts_are_each_artifact_class_of_the_workspace_or_of_the_member_al
     from governance.models import AuditEvent
     from memoryapp.assistant import add_assistant_memory
     from retention.lifecycle import counts_for
-    from tests.conftest import make_agent
+    from tests.support import make_agent
 
     owner_agent, editor_agent = make_agent(world.owner), make_agent(world.editor)
     collection = gov_actions.create_collection(world.workspace, name="Docs")

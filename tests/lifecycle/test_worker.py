@@ -13,42 +13,23 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection, connections
 
 from config.celery import app as celery_app
 from governance import actions as governance
 from memoryapp.models import MemoryVersion
 from retention import cascades
 from retention.models import DeletionReceipt, Operation
-from tests.processes import current_kek, stop
+from tests.processes import BASE_DIR as ROOT
+from tests.processes import stop, test_database_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
 FAST_BEAT = """
 from datetime import timedelta
 from config.celery import app
 app.conf.beat_schedule = {"cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(seconds=2), "options": {"expires": 10}}}
 """
-
-
-def test_database_url(alias: str = "default") -> str:
-    db = connections[alias].settings_dict
-    if connections[alias].vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def test_database_env() -> dict[str, str]:
-    """What a worker needs to read this test's rows: its database, its key store (memory content
-    is sealed under keys kept there, SPEC §8.2) and the key-encryption key that unwraps them."""
-    return {"DATABASE_URL": test_database_url(), "KEYRING_DATABASE_URL": test_database_url("keyring"), "MEMORY_KEK": current_kek()}
-
-
-test_database_url.__test__ = False  # a helper, not a test
-test_database_env.__test__ = False
 
 
 def wait_until(condition, timeout: float = 60.0) -> bool:
@@ -133,8 +114,8 @@ def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
     fork-safe)."""
     from memoryapp.models import ASSISTANT_NAMESPACE, MemoryEmbedding
     from memoryapp.recall.embedders import E5Embedder
-    from tests.conftest import make_agent
     from tests.credits.support import ai_agent, grant, post_turn, user_says
+    from tests.support import make_agent
 
     grant(world.workspace, "100")
     agent, client = ai_agent(world), make_agent(world.editor)

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from governance.models import Member
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from tests.conftest import error_code, make_agent
+from tests.support import error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from governance import actions
 from governance.models import Credential
-from tests.conftest import AgentClient, error_code, make_agent, on_postgres
 from tests.credits.support import ai_agent, post_turn, user_says
+from tests.support import AgentClient, error_code, make_agent, on_postgres
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import client_for, error_code
+from tests.support import client_for, error_code
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from governance import actions
 from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
 from memoryapp.ratelimit import MemberBound, member_bound
-from tests.limits.conftest import RedisWindow, redis_url
+from tests.limits.support import RedisWindow, redis_url
 
 pytestmark = pytest.mark.django_db
 

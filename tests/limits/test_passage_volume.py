@@ -9,7 +9,7 @@ import pytest
 from core.errors import ApiError
 from governance import actions
 from governance.models import Passage
-from tests.conftest import client_for, error_code
+from tests.support import client_for, error_code
 
 LIGATURE = "\ufdfa"  # ARABIC LIGATURE SALLALLAHOU ALAYHE WASALLAM: 18 characters after NFKC
 

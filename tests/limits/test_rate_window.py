@@ -4,19 +4,17 @@ clock), never by waiting."""
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
 import pytest
-from django.conf import settings as django_settings
 from django.utils import timezone
 
 from core import backends
 from memoryapp import ratelimit
 from memoryapp.models import RateLimitSlot
 from memoryapp.ratelimit import RedisRateLimiter, get_limiter
-from tests.conftest import AgentClient, error_code, make_agent
-from tests.limits.conftest import redis_url
+from tests.limits.support import _age_redis_window, _credential_id, _use_up_the_hour, redis_url
+from tests.support import error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -132,32 +130,6 @@ def test_an_unreachable_redis_refuses_instead_of_admitting():
     assert isinstance(refused.value.message, str) and refused.value.message.strip()
     assert refused.value.headers == {"Retry-After": "5"}
     limiter.refund(ratelimit.Slot(True, 1, 0, 1, "h", 1))  # a lost refund is not an error
-
-
-def _use_up_the_hour(agent: AgentClient) -> None:
-    for i in range(120):
-        assert agent.remember(namespace="n", text=f"note {i}").status_code == 201
-
-
-def _age_redis_window(credential_id: int, seconds: float, count: int | None = None, bucket: str = "remember") -> None:
-    """Move the oldest `count` (default all) admissions of a credential `seconds` into the past, on
-    Redis' own clock (its scores are microseconds), in the member's set too (same handles)."""
-    from governance.models import Credential
-
-    limiter = get_limiter()
-    key = limiter._key(credential_id, bucket)
-    entries = limiter._client.zrange(key, 0, -1 if count is None else count - 1, withscores=True)
-    limiter._client.zadd(key, {member: score - seconds * 1_000_000 for member, score in entries})
-    member_id = Credential.objects.filter(pk=credential_id).values_list("member_id", flat=True).first()
-    if member_id is not None:
-        member_key = limiter._member_key(member_id, bucket)
-        limiter._client.zadd(member_key, {member: score - seconds * 1_000_000 for member, score in entries}, xx=True)
-
-
-def _credential_id(agent: AgentClient) -> int:
-    from governance.models import Credential
-
-    return Credential.objects.get(prefix=agent.token.split("_")[1]).pk
 
 
 def test_rate_limit_reset_says_when_the_oldest_admission_leaves_the_window(agent, time_machine):

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from memoryapp import mcp
 from memoryapp.ratelimit import READ_BUCKET, get_limiter
-from tests.conftest import error_code, make_agent
 from tests.credits.support import ai_agent, post_turn, user_says
-from tests.limits.test_rate_window import _age_redis_window, _credential_id
-from tests.recall.test_models import _django_setup
+from tests.limits.support import _age_redis_window, _credential_id
+from tests.recall.support import _django_setup
+from tests.support import error_code, make_agent
 
 
 def _read(agent, surface: str, operation: str, body: dict | None = None):

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from governance import actions
 from memoryapp.ratelimit import DatabaseRateLimiter
-from tests.conftest import error_code, make_agent
+from tests.support import error_code, make_agent
 
 
 def test_the_defaults_are_the_specs():

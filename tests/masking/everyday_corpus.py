@@ -65,8 +65,7 @@ def shipped_sentences() -> list[str]:
 
 def older_test_sentences() -> list[str]:
     """The benign sentences the older masking tests hold."""
-    from tests.masking.test_attacks import BENIGN
-    from tests.masking.test_detectors import ORDINARY_TEXTS
+    from tests.masking.known_texts import BENIGN, ORDINARY_TEXTS
 
     return list(BENIGN) + list(ORDINARY_TEXTS)
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryapp.masking import catalogue, is_effectively_empty, mask
-from tests.conftest import error_code
 from tests.masking.catalogue_corpus import CLASSES, FORMS, LOCALES, NATIONAL_IDS, build_catalogue_corpus, build_everyday_corpus, mobile, national_id, survivors
+from tests.support import error_code
 
 # a slice of the bench's corpus (seed 33, 10,720 values): every class, locale and form
 CORPUS = build_catalogue_corpus(seed=331, per_cell=1)

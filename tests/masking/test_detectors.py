@@ -25,6 +25,7 @@ from memoryapp.masking import (
     is_effectively_empty,
     mask,
 )
+from tests.masking.known_texts import ORDINARY_TEXTS
 
 SETTINGS = settings(
     max_examples=200,
@@ -378,47 +379,6 @@ def test_password_values_are_masked(template, value):
 # --------------------------------------------------------------------------
 # Ordinary text stays untouched
 # --------------------------------------------------------------------------
-
-ORDINARY_TEXTS = [
-    "",
-    "Meeting moved to 2024-05-01 at 10:30.",
-    "Born 1987, moved to Tel Aviv in 2015.",
-    "Dates: 2024/5/1, 01.02.2024, 5/1/2024, 2024年5月1日",
-    "Prices: $1,299.99, ¥12,000, €45.50, ₪120, 1,234,567 total",
-    "Upgraded Python to 3.11.7 and the app to v2.10.3 (build 4521).",
-    "Discount 15% on orders over 300; 2.5x faster.",
-    "Invoice INV-2024-0012 and order #12345 were paid.",
-    "Ticket ABC-1234, PR #987, issue 42.",
-    "Room 12, floor 3, 10:00-11:30, 2024-05-01 - 2024-05-03",
-    "Range 1000-2000 and 3000-4000 pages.",
-    "Temperature 23.5°C, humidity 60%, wind 12 km/h.",
-    "The meeting is on 1/2/2024 at 14:00-15:00 UTC+2.",
-    "Version 10.0.19045.3693 of Windows.",
-    "IP 192.168.100.200 is the router.",
-    "She prefers tea over coffee and likes hiking.",
-    "Remember to reset the password on Monday.",
-    "Password is required for the admin panel.",
-    "The passport expired last year; renew it.",
-    "Our account manager is Dana.",
-    "He has 3 accounts and 2 cards.",
-    "Bearer authentication is used by the API.",
-    "The token expires in 3600 seconds.",
-    "Use sk-learn style estimators.",
-    "Top secret: the surprise party is on Friday.",
-    "明日は10時から会議です。予算は1,200万円。",
-    "2024年5月1日に東京で会いました。コーヒーが好きです。",
-    "パスワードを忘れたので再設定しました。",
-    "口座を開設しました。",
-    "הפגישה נדחתה ליום ראשון בשעה 10:00.",
-    "היא אוהבת קפה ועוגות, ויש לה 2 ילדים.",
-    "מחיר: 120 ₪, הנחה של 15%.",
-    "Score 98/100; ratio 3:2; coordinates 32.0853, 34.7818.",
-    "ISBN 978-3-16-148410-0 is a book.",
-    "Phone extension 1234, short code 5678.",
-    "Call back at 9.",
-    "Order 2024-0012-A shipped.",
-    "Release 2024.05.01 is out.",
-]
 
 
 @pytest.mark.parametrize("text", ORDINARY_TEXTS)

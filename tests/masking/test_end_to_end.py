@@ -15,11 +15,10 @@ from credits.models import Consolidation
 from memoryapp.masking import MAX_MASKED_CHARS, mask
 from memoryapp.models import ASSISTANT_NAMESPACE, MEMORY_KINDS, MemoryVersion
 from memoryapp.ratelimit import get_limiter
-from tests.conftest import client_for, error_code, make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
-from tests.gates.test_rows import _refusal
+from tests.masking.known_texts import BENIGN, EXACT
 from tests.masking.pii_corpus import build_corpus, survivors
-from tests.masking.test_attacks import BENIGN, EXACT
+from tests.support import _refusal, client_for, error_code, make_agent
 
 SAMPLE = [s for s in build_corpus(seed=29)[::37] if s.text.strip() != s.value][:140]
 
@@ -303,7 +302,7 @@ def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_c
     response = client.post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
     assert response.status_code == 400 and error_code(response) == "AGENT_MEMORY_PERSONAL_DATA", response.json()
     assert topic not in json.dumps(response.json())
-    from tests.pages.test_access_and_forms import browser
+    from tests.pages.support import browser
 
     page = browser(world.editor).post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "a note", "details": ""})
     assert page.status_code == 200 and "personal data" in page.content.decode(), page.status_code

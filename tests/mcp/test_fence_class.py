@@ -27,8 +27,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from memoryapp import mcp
-from tests.conftest import make_agent
-from tests.mcp.test_fence_and_tools import FENCE_LINE, memory
+from tests.mcp.support import FENCE_LINE, memory
+from tests.support import make_agent
 
 FUZZ = hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ISSUE_PAIRS = [("≺", "≻"), ("⊲", "⊳"), ("ᐊ", "ᐅ")]

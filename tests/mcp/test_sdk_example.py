@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from tests.conftest import make_agent
-from tests.mcp.test_transports import BASE_DIR, http_server  # noqa: F401  (the module-scoped uvicorn fixture)
+from tests.processes import BASE_DIR
+from tests.support import make_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

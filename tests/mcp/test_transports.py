@@ -9,16 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import quote
 
 import anyio
 import httpx2
 import pytest
-from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -26,44 +23,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from governance import actions as g
 from memoryapp.mcp import UNTRUSTED_HEADER
-from tests.conftest import make_agent
-from tests.processes import current_kek, free_port, stop, wait_until_serving
+from tests.processes import BASE_DIR, server_env
+from tests.support import make_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-BASE_DIR = Path(settings.BASE_DIR)
 TOOL_NAMES = {"remember_memory", "recall_memories", "list_memories", "forget_memory"}
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    """The environment a server process needs to use this test run's database and Redis."""
-
-    def url(alias: str) -> str:
-        db = connections[alias].settings_dict
-        if connections[alias].vendor == "sqlite":
-            return f"sqlite:///{db['NAME']}"
-        auth = quote(db["USER"] or "")
-        if db.get("PASSWORD"):
-            auth += ":" + quote(db["PASSWORD"])
-        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-    env = {
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "VAR_DIR": str(settings.VAR_DIR),
-        "DATABASE_URL": url("default"),
-        "KEYRING_DATABASE_URL": url("keyring"),  # memory content is sealed under keys kept there (SPEC §8.2)
-        "MEMORY_KEK": current_kek(),
-        # The server outlives each test, whose tables (the key store's too) are emptied after it: a
-        # spare key made in one test would be gone from the key store in the next. One key per batch
-        # keeps no spare across tests (docs/encryption.md: restart processes after restoring the key store).
-        "KEYRING_SPARE_KEYS": "1",
-        "RATE_LIMIT_BACKEND": settings.RATE_LIMIT_BACKEND,
-        "PYTHONPATH": str(BASE_DIR),
-        "LOG_LEVEL": "WARNING",
-    }
-    if settings.REDIS_URL:
-        env["REDIS_URL"] = settings.REDIS_URL
-    return env | extra
 
 
 def run(test: Callable[[], Awaitable[Any]]) -> Any:
@@ -211,29 +176,6 @@ def test_stdio_unknown_token_is_unauthenticated_and_missing_token_refuses_to_sta
 
 
 # --- streamable HTTP -------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def http_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[str]:
-    """The README's run command: uvicorn serving config.asgi:application (lifespan "auto", its default)."""
-    with django_db_blocker.unblock():
-        env = os.environ | server_env()
-    port = free_port()
-    log = tmp_path_factory.mktemp("uvicorn") / "stderr.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-            env=env,
-            cwd=BASE_DIR,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    base = f"http://127.0.0.1:{port}"
-    wait_until_serving(f"{base}/accounts/login/", [process], log)
-    try:
-        yield base
-    finally:
-        stop([process])
-        assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 
 def http_client(base: str, token: str | None, mode: str = "auto") -> tuple[Client, httpx2.AsyncClient]:

@@ -10,9 +10,8 @@ from django.utils import timezone
 
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from retention.models import DeletionReceipt
-from tests.conftest import error_code, make_agent
-from tests.memories.test_list import _texts
-from tests.recall.test_rankings import position, recall_ok, remember_ok, texts
+from tests.recall.support import position, recall_ok, remember_ok, texts
+from tests.support import _texts, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

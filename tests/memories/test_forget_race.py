@@ -23,7 +23,7 @@ from governance.actions import create_credential
 from memoryapp import actions, gates
 from memoryapp.models import MemoryVersion
 from retention.models import DeletionReceipt
-from tests.conftest import on_postgres
+from tests.support import on_postgres
 
 pytestmark = [
     pytest.mark.postgres,

@@ -13,7 +13,7 @@ from core.errors import ApiError
 from memoryapp.api.conversations import ReplyUsageBody
 from memoryapp.assistant import add_assistant_memory
 from memoryapp.mcp.tools import run_operation
-from tests.conftest import error_code
+from tests.support import error_code
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 

@@ -2,7 +2,7 @@
 version id removes the whole chain, and a forget that matches nothing is 404."""
 
 from memoryapp.models import MemoryVersion
-from tests.conftest import error_code
+from tests.support import error_code
 
 
 def test_same_key_supersedes_and_chains(agent):

@@ -10,14 +10,9 @@ from django.utils import timezone
 
 from governance import actions as gov_actions
 from memoryapp.models import MemoryVersion
-from tests.conftest import make_agent
+from tests.support import _texts, make_agent
 
 pytestmark = pytest.mark.django_db
-
-
-def _texts(response) -> list[str]:
-    assert response.status_code == 200, response.content
-    return [m["text"] for m in response.json()["memories"]]
 
 
 def test_list_filters_by_namespace_key_and_collection(world):

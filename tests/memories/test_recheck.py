@@ -13,8 +13,7 @@ from governance import actions as gov_actions
 from governance.models import Collection, Document
 from memoryapp.models import Citation, MemoryVersion
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
-from tests.memories.test_list import _texts
+from tests.support import _texts, make_agent
 
 pytestmark = pytest.mark.django_db
 

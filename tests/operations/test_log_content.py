@@ -25,8 +25,8 @@ from credits.models import Consolidation
 from governance import actions as governance
 from memoryapp.mcp.tools import run_operation
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from tests.conftest import client_for, make_agent
 from tests.credits.support import ai_agent, grant, post_turn, user_says
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

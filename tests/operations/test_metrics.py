@@ -24,7 +24,7 @@ from memoryapp import metrics
 from memoryapp.models import MemoryVersion
 from memoryapp.recall.embedders import get_embedder
 from retention.erasure import erase_memories
-from tests.conftest import client_for, error_code, make_agent
+from tests.support import client_for, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -18,9 +18,8 @@ import psycopg
 import pytest
 from django.db import connections
 
-from tests.conftest import make_agent
-from tests.mcp.test_transports import BASE_DIR, server_env
-from tests.processes import free_port, stop, wait_until_serving
+from tests.processes import BASE_DIR, free_port, server_env, stop, wait_until_serving
+from tests.support import make_agent
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

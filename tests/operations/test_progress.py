@@ -23,7 +23,7 @@ BAR = "100%|"  # tqdm's finished bar: percentage, then the bar's left edge
 SEED = """
 from governance import actions
 from memoryapp.models import MemoryEmbedding
-from tests.conftest import make_agent
+from tests.support import make_agent
 workspace, owner = actions.create_workspace("Progress", owner_email="owner@progress.test")
 actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=owner.user)
 owner.refresh_from_db()

@@ -16,7 +16,7 @@ from django.test import Client
 
 from core.unavailable import is_database_unavailable
 from memoryapp.mcp.tools import run_operation
-from tests.conftest import error_code, make_agent
+from tests.support import error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,6 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from credits.models import UsageRecord
@@ -17,40 +16,14 @@ from governance.models import Credential, Member
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
+from tests.pages.support import browser, messages_of, text_of, url
+from tests.support import make_agent
 
 pytestmark = pytest.mark.django_db
 
 EDITOR_SECRET = "Editor prefers the Lapis tone of voice"
 OWNER_SECRET = "Owner keeps the Quartz roadmap private"
 EDITOR_ASSISTANT_SECRET = "Editor codename is Aurora Borealis"
-
-
-def browser(member_or_user=None, *, language: str | None = None, csrf_checks: bool = False) -> Client:
-    headers = {"HTTP_ACCEPT_LANGUAGE": language} if language else {}
-    client = Client(enforce_csrf_checks=csrf_checks, **headers)
-    if member_or_user is not None:
-        client.force_login(getattr(member_or_user, "user", member_or_user))
-    return client
-
-
-def url(world, page: str, workspace=None) -> str:
-    ws = (workspace or world.workspace).pk
-    return {
-        "agent-memories": f"/w/{ws}/what-bundata-remembers/",
-        "ai-memory": f"/w/{ws}/ai-memory/",
-        "agent-access": f"/w/{ws}/settings/agent-access/",
-        "ask-history": f"/w/{ws}/settings/ask-history/",
-        "usage": f"/w/{ws}/usage/",
-    }[page]
-
-
-def text_of(response) -> str:
-    return response.content.decode()
-
-
-def messages_of(response) -> list[str]:
-    return [str(m) for m in response.context["messages"]] if response.context else []
 
 
 @pytest.fixture
@@ -475,7 +448,7 @@ def test_creating_a_credential_shows_the_token_once(world):
     assert token not in credential.token_hash
     again = text_of(client.get(url(world, "agent-access")))
     assert token not in again and "Research bot" in again
-    from tests.conftest import AgentClient
+    from tests.support import AgentClient
 
     assert AgentClient(token).list().status_code == 200
 
@@ -516,7 +489,7 @@ def test_revoking_a_credential_stops_it(world):
     assert any("revoked" in m for m in messages_of(response))
     credential.refresh_from_db()
     assert credential.revoked_at is not None
-    from tests.conftest import AgentClient
+    from tests.support import AgentClient
 
     assert AgentClient(token).list().status_code == 401
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
-from tests.conftest import client_for, make_agent
-from tests.pages.test_access_and_forms import browser, messages_of
+from tests.pages.support import browser, messages_of
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ import shlex
 import pytest
 
 from governance.models import Credential
-from tests.pages.test_access_and_forms import browser, url
+from tests.pages.support import browser, url
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,7 @@ Never downloads a browser: it uses /usr/bin/chromium and skips when it is absent
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -16,72 +14,13 @@ from governance import actions as governance_actions
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
-
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+from tests.pages.headless import CHROMIUM, expect
+from tests.support import make_agent
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),
     pytest.mark.django_db(transaction=True),
 ]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make
-    # between browser steps are still plain synchronous code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-
-
-class Session:
-    def __init__(self, browser, base_url: str, language: str):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 860}, locale=language, extra_http_headers={"Accept-Language": language}, base_url=base_url)
-        self.page = self.context.new_page()
-        self.console_errors: list[str] = []
-        self.page.on("console", lambda message: message.type == "error" and self.console_errors.append(message.text))
-
-    def login(self, email: str, password: str) -> None:
-        self.page.goto("/accounts/login/")
-        self.page.get_by_label(re.compile("Email|メールアドレス")).fill(email)
-        self.page.get_by_label(re.compile("Password|パスワード")).fill(password)
-        self.page.locator("form button[type=submit]").first.click()
-        self.page.wait_for_url(re.compile(r"/w/\d+/ai-memory/$"))
-
-    def shot(self, name: str) -> Path:
-        SCREENSHOTS.mkdir(exist_ok=True)
-        path = SCREENSHOTS / f"{name}.png"
-        self.page.evaluate("window.scrollTo(0, 0)")  # DevTools evaluation, not page script: the CSP still holds
-        self.page.screenshot(path=str(path), full_page=True)
-        return path
-
-
-@pytest.fixture
-def open_session(chromium, live_server):
-    sessions: list[Session] = []
-
-    def open_(language: str = "en") -> Session:
-        session = Session(chromium, live_server.url, language)
-        sessions.append(session)
-        return session
-
-    yield open_
-    for session in sessions:
-        # The CSP allows only our own stylesheet and script: any violation shows up here.
-        assert not [e for e in session.console_errors if "Content Security Policy" in e], session.console_errors
-        session.context.close()
-
-
-def expect(locator):
-    return playwright_api.expect(locator)
 
 
 def test_login_and_switch_ai_memory_off_shows_the_banner(world, open_session):

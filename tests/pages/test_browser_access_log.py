@@ -14,21 +14,13 @@ from django.conf import settings
 
 from governance import actions as g
 from memoryapp import mcp
-from tests.conftest import AgentClient
-from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, chromium, expect, open_session  # noqa: F401  (fixtures)
+from tests.pages.headless import CHROMIUM, SCREENSHOTS, expect, shoot
+from tests.support import AgentClient
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),
     pytest.mark.django_db(transaction=True),
 ]
-
-WIDTHS = {"390": {"width": 390, "height": 844}, "1280": {"width": 1280, "height": 860}}
-
-
-def shoot(session, name: str) -> None:
-    for label, viewport in WIDTHS.items():
-        session.page.set_viewport_size(viewport)
-        session.shot(f"{name}_{label}")
 
 
 @pytest.fixture

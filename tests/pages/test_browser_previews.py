@@ -14,8 +14,7 @@ from django.utils import timezone
 from governance.models import AskHistorySettings
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, MemoryEmbedding, MemoryVersion
 from retention.models import DeletionReceipt, Operation
-from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, Session, chromium, expect  # noqa: F401  (chromium is a fixture)
-from tests.pages.test_fit import measure
+from tests.pages.headless import CHROMIUM, SCREENSHOTS, Session, expect, measure
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),

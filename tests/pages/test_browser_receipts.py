@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
-from tests.pages.test_browser import CHROMIUM, chromium, expect, open_session  # noqa: F401  (fixtures)
-from tests.pages.test_browser_access_log import shoot
+from tests.pages.headless import CHROMIUM, expect, shoot
+from tests.support import make_agent
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),

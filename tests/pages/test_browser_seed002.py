@@ -16,9 +16,9 @@ from django.utils import timezone
 
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
-from tests.conftest import make_agent
-from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, chromium, expect, open_session  # noqa: F401  (fixtures)
-from tests.pages.test_seed002_page import MOMENT
+from tests.pages.headless import CHROMIUM, SCREENSHOTS, expect
+from tests.pages.support import MOMENT
+from tests.support import make_agent
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),

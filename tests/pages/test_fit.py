@@ -20,10 +20,10 @@ from credits.models import UsageRecord
 from governance import actions as governance
 from governance.models import Workspace
 from memoryapp import assistant
-from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
+from memoryapp.models import MemoryVersion, Source
 from retention import lifecycle
-from tests.conftest import make_agent
-from tests.pages.test_browser import CHROMIUM, SCREENSHOTS, Session, chromium  # noqa: F401  (chromium is a fixture)
+from tests.pages.headless import CHROMIUM, SCREENSHOTS, Session, measure
+from tests.support import make_agent
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)"),
@@ -116,22 +116,6 @@ def long_content(world):
             created_at=timezone.now() - timedelta(hours=9 * i),
         )
     return version
-
-
-def measure(page) -> dict:
-    return page.evaluate(
-        """() => {
-            const wide = [...document.querySelectorAll('body *')].filter(el => {
-                const box = el.getBoundingClientRect();
-                const folded = el.closest('details:not([open])') && !el.closest('summary');  // not shown until opened
-                return box.width > 0 && box.right > window.innerWidth + 1 && !el.closest('.table-wrap') && !folded;
-            }).slice(0, 5).map(el => el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).replace(/ /g, '.') : '') + '@' + Math.round(el.getBoundingClientRect().left) + '-' + Math.round(el.getBoundingClientRect().right) + ':' + (el.textContent || '').trim().slice(0, 30));
-            const scrolling = [...document.querySelectorAll('.table-wrap')].filter(w => w.scrollWidth > w.clientWidth + 1).length;
-            const headless = c => c.closest('thead') && getComputedStyle(c.closest('thead')).position === 'absolute';  // stacked: headings hidden
-            const clipped = [...document.querySelectorAll('th, td')].filter(c => !headless(c) && c.getBoundingClientRect().right > window.innerWidth + 1).length;
-            return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, wide, scrolling, clipped};
-        }"""
-    )
 
 
 def check(session: Session, name: str, language: str, width: int) -> None:

@@ -21,15 +21,11 @@ from rest_framework.test import APIClient
 from governance.templatetags.moments import moment
 from memoryapp import assistant
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
-from tests.conftest import client_for, error_code, make_agent
-from tests.pages.test_access_and_forms import browser, messages_of, text_of, url
+from tests.pages.support import MOMENT, browser, messages_of, text_of, url
+from tests.support import client_for, error_code, make_agent
 
 pytestmark = pytest.mark.django_db
 
-MOMENT = {
-    "en": re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [1-9][0-9]?, [0-9]{4}, [0-2][0-9]:[0-5][0-9] UTC"),
-    "ja": re.compile(r"[0-9]{4}年[1-9][0-9]?月[1-9][0-9]?日 [0-2][0-9]:[0-5][0-9] UTC"),
-}
 DAY = {"en": re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [1-9][0-9]?, [0-9]{4} UTC"), "ja": re.compile(r"[0-9]{4}年[1-9][0-9]?月[1-9][0-9]?日 UTC")}
 # What the pages wrote before: Django's DATE_FORMAT/SHORT_DATE_FORMAT ("Dec. 5, 2026", "12/05/2026").
 OLD_FORMS = re.compile(r"\b(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\. [0-9]|\b[0-9]{2}/[0-9]{2}/[0-9]{4}\b|[0-9]{4}/[0-9]{2}/[0-9]{2}")

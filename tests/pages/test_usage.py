@@ -11,7 +11,7 @@ import time_machine
 from django.utils import timezone
 
 from credits.models import UsageRecord
-from tests.pages.test_access_and_forms import browser, text_of, url
+from tests.pages.support import browser, text_of, url
 
 pytestmark = pytest.mark.django_db
 

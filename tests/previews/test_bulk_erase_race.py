@@ -28,7 +28,7 @@ from memoryapp import actions, gates
 from memoryapp.models import MemoryVersion
 from retention import previews
 from retention.models import DeletionReceipt
-from tests.conftest import on_postgres
+from tests.support import on_postgres
 
 pytestmark = [
     pytest.mark.postgres,

@@ -22,7 +22,7 @@ from memoryapp import actions
 from memoryapp.models import ASSISTANT_NAMESPACE, AccessEntry, Citation, MemoryEmbedding, MemoryState, MemoryVersion
 from retention import lifecycle, previews
 from retention.models import DeletionReceipt, Operation, ReceiptChain
-from tests.conftest import client_for, error_code
+from tests.support import client_for, error_code
 
 pytestmark = pytest.mark.django_db
 
@@ -403,7 +403,7 @@ def test_the_admin_confirmation_shows_the_manifest_and_writes_only_an_audit_even
 
 
 def test_forget_takes_no_dry_run(world):
-    from tests.conftest import make_agent
+    from tests.support import make_agent
 
     agent = make_agent(world.editor)
     assert agent.remember(namespace="prefs", key="editor", text="Prefers vim").status_code == 201

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from memoryapp.recall import embedders
 from memoryapp.recall.embedders import E5Embedder, _casefold, _clean_texts, engine_lane, get_embedder, truncate_to_tokens
-from tests.conftest import make_agent
-from tests.recall.test_models import _django_setup
+from tests.recall.support import _django_setup
+from tests.support import make_agent
 
 # Pieces an attacker strings together: NFKC expansions (U+FDFA is 18 characters, U+3300 five),
 # runs the tokenizer splits into one piece per character, emoji ZWJ sequences, stacked

@@ -27,7 +27,7 @@ from governance import actions, knowledge
 from governance.knowledge import EntityMatcher, matcher_for
 from governance.models import Entity, Workspace
 from memoryapp.recall import service
-from tests.conftest import client_for, error_code, make_agent, on_postgres
+from tests.support import client_for, error_code, make_agent, on_postgres
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]")
 

@@ -32,6 +32,7 @@ from memoryapp.recall.embedders import (
 )
 from memoryapp.recall.fusion import rank_by_scores, rrf
 from memoryapp.recall.tokenize import tokenize
+from tests.recall.support import _CORPUS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -505,9 +506,6 @@ def _okapi(query: list[str], docs: list[list[str]], k1: float, b: float) -> list
             score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
         scores.append(score)
     return scores
-
-
-_CORPUS = [["ship", "osaka", "ship"], ["osaka"], ["tea", "kyoto", "green", "tea", "cup"], ["cup"], ["kyoto"], ["rain"]]
 
 
 def test_bm25_defaults_are_the_specs_k1_and_b_checked_by_score():

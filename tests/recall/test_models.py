@@ -23,9 +23,7 @@ from memoryapp.recall.bm25 import bm25_scores
 from memoryapp.recall.embedders import E5Embedder, EmbedderUnavailable, get_embedder, require_embedder, to_bytes
 from memoryapp.recall.stopwords import content_terms, stop_terms
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms, stem_terms, tokenize
-from tests.recall.test_rankings import recall_ok, remember_ok, texts
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.recall.support import REPO_ROOT, _django_setup, recall_ok, remember_ok, texts
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +91,6 @@ def test_e5_accepts_lone_surrogates_and_nul(e5):
 
 
 # --- a model that cannot load stops start-up --------------------------------------------------------
-def _django_setup(env_extra: dict[str, str], prelude: str = "", code: str = "print('started')") -> subprocess.CompletedProcess:
-    """django.setup() in a fresh interpreter, with MEMORY_EMBEDDER only as given."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_EMBEDDER")}
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", **env_extra})
-    code = f"{prelude}import django; django.setup(); {code}"
-    return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
-
-
 def test_missing_minilm_weights_stop_the_process_at_start_up(tmp_path):
     result = _django_setup({"MEMORY_EMBEDDER": "minilm", "MINILM_MODEL_DIR": str(tmp_path), "VAR_DIR": str(tmp_path / "var")})
     assert result.returncode != 0 and "started" not in result.stdout

@@ -21,8 +21,8 @@ from memoryapp.recall import service as recall_service
 from memoryapp.recall.index import index_entry
 from memoryapp.recall.stopwords import content_terms
 from memoryapp.recall.tokenize import stem_terms, tokenize
-from tests.conftest import make_agent
-from tests.recall.test_math import _CORPUS
+from tests.recall.support import _CORPUS, position, recall_ok, remember_ok, texts
+from tests.support import make_agent
 
 MEMORY_KEYS = {
     "id",
@@ -58,26 +58,6 @@ DISTRACTORS = [
     "タスク管理にはBacklogを使っている。",
     "Mentors two junior developers, Priya and Tom.",
 ]
-
-
-def recall_ok(agent, **body) -> dict:
-    response = agent.recall(**body)
-    assert response.status_code == 200, response.json()
-    return response.json()
-
-
-def texts(body: dict) -> list[str]:
-    return [m["text"] for m in body["memories"]]
-
-
-def position(body: dict, text: str) -> int:
-    return texts(body).index(text)
-
-
-def remember_ok(agent, **body) -> dict:
-    response = agent.remember(**body)
-    assert response.status_code == 201, response.json()
-    return response.json()["memory"]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from memoryapp.recall.embedders import PendingQuery, get_embedder
 from memoryapp.recall.fusion import rrf
 from memoryapp.representation import memory_json
 from memoryapp.visibility import filtered_versions, recheck
-from tests.conftest import make_agent
+from tests.support import make_agent
 
 WORDS = "shipping warehouse invoice osaka tokyo seat aisle window coffee tea budget report review deadline release vim emacs python rust 大阪 倉庫 出荷".split()
 QUERIES = ["shipping deadline from osaka", "aisle or window seat", "coffee budget review", "大阪の倉庫", "which editor, vim or emacs", "nothing matches zebra"]

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 
-import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
 from memoryapp.ratelimit import DatabaseRateLimiter, get_limiter
-from tests.conftest import make_agent, on_postgres
+from tests.support import make_agent, on_postgres
 
 # The credential (with its member, user, workspace and the member's usable credentials), the
 # candidates with their index entries and the columns the answer needs, their data keys (key

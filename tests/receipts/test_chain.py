@@ -9,12 +9,8 @@ import hashlib
 import hmac
 import importlib
 import json
-import re
-import subprocess
-import sys
 from datetime import timedelta
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -24,52 +20,17 @@ from django.core.management.base import CommandError
 from django.db.models import F
 from django.test import Client
 from django.utils import translation
-from hypothesis import HealthCheck, given
-from hypothesis import settings as hsettings
+from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
-from governance.models import Workspace
 from retention import receipt_keys, receipt_names
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
-from tests.conftest import client_for, make_agent
-from tests.export.test_member_export import exported
-
-ROOT = Path(__file__).resolve().parents[2]
-FUZZ = hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-def forget_some(agent, n: int, *, tag: str = "note") -> list[DeletionReceipt]:
-    made = []
-    for i in range(n):
-        memory_id = agent.remember(namespace="n", key=f"{tag}_{i}", text=f"{tag} number {i}").json()["memory"]["id"]
-        response = agent.forget(memoryId=memory_id)
-        assert response.status_code == 200, response.content
-        made.append(DeletionReceipt.objects.get(pk=response.json()["receiptId"]))
-    return made
-
-
-def run_verify(*args: str) -> tuple[int, dict]:
-    out = StringIO()
-    try:
-        call_command("verify_receipts", "--json", *args, stdout=out)
-        status = 0
-    except CommandError as exc:
-        status = exc.returncode
-    return status, json.loads(out.getvalue())
-
-
-def chain_of(report: dict, workspace: Workspace) -> dict:
-    (found,) = [c for c in report["workspaces"] if c["workspaceId"] == str(workspace.pk)]
-    return found
-
-
-def api_report(member) -> dict:
-    response = client_for(member).get(f"/api/w/{member.workspace_id}/ask-history/deletion-receipts/verify")
-    assert response.status_code == 200, response.content
-    return response.json()
+from tests.export.support import exported
+from tests.receipts.support import FUZZ, STORABLE, api_report, chain_of, forget_some, run_script, run_verify
+from tests.support import client_for, make_agent
 
 
 def failures(reason: str) -> float:
@@ -152,8 +113,6 @@ def test_a_moved_purge_time_is_reported(world, four):
     assert f"BROKEN at receipt #{four[1].pk} (position 2): hash_mismatch: a receipt was changed after it was written (hash mismatch)" in out.getvalue()
 
 
-# What a database column can hold: PostgreSQL's text and jsonb refuse NUL and lone surrogates.
-STORABLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
 EDITS = st.one_of(
     st.tuples(st.just("actor_label"), st.text(STORABLE, min_size=1, max_size=40)),
     st.tuples(st.just("operation"), st.sampled_from(["expiry", "admin_erase", "member_delete", "x"])),
@@ -316,20 +275,6 @@ def test_outsiders_get_no_report(world, four):
 
 
 # --- offline, with the documented script ---------------------------------------------------------------------------
-def documented_script() -> str:
-    text = (ROOT / "docs" / "receipts.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- verify-script:start -->\n```python\n(.*?)```\n<!-- verify-script:end -->", text, re.S)
-    assert block, "docs/receipts.md lost its verification script"
-    assert len(block.group(1).strip().splitlines()) <= 30  # short enough to read before running it (19 lines before verification records, 28 with them)
-    return block.group(1)
-
-
-def run_script(tmp_path: Path, document: dict, keys: dict) -> subprocess.CompletedProcess:
-    script, export_file, key_file = tmp_path / "verify.py", tmp_path / "export.json", tmp_path / "keys.json"
-    script.write_text(documented_script(), encoding="utf-8")
-    export_file.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
-    key_file.write_text(json.dumps(keys), encoding="utf-8")
-    return subprocess.run([sys.executable, "-I", str(script), str(export_file), str(key_file)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
 
 
 def test_the_documented_script_verifies_an_export_offline_and_catches_tampering(world, agent, tmp_path):

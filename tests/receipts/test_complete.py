@@ -13,7 +13,7 @@ import time_machine
 from governance import actions as governance
 from retention import lifecycle
 from retention.models import DeletionReceipt, Operation
-from tests.conftest import client_for, error_code, make_agent
+from tests.support import client_for, error_code, make_agent
 
 SECRET_TEXT = "Zebra-striped umbrella stored under desk seven"
 

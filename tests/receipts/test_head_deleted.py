@@ -9,7 +9,7 @@ from django.db import transaction
 
 from retention import receipts as chain
 from retention.models import DeletionReceipt, ReceiptChain
-from tests.receipts.test_chain import forget_some
+from tests.receipts.support import forget_some
 
 
 def test_deleting_the_chain_head_to_hide_a_truncated_reverification_is_reported(world, agent):

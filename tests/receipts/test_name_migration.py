@@ -20,11 +20,10 @@ from retention import receipt_keys, receipt_names
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.conftest import client_for, make_agent
-from tests.export.test_member_export import download, exported
-from tests.receipts.test_chain import api_report, chain_of, run_script, run_verify
-from tests.receipts.test_names import body_of, generated_names, leaks, own_receipts
+from tests.admin.support import admin_url, browser
+from tests.export.support import download, exported
+from tests.receipts.support import api_report, body_of, chain_of, generated_names, leaks, own_receipts, run_script, run_verify
+from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
 

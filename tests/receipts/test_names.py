@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import hmac
-import html
 import io
 import json
 from datetime import timedelta
@@ -21,7 +20,6 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.test import Client
-from faker import Faker
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -33,36 +31,12 @@ from memoryapp.models import MemoryVersion
 from retention import receipt_names, receipts
 from retention.models import DeletionReceipt
 from retention.receipt_names import Digester, Resolver
-from tests.admin.support import admin_url, browser, staff  # noqa: F401
-from tests.conftest import client_for, make_agent
-from tests.export.test_member_export import exported
-from tests.isolation.test_owner_sees_counts import fill, routes
+from tests.admin.support import admin_url, browser
+from tests.export.support import exported
+from tests.receipts.support import body_of, generated_names, leaks, own_receipts
+from tests.support import client_for, fill, make_agent, routes
 
 pytestmark = pytest.mark.django_db
-
-LOCALES = ("en_US", "ja_JP", "he_IL", "fr_FR", "de_DE", "pt_BR", "ru_RU", "zh_CN", "ko_KR", "el_GR", "pl_PL", "tr_TR")
-
-
-def generated_names(count: int, seed: int) -> list[tuple[str, str]]:
-    """(namespace, key) pairs of real words in many scripts, distinctive enough that finding one
-    in a page means the page shows it (two words joined, never a word a page prints anyway)."""
-    fake = Faker(list(LOCALES))
-    fake.seed_instance(seed)
-    names: list[tuple[str, str]] = []
-    while len(names) < count:
-        locale = LOCALES[len(names) % len(LOCALES)]
-        namespace = f"{fake[locale].word()}_{fake[locale].word()}"[:64]
-        key = f"{fake[locale].word()}-{fake[locale].word()}{len(names)}"[:120]
-        if all(namespace != n and key != k for n, k in names):
-            names.append((namespace, key))
-    return names
-
-
-def forms(word: str) -> set[str]:
-    """How a page could print a word: as itself, HTML-escaped, JSON-escaped (\\u…), URL-quoted."""
-    from urllib.parse import quote
-
-    return {word, html.escape(word), json.dumps(word)[1:-1], quote(word)}
 
 
 def plain_digests(word: str) -> set[str]:
@@ -73,16 +47,6 @@ def plain_digests(word: str) -> set[str]:
     for secret in (settings.SECRET_KEY, settings.CONTENT_DIGEST_KEY):
         found.add(hmac.new(str(secret).encode(), word.encode(), hashlib.sha256).hexdigest())
     return found
-
-
-def body_of(response) -> str:
-    if hasattr(response, "streaming_content"):
-        return b"".join(response.streaming_content).decode()
-    return response.content.decode()
-
-
-def leaks(body: str, words) -> list[str]:
-    return sorted({w for w in words for form in forms(w) if form in body})
 
 
 class Forgotten:
@@ -207,10 +171,6 @@ def test_the_owner_and_other_members_find_no_forgotten_name_on_any_route_nor_in_
 
 
 # --- the member: their own names while they live, nobody's after ----------------------------------------
-def own_receipts(member) -> list[dict]:
-    response = client_for(member).get(f"/api/w/{member.workspace_id}/ask-history/deletion-receipts?limit=100")
-    assert response.status_code == 200
-    return response.json()["receipts"]
 
 
 def test_the_member_reads_a_name_back_only_while_a_live_memory_uses_it(world):

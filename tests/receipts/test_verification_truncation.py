@@ -16,8 +16,8 @@ from retention import receipt_checks
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt, ReceiptChain
-from tests.conftest import on_postgres
-from tests.receipts.test_chain import api_report, chain_of, forget_some, run_verify
+from tests.receipts.support import api_report, chain_of, forget_some, run_verify
+from tests.support import on_postgres
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ from retention import receipt_keys
 from retention import receipts as chain
 from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt
-from tests.conftest import make_agent
-from tests.export.test_member_export import exported
-from tests.receipts.test_chain import FUZZ, STORABLE, api_report, chain_of, forget_some, run_script, run_verify
+from tests.export.support import exported
+from tests.receipts.support import FUZZ, STORABLE, api_report, chain_of, forget_some, run_script, run_verify
+from tests.support import make_agent
 
 CHANGED = "verification_changed"
 

@@ -12,7 +12,7 @@ import pytest
 from retention import receipt_checks
 from retention import receipts as chain
 from retention.models import DeletionReceipt
-from tests.receipts.test_chain import api_report, forget_some, run_verify
+from tests.receipts.support import api_report, forget_some, run_verify
 
 WINDOW, CAP = 3, 4
 

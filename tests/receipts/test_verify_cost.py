@@ -25,8 +25,8 @@ from retention import receipt_checks
 from retention import receipts as chain
 from retention.jobs import JOBS
 from retention.models import DeletionReceipt, ReceiptChain
-from tests.conftest import client_for, error_code, make_agent, on_postgres
-from tests.receipts.test_chain import api_report, forget_some, run_verify
+from tests.receipts.support import api_report, forget_some, run_verify
+from tests.support import client_for, error_code, make_agent, on_postgres
 
 WINDOW = 3
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from governed_memory import MemoryClient  # noqa: E402
-from live_server import LiveServer, Member, Workspace  # noqa: E402
+from live_server import LiveServer, World  # noqa: E402
 
 _skipped: list[str] = []
 
@@ -52,17 +51,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         errors = server.server_errors()
         server.stop()
     assert not errors, "the server answered 500 or logged a traceback:\n" + "\n".join(errors[:20])
-
-
-@dataclass
-class World:
-    main: Workspace  # agent memories on; editors for the tests that need a member of their own
-    workspace_off: Workspace  # "Let agents keep memories" left off (the default)
-    organization_off: Workspace  # the platform flag off (createworkspace --ai-memory-unavailable)
-    non_retaining: Workspace  # createworkspace --non-retaining
-
-    def member(self, name: str) -> Member:
-        return self.main.members[name]
 
 
 @pytest.fixture(scope="session")

@@ -83,6 +83,17 @@ class Workspace:
     members: dict[str, Member] = field(default_factory=dict)
 
 
+@dataclass
+class World:
+    main: Workspace  # agent memories on; editors for the tests that need a member of their own
+    workspace_off: Workspace  # "Let agents keep memories" left off (the default)
+    organization_off: Workspace  # the platform flag off (createworkspace --ai-memory-unavailable)
+    non_retaining: Workspace  # createworkspace --non-retaining
+
+    def member(self, name: str) -> Member:
+        return self.main.members[name]
+
+
 class LiveServer:
     def __init__(self, var_dir: Path):
         self.var_dir = var_dir

@@ -6,10 +6,9 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from conftest import World
 
 from governed_memory import AsyncMemoryClient, Memory, MemoryClient, RecalledMemory, errors
-from live_server import LiveServer
+from live_server import LiveServer, World
 
 
 def test_remember_recall_list_forget_round_trip(client: MemoryClient, namespace: str):

@@ -8,11 +8,10 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from conftest import World
 
 from governed_memory import NO_RETRY, MemoryClient, errors
 from governed_memory.client import parse
-from live_server import REPO, LiveServer
+from live_server import REPO, LiveServer, World
 
 #: SPEC §2, in gate order, and the 404 beside it.
 SPEC_CODES = [

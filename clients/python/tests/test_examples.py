@@ -18,13 +18,12 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from conftest import World
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from governed_memory import MemoryClient
 from governed_memory.models import Memory
-from live_server import REPO, LiveServer
+from live_server import REPO, LiveServer, World
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))  # tests/fake_openai.py plays the examples' own script

@@ -10,13 +10,12 @@ from typing import Annotated, TypedDict
 
 import anyio
 import pytest
-from conftest import World
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
 
 from governed_memory import AsyncMemoryClient, MemoryClient, errors
 from governed_memory.langgraph import GovernedStore, PrefixSearchUnsupported, render_items
-from live_server import LiveServer
+from live_server import LiveServer, World
 
 
 @pytest.fixture

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
-from conftest import World
 
 from governed_memory import AsyncMemoryClient, MemoryClient, RetryPolicy, errors
-from live_server import LiveServer, free_port
+from live_server import LiveServer, World, free_port
 
 
 class Recorder:

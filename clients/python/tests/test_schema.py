@@ -10,11 +10,10 @@ import typing
 import httpx
 import jsonschema
 import pytest
-from conftest import World
 
 from governed_memory import Citation, ForgetResult, ListPage, Memory, MemoryClient, Ranks, RecalledMemory, RecallResult, RememberResult, TurnResult
 from governed_memory.tools import json_schema
-from live_server import LiveServer
+from live_server import LiveServer, World
 
 PAIRS = [
     (Memory, "MemoryObject"),

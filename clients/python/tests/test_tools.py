@@ -13,11 +13,10 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from conftest import World
 
 from governed_memory import UNTRUSTED_HEADER, AsyncMemoryClient, MemoryClient
 from governed_memory.tools import TOOLS, tool_spec
-from live_server import LiveServer
+from live_server import LiveServer, World
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from sync_tool_schemas import derive, dump  # noqa: E402
