@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
@@ -91,3 +92,14 @@ def _refusal(response, status: int, code: str) -> dict:
     assert isinstance(error["message"], str) and error["message"].strip()
     assert isinstance(error["details"], dict)
     return error
+
+
+def postgres_threads(test):
+    """Marks a test of real threads against PostgreSQL's row locks (skipped on SQLite)."""
+    for mark in (
+        pytest.mark.postgres,
+        pytest.mark.django_db(transaction=True),
+        pytest.mark.skipif(not on_postgres(), reason="backend: row locks and real concurrency need PostgreSQL"),
+    ):
+        test = mark(test)
+    return test

@@ -29,7 +29,7 @@ from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion
 from retention import erasure
 from tests.processes import BASE_DIR, free_port, server_env, stop, wait_until_serving
-from tests.support import make_agent, on_postgres
+from tests.support import make_agent, on_postgres, postgres_threads
 
 GUARD = 60  # seconds a thread may wait before the test fails as hung (not a timing assertion)
 
@@ -81,16 +81,6 @@ def test_a_read_whose_every_memory_was_erased_since_leaves_no_entry(world, monke
 
 
 # --- side by side, on PostgreSQL ---------------------------------------------------------------------
-def postgres_threads(test):
-    for mark in (
-        pytest.mark.postgres,
-        pytest.mark.django_db(transaction=True),
-        pytest.mark.skipif(not on_postgres(), reason="backend: row locks and real concurrency need PostgreSQL"),
-    ):
-        test = mark(test)
-    return test
-
-
 def waiting_on_a_lock(pid: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
