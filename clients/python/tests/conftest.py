@@ -77,6 +77,7 @@ def world(live: LiveServer) -> World:
         "examples-graph",
         "examples-agents",
         "examples-pydantic",
+        "examples-mcp",
         "examples-agents-openai",
         "examples-pydantic-openai",
     )

@@ -30,8 +30,17 @@ sys.path.insert(0, str(EXAMPLES))  # tests/fake_openai.py plays the examples' ow
 HELPERS = {"scripted_models.py"}  # imported by the agent examples; not a program of its own
 PROGRAMS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in HELPERS)
 # Each example runs as a member of its own: they all write the namespace "travel".
-MEMBERS = {"client_remember_recall.py": "examples", "langgraph_remember_recall.py": "examples-graph", "openai_agents_tools.py": "examples-agents", "pydantic_ai_tools.py": "examples-pydantic"}
+MEMBERS = {
+    "client_remember_recall.py": "examples",
+    "langgraph_remember_recall.py": "examples-graph",
+    "openai_agents_tools.py": "examples-agents",
+    "pydantic_ai_tools.py": "examples-pydantic",
+    "mcp_sdk_client.py": "examples-mcp",
+}
 EXTRAS = {"client_remember_recall.py": "", "langgraph_remember_recall.py": "langgraph", "openai_agents_tools.py": "openai-agents", "pydantic_ai_tools.py": "pydantic-ai"}
+# What an example installs when it is not the client with an extra: the MCP example is the official
+# MCP SDK alone, as the README's comment says (it needs no package of ours).
+REQUIREMENTS = {"mcp_sdk_client.py": "mcp>=2.3,<3"}
 AGENTS = ("openai_agents_tools.py", "pydantic_ai_tools.py")
 SEAT = "Prefers an aisle seat; tickets to [EMAIL]"
 
@@ -117,7 +126,8 @@ def run_example(name: str, live: LiveServer, token: str, tmp_path: Path, **extra
     # What a newcomer's shell has: the two variables the README exports, no provider key unless given
     # here, and only what the example's extra installs.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GAM_", "OPENAI_", "PYTHONPATH"))} | {"GAM_URL": live.url(), "GAM_TOKEN": token} | extra
-    env |= only_installed_by(f"governed-memory[{EXTRAS[name]}]" if EXTRAS[name] else "governed-memory", tmp_path)
+    requirement = REQUIREMENTS.get(name) or (f"governed-memory[{EXTRAS[name]}]" if EXTRAS[name] else "governed-memory")
+    env |= only_installed_by(requirement, tmp_path)
     completed = subprocess.run([sys.executable, f"clients/python/examples/{name}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "Traceback" not in completed.stderr and "Warning" not in completed.stderr, completed.stderr[-3000:]
@@ -151,6 +161,15 @@ def test_the_langgraph_example_remembers_in_one_run_and_recalls_in_the_next(live
     remembered(live, token, versions=1)
     assert run_example("langgraph_remember_recall.py", live, token, tmp_path).strip() == f"['{SEAT}']"  # again: a new version, same answer
     remembered(live, token, versions=2)
+
+
+def test_the_mcp_sdk_example_remembers_and_recalls_over_streamable_http(live: LiveServer, world: World, tmp_path: Path):
+    """The official MCP SDK alone (no package of ours), the bearer token on its HTTP client."""
+    token = world.member(MEMBERS["mcp_sdk_client.py"]).credential()
+    out = run_example("mcp_sdk_client.py", live, token, tmp_path)
+    note = remembered(live, token)
+    assert recalled_in(out, note) and "Recalled 1 memories" in out
+    assert "governed_memory" in hidden_modules(REQUIREMENTS["mcp_sdk_client.py"])  # it ran without our client
 
 
 @pytest.mark.parametrize("name", AGENTS)
