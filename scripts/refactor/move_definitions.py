@@ -8,10 +8,10 @@ imports: it is a move, never an edit.
     python scripts/refactor/move_definitions.py SRC DST NAME...        (run from the repository)
 
 Moves the statements defining NAME (with decorators, the comment lines above them unless a
-`# --` section header, and `NAME.attr = ...` lines) from SRC to DST (created if missing, with a
-docstring to write), copies the imports they use, imports back into SRC what it still uses, and
-rewrites every `from SRC import ...` line under tests/ and bench/. It refuses when the moved code
-uses a definition of SRC left behind (add it to NAME..., or set ALLOW_SRC_IMPORT=1 when SRC is a
+`# --` section header, and `NAME.attr = ...` lines) from SRC to DST (created if missing, with
+the module docstring given in the environment as DST_DOC, which a new DST requires), copies the
+imports they use, imports back into SRC what it still uses, and rewrites every `from SRC import
+...` line under tests/ and bench/. It refuses when the moved code uses a definition of SRC left behind (add it to NAME..., or set ALLOW_SRC_IMPORT=1 when SRC is a
 helper module DST may import). A fixture's importers need their import line deleted by hand, and
 multi-line imports are left alone (it prints them). Then run `ruff check --fix`, `ruff format`,
 `ruff check --select F821` and tests/layers/test_test_layout.py.
@@ -30,6 +30,8 @@ src, dst, *names = sys.argv[1:]
 names = set(names)
 src_path, dst_path = ROOT / src, ROOT / dst
 src_mod = src[:-3].replace("/", ".")
+if not dst_path.exists() and not os.environ.get("DST_DOC"):
+    sys.exit(f"{dst} does not exist yet: say what it holds in DST_DOC (its module docstring)")
 dst_mod = dst[:-3].replace("/", ".")
 text = src_path.read_text()
 lines = text.splitlines(keepends=True)
@@ -156,7 +158,8 @@ if dst_path.exists():
     dl[last_imp:last_imp] = need_imports
     dst_path.write_text("".join(dl).rstrip("\n") + "\n\n\n" + body)
 else:
-    dst_path.write_text('"""TODO: what this module holds (no tests here)."""\n\nfrom __future__ import annotations\n\n' + "".join(need_imports) + "\n\n" + body)
+    doc = os.environ["DST_DOC"].strip()
+    dst_path.write_text(f'"""{doc}"""\n\nfrom __future__ import annotations\n\n' + "".join(need_imports) + "\n\n" + body)
 
 # importers
 pat = re.compile(r"^(\s*)from " + re.escape(src_mod) + r" import (.+?)(\s*#.*)?$")

@@ -42,7 +42,7 @@ def stored_ids() -> set[str]:
 
 
 class Crash(Exception):
-    pass
+    """The crash `crash_on_call` injects at the named call."""
 
 
 def crash_on_call(monkeypatch, target, name: str, call: int) -> None:
