@@ -48,6 +48,19 @@ def _groupings(digits: str, rng: random.Random) -> list[str]:
     return out
 
 
+def _a_list_of_another_grouping(written: str, region: str) -> bool:
+    """Pairs only, or three or more ascending groups of three digits, among blanks, when the
+    region does not write its mobiles so ("612 669 715" in Spain, whose grouping is 612 66 97 15)."""
+    groups = re.findall(r"[0-9]+", written)
+    sizes, values = [len(g) for g in groups], [int(g) for g in groups]
+    pairs = all(n == 2 for n in sizes)
+    triples = len(groups) >= 3 and all(n == 3 for n in sizes) and values == sorted(set(values))
+    if " " not in written or not (pairs or triples):
+        return False
+    national = phonenumbers.format_number(phonenumbers.parse("".join(groups), region), phonenumbers.PhoneNumberFormat.NATIONAL)
+    return [len(g) for g in re.findall(r"[0-9]+", national)] != sizes
+
+
 @pytest.mark.parametrize("locale", MOBILE_LOCALES)
 @PER_REGION
 @given(seed=st.integers(0, 2**32 - 1), form=st.sampled_from(FORMS))
@@ -57,6 +70,8 @@ def test_a_generated_mobile_of_the_workspace_region_is_masked_without_a_phone_wo
     value = mobile(rng, locale)
     digits = re.sub(r"\D", "", value)
     for written in [value, *(_groupings(digits, rng) if not digits.startswith("0") else [])]:
+        if _a_list_of_another_grouping(written, region):
+            continue  # documented in docs/masking.md: such a run stays a list, even with a region
         text = TEMPLATES[form].format(written)
         masked = mask(text, region)
         assert sum(ch.isdigit() for ch in masked.text) < 4, (region, text, masked.text)
