@@ -42,7 +42,9 @@ def setup(db_name: str, *, redis_db: int = 9, reuse: bool = False) -> bool:
         kept = reuse and conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone() is not None
         if not kept:
             conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
-            conn.execute(f'DROP DATABASE IF EXISTS "{db_name}_keyring" WITH (FORCE)')  # the key store's (migrate creates it)
+            conn.execute(
+                f'DROP DATABASE IF EXISTS "{db_name}_keyring" WITH (FORCE)'
+            )  # the key store's (migrate creates it)
             conn.execute(f'CREATE DATABASE "{db_name}"')
     os.environ["DATABASE_URL"] = f"{base}/{db_name}"
     os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")

@@ -36,7 +36,9 @@ def interleaved(a, b, n: int, warmup: int = 5) -> tuple[list[float], list[float]
 
 
 def difference(label: str, logged: list[float], bare: list[float]) -> str:
-    return f"{label:<48} p50 {pct(logged, 50) - pct(bare, 50):+7.2f} ms   p95 {pct(logged, 95) - pct(bare, 95):+7.2f} ms"
+    return (
+        f"{label:<48} p50 {pct(logged, 50) - pct(bare, 50):+7.2f} ms   p95 {pct(logged, 95) - pct(bare, 95):+7.2f} ms"
+    )
 
 
 def main() -> None:
@@ -75,11 +77,19 @@ def main() -> None:
     def admit(operation, body):
         return gates.admit(token, operation, body)
 
-    logged, bare = interleaved(lambda: reads.recall_memories(admit("recall", {"query": next(queries)}), surface="rest").body, lambda: recall(admit("recall", {"query": next(queries)})), args.n)
+    logged, bare = interleaved(
+        lambda: reads.recall_memories(admit("recall", {"query": next(queries)}), surface="rest").body,
+        lambda: recall(admit("recall", {"query": next(queries)})),
+        args.n,
+    )
     print(summary("recall with its access entry", logged))
     print(summary("recall without", bare))
     print(difference("  the entry costs", logged, bare))
-    logged, bare = interleaved(lambda: reads.list_memories(admit("list", {}), surface="rest").body, lambda: memory_actions.memory_page(admit("list", {})), args.n)
+    logged, bare = interleaved(
+        lambda: reads.list_memories(admit("list", {}), surface="rest").body,
+        lambda: memory_actions.memory_page(admit("list", {})),
+        args.n,
+    )
     print(summary("list (limit 20) with its access entry", logged))
     print(summary("list (limit 20) without", bare))
     print(difference("  the entry costs", logged, bare))
@@ -88,12 +98,23 @@ def main() -> None:
     refs = [{"id": i, "v": 1} for i in ids[:10]]
 
     def plain():  # the entry before issue 32: an ORM INSERT, committed with the WAL flush
-        AccessEntry.objects.create(workspace=workspace, member=member, credential_ref=credential.pk, credential_name="bench", operation="list", surface="rest", returned=10, memories=refs)
+        AccessEntry.objects.create(
+            workspace=workspace,
+            member=member,
+            credential_ref=credential.pk,
+            credential_name="bench",
+            operation="list",
+            surface="rest",
+            returned=10,
+            memories=refs,
+        )
 
     memories = [{"id": ref["id"], "version": ref["v"]} for ref in refs]
 
     def checked():  # access_log.record: lists only versions still stored, asynchronous commit
-        access_log.record(credential=credential, member=member, operation="list", surface="rest", memories=memories, hidden=0)
+        access_log.record(
+            credential=credential, member=member, operation="list", surface="rest", memories=memories, hidden=0
+        )
 
     def checked_synchronous():  # the same statement inside a caller's transaction keeps synchronous_commit
         connection.in_atomic_block = True  # what record() reads; autocommit is unchanged, so it is still one statement
@@ -102,7 +123,11 @@ def main() -> None:
         finally:
             connection.in_atomic_block = False
 
-    entry_costs = {"plain INSERT (before)": [], "checked, synchronous commit": [], "checked, asynchronous commit (now)": []}
+    entry_costs = {
+        "plain INSERT (before)": [],
+        "checked, synchronous commit": [],
+        "checked, asynchronous commit (now)": [],
+    }
     for fn in (plain, checked_synchronous, checked):
         for _ in range(5):
             fn()
@@ -142,10 +167,15 @@ def main() -> None:
     erase_n = min(args.n, 200)
 
     def forget(pool):
-        return lambda: erase_memories([next(pool)], operation="forget", workspace_id=workspace.pk, member_id=member.pk, actor_label="bench")
+        return lambda: erase_memories(
+            [next(pool)], operation="forget", workspace_id=workspace.pk, member_id=member.pk, actor_label="bench"
+        )
 
     striking, plain = interleaved(forget(listed_iter), forget(unlisted_iter), erase_n, warmup=2)
-    print(f"forget one memory, {args.entries:,} entries in the member's log ({AccessEntry.objects.filter(member=member).count():,} left after {erase_n + 2} forgets):")
+    print(
+        f"forget one memory, {args.entries:,} entries in the member's log "
+        f"({AccessEntry.objects.filter(member=member).count():,} left after {erase_n + 2} forgets):"
+    )
     print(summary(f"  listed in ~{round(args.entries * 10 / len(listed))} entries", striking))
     print(summary("  listed in none", plain))
     print(difference("  striking it from the log costs", striking, plain))

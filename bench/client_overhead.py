@@ -27,7 +27,13 @@ from governed_memory import MemoryClient, RecallResult  # noqa: E402
 from governed_memory.client import parse  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 
-QUERIES = ["which text editor", "shipping cutoff in Osaka", "preferred language for answers", "seat on long flights", "coffee or tea"]
+QUERIES = [
+    "which text editor",
+    "shipping cutoff in Osaka",
+    "preferred language for answers",
+    "seat on long flights",
+    "coffee or tea",
+]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -48,7 +54,9 @@ def main() -> None:
         tokens = [member.credential() for _ in range(1 + args.memories // 100)]
         for index in range(args.memories):
             with MemoryClient(server.url(), tokens[index // 100]) as writer:
-                writer.remember("bench", f"Note {index}: {QUERIES[index % len(QUERIES)]} and other details {index % 13}")
+                writer.remember(
+                    "bench", f"Note {index}: {QUERIES[index % len(QUERIES)]} and other details {index % 13}"
+                )
         token = tokens[0]
         url = server.url() + "/api/agent/v1/memories/recall"
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
@@ -61,7 +69,10 @@ def main() -> None:
         client_ms: list[float] = []
         for i in range(args.calls):
             query = QUERIES[i % len(QUERIES)]
-            pair = [("raw", lambda q=query: http.post(url, json={"query": q}, headers=headers).json()), ("client", lambda q=query: memory.recall(q))]
+            pair = [
+                ("raw", lambda q=query: http.post(url, json={"query": q}, headers=headers).json()),
+                ("client", lambda q=query: memory.recall(q)),
+            ]
             if i % 2:
                 pair.reverse()  # alternate which goes first
             for name, run in pair:
@@ -76,11 +87,20 @@ def main() -> None:
             RecallResult.from_json(parse(answer))
             local.append((time.perf_counter() - started) * 1000)
         n = len(answer.json()["memories"])
-        print(f"backend: {server.backend}; {args.memories} memories; {args.calls} recalls each way, interleaved; {n} memories per answer")
+        print(
+            f"backend: {server.backend}; {args.memories} memories; {args.calls} recalls each way, interleaved; {n} "
+            "memories per answer"
+        )
         print(f"raw httpx      p50 {statistics.median(raw_ms):7.2f} ms   p95 {pct(raw_ms, 0.95):7.2f} ms")
         print(f"MemoryClient   p50 {statistics.median(client_ms):7.2f} ms   p95 {pct(client_ms, 0.95):7.2f} ms")
-        print(f"difference     p50 {statistics.median(client_ms) - statistics.median(raw_ms):+7.3f} ms (of the p50s)   per pair p50 {statistics.median(differences):+7.3f} ms")
-        print(f"client's own work (parse + typed result, no network): p50 {statistics.median(local):.3f} ms   p95 {pct(local, 0.95):.3f} ms")
+        print(
+            f"difference     p50 {statistics.median(client_ms) - statistics.median(raw_ms):+7.3f} ms (of the "
+            f"p50s)   per pair p50 {statistics.median(differences):+7.3f} ms"
+        )
+        print(
+            f"client's own work (parse + typed result, no network): p50 {statistics.median(local):.3f} ms   p95 "
+            f"{pct(local, 0.95):.3f} ms"
+        )
         memory.close()
     finally:
         server.stop()

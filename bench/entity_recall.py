@@ -46,7 +46,9 @@ def build(count: int, shape: str, rng: random.Random):
     from memoryapp import gates
     from memoryapp.actions import store_version
 
-    workspace, owner = actions.create_workspace(f"Entities {shape} {count}", owner_email=f"owner-{shape}-{count}@bench.test")
+    workspace, owner = actions.create_workspace(
+        f"Entities {shape} {count}", owner_email=f"owner-{shape}-{count}@bench.test"
+    )
     actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=None)
     member = actions.add_member(workspace, f"m-{shape}-{count}@bench.test", role="editor")
     collection = actions.create_collection(workspace, name="kb")
@@ -57,13 +59,17 @@ def build(count: int, shape: str, rng: random.Random):
         name, aliases = entity_forms(rng, i, shape)
         try:
             actions.create_entity(workspace, name=name, aliases=aliases)
-        except ApiError as exc:  # a cap (MAX_ENTITIES_PER_WORKSPACE, MAX_ENTITY_FORMS_PER_WORKSPACE): measure what was allowed
+        except (
+            ApiError
+        ) as exc:  # a cap (MAX_ENTITIES_PER_WORKSPACE, MAX_ENTITY_FORMS_PER_WORKSPACE): measure what was allowed
             refused = exc.code
             break
         names.append(name)
     created = time.perf_counter() - started
     count = len(names)
-    text = "\n\n".join(f"{names[i % count]} met {names[(i * 7) % count]} about {rng.choice(WORDS)}." for i in range(300))
+    text = "\n\n".join(
+        f"{names[i % count]} met {names[(i * 7) % count]} about {rng.choice(WORDS)}." for i in range(300)
+    )
     document = actions.create_document(collection, title="facts", text=text)
     passages = list(document.current_version.passages.order_by("position"))
     for i in range(300):
@@ -99,14 +105,20 @@ def measure(shape: str, count: int, n: int, rng: random.Random) -> str:
     finds = timed(lambda: matcher.find(worst_query), n, warmup=2)
     typical = timed(lambda: recall(gates.admit(token, "recall", {"query": typical_query})), n, warmup=2)
     worst = timed(lambda: recall(gates.admit(token, "recall", {"query": worst_query})), n, warmup=2)
-    plain = timed(lambda: recall(gates.admit(token, "recall", {"query": "what about the weather tomorrow"})), n, warmup=2)
-    doc_text = "\n\n".join(f"{rng.choice(names)} and {rng.choice(names)} {rng.choice(WORDS)}" for _ in range(600))[:20000]
+    plain = timed(
+        lambda: recall(gates.admit(token, "recall", {"query": "what about the weather tomorrow"})), n, warmup=2
+    )
+    doc_text = "\n\n".join(f"{rng.choice(names)} and {rng.choice(names)} {rng.choice(WORDS)}" for _ in range(600))[
+        :20000
+    ]
     ingest = timed(lambda: actions.create_document(collection, title="more", text=doc_text), 3, warmup=0)
     return (
-        f"{shape:>8} {count:>5} entities{f' (of {asked}: {refused})' if refused else ''} (created in {created:6.1f} s): matcher build {cold:8.1f} ms, find(worst 1,000 chars) p50 {pct(finds, 50):7.2f} ms; "
-        f"recall p50/p95 typical {pct(typical, 50):8.1f}/{pct(typical, 95):8.1f} ms, worst {pct(worst, 50):8.1f}/{pct(worst, 95):8.1f} ms, "
-        f"naming no entity {pct(plain, 50):8.1f}/{pct(plain, 95):8.1f} ms; "
-        f"ingest 20k chars p50 {pct(ingest, 50):8.1f} ms{'' if cached else '  [matcher rebuilt per recall]'}"
+        f"{shape:>8} {count:>5} entities{f' (of {asked}: {refused})' if refused else ''} (created in {created:6.1f} "
+        f"s): matcher build {cold:8.1f} ms, find(worst 1,000 chars) p50 {pct(finds, 50):7.2f} ms; recall p50/p95 "
+        f"typical {pct(typical, 50):8.1f}/{pct(typical, 95):8.1f} ms, worst "
+        f"{pct(worst, 50):8.1f}/{pct(worst, 95):8.1f} ms, naming no entity "
+        f"{pct(plain, 50):8.1f}/{pct(plain, 95):8.1f} ms; ingest 20k chars p50 {pct(ingest, 50):8.1f} "
+        f"ms{'' if cached else '  [matcher rebuilt per recall]'}"
     )
 
 

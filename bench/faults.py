@@ -3,7 +3,8 @@ deployed, and what the clients saw.
 
     .venv/bin/python bench/faults.py [--backend postgres sqlite] [--short] [--only NAME ...] [--clients 4]
 
-PostgreSQL + Redis (the README's "Production", docs/operations.md "Production deployment": `uvicorn config.asgi:application
+PostgreSQL + Redis (the README's "Production", docs/operations.md "Production deployment": `uvicorn
+config.asgi:application
 --workers 2` and `celery -A config worker`, prefork): the harness starts its OWN PostgreSQL
 clusters (the data on port 8055, the key store on 8057, so it can be made unreachable alone) and
 its OWN redis-server (8056), and restarts or kills only those; the web server listens on 8050.
@@ -60,7 +61,10 @@ from _setup import wait_ready  # noqa: E402
 VENV_BIN = ROOT / ".venv" / "bin"
 BIN = VENV_BIN if (VENV_BIN / "celery").exists() else Path(sys.executable).parent
 WEB_PORT, PG_PORT, REDIS_PORT, KEYRING_PORT = 8050, 8055, 8056, 8057
-FAULTS = {"postgres": ["pg_restart", "redis_restart", "keyring_down", "worker_kill"], "sqlite": ["keyring_down", "worker_kill"]}
+FAULTS = {
+    "postgres": ["pg_restart", "redis_restart", "keyring_down", "worker_kill"],
+    "sqlite": ["keyring_down", "worker_kill"],
+}
 WORDS = "shipping warehouse invoice vim emacs python meeting lunch aisle window seat deadline budget report review osaka tokyo coffee tea".split()
 ERASE_TASK = "retention.tasks.erase_unreachable_task"
 
@@ -79,7 +83,11 @@ class PgCluster:
 
     def __init__(self, root: Path, port: int):
         self.dir, self.port = root / f"pg{port}", port
-        self.bin = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1] if Path("/usr/lib/postgresql").exists() else Path(shutil.which("pg_ctl") or "pg_ctl").parent
+        self.bin = (
+            sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
+            if Path("/usr/lib/postgresql").exists()
+            else Path(shutil.which("pg_ctl") or "pg_ctl").parent
+        )
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
     def _pg(self, tool: str, *args: str) -> subprocess.CompletedProcess:
@@ -112,10 +120,27 @@ class RedisServer:
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def start(self) -> None:
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.dir)]
+        command = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.dir),
+        ]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
-            if subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True).stdout.strip() == "PONG":
+            if (
+                subprocess.run(
+                    ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
+                ).stdout.strip()
+                == "PONG"
+            ):
                 return
             time.sleep(0.1)
         raise RuntimeError("redis-server did not start")
@@ -151,7 +176,9 @@ class Processes:
 
     def start(self, name: str, command: list[str]) -> subprocess.Popen:
         out = open(self.root / f"{name}.log", "a")  # noqa: SIM115 -- the process owns it
-        process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.running[name] = process
         return process
 
@@ -189,12 +216,23 @@ def seed(load_members: int, victim_memories: int, probes: int) -> dict:
     tokens = []
     for m in range(load_members):
         member = actions.add_member(workspace, f"load{m}@faults.test", role="editor")
-        tokens += [actions.create_credential(member, name="load", scopes=["memory:read", "memory:write"])[1] for _ in range(2)]
+        tokens += [
+            actions.create_credential(member, name="load", scopes=["memory:read", "memory:write"])[1] for _ in range(2)
+        ]
 
     def member_with(email: str, count: int) -> dict:
         member = actions.add_member(workspace, email, role="editor")
         rng = random.Random(email)
-        rows = [MemoryVersion(workspace=workspace, member=member, namespace="notes", text="Note " + " ".join(rng.choice(WORDS) for _ in range(10)), text_length=60) for _ in range(count)]
+        rows = [
+            MemoryVersion(
+                workspace=workspace,
+                member=member,
+                namespace="notes",
+                text="Note " + " ".join(rng.choice(WORDS) for _ in range(10)),
+                text_length=60,
+            )
+            for _ in range(count)
+        ]
         for start in range(0, count, 1000):
             batch = rows[start : start + 1000]
             prepare_keys(batch)
@@ -241,7 +279,10 @@ class Load:
                 token = self.tokens[(n + i * self.clients) % len(self.tokens)]
                 roll = rng.random()
                 if roll < 0.3:
-                    op, body = "remember", {"namespace": "faults", "text": "Fault note " + " ".join(rng.choice(WORDS) for _ in range(8))}
+                    op, body = (
+                        "remember",
+                        {"namespace": "faults", "text": "Fault note " + " ".join(rng.choice(WORDS) for _ in range(8))},
+                    )
                 elif roll < 0.65:
                     op, body = "recall", {"query": " ".join(rng.choice(WORDS) for _ in range(2))}
                 else:
@@ -249,7 +290,9 @@ class Load:
                 sent = self.now()
                 answer = {"op": op, "sent": sent}
                 try:
-                    response = await client.post(f"/api/agent/v1/memories/{op}", json=body, headers={"Authorization": f"Bearer {token}"})
+                    response = await client.post(
+                        f"/api/agent/v1/memories/{op}", json=body, headers={"Authorization": f"Bearer {token}"}
+                    )
                     answer.update(status=response.status_code, **classify(response))
                     if response.status_code == 201:
                         self.remembered.append(int(response.json()["memory"]["id"]))
@@ -286,7 +329,11 @@ def classify(response) -> dict:
         return {"json": isinstance(body, dict), "code": ""}
     error = body.get("error") if isinstance(body, dict) else None
     house = isinstance(error, dict) and {"code", "message", "details"} <= set(error)
-    return {"json": bool(house), "code": error.get("code", "?") if isinstance(error, dict) else "?", "retry_after": "retry-after" in response.headers}
+    return {
+        "json": bool(house),
+        "code": error.get("code", "?") if isinstance(error, dict) else "?",
+        "retry_after": "retry-after" in response.headers,
+    }
 
 
 def wait_recovered(load: Load, since: float, quiet: float, bound: float) -> float | None:
@@ -330,7 +377,11 @@ def lost_remembers(ids: list[int]) -> dict:
     for start in range(0, len(ids), 500):
         for version in MemoryVersion.objects.filter(pk__in=ids[start : start + 500]).keep_unreadable():
             found[version.pk] = not is_unreadable(version)
-    return {"answered201": len(ids), "missing": len(set(ids) - set(found)), "unreadable": sum(1 for ok in found.values() if not ok)}
+    return {
+        "answered201": len(ids),
+        "missing": len(set(ids) - set(found)),
+        "unreadable": sum(1 for ok in found.values() if not ok),
+    }
 
 
 def erase_state(victim: dict) -> dict:
@@ -341,7 +392,9 @@ def erase_state(victim: dict) -> dict:
     fresh_connections()
     rows = dict(MemoryVersion.objects.filter(pk__in=victim["ids"]).values_list("pk", "key_id"))
     present = {str(k) for k in key_store().present(victim["keys"])}
-    receipts = list(DeletionReceipt.objects.filter(member_ref=victim["member"]).values_list("memory_version_ids", flat=True))
+    receipts = list(
+        DeletionReceipt.objects.filter(member_ref=victim["member"]).values_list("memory_version_ids", flat=True)
+    )
     erased = Counter(i for ids in receipts for i in ids)
     return {
         "rows": len(rows),
@@ -376,7 +429,20 @@ def probe_worker(base: str, seeded: dict, probe: dict, bound: float) -> dict:
 
 
 def run_sweeps(env: dict[str, str]) -> dict:
-    out = run([str(BIN / "python"), "manage.py", "run_periodic_jobs", "--only", "cascade_sweep", "--only", "keyring_sweep", "--json"], cwd=ROOT, env=env)
+    out = run(
+        [
+            str(BIN / "python"),
+            "manage.py",
+            "run_periodic_jobs",
+            "--only",
+            "cascade_sweep",
+            "--only",
+            "keyring_sweep",
+            "--json",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -390,7 +456,18 @@ class Rehearsal:
         self.procs = Processes(root, self.env)
 
     def _environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "KEYRING_DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in (
+                "DATABASE_URL",
+                "REDIS_URL",
+                "CELERY_BROKER_URL",
+                "KEYRING_DATABASE_URL",
+                "PROMETHEUS_MULTIPROC_DIR",
+            )
+        }
         env.update(
             DJANGO_SETTINGS_MODULE="config.settings",
             VAR_DIR=str(self.root / "var"),
@@ -404,22 +481,42 @@ class Rehearsal:
             CELERY_TASK_ALWAYS_EAGER="0",
         )
         if self.backend == "postgres":
-            self.pg, self.keyring_pg, self.redis = PgCluster(self.root, PG_PORT), PgCluster(self.root, KEYRING_PORT), RedisServer(self.root, REDIS_PORT)
+            self.pg, self.keyring_pg, self.redis = (
+                PgCluster(self.root, PG_PORT),
+                PgCluster(self.root, KEYRING_PORT),
+                RedisServer(self.root, REDIS_PORT),
+            )
             self.pg.init()
             self.keyring_pg.init()
             self.redis.start()
-            env.update(DATABASE_URL=self.pg.create_database("memory"), KEYRING_DATABASE_URL=self.keyring_pg.create_database("memory_keyring"), REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}/0")
+            env.update(
+                DATABASE_URL=self.pg.create_database("memory"),
+                KEYRING_DATABASE_URL=self.keyring_pg.create_database("memory_keyring"),
+                REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}/0",
+            )
         return env
 
     def start_web(self) -> None:
-        command = [str(BIN / "uvicorn"), "config.asgi:application", "--host", "127.0.0.1", "--port", str(WEB_PORT), "--no-access-log"]
+        command = [
+            str(BIN / "uvicorn"),
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(WEB_PORT),
+            "--no-access-log",
+        ]
         if self.backend == "postgres":
             command += ["--workers", str(self.args.web_workers)]
         self.procs.start("web", command)
         wait_ready(self.base, seconds=60, describe=lambda: self.procs.tail("web"))
 
     def start_worker(self) -> None:
-        pool = ["--pool=prefork", "--concurrency=2"] if self.backend == "postgres" else ["--pool=threads", "--concurrency=2"]
+        pool = (
+            ["--pool=prefork", "--concurrency=2"]
+            if self.backend == "postgres"
+            else ["--pool=threads", "--concurrency=2"]
+        )
         self.procs.start("worker", [str(BIN / "celery"), "-A", "config", "worker", *pool, "-l", "INFO"])
         deadline = time.monotonic() + 90
         while "ready." not in self.procs.tail("worker", 100_000):
@@ -437,7 +534,9 @@ class Rehearsal:
         django.setup()
         import logging
 
-        logging.getLogger().setLevel(logging.WARNING)  # the harness's own log; the product's processes log at INFO to their files
+        logging.getLogger().setLevel(
+            logging.WARNING
+        )  # the harness's own log; the product's processes log at INFO to their files
         from django.core.management import call_command
 
         started = time.monotonic()
@@ -492,7 +591,9 @@ class Rehearsal:
             if received is None and ERASE_TASK + "[" in self.procs.tail("worker", 10_000_000)[before_log:]:
                 received = time.monotonic()
             fresh_connections()
-            if len(key_store().present(victim["keys"])) < len(victim["keys"]) or (received and time.monotonic() - received > 3):
+            if len(key_store().present(victim["keys"])) < len(victim["keys"]) or (
+                received and time.monotonic() - received > 3
+            ):
                 break
             time.sleep(0.01)
         self.procs.kill("worker")
@@ -500,7 +601,18 @@ class Rehearsal:
         self.start_worker()
         up = load.now()
         sweeps = run_sweeps(self.env)
-        return down, up, {"victimMemories": len(victim["ids"]), "removeStatus": status, "taskSeen": received is not None, "afterKill": at_kill, "sweeps": sweeps, "afterSweep": erase_state(victim)}
+        return (
+            down,
+            up,
+            {
+                "victimMemories": len(victim["ids"]),
+                "removeStatus": status,
+                "taskSeen": received is not None,
+                "afterKill": at_kill,
+                "sweeps": sweeps,
+                "afterSweep": erase_state(victim),
+            },
+        )
 
     def rehearse(self, name: str, probe: dict) -> dict:
         load = Load(self.base, self.seeded["tokens"], self.args.clients)
@@ -510,7 +622,13 @@ class Rehearsal:
         recovered = wait_recovered(load, up, self.args.quiet, self.args.bound)
         end = load.now()
         load.stop()
-        result = {"backend": self.backend, "fault": name, "downFor": round(up - down, 2), **summary(load.answers), "whileDown": summary(load.between(down, up))}
+        result = {
+            "backend": self.backend,
+            "fault": name,
+            "downFor": round(up - down, 2),
+            **summary(load.answers),
+            "whileDown": summary(load.between(down, up)),
+        }
         result["timeToRecover"] = recovered
         result["lost201"] = lost_remembers(load.remembered)
         result["worker"] = probe_worker(self.base, self.seeded, probe, self.args.bound)
@@ -528,7 +646,14 @@ class Rehearsal:
                 result = self.rehearse(name, probe)
                 report(result)
                 results.append(result)
-            results.append({"backend": self.backend, "fault": "all", "lost201": None, "webRestarted": self.procs.running["web"].poll() is not None})
+            results.append(
+                {
+                    "backend": self.backend,
+                    "fault": "all",
+                    "lost201": None,
+                    "webRestarted": self.procs.running["web"].poll() is not None,
+                }
+            )
         finally:
             self.procs.stop_all()
             if self.redis:
@@ -555,14 +680,25 @@ def failed_checks(result: dict) -> list[str]:
     if result["worker"]["erasedByWorkerIn"] is None:
         problems.append("the worker did not erase the probe member's memories")
     after = result.get("afterSweep")
-    if after and (after["rows"] or after["keys"] or after["idsInTwoReceipts"] or after["idsInReceipts"] != result["victimMemories"]):
+    if after and (
+        after["rows"]
+        or after["keys"]
+        or after["idsInTwoReceipts"]
+        or after["idsInReceipts"] != result["victimMemories"]
+    ):
         problems.append(f"erase not converged: {after}")
     return problems
 
 
 def report(result: dict) -> None:
-    log(f"  requests {result['requests']}, statuses {result['statuses']}, not JSON {result['nonJson']}, 5xx without Retry-After {result['5xxWithoutRetryAfter']}")
-    log(f"  while down ({result['downFor']} s): {result['whileDown']['requests']} requests, {result['whileDown']['statuses']}, failures {result['whileDown']['failures']}")
+    log(
+        f"  requests {result['requests']}, statuses {result['statuses']}, not JSON {result['nonJson']}, 5xx without "
+        f"Retry-After {result['5xxWithoutRetryAfter']}"
+    )
+    log(
+        f"  while down ({result['downFor']} s): {result['whileDown']['requests']} requests, "
+        f"{result['whileDown']['statuses']}, failures {result['whileDown']['failures']}"
+    )
     log(f"  time to recover: {result['timeToRecover']} s; after recovery: {result['afterRecovery']['statuses']}")
     log(f"  lost 201s: {result['lost201']}; worker after the fault: {result['worker']}")
     if "afterKill" in result:
@@ -579,10 +715,18 @@ def main() -> int:
     parser.add_argument("--short", action="store_true", help="the test's form: shorter phases, fewer memories")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--web-workers", type=int, default=2)
-    parser.add_argument("--embedder", default="hashing", help="MEMORY_EMBEDDER of the product's processes (default: hashing, light on CPU)")
+    parser.add_argument(
+        "--embedder",
+        default="hashing",
+        help="MEMORY_EMBEDDER of the product's processes (default: hashing, light on CPU)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    timing = {"before": 2, "down": 4, "quiet": 3, "bound": 60, "victim_memories": 3000} if args.short else {"before": 5, "down": 10, "quiet": 5, "bound": 90, "victim_memories": 5000}
+    timing = (
+        {"before": 2, "down": 4, "quiet": 3, "bound": 60, "victim_memories": 3000}
+        if args.short
+        else {"before": 5, "down": 10, "quiet": 5, "bound": 90, "victim_memories": 5000}
+    )
     for key, value in timing.items():
         setattr(args, key, value)
     if args.child:  # one backend per process: Django is configured once per process
@@ -595,7 +739,18 @@ def main() -> int:
         return 0
     everything, failed = [], False
     for backend in args.backend:
-        command = [sys.executable, __file__, "--child", backend, "--clients", str(args.clients), "--web-workers", str(args.web_workers), "--embedder", args.embedder]
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            backend,
+            "--clients",
+            str(args.clients),
+            "--web-workers",
+            str(args.web_workers),
+            "--embedder",
+            args.embedder,
+        ]
         command += ["--short"] if args.short else []
         command += ["--only", *args.only] if args.only else []
         out = subprocess.run(command, stdout=subprocess.PIPE, text=True)

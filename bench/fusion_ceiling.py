@@ -63,7 +63,11 @@ def collect(conversations, embedder_name: str) -> list[dict]:
                 candidates = recheck(service.recall_candidates(admission), admission.ctx.member).visible
             query_terms = stem_terms(content_terms(tokenize(question.text)))
             docs = [c.terms or [] for c in candidates]
-            bm25 = bm25_scores(query_terms, docs, k1=service.BM25_K1, b=service.BM25_B, epsilon=service.BM25_EPSILON) if query_terms else np.zeros(len(docs))
+            bm25 = (
+                bm25_scores(query_terms, docs, k1=service.BM25_K1, b=service.BM25_B, epsilon=service.BM25_EPSILON)
+                if query_terms
+                else np.zeros(len(docs))
+            )
             matrix = np.frombuffer(b"".join(c.vector for c in candidates), dtype="<f4").reshape(len(candidates), -1)
             rows.append(
                 {
@@ -97,7 +101,9 @@ def cosine_ranking(q: dict, margin: float | None, depth: int | None = None, alwa
     """service.semantic_ranking on the stored similarities: the best `always`, then within the margin."""
     sims = q["sims"]
     order = np.lexsort((np.arange(len(sims)), -sims))
-    ranking = [int(i) for rank, i in enumerate(order) if rank < always or margin is None or sims[i] > sims.max() - margin]
+    ranking = [
+        int(i) for rank, i in enumerate(order) if rank < always or margin is None or sims[i] > sims.max() - margin
+    ]
     return ranking[:depth] if depth else ranking
 
 
@@ -144,7 +150,11 @@ def main() -> int:
         embedder = get_embedder(args.embedder)
         margin = float(getattr(embedder, "cosine_margin", 0.0)) or None
         always = int(getattr(embedder, "cosine_min_ranked", 0))
-        splits = {"tune": [q for q in questions if q["conversation"] in tune], "other": [q for q in questions if q["conversation"] not in tune], "all": questions}
+        splits = {
+            "tune": [q for q in questions if q["conversation"] in tune],
+            "other": [q for q in questions if q["conversation"] not in tune],
+            "all": questions,
+        }
 
         def figures(method) -> dict[str, tuple[float, float]]:
             out = {}
@@ -159,9 +169,16 @@ def main() -> int:
         def line(label: str, method) -> tuple[float, str]:
             f = figures(method)
             cells = "  ".join(f"{name} {f[name][0]:.3f}/{f[name][1]:.3f}" for name in splits)
-            return f["all"][0], f"{label:<46} {cells}   all minus cosine: {f['all'][0] - plain['all'][0]:+.3f} / multi-hop {f['all'][1] - plain['all'][1]:+.3f}"
+            return (
+                f["all"][0],
+                f"{label:<46} {cells}   all minus cosine: {f['all'][0] - plain['all'][0]:+.3f} / multi-hop "
+                f"{f['all'][1] - plain['all'][1]:+.3f}",
+            )
 
-        print(f"LoCoMo, {len(questions)} questions; R@5 overall/multi-hop; tuning {', '.join(sorted(tune))}; embedder {args.embedder}")
+        print(
+            f"LoCoMo, {len(questions)} questions; R@5 overall/multi-hop; tuning {', '.join(sorted(tune))}; embedder "
+            f"{args.embedder}"
+        )
         print(line("cosine unfloored (plain vector search)", lambda q: cosine_ranking(q, None))[1])
         print(line("BM25 alone (product floor)", lambda q: bm25_ranking(q, service.BM25_RELATIVE_FLOOR))[1])
         product = line(
@@ -176,19 +193,42 @@ def main() -> int:
             for cut in (0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, None):
                 for keep in (0, 3, 5):
                     label = f"BM25 floor {floor}, cosine margin {cut}" + (f" + best {keep}" if keep else "")
-                    grid.append(line(label, lambda q, floor=floor, cut=cut, keep=keep: fuse([bm25_ranking(q, floor), cosine_ranking(q, cut, always=keep)])))
+                    grid.append(
+                        line(
+                            label,
+                            lambda q, floor=floor, cut=cut, keep=keep: fuse(
+                                [bm25_ranking(q, floor), cosine_ranking(q, cut, always=keep)]
+                            ),
+                        )
+                    )
         for bm_depth in (3, 5, 10, None):
             for cos_depth in (3, 5, 8, 10, 20):
-                grid.append(line(f"BM25 (floor 0.3) top {bm_depth}, cosine top {cos_depth}", lambda q, a=bm_depth, c=cos_depth: fuse([bm25_ranking(q, 0.3, a), cosine_ranking(q, None, c)])))
+                grid.append(
+                    line(
+                        f"BM25 (floor 0.3) top {bm_depth}, cosine top {cos_depth}",
+                        lambda q, a=bm_depth, c=cos_depth: fuse([bm25_ranking(q, 0.3, a), cosine_ranking(q, None, c)]),
+                    )
+                )
         for _, text in sorted(grid, key=lambda item: -item[0])[:5]:
             print(text)
-        print(f"({len(grid)} configurations; the best is fitted to all five conversations: an upper bound, not a result)")
+        print(
+            f"({len(grid)} configurations; the best is fitted to all five conversations: an upper bound, not a result)"
+        )
 
         print("\nbeyond SPEC §4.4 (for the decision only):")
         for weight in (1.5, 2.0, 3.0):
-            print(line(f"RRF k=60, cosine weight {weight}, unfloored", lambda q, w=weight: fuse([bm25_ranking(q, 0.3), cosine_ranking(q, None)], [1.0, w]))[1])
+            print(
+                line(
+                    f"RRF k=60, cosine weight {weight}, unfloored",
+                    lambda q, w=weight: fuse([bm25_ranking(q, 0.3), cosine_ranking(q, None)], [1.0, w]),
+                )[1]
+            )
         for k in (5, 10, 20):
-            print(line(f"RRF k={k}, unfloored", lambda q, k=k: fuse([bm25_ranking(q, 0.3), cosine_ranking(q, None)], k=k))[1])
+            print(
+                line(
+                    f"RRF k={k}, unfloored", lambda q, k=k: fuse([bm25_ranking(q, 0.3), cosine_ranking(q, None)], k=k)
+                )[1]
+            )
         for alpha in (0.6, 0.7, 0.8, 0.9):
             print(line(f"z-scored scores, {alpha} cosine + {1 - alpha:.1f} BM25", lambda q, a=alpha: convex(q, a))[1])
     finally:

@@ -33,7 +33,12 @@ SOFTHSM_MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu
 def softhsm_token(directory: str) -> dict[str, str]:
     """A fresh SoftHSM2 token, unless the environment names a PKCS#11 token already."""
     if os.environ.get("PKCS11_MODULE"):
-        return {"module": os.environ["PKCS11_MODULE"], "label": os.environ["PKCS11_TOKEN_LABEL"], "pin": os.environ["PKCS11_PIN"], "what": "the configured token"}
+        return {
+            "module": os.environ["PKCS11_MODULE"],
+            "label": os.environ["PKCS11_TOKEN_LABEL"],
+            "pin": os.environ["PKCS11_PIN"],
+            "what": "the configured token",
+        }
     module = next((m for m in SOFTHSM_MODULES if os.path.isfile(m)), None)
     if module is None or shutil.which("softhsm2-util") is None:
         sys.exit("SoftHSM2 is not installed: apt-get install softhsm2")
@@ -42,8 +47,18 @@ def softhsm_token(directory: str) -> dict[str, str]:
         conf.write(f"directories.tokendir = {directory}/tokens\nobjectstore.backend = file\nlog.level = ERROR\n")
     os.environ["SOFTHSM2_CONF"] = f"{directory}/softhsm2.conf"
     label, pin = "gam-bench", secrets.token_hex(8)
-    subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", label, "--so-pin", secrets.token_hex(8), "--pin", pin], check=True, capture_output=True)
-    return {"module": module, "label": label, "pin": pin, "what": "SoftHSM2 " + subprocess.run(["softhsm2-util", "--version"], capture_output=True, text=True).stdout.strip()}
+    subprocess.run(
+        ["softhsm2-util", "--init-token", "--free", "--label", label, "--so-pin", secrets.token_hex(8), "--pin", pin],
+        check=True,
+        capture_output=True,
+    )
+    return {
+        "module": module,
+        "label": label,
+        "pin": pin,
+        "what": "SoftHSM2 "
+        + subprocess.run(["softhsm2-util", "--version"], capture_output=True, text=True).stdout.strip(),
+    }
 
 
 def micro(label: str, samples_ms: list[float]) -> str:
@@ -98,18 +113,28 @@ def main() -> None:
 
             recall = {uuid.uuid4(): crypto.new_data_key() for _ in range(300)}
             store.put(recall, owner="bench")
-            print(summary("get_many of 300 keys (a recall)", timed(functools.partial(store.get_many, list(recall)), max(20, args.repeat // 50))))
+            print(
+                summary(
+                    "get_many of 300 keys (a recall)",
+                    timed(functools.partial(store.get_many, list(recall)), max(20, args.repeat // 50)),
+                )
+            )
 
             batch = 1000
             for start in range(0, args.keys, batch):
-                store.put({uuid.uuid4(): crypto.new_data_key() for _ in range(min(batch, args.keys - start))}, owner="bench")
+                store.put(
+                    {uuid.uuid4(): crypto.new_data_key() for _ in range(min(batch, args.keys - start))}, owner="bench"
+                )
             total = store.count()
             old = keks.current_id
             began = time.perf_counter()
             result = KekRotation(settle=0).run()
             seconds = time.perf_counter() - began
             assert result.left == 0 and result.retirement.destroyed == [old] and store.not_current() == 0, result
-            print(f"rotation of {total:,} data keys: {seconds:.2f} s ({seconds / total * 1e6:.0f} µs per key: unwrap + wrap + UPDATE), retired KEK {old} destroyed")
+            print(
+                f"rotation of {total:,} data keys: {seconds:.2f} s ({seconds / total * 1e6:.0f} µs per key: unwrap "
+                f"+ wrap + UPDATE), retired KEK {old} destroyed"
+            )
             if name == "pkcs11":
                 for kek in source.ids():
                     if kek != source.keys().current_id:

@@ -50,16 +50,23 @@ def main() -> None:
 
     store = key_store()
     for start in range(0, args.keys, 1000):
-        store.put({uuid.uuid4(): new_data_key() for _ in range(min(1000, args.keys - start))}, owner="memoryapp.memoryversion")
+        store.put(
+            {uuid.uuid4(): new_data_key() for _ in range(min(1000, args.keys - start))}, owner="memoryapp.memoryversion"
+        )
     print(f"backend: {connections[KEYRING].vendor}, data keys: {store.count()}")
 
     began = time.perf_counter()
     result = encryption.scheduled_rotation(now=timezone.now() + timedelta(hours=48), settle=0)
     took = time.perf_counter() - began
-    print(f"rotation: {result['rotation']}, re-wrapped {result['rewrapped']} keys in {took:.2f} s ({result['rewrapped'] / took:,.0f} keys/s), destroyed KEK(s) {result['destroyedKeks']}")
+    print(
+        f"rotation: {result['rotation']}, re-wrapped {result['rewrapped']} keys in {took:.2f} s "
+        f"({result['rewrapped'] / took:,.0f} keys/s), destroyed KEK(s) {result['destroyedKeks']}"
+    )
 
     def destroy_one() -> list[dict[str, str]]:
-        (key_id,) = store.scan(owner="memoryapp.memoryversion", created_before=timezone.now() + timedelta(days=1), after=None, limit=1)
+        (key_id,) = store.scan(
+            owner="memoryapp.memoryversion", created_before=timezone.now() + timedelta(days=1), after=None, limit=1
+        )
         return [fingerprint(wrapped) for _, _, wrapped in store.destroy_many([key_id])]
 
     def copies(fingerprints) -> int | str:
@@ -74,7 +81,9 @@ def main() -> None:
         began = time.perf_counter()
         store.vacuum()
         took = time.perf_counter() - began
-        print(f"residual, VACUUM of the key table ({store.count()} keys, {took * 1000:.0f} ms): after it: {copies(gone)}")
+        print(
+            f"residual, VACUUM of the key table ({store.count()} keys, {took * 1000:.0f} ms): after it: {copies(gone)}"
+        )
         second = destroy_one()
         store.vacuum()
         print(f"residual, a key destroyed then VACUUM at once (what an erase does): {copies(second)}")

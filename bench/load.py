@@ -18,7 +18,15 @@ import time
 
 from _setup import ROOT, pct, setup
 
-QUERIES = ["which editor", "shipping deadline osaka", "aisle seat", "report language", "weekly review", "coffee or tea", "release budget"]
+QUERIES = [
+    "which editor",
+    "shipping deadline osaka",
+    "aisle seat",
+    "report language",
+    "weekly review",
+    "coffee or tea",
+    "release budget",
+]
 WORDS = [
     "shipping",
     "warehouse",
@@ -57,7 +65,16 @@ def prepare() -> list[str]:
     tokens = []
     for m in range(50):
         member = actions.add_member(workspace, f"load{m}@x.test", role="editor")
-        rows = [MemoryVersion(workspace=workspace, member=member, namespace="prefs", text="Note: " + " ".join(rng.choice(WORDS) for _ in range(12)), text_length=0) for _ in range(300)]
+        rows = [
+            MemoryVersion(
+                workspace=workspace,
+                member=member,
+                namespace="prefs",
+                text="Note: " + " ".join(rng.choice(WORDS) for _ in range(12)),
+                text_length=0,
+            )
+            for _ in range(300)
+        ]
         MemoryVersion.objects.bulk_create(rows)
         MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member)])
         for _ in range(4):
@@ -86,10 +103,15 @@ async def run_load(base: str, tokens: list[str], clients: int, seconds: float) -
                 elif roll < 0.9:
                     path, body = "list", {"limit": 20}
                 else:
-                    path, body = "remember", {"namespace": "load", "text": "Load note " + " ".join(rng.choice(WORDS) for _ in range(8))}
+                    path, body = (
+                        "remember",
+                        {"namespace": "load", "text": "Load note " + " ".join(rng.choice(WORDS) for _ in range(8))},
+                    )
                 started = time.perf_counter()
                 try:
-                    response = await client.post(f"/api/agent/v1/memories/{path}", json=body, headers={"Authorization": f"Bearer {token}"})
+                    response = await client.post(
+                        f"/api/agent/v1/memories/{path}", json=body, headers={"Authorization": f"Bearer {token}"}
+                    )
                     statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
                     if response.status_code >= 400:
                         errors += 1
@@ -106,7 +128,18 @@ async def run_load(base: str, tokens: list[str], clients: int, seconds: float) -
 def serve(workers: int, port: int) -> subprocess.Popen:
     env = dict(os.environ, DEBUG="0", ALLOWED_HOSTS="127.0.0.1")
     process = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "-w", str(workers), "-b", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "60"],
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "config.wsgi:application",
+            "-w",
+            str(workers),
+            "-b",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "60",
+        ],
         cwd=ROOT,
         env=env,
     )
@@ -132,7 +165,10 @@ def main() -> None:
     import logging
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    print(f"{len(tokens)} credentials, 50 members x 300 memories; {args.clients} clients for {args.seconds:.0f} s; mix recall 60% / list 30% / remember 10%")
+    print(
+        f"{len(tokens)} credentials, 50 members x 300 memories; {args.clients} clients for {args.seconds:.0f} s; "
+        "mix recall 60% / list 30% / remember 10%"
+    )
     for workers in args.workers:
         import redis
 
@@ -140,13 +176,16 @@ def main() -> None:
         server = serve(workers, 8790 + workers)
         try:
             started = time.monotonic()
-            latencies, errors, total = asyncio.run(run_load(f"http://127.0.0.1:{8790 + workers}", tokens, args.clients, args.seconds))
+            latencies, errors, total = asyncio.run(
+                run_load(f"http://127.0.0.1:{8790 + workers}", tokens, args.clients, args.seconds)
+            )
             elapsed = time.monotonic() - started
         finally:
             server.terminate()
             server.wait(timeout=20)
         print(
-            f"gunicorn {workers} worker(s): {total / elapsed:7.1f} req/s   p50 {pct(latencies, 50):7.1f} ms   p95 {pct(latencies, 95):7.1f} ms   p99 {pct(latencies, 99):7.1f} ms   errors {errors} of {total}"
+            f"gunicorn {workers} worker(s): {total / elapsed:7.1f} req/s   p50 {pct(latencies, 50):7.1f} ms   p95 "
+            f"{pct(latencies, 95):7.1f} ms   p99 {pct(latencies, 99):7.1f} ms   errors {errors} of {total}"
         )
 
 

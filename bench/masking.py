@@ -50,9 +50,21 @@ def adversarial(rng: random.Random) -> dict[str, callable]:
 
     return {
         "digit groups 1-4, single spaces": gen(lambda n: " ".join(str(rng.randint(0, 9999)) for _ in range(n // 3))),
-        "digit groups of 6 (no NUMBER cover)": gen(lambda n: " ".join("".join(rng.choice(digits) for _ in range(6)) for _ in range(n // 6))),
-        "digit groups of 6-9 with dashes": gen(lambda n: " ".join("-".join("".join(rng.choice(digits) for _ in range(rng.randint(6, 9))) for _ in range(2)) for _ in range(n // 10))),
-        "dates and phones interleaved": gen(lambda n: " ".join(rng.choice(["2024-05-01", "054-123-4567", "10:30", "1/2/2024", "+44 20 7946 0958"]) for _ in range(n // 8))),
+        "digit groups of 6 (no NUMBER cover)": gen(
+            lambda n: " ".join("".join(rng.choice(digits) for _ in range(6)) for _ in range(n // 6))
+        ),
+        "digit groups of 6-9 with dashes": gen(
+            lambda n: " ".join(
+                "-".join("".join(rng.choice(digits) for _ in range(rng.randint(6, 9))) for _ in range(2))
+                for _ in range(n // 10)
+            )
+        ),
+        "dates and phones interleaved": gen(
+            lambda n: " ".join(
+                rng.choice(["2024-05-01", "054-123-4567", "10:30", "1/2/2024", "+44 20 7946 0958"])
+                for _ in range(n // 8)
+            )
+        ),
         "one long digit run": rep("0123456789"),
         "parenthesised digits": rep("(1) "),
         "plus signs and digits": rep("+1 "),
@@ -124,7 +136,9 @@ def main() -> None:
         samples = timed(realistic(size, rng), args.repeat if size <= 8_000 else max(3, args.repeat // 5))
         print(f"  {size:>6} chars   p50 {pct(samples, 50):8.2f} ms   p95 {pct(samples, 95):8.2f} ms")
 
-    print(f"\nadversarial inputs (median of {max(3, args.repeat // 5)}), at 8,000 chars and at {MAX_MASKED_CHARS:,} chars")
+    print(
+        f"\nadversarial inputs (median of {max(3, args.repeat // 5)}), at 8,000 chars and at {MAX_MASKED_CHARS:,} chars"
+    )
     worst = ("", 0.0)
     for name, make in adversarial(rng).items():
         row = []
@@ -134,7 +148,10 @@ def main() -> None:
             row.append(median)
             if median > worst[1]:
                 worst = (f"{name} at {size:,} chars", median)
-        print(f"  {name:<40} {row[0]:8.2f} ms   {row[1]:8.2f} ms   ({row[1] / MAX_MASKED_CHARS * 1000:.2f} ms per 1,000 chars)")
+        print(
+            f"  {name:<40} {row[0]:8.2f} ms   {row[1]:8.2f} ms   ({row[1] / MAX_MASKED_CHARS * 1000:.2f} ms per "
+            "1,000 chars)"
+        )
     print(f"\nworst adversarial case: {worst[0]}: {worst[1]:.1f} ms")
 
 

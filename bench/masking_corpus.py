@@ -117,8 +117,46 @@ def write_everyday() -> None:
 
 
 # -- hostile mixes ------------------------------------------------------------------------------
-_PIECES = (" at ", " dot ", "a", "@", " @ ", "[at]", "[.]", "(dot)", '"', "-p", " -u ", ":", "%", "1", "12", "123456", " ", ",", ", ", ".", "/", "\u00a0", "\u200b")
-_PIECES += ("passwort ist ", "contraseña del wifi es ", "密码是", "비밀번호는 ", "Telefon ", "zadzwoń pod ", "アット", "ドット", "mysql ", "sshpass ", "curl ", "[PHONE] ", "x")
+_PIECES = (
+    " at ",
+    " dot ",
+    "a",
+    "@",
+    " @ ",
+    "[at]",
+    "[.]",
+    "(dot)",
+    '"',
+    "-p",
+    " -u ",
+    ":",
+    "%",
+    "1",
+    "12",
+    "123456",
+    " ",
+    ",",
+    ", ",
+    ".",
+    "/",
+    "\u00a0",
+    "\u200b",
+)
+_PIECES += (
+    "passwort ist ",
+    "contraseña del wifi es ",
+    "密码是",
+    "비밀번호는 ",
+    "Telefon ",
+    "zadzwoń pod ",
+    "アット",
+    "ドット",
+    "mysql ",
+    "sshpass ",
+    "curl ",
+    "[PHONE] ",
+    "x",
+)
 
 
 def hostile(rng: random.Random, size: int) -> str:
@@ -162,12 +200,18 @@ def main() -> None:
             examples.append((sample.form, sample.locale, sample.text, result.text, found))
     for form in FORMS:
         per_locale = " ".join(f"{loc[:2]}:{left[(form, loc)]}" for loc in LOCALES)
-        print(f"  {form:<7} {totals[form]:>5} values  survivors {sum(left[(form, loc)] for loc in LOCALES):>3}  ({per_locale})  kinds {dict(kinds[form])}")
+        print(
+            f"  {form:<7} {totals[form]:>5} values  survivors {sum(left[(form, loc)] for loc in LOCALES):>3}  "
+            f"({per_locale})  kinds {dict(kinds[form])}"
+        )
     for example in examples[: args.show]:
         print("   survivor:", example)
 
     print("\neveryday corpus (benign-change budget: at most 1 in 1,000 sentences)")
-    sources = {"shipped file": everyday.shipped_sentences(), "older tests' benign sets": everyday.older_test_sentences()}
+    sources = {
+        "shipped file": everyday.shipped_sentences(),
+        "older tests' benign sets": everyday.older_test_sentences(),
+    }
     folder = everyday.locomo_dir()
     if folder is not None:
         sources["LoCoMo dev (5 conversations)"] = everyday.locomo_sentences(folder)
@@ -179,10 +223,16 @@ def main() -> None:
         changes = everyday.changed(sentences)
         all_changed += len(changes)
         all_sentences += len(sentences)
-        print(f"  {name:<30} {len(sentences):>6} sentences  changed {len(changes):>3}  ({len(changes) / max(1, len(sentences)) * 100:.3f} %)")
+        print(
+            f"  {name:<30} {len(sentences):>6} sentences  changed {len(changes):>3}  "
+            f"({len(changes) / max(1, len(sentences)) * 100:.3f} %)"
+        )
         for before, after in changes[: args.show]:
             print(f"     {before!r}\n       -> {after!r}")
-    print(f"  all {all_sentences:,} sentences: {all_changed} changed = {all_changed / max(1, all_sentences) * 1000:.2f} per 1,000")
+    print(
+        f"  all {all_sentences:,} sentences: {all_changed} changed = "
+        f"{all_changed / max(1, all_sentences) * 1000:.2f} per 1,000"
+    )
 
     rng = random.Random(22)
     worst = (0.0, "")
@@ -193,7 +243,10 @@ def main() -> None:
         elapsed = (time.perf_counter() - start) * 1000
         if elapsed > worst[0]:
             worst = (elapsed, text[:60])
-    print(f"\nhostile mixes of the new detectors' pieces: {args.hostile} inputs of {MAX_MASKED_CHARS:,} chars, worst {worst[0]:.1f} ms (starts {worst[1]!r})")
+    print(
+        f"\nhostile mixes of the new detectors' pieces: {args.hostile} inputs of {MAX_MASKED_CHARS:,} chars, worst "
+        f"{worst[0]:.1f} ms (starts {worst[1]!r})"
+    )
 
     print()
     catalogue_section(args.show)
@@ -204,7 +257,9 @@ def _note(rng: random.Random, size: int = 2_000) -> str:
     """A 2,000-character note of everyday sentences with some personal data among them."""
     from tests.masking.catalogue_corpus import build_catalogue_corpus, build_everyday_corpus
 
-    pool = [s for _, s in build_everyday_corpus(seed=7, count=200)] + [s.text for s in build_catalogue_corpus(seed=7, per_cell=1)[::25]]
+    pool = [s for _, s in build_everyday_corpus(seed=7, count=200)] + [
+        s.text for s in build_catalogue_corpus(seed=7, per_cell=1)[::25]
+    ]
     parts: list[str] = []
     while sum(len(p) + 2 for p in parts) < size:
         parts.append(rng.choice(pool))
@@ -239,10 +294,17 @@ def catalogue_section(show: int = 10) -> None:
     corpus = build_catalogue_corpus()
     locales = sorted({s.locale for s in corpus})
     forms = sorted({s.form for s in corpus})
-    print(f"catalogue corpus (issue 33): {len(corpus):,} values, {len(locales)} locales, {len(forms)} forms ({', '.join(forms)})")
+    print(
+        f"catalogue corpus (issue 33): {len(corpus):,} values, {len(locales)} locales, {len(forms)} forms "
+        f"({', '.join(forms)})"
+    )
     for with_region in (False, True):
         # with a region: each locale's values masked as in a workspace of that locale's country
-        print("  without a workspace region:" if not with_region else "  with each locale's region as the workspace's (mask(text, region)):")
+        print(
+            "  without a workspace region:"
+            if not with_region
+            else "  with each locale's region as the workspace's (mask(text, region)):"
+        )
         totals: collections.Counter = collections.Counter()
         left: collections.Counter = collections.Counter()
         examples = []
@@ -254,7 +316,10 @@ def catalogue_section(show: int = 10) -> None:
                 examples.append((sample.cls, sample.locale, sample.text, result.text))
         for cls in CLASSES:
             per_locale = " ".join(f"{loc}:{left[(cls, loc)]}" for loc in locales if left[(cls, loc)])
-            print(f"    {cls:<13} {totals[cls]:>5} values  survivors {sum(left[(cls, loc)] for loc in locales):>4}  {per_locale}")
+            print(
+                f"    {cls:<13} {totals[cls]:>5} values  survivors {sum(left[(cls, loc)] for loc in locales):>4}  "
+                f"{per_locale}"
+            )
         print(f"    all: {sum(left.values())} of {len(corpus):,} survived")
         for example in examples[:: max(1, len(examples) // show)][:show]:
             print("     survivor:", example)
@@ -264,23 +329,38 @@ def catalogue_section(show: int = 10) -> None:
     regions = sorted({region_of(loc) for loc in locales})
     per_region: dict[str | None, list[tuple[str, str, str]]] = {}
     for region in (None, *regions):
-        per_region[region] = [(kind, sentence, after) for kind, sentence in everyday_corpus if (after := mask(sentence, region).text) != sentence]
+        per_region[region] = [
+            (kind, sentence, after)
+            for kind, sentence in everyday_corpus
+            if (after := mask(sentence, region).text) != sentence
+        ]
     base = per_region[None]
     changed = collections.Counter(kind for kind, _, _ in base)
-    print(f"\neveryday corpus (issue 33): {len(everyday_corpus):,} sentences, {len(base)} changed = {len(base) / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)")
+    print(
+        f"\neveryday corpus (issue 33): {len(everyday_corpus):,} sentences, {len(base)} changed = "
+        f"{len(base) / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)"
+    )
     print("  " + " ".join(f"{kind}:{changed[kind]}/{kinds[kind]}" for kind in sorted(kinds)))
     for _, before, after in base[:show]:
         print(f"     {before!r} -> {after!r}")
     worst = max(regions, key=lambda r: len(per_region[r]))
-    print(f"  with each of the {len(regions)} locales' regions as the workspace's: changed per region " + " ".join(f"{r}:{len(per_region[r])}" for r in regions))
-    print(f"  worst region {worst}: {len(per_region[worst])} changed = {len(per_region[worst]) / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)")
+    print(
+        f"  with each of the {len(regions)} locales' regions as the workspace's: changed per region "
+        + " ".join(f"{r}:{len(per_region[r])}" for r in regions)
+    )
+    print(
+        f"  worst region {worst}: {len(per_region[worst])} changed = "
+        f"{len(per_region[worst]) / len(everyday_corpus) * 1000:.2f} per 1,000 (target <= 1)"
+    )
     for region in regions:
         for kind, before, after in per_region[region][:show]:
             print(f"     {region} {kind}: {before!r} -> {after!r}")
 
     rng = random.Random(33)
     notes = [_note(rng) for _ in range(120)]
-    for note in notes[:20]:  # warm the imports and metadata; the timed notes are others (the validators' caches see them first)
+    for note in notes[
+        :20
+    ]:  # warm the imports and metadata; the timed notes are others (the validators' caches see them first)
         mask(note)
     # without a region and with one (DK: pairs; PL: triples), each note in turn, so the machine's
     # load falls on all three alike
@@ -293,14 +373,20 @@ def catalogue_section(show: int = 10) -> None:
     for region, times in timed.items():
         times.sort()
         label = "" if region is None else f" with region {region}"
-        print(f"{'' if region else chr(10)}mask(){label} on a 2,000-character note: p50 {times[len(times) // 2]:.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms ({len(times)} calls)")
+        print(
+            f"{'' if region else chr(10)}mask(){label} on a 2,000-character note: p50 {times[len(times) // 2]:.2f} "
+            f"ms, p95 {times[int(len(times) * 0.95)]:.2f} ms ({len(times)} calls)"
+        )
     for name, text in _adversarial_100k().items():
         start = time.perf_counter()
         mask(text)
         elapsed = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         mask(text, "DK")
-        print(f"  adversarial 100 KB {name!r}: {elapsed:.0f} ms, with region DK {(time.perf_counter() - start) * 1000:.0f} ms")
+        print(
+            f"  adversarial 100 KB {name!r}: {elapsed:.0f} ms, with region DK "
+            f"{(time.perf_counter() - start) * 1000:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

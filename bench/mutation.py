@@ -72,7 +72,10 @@ def _unique(*groups: list[str]) -> list[str]:
 
 # module key -> (files to mutate, test files that exercise them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "gates": (["memoryapp/gates.py"], _unique(["tests/gates/test_rows.py"], RULE_TESTS, ["tests/context_sets/test_bound_credentials.py"])),
+    "gates": (
+        ["memoryapp/gates.py"],
+        _unique(["tests/gates/test_rows.py"], RULE_TESTS, ["tests/context_sets/test_bound_credentials.py"]),
+    ),
     "masking": (
         ["memoryapp/masking/__init__.py", "memoryapp/masking/common.py", "memoryapp/masking/text.py"],
         _unique(["tests/masking/test_detectors.py", "tests/masking/test_attacks.py"], RULE_TESTS),
@@ -87,33 +90,78 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "memoryapp/masking/secret_shapes.py",
             "memoryapp/masking/words.py",
         ],
-        _unique(["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/masking/test_forms.py"], RULE_TESTS),
+        _unique(
+            ["tests/masking/test_detectors.py", "tests/masking/test_attacks.py", "tests/masking/test_forms.py"],
+            RULE_TESTS,
+        ),
     ),
     # models.py holds restrict() since issue 35 (the access entries' too): their tests come along
     "visibility": (
         ["memoryapp/visibility.py", "memoryapp/models.py"],
-        _unique(RULE_TESTS, ["tests/isolation/test_matrix.py", "tests/layers/test_model_rules.py", "tests/layers/test_restrict.py", "tests/access_log/test_entries.py"], MEMORIES),
+        _unique(
+            RULE_TESTS,
+            [
+                "tests/isolation/test_matrix.py",
+                "tests/layers/test_model_rules.py",
+                "tests/layers/test_restrict.py",
+                "tests/access_log/test_entries.py",
+            ],
+            MEMORIES,
+        ),
     ),
     "actions": (["memoryapp/actions.py"], _unique(MEMORIES, RULE_TESTS)),
-    "erasure": (["retention/erasure.py"], _unique(["tests/erasure/test_verify_forgetting.py", "tests/lifecycle/test_expiry_and_grace.py"], RULE_TESTS)),
-    "ratelimit": (["memoryapp/ratelimit.py"], _unique(RULE_TESTS, ["tests/limits/test_credential_cycling.py", "tests/limits/test_read_limit.py"])),
-    "recall": (["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"], _unique(["tests/recall/test_math.py"], RULE_TESTS)),
-    "recall_service": (["memoryapp/recall/service.py"], _unique(["tests/recall/test_rankings.py", "tests/memories/test_as_of.py"], RULE_TESTS)),
+    "erasure": (
+        ["retention/erasure.py"],
+        _unique(["tests/erasure/test_verify_forgetting.py", "tests/lifecycle/test_expiry_and_grace.py"], RULE_TESTS),
+    ),
+    "ratelimit": (
+        ["memoryapp/ratelimit.py"],
+        _unique(RULE_TESTS, ["tests/limits/test_credential_cycling.py", "tests/limits/test_read_limit.py"]),
+    ),
+    "recall": (
+        ["memoryapp/recall/bm25.py", "memoryapp/recall/fusion.py"],
+        _unique(["tests/recall/test_math.py"], RULE_TESTS),
+    ),
+    "recall_service": (
+        ["memoryapp/recall/service.py"],
+        _unique(["tests/recall/test_rankings.py", "tests/memories/test_as_of.py"], RULE_TESTS),
+    ),
     "previews": (["retention/previews.py"], _unique(["tests/previews/test_manifest.py"], RULE_TESTS)),
-    "receipts": (["retention/receipts.py", "retention/receipt_checks.py"], ["tests/receipts/test_chain.py", "tests/receipts/test_complete.py"]),
+    "receipts": (
+        ["retention/receipts.py", "retention/receipt_checks.py"],
+        ["tests/receipts/test_chain.py", "tests/receipts/test_complete.py"],
+    ),
     # the counts (artifact_counts, counts_for) and the access-log sweep moved here in issue 23: their tests come along
     "lifecycle": (
         ["retention/lifecycle.py"],
         _unique(
-            ["tests/lifecycle/test_expiry_and_grace.py", "tests/lifecycle/test_cascades.py", "tests/lifecycle/test_matrix.py", "tests/lifecycle/test_worker.py"],
-            ["tests/layers/test_actions_hold_rules.py", "tests/access_log/test_entries.py", "tests/previews/test_manifest.py", "tests/receipts/test_complete.py"],
+            [
+                "tests/lifecycle/test_expiry_and_grace.py",
+                "tests/lifecycle/test_cascades.py",
+                "tests/lifecycle/test_matrix.py",
+                "tests/lifecycle/test_worker.py",
+            ],
+            [
+                "tests/layers/test_actions_hold_rules.py",
+                "tests/access_log/test_entries.py",
+                "tests/previews/test_manifest.py",
+                "tests/receipts/test_complete.py",
+            ],
             RULE_TESTS,
         ),
     ),
     # the old retention/credits.py, split (issue 23 step 5); usage.py holds what its usage JSON and lines did
     "credits": (
         ["credits/pricing.py", "credits/quotas.py", "credits/charging.py", "credits/jobs.py", "credits/usage.py"],
-        _unique(["tests/credits/test_charging.py", "tests/credits/test_usage.py", "tests/credits/test_beat_jobs.py", "tests/consolidation/test_turns.py"], RULE_TESTS),
+        _unique(
+            [
+                "tests/credits/test_charging.py",
+                "tests/credits/test_usage.py",
+                "tests/credits/test_beat_jobs.py",
+                "tests/consolidation/test_turns.py",
+            ],
+            RULE_TESTS,
+        ),
     ),
 }
 
@@ -135,7 +183,11 @@ def is_wording(diff: str) -> bool:
     if len(old) != len(new) or _LITERAL.sub('""', removed[0]) != _LITERAL.sub('""', added[0]):
         return False
     changed = [(o, n) for o, n in zip(old, new) if o != n]
-    return len(changed) == 1 and " " in changed[0][0] and changed[0][1] in (f"XX{changed[0][0]}XX", changed[0][0].lower(), changed[0][0].upper())
+    return (
+        len(changed) == 1
+        and " " in changed[0][0]
+        and changed[0][1] in (f"XX{changed[0][0]}XX", changed[0][0].lower(), changed[0][0].upper())
+    )
 
 
 def load_equivalents() -> dict[str, str]:
@@ -188,7 +240,13 @@ def run_one(key: str, jobs: int, survivors_only: bool) -> None:
     names: tuple[str, ...] = ()
     if survivors_only:
         equivalents = load_equivalents()
-        names = tuple(n for n, e in previous(key).items() if e["status"] not in DETECTED and n not in equivalents and not (e["status"] == "survived" and is_wording(e.get("diff", ""))))
+        names = tuple(
+            n
+            for n, e in previous(key).items()
+            if e["status"] not in DETECTED
+            and n not in equivalents
+            and not (e["status"] == "survived" and is_wording(e.get("diff", "")))
+        )
         print(f"re-running {len(names)} undetected mutants of {key}", flush=True)
         if not names:
             return
@@ -242,14 +300,25 @@ def fresh_mutants_dir() -> None:
 
 def changed_modules() -> list[str]:
     # Against the merge base: what this branch (and the working tree) changed, not what main gained since.
-    base = subprocess.run(["git", "merge-base", "main", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    names = subprocess.run(["git", "diff", "--name-only", base, "--"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    base = subprocess.run(
+        ["git", "merge-base", "main", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    names = subprocess.run(
+        ["git", "diff", "--name-only", base, "--"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     return [key for key, (files, _) in MODULES.items() if any(fnmatch(n, f) for n in names for f in files)]
 
 
 def score_of(mutants: dict, equivalents: dict[str, str]) -> float | None:
     detected = sum(e["status"] in DETECTED for e in mutants.values())
-    excluded = sum(e["status"] == "not checked" or (e["status"] not in DETECTED and (n in equivalents or (e["status"] == "survived" and is_wording(e.get("diff", ""))))) for n, e in mutants.items())
+    excluded = sum(
+        e["status"] == "not checked"
+        or (
+            e["status"] not in DETECTED
+            and (n in equivalents or (e["status"] == "survived" and is_wording(e.get("diff", ""))))
+        )
+        for n, e in mutants.items()
+    )
     return 100.0 * detected / (len(mutants) - excluded) if len(mutants) > excluded else None
 
 
@@ -273,7 +342,10 @@ def tally(mutants: dict, equivalents: dict[str, str]) -> Counter:
 def markdown(keys: list[str]) -> None:
     """The docs/mutation.md table: baseline (without the kill tests) -> with them."""
     equivalents = load_equivalents()
-    print("| module | files | mutants | baseline: detected / survived / no tests / unchecked → score | with the kill tests: detected / survived / no tests / unchecked → score | equivalent |")
+    print(
+        "| module | files | mutants | baseline: detected / survived / no tests / unchecked → score | with the kill "
+        "tests: detected / survived / no tests / unchecked → score | equivalent |"
+    )
     print("|---|---|---|---|---|---|")
     for key in keys:
         after_path, base_path = OUT / f"{key}.json", OUT / f"{key}.baseline.json"
@@ -286,11 +358,18 @@ def markdown(keys: list[str]) -> None:
                 return "–"
             c = tally(json.loads(path.read_text(encoding="utf-8")), equivalents)
             score = score_of(json.loads(path.read_text(encoding="utf-8")), equivalents)
-            return f"{c['detected']} / {c['survived']} / {c['no tests']} / {c['unchecked']} → **{score:.1f}%**" if score is not None else "–"
+            return (
+                f"{c['detected']} / {c['survived']} / {c['no tests']} / {c['unchecked']} → **{score:.1f}%**"
+                if score is not None
+                else "–"
+            )
 
         after = tally(json.loads(after_path.read_text(encoding="utf-8")), equivalents)
         print(
-            f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} | {cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} | {after['equivalent']} |"
+            f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} "
+            "| "
+            f"{cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} "
+            f"| {after['equivalent']} |"
         )
 
 
@@ -335,7 +414,10 @@ def report(keys: list[str]) -> int:
         if baseline.exists():
             counts["before"] = score_of(json.loads(baseline.read_text(encoding="utf-8")), equivalents)
         rows.append((key, counts))
-    print("\nmodule       killed  timeout  survived  no-tests  equivalent  unchecked  total  score  (baseline: without the kill tests)")
+    print(
+        "\nmodule       killed  timeout  survived  no-tests  equivalent  unchecked  total  score  (baseline: "
+        "without the kill tests)"
+    )
     for key, c in rows:
         if c is None:
             print(f"{key:<12} (no result: the run failed, see its log)")
@@ -343,14 +425,24 @@ def report(keys: list[str]) -> int:
         denominator = c["total"] - c["equivalent"] - c["not checked"]
         score = 100.0 * (c["killed"] + c["timeout"]) / denominator if denominator else 100.0
         print(
-            f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  {c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%"
+            f"{key:<12} {c['killed']:>6}  {c['timeout']:>7}  {c['survived']:>8}  {c['no tests']:>8}  "
+            f"{c['equivalent']:>10}  {c['not checked']:>9}  {c['total']:>5}  {score:5.1f}%"
             + (f"  (baseline {c['before']:.1f}%)" if c.get("before") is not None else "")
         )
-    print(f"equivalent includes {sum(c['wording'] for _, c in rows if c)} message-wording mutants (see is_wording) and the entries of {EQUIVALENT_FILE.name}")
-    print("score = (killed + timeout) / (total - equivalent - unchecked); unchecked = not reached before --timeout; 'no-tests' = no selected test reached the mutated function")
+    print(
+        f"equivalent includes {sum(c['wording'] for _, c in rows if c)} message-wording mutants (see is_wording) "
+        f"and the entries of {EQUIVALENT_FILE.name}"
+    )
+    print(
+        "score = (killed + timeout) / (total - equivalent - unchecked); unchecked = not reached before --timeout; "
+        "'no-tests' = no selected test reached the mutated function"
+    )
     ours = {n for n in stale if any(n.startswith(p) for k in keys for p in prefixes(k))}
     for name in sorted(ours):
-        print(f"note: equivalent entry {name} is no longer a survivor (killed, renamed or gone): drop it from {EQUIVALENT_FILE.name}")
+        print(
+            f"note: equivalent entry {name} is no longer a survivor (killed, renamed or gone): drop it from "
+            f"{EQUIVALENT_FILE.name}"
+        )
     return 0
 
 
@@ -365,8 +457,12 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="print the last results without running")
     parser.add_argument("--markdown", action="store_true", help="print the last results as the docs/mutation.md table")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATION_JOBS", "2")))
-    parser.add_argument("--timeout", type=int, default=int(os.environ.get("MUTATION_TIMEOUT", "1800")), help="seconds per module")
-    parser.add_argument("--survivors", action="store_true", help="re-run only the mutants the last run of each module left undetected")
+    parser.add_argument(
+        "--timeout", type=int, default=int(os.environ.get("MUTATION_TIMEOUT", "1800")), help="seconds per module"
+    )
+    parser.add_argument(
+        "--survivors", action="store_true", help="re-run only the mutants the last run of each module left undetected"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -394,7 +490,13 @@ def main() -> int:
             started = time.monotonic()
             print(f"[mutation] {key}: running (log {log.relative_to(ROOT)}) ...", flush=True)
             with log.open("w") as out:
-                proc = subprocess.Popen([sys.executable, __file__, "--one", key, "--jobs", str(args.jobs), *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(
+                    [sys.executable, __file__, "--one", key, "--jobs", str(args.jobs), *extra],
+                    cwd=ROOT,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
                 try:
                     proc.wait(timeout=args.timeout)
                 except subprocess.TimeoutExpired:
@@ -404,7 +506,13 @@ def main() -> int:
                     print(f"[mutation] {key}: stopped after {args.timeout}s (raise --timeout)")
             print(f"[mutation] {key}: exit {proc.returncode} in {time.monotonic() - started:.0f}s", flush=True)
             with log.open("a") as out:
-                subprocess.run([sys.executable, __file__, "--collect", key, *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+                subprocess.run(
+                    [sys.executable, __file__, "--collect", key, *extra],
+                    cwd=ROOT,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                )
             if os.environ.get("MUTATION_BASELINE") == "1" and (OUT / f"{key}.json").exists():
                 shutil.copy(OUT / f"{key}.json", OUT / f"{key}.baseline.json")
         fresh_mutants_dir()

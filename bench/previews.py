@@ -55,8 +55,20 @@ def main() -> None:
         created = MemoryVersion.objects.bulk_create(rows, batch_size=2000)
         ids = [v.pk for v in created]
         all_ids[member.pk] = ids
-        Citation.objects.bulk_create([Citation(memory_id=pk, position=p, passage_id=p + 1, document_id=1, document_version_id=1, sha256="1" * 64) for pk in ids for p in range(2)], batch_size=5000)
-        MemoryEmbedding.objects.bulk_create([MemoryEmbedding(memory_id=pk, embedder_id="bench", dim=1, vector=b"\0\0\0\0") for pk in ids], batch_size=5000)
+        Citation.objects.bulk_create(
+            [
+                Citation(
+                    memory_id=pk, position=p, passage_id=p + 1, document_id=1, document_version_id=1, sha256="1" * 64
+                )
+                for pk in ids
+                for p in range(2)
+            ],
+            batch_size=5000,
+        )
+        MemoryEmbedding.objects.bulk_create(
+            [MemoryEmbedding(memory_id=pk, embedder_id="bench", dim=1, vector=b"\0\0\0\0") for pk in ids],
+            batch_size=5000,
+        )
     per_member = args.entries // len(members)
     for member in members:
         AccessEntry.objects.bulk_create(
@@ -78,22 +90,44 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     total = MemoryVersion.objects.filter(workspace=workspace).count()
-    print(f"PostgreSQL; {len(members)} members, {total:,} versions, {Citation.objects.count():,} citations, {AccessEntry.objects.count():,} access entries; n={args.n}")
+    print(
+        f"PostgreSQL; {len(members)} members, {total:,} versions, {Citation.objects.count():,} citations, "
+        f"{AccessEntry.objects.count():,} access entries; n={args.n}"
+    )
 
     ask_history = workspace.ask_history
-    print(summary("owner 'Delete all' preview (manifest)", timed(lambda: previews.plan_owner_bulk_delete(workspace).manifest(), args.n, warmup=2)))
-    print(summary("retention 90 → 30 days preview (manifest)", timed(lambda: previews.plan_retention(ask_history, days=30, grace=30, now=timezone.now()).manifest(), args.n, warmup=2)))
+    print(
+        summary(
+            "owner 'Delete all' preview (manifest)",
+            timed(lambda: previews.plan_owner_bulk_delete(workspace).manifest(), args.n, warmup=2),
+        )
+    )
+    print(
+        summary(
+            "retention 90 → 30 days preview (manifest)",
+            timed(
+                lambda: previews.plan_retention(ask_history, days=30, grace=30, now=timezone.now()).manifest(),
+                args.n,
+                warmup=2,
+            ),
+        )
+    )
     manifest = previews.plan_retention(ask_history, days=30, grace=30, now=now).manifest()
     start = time.perf_counter()
     applied = lifecycle.apply_retention(workspace.pk, 30, 30, now)
     print(
-        f"{'retention 90 → 30 days, applied':<48} {(time.perf_counter() - start) * 1000:7.0f} ms   erased {applied['agentVersionsErased']:,} (preview {manifest['agentMemories']['versions']:,}), "
-        f"to Expired {applied['assistantExpired']} (preview {manifest['assistantMemoriesToExpired']}), receipts {applied['receipts']}"
+        f"{'retention 90 → 30 days, applied':<48} {(time.perf_counter() - start) * 1000:7.0f} ms   erased "
+        f"{applied['agentVersionsErased']:,} (preview {manifest['agentMemories']['versions']:,}), to Expired "
+        f"{applied['assistantExpired']} (preview {manifest['assistantMemoriesToExpired']}), receipts "
+        f"{applied['receipts']}"
     )
     manifest = previews.plan_owner_bulk_delete(workspace).manifest()
     start = time.perf_counter()
     result = memory_actions.delete_all_agent_memories(workspace, actor=None)
-    print(f"{'owner Delete all, applied':<48} {(time.perf_counter() - start) * 1000:7.0f} ms   erased {result['deleted']['memory_version']:,} (preview {manifest['artifacts']['memory_version']:,})")
+    print(
+        f"{'owner Delete all, applied':<48} {(time.perf_counter() - start) * 1000:7.0f} ms   erased "
+        f"{result['deleted']['memory_version']:,} (preview {manifest['artifacts']['memory_version']:,})"
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 VENV_BIN = Path(sys.executable).parent
-QUERIES = ["which editor", "shipping deadline osaka", "aisle seat", "report language", "weekly review", "coffee or tea", "release budget"]
+QUERIES = [
+    "which editor",
+    "shipping deadline osaka",
+    "aisle seat",
+    "report language",
+    "weekly review",
+    "coffee or tea",
+    "release budget",
+]
 WORDS = "shipping warehouse invoice vim emacs python meeting lunch aisle window seat japanese english deadline budget report review osaka tokyo coffee tea weekly".split()
 
 LUA = """
@@ -77,7 +85,9 @@ class ConnectionWatch:
         self._thread: threading.Thread | None = None
 
     def count(self) -> dict[str, int]:
-        rows = self.conn.execute("SELECT datname, state, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) GROUP BY 1, 2", [self.names]).fetchall()
+        rows = self.conn.execute(
+            "SELECT datname, state, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) GROUP BY 1, 2", [self.names]
+        ).fetchall()
         counts = {"total": 0, "idle": 0}
         for _name, state, n in rows:
             counts["total"] += n
@@ -112,7 +122,9 @@ def recreate_database(server: str, name: str) -> None:
 
 
 def manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run([str(VENV_BIN / "python"), "manage.py", *args], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(VENV_BIN / "python"), "manage.py", *args], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def create_credentials(members: int, per_member: int) -> list[str]:
@@ -130,7 +142,10 @@ def create_credentials(members: int, per_member: int) -> list[str]:
     tokens = []
     for m in range(members):
         member = actions.add_member(workspace, f"load{m}@x.test", role="editor")
-        tokens += [actions.create_credential(member, name=f"load {c}", scopes=["memory:read", "memory:write"])[1] for c in range(per_member)]
+        tokens += [
+            actions.create_credential(member, name=f"load {c}", scopes=["memory:read", "memory:write"])[1]
+            for c in range(per_member)
+        ]
     connections.close_all()
     return tokens
 
@@ -143,11 +158,20 @@ def remember_through_api(base: str, tokens: list[str], per_credential: int) -> i
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     rng = random.Random(3)
-    jobs = [(token, "Note: " + " ".join(rng.choice(WORDS) for _ in range(12))) for token in tokens for _ in range(per_credential)]
+    jobs = [
+        (token, "Note: " + " ".join(rng.choice(WORDS) for _ in range(12)))
+        for token in tokens
+        for _ in range(per_credential)
+    ]
 
     def one(job: tuple[str, str]) -> int:
         token, text = job
-        return httpx.post(f"{base}/api/agent/v1/memories/remember", json={"namespace": "prefs", "text": text}, headers={"Authorization": f"Bearer {token}"}, timeout=60).status_code
+        return httpx.post(
+            f"{base}/api/agent/v1/memories/remember",
+            json={"namespace": "prefs", "text": text},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        ).status_code
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(one, jobs))
@@ -171,7 +195,12 @@ def wait_serving(url: str, processes: list[subprocess.Popen], timeout: float = 1
 
 
 def run_wrk(base: str, script: Path, connections: int, seconds: int) -> dict:
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), base], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), base],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     line = next(line for line in out.splitlines() if line.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
@@ -254,19 +283,61 @@ def main() -> None:
 
     base = f"http://127.0.0.1:{args.port}"
     log = (var_dir / "processes.log").open("w")
-    uvicorn = [str(VENV_BIN / "uvicorn"), "config.asgi:application", "--host", "127.0.0.1", "--port", str(args.port), "--workers", str(args.workers), "--proxy-headers", "--no-access-log"]
-    celery = [str(VENV_BIN / "celery"), "-A", "config", "worker", "--concurrency", str(args.celery_concurrency), "-l", "WARNING"]
-    processes = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT) for command in (uvicorn, celery)]
+    uvicorn = [
+        str(VENV_BIN / "uvicorn"),
+        "config.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(args.port),
+        "--workers",
+        str(args.workers),
+        "--proxy-headers",
+        "--no-access-log",
+    ]
+    celery = [
+        str(VENV_BIN / "celery"),
+        "-A",
+        "config",
+        "worker",
+        "--concurrency",
+        str(args.celery_concurrency),
+        "-l",
+        "WARNING",
+    ]
+    processes = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        for command in (uvicorn, celery)
+    ]
     watch = ConnectionWatch(args.server, (args.database, f"{args.database}_keyring"))
     try:
         wait_serving(f"{base}/readyz", processes)
         stored = remember_through_api(base, tokens, args.memories_per_credential)
         script = var_dir / "mix.lua"
-        script.write_text(LUA % {"tokens": ", ".join(json.dumps(t) for t in tokens), "queries": ", ".join(json.dumps(q) for q in QUERIES), "seed": 11})
-        print(f"uvicorn --workers {args.workers} + celery --concurrency {args.celery_concurrency}; PostgreSQL {args.database} (+ _keyring), Redis {args.redis}")
-        print(f"{len(tokens)} credentials, {stored} memories remembered through the API; wrk -t2 {args.seconds} s per level, 60% recall / 40% list")
-        print(f"embedding ceiling: {embedder} query embedding p50 {embed_p50:.1f} ms on {os.cpu_count()} cores -> {ceiling:.0f} req/s for the 60/40 mix")
-        print(f"connections before: {watch.count()['total']}; DB_POOL_MAX_SIZE={os.environ.get('DB_POOL_MAX_SIZE', 'default')}; load {os.getloadavg()[0]:.2f}")
+        script.write_text(
+            LUA
+            % {
+                "tokens": ", ".join(json.dumps(t) for t in tokens),
+                "queries": ", ".join(json.dumps(q) for q in QUERIES),
+                "seed": 11,
+            }
+        )
+        print(
+            f"uvicorn --workers {args.workers} + celery --concurrency {args.celery_concurrency}; PostgreSQL "
+            f"{args.database} (+ _keyring), Redis {args.redis}"
+        )
+        print(
+            f"{len(tokens)} credentials, {stored} memories remembered through the API; wrk -t2 {args.seconds} s per "
+            "level, 60% recall / 40% list"
+        )
+        print(
+            f"embedding ceiling: {embedder} query embedding p50 {embed_p50:.1f} ms on {os.cpu_count()} cores -> "
+            f"{ceiling:.0f} req/s for the 60/40 mix"
+        )
+        print(
+            f"connections before: {watch.count()['total']}; "
+            f"DB_POOL_MAX_SIZE={os.environ.get('DB_POOL_MAX_SIZE', 'default')}; load {os.getloadavg()[0]:.2f}"
+        )
         for level in args.connections:
             watch.start()
             result = run_wrk(base, script, level, args.seconds)
@@ -274,9 +345,11 @@ def main() -> None:
             time.sleep(10)
             after = watch.count()
             print(
-                f"{level:4d} conn: {result['requests']:6d} requests {result['requests'] / result['seconds']:7.1f} req/s ({result['requests'] / result['seconds'] / ceiling:.2f} of the ceiling)   p50 {result['p50']:7.1f} ms   p95 {result['p95']:7.1f} ms   "
-                f"p99 {result['p99']:7.1f} ms   non-2xx {result['non2xx']:5d}   5xx {result['s5xx']:5d}   timeouts {result['timeouts']}   "
-                f"pg connections: peak {peak}, 10 s after {after['total']} ({after['idle']} idle)   load {os.getloadavg()[0]:.2f}",
+                f"{level:4d} conn: {result['requests']:6d} requests {result['requests'] / result['seconds']:7.1f} "
+                f"req/s ({result['requests'] / result['seconds'] / ceiling:.2f} of the ceiling)   p50 "
+                f"{result['p50']:7.1f} ms   p95 {result['p95']:7.1f} ms   p99 {result['p99']:7.1f} ms   non-2xx "
+                f"{result['non2xx']:5d}   5xx {result['s5xx']:5d}   timeouts {result['timeouts']}   pg connections: "
+                f"peak {peak}, 10 s after {after['total']} ({after['idle']} idle)   load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
     finally:

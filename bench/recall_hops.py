@@ -51,7 +51,12 @@ def main() -> None:
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     for i in range(20):
         body = {"namespace": "hops", "key": f"k{i}", "text": f"Note {i}: prefers aisle seats on trains to Osaka"}
-        assert client.post("/api/agent/v1/memories/remember", json.dumps(body), content_type="application/json").status_code == 201
+        assert (
+            client.post(
+                "/api/agent/v1/memories/remember", json.dumps(body), content_type="application/json"
+            ).status_code
+            == 201
+        )
     query = json.dumps({"query": "which seat on the train to Osaka"})
     client.post("/api/agent/v1/memories/recall", query, content_type="application/json")  # warm
 
@@ -85,7 +90,10 @@ def main() -> None:
     print("  calls in  distinct edges  module")
     for module in order:
         print(f"  {entries[module]:8d}  {len(edges[module]):14d}  {module}")
-    print(f"modules reached: {len(order)}; calls across modules: {sum(entries.values())}; distinct cross-module edges: {sum(map(len, edges.values()))}")
+    print(
+        f"modules reached: {len(order)}; calls across modules: {sum(entries.values())}; distinct cross-module "
+        f"edges: {sum(map(len, edges.values()))}"
+    )
 
 
 if __name__ == "__main__":

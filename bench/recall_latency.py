@@ -87,9 +87,20 @@ def populate_member(member, workspace, count: int, rng: random.Random) -> None:
     from memoryapp.models import MemoryEmbedding, MemoryVersion
     from memoryapp.recall.index import index_entry
 
-    versions = [MemoryVersion(workspace=workspace, member=member, namespace=rng.choice(["prefs", "work", "travel"]), text=sentence(rng, i), text_length=0) for i in range(count)]
+    versions = [
+        MemoryVersion(
+            workspace=workspace,
+            member=member,
+            namespace=rng.choice(["prefs", "work", "travel"]),
+            text=sentence(rng, i),
+            text_length=0,
+        )
+        for i in range(count)
+    ]
     MemoryVersion.objects.bulk_create(versions, batch_size=1000)
-    MemoryEmbedding.objects.bulk_create([index_entry(v) for v in MemoryVersion.objects.filter(member=member).only("id", "text")], batch_size=1000)
+    MemoryEmbedding.objects.bulk_create(
+        [index_entry(v) for v in MemoryVersion.objects.filter(member=member).only("id", "text")], batch_size=1000
+    )
 
 
 def populate_others(total: int) -> None:
@@ -137,8 +148,9 @@ def populate_others_sqlite(total: int) -> None:
             [per_member, *members],
         )
         cursor.execute(
-            f"INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms, terms_format) SELECT id, %s, %s, %s, CAST('memory about shipping seats' AS BLOB), %s"
-            f" FROM memoryapp_memoryversion WHERE member_id IN ({marks})",
+            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms, terms_format) SELECT "
+            "id, %s, %s, %s, CAST('memory about shipping seats' AS BLOB), %s FROM memoryapp_memoryversion WHERE "
+            f"member_id IN ({marks})",
             [sample.embedder_id, sample.dim, sample.vector, sample.terms_format, *members],
         )
     with connection.cursor() as cursor:
@@ -171,7 +183,9 @@ def populate_others_postgresql(total: int) -> None:
             [per_member, members],
         )
         cursor.execute(
-            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms) SELECT id, %s, %s, %s, convert_to('memory about shipping seats', 'UTF8') FROM memoryapp_memoryversion WHERE member_id = ANY(%s)",
+            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms) SELECT id, %s, %s, "
+            "%s, convert_to('memory about shipping seats', 'UTF8') FROM memoryapp_memoryversion WHERE member_id = "
+            "ANY(%s)",
             [sample.embedder_id, sample.dim, sample.vector, members],
         )
         cursor.execute("ANALYZE")
@@ -183,8 +197,18 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--db", default="bench_recall", help="PostgreSQL database to (re)create")
-    parser.add_argument("--sqlite", metavar="VAR_DIR", help="measure the embedded default instead: SQLite files (re)created under this directory")
-    parser.add_argument("--reuse", action="store_true", help="PostgreSQL: keep the database a previous run built (same --db, VAR_DIR and --others) instead of building it again")
+    parser.add_argument(
+        "--sqlite",
+        metavar="VAR_DIR",
+        help="measure the embedded default instead: SQLite files (re)created under this directory",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="PostgreSQL: keep the database a previous run built "
+        "(same --db, VAR_DIR and --others) instead of building "
+        "it again",
+    )
     args = parser.parse_args()
     kept = False
     if args.sqlite:
@@ -205,7 +229,16 @@ def main() -> None:
     rng = random.Random(7)
     started = time.perf_counter()
     tokens = {}
-    built = {m.user.email: m for m in Member.objects.filter(workspace__name="Bench", user__email__endswith="@x.test").select_related("user")} if kept else {}
+    built = (
+        {
+            m.user.email: m
+            for m in Member.objects.filter(workspace__name="Bench", user__email__endswith="@x.test").select_related(
+                "user"
+            )
+        }
+        if kept
+        else {}
+    )
     if all(f"m{size}@x.test" in built for size in (100, 1000, 5000)):
         for size in (100, 1000, 5000):
             tokens[size] = actions.create_credential(built[f"m{size}@x.test"], name="bench", scopes=["memory:read"])[1]
@@ -223,7 +256,10 @@ def main() -> None:
             cursor.execute("ANALYZE")
     total = MemoryVersion.objects.count()
     vendor = "PostgreSQL + Redis" if connection.vendor == "postgresql" else "SQLite, database rate limiter"
-    print(f"{total:,} memory versions stored ({time.perf_counter() - started:.0f} s to build); embedder {settings.MEMORY_EMBEDDER}; {vendor}")
+    print(
+        f"{total:,} memory versions stored ({time.perf_counter() - started:.0f} s to build); embedder "
+        f"{settings.MEMORY_EMBEDDER}; {vendor}"
+    )
 
     queries = iter(QUERIES * 10_000)
     degraded = []
@@ -272,21 +308,36 @@ def main() -> None:
     embedding = timed(lambda: embed_query_within(embedder, next(queries), settings.SEMANTIC_BUDGET_SECONDS), args.n)
     print(summary("baseline: bare fetch of the 300 candidates", base))
     print(summary("recall in-process (5,000 versions)", inproc))
-    print(summary(f"query embedding alone ({embedder.id})", embedding) + f"   over 800 ms: {sum(1 for v in embedding if v > 800)}")
+    print(
+        summary(f"query embedding alone ({embedder.id})", embedding) + "   over 800 ms: "
+        f"{sum(1 for v in embedding if v > 800)}"
+    )
     print(summary("  the same read without its access entry", unlogged))
     print(
-        f"{'  cost of the read limit + access entry':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 {pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
+        f"{'  cost of the read limit + access entry':<48} p50 {pct(inproc, 50) - pct(unlogged, 50):+7.2f} ms   p95 "
+        f"{pct(inproc, 95) - pct(unlogged, 95):+7.2f} ms   ({AccessEntry.objects.count():,} entries stored)"
     )
-    print(f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 {pct(inproc, 95) / pct(base, 95):7.2f}x")
+    print(
+        f"{'ratio recall/baseline':<48} p50 {pct(inproc, 50) / pct(base, 50):7.2f}x   p95 "
+        f"{pct(inproc, 95) / pct(base, 95):7.2f}x"
+    )
     if "binary" in pair:
         binary = pair["binary"]
         print(summary("baseline read in binary (as recall reads)", binary))
-        print(f"{'ratio recall/binary baseline':<48} p50 {pct(inproc, 50) / pct(binary, 50):7.2f}x   p95 {pct(inproc, 95) / pct(binary, 95):7.2f}x")
+        print(
+            f"{'ratio recall/binary baseline':<48} p50 {pct(inproc, 50) / pct(binary, 50):7.2f}x   p95 "
+            f"{pct(inproc, 95) / pct(binary, 95):7.2f}x"
+        )
     entry_placement(baseline, do_recall_unlogged, tokens[5000], args.n)
-    sizes = interleaved({size: (lambda size=size: do_recall(size)) for size in (100, 1000, 5000)} | {"base": baseline}, args.n)
+    sizes = interleaved(
+        {size: (lambda size=size: do_recall(size)) for size in (100, 1000, 5000)} | {"base": baseline}, args.n
+    )
     p50s = {size: pct(sizes[size], 50) for size in (100, 1000, 5000)}
     for size in (100, 1000, 5000):
-        print(summary(f"recall in-process ({size:,} versions)", sizes[size]) + f"   ratio p50 {p50s[size] / pct(sizes['base'], 50):.2f}x")
+        print(
+            summary(f"recall in-process ({size:,} versions)", sizes[size]) + "   ratio p50 "
+            f"{p50s[size] / pct(sizes['base'], 50):.2f}x"
+        )
     print(f"{'p50(5,000) / p50(100)':<48} {p50s[5000] / p50s[100]:.2f}")
     print(f"recalls answered with degraded=['semantic']: {sum(degraded)}/{len(degraded)}")
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
@@ -315,7 +366,14 @@ def entry_placement(baseline, unlogged, token: str, n: int) -> None:
         return run
 
     def checked(ctx, body):
-        access_log.record(credential=ctx.credential, member=ctx.member, operation="recall", surface="rest", memories=body["memories"], hidden=body.get("hidden", 0))
+        access_log.record(
+            credential=ctx.credential,
+            member=ctx.member,
+            operation="recall",
+            surface="rest",
+            memories=body["memories"],
+            hidden=body.get("hidden", 0),
+        )
 
     def plain(ctx, body):  # the INSERT before issue 32's erase check, for the comparison
         refs = [{"id": int(m["id"]), "v": int(m["version"])} for m in body["memories"]]
@@ -331,7 +389,12 @@ def entry_placement(baseline, unlogged, token: str, n: int) -> None:
             memories=refs,
         )
 
-    runs = {"baseline": baseline, "entry checked (now)": with_entry(checked), "plain INSERT (before)": with_entry(plain), "no entry on the path": lambda: unlogged()}
+    runs = {
+        "baseline": baseline,
+        "entry checked (now)": with_entry(checked),
+        "plain INSERT (before)": with_entry(plain),
+        "no entry on the path": lambda: unlogged(),
+    }
     samples: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     for name in names:
@@ -345,7 +408,10 @@ def entry_placement(baseline, unlogged, token: str, n: int) -> None:
     print(f"interleaved, n={n} each (load {' '.join(f'{v:.2f}' for v in os.getloadavg())}):")
     base = pct(samples["baseline"], 50)
     for name in names:
-        print(summary(f"  {name}", samples[name]) + ("" if name == "baseline" else f"   ratio p50 {pct(samples[name], 50) / base:.3f}x"))
+        print(
+            summary(f"  {name}", samples[name])
+            + ("" if name == "baseline" else f"   ratio p50 {pct(samples[name], 50) / base:.3f}x")
+        )
 
 
 def round_trips(fn) -> tuple[int, list[str]]:
@@ -373,7 +439,9 @@ def round_trips(fn) -> tuple[int, list[str]]:
             psycopg.Cursor.execute = original
     else:
         with ExitStack() as stack:
-            captured = [stack.enter_context(CaptureQueriesContext(connections[alias])) for alias in ("default", "keyring")]
+            captured = [
+                stack.enter_context(CaptureQueriesContext(connections[alias])) for alias in ("default", "keyring")
+            ]
             fn()
         sent = [q["sql"] for c in captured for q in c.captured_queries]
     return len(sent), [" ".join(q.split()[:4])[:40] for q in sent]
@@ -388,9 +456,24 @@ def http_bench(token: str, n: int) -> None:
 
     port = 8765
     env = dict(os.environ)
-    server = subprocess.Popen([str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "-w", "1", "-b", f"127.0.0.1:{port}", "--log-level", "warning"], cwd=ROOT, env=env)
+    server = subprocess.Popen(
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "config.wsgi:application",
+            "-w",
+            "1",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=10) as client:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ) as client:
             for _ in range(100):
                 try:
                     client.post("/api/agent/v1/memories/recall", json={"query": "warm up"})
@@ -398,7 +481,10 @@ def http_bench(token: str, n: int) -> None:
                 except httpx.TransportError:
                     time.sleep(0.1)
             queries = iter(QUERIES * 10_000)
-            samples = timed(lambda: client.post("/api/agent/v1/memories/recall", json={"query": next(queries)}).raise_for_status(), n)
+            samples = timed(
+                lambda: client.post("/api/agent/v1/memories/recall", json={"query": next(queries)}).raise_for_status(),
+                n,
+            )
             print(summary("recall over HTTP (gunicorn, 1 worker)", samples))
     finally:
         server.terminate()

@@ -168,12 +168,27 @@ def sweep_grid(specs: list[str]) -> list[dict[str, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=os.environ.get("LOCOMO_DIR", str(DEFAULT_DATA)))
-    parser.add_argument("--embedders", default=None, help="comma-separated; default: every embedder whose package is installed")
+    parser.add_argument(
+        "--embedders", default=None, help="comma-separated; default: every embedder whose package is installed"
+    )
     parser.add_argument("--tune", default=",".join(DEFAULT_TUNE), help="conversations parameters are chosen on")
-    parser.add_argument("--only", choices=("tune", "other", "all"), default=None, help="load and report only this split")
+    parser.add_argument(
+        "--only", choices=("tune", "other", "all"), default=None, help="load and report only this split"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE")
-    parser.add_argument("--sweep", action="append", default=[], metavar="MODULE.NAME=V1,V2", help="evaluate every combination (compact output)")
-    parser.add_argument("--budget", type=float, default=30.0, help="semantic budget (s) for the measurement; misses of 0.8 s are reported")
+    parser.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=V1,V2",
+        help="evaluate every combination (compact output)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        help="semantic budget (s) for the measurement; misses of 0.8 s are reported",
+    )
     parser.add_argument("--json", default=None, help="write the figures to this file")
     parser.add_argument("--quiet", action="store_true", help="overall figures only, no per-category tables")
     args = parser.parse_args()
@@ -227,7 +242,9 @@ def load(conversations: list[Conversation], embedders: list[str]) -> dict[tuple[
 
     members = {}
     for conversation in conversations:
-        workspace, owner = actions.create_workspace(f"LoCoMo {conversation.name}", owner_email=f"owner{conversation.name}@bench.test")
+        workspace, owner = actions.create_workspace(
+            f"LoCoMo {conversation.name}", owner_email=f"owner{conversation.name}@bench.test"
+        )
         actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=owner.user)
         for name in embedders:
             member = actions.add_member(workspace, f"{name}-{conversation.name}@bench.test", role="editor")
@@ -265,7 +282,13 @@ def evaluate(questions: list[Question], embedders: list[str], members: dict, bud
     from memoryapp.recall.fusion import rrf
     from memoryapp.visibility import recheck
 
-    methods = ["BM25", "entities", *(f"cosine {e}" for e in embedders), *(f"cosine {e} unfloored" for e in embedders), *(f"fusion {e}" for e in embedders)]
+    methods = [
+        "BM25",
+        "entities",
+        *(f"cosine {e}" for e in embedders),
+        *(f"cosine {e} unfloored" for e in embedders),
+        *(f"fusion {e}" for e in embedders),
+    ]
     scores: dict[str, list[tuple[Question, dict[str, float]]]] = {m: [] for m in methods}
     embed_ms: dict[str, list[float]] = {e: [] for e in embedders}
     mismatches = 0
@@ -276,7 +299,9 @@ def evaluate(questions: list[Question], embedders: list[str], members: dict, bud
                 admission = gates.admit(token, "recall", {"query": question.text, "limit": LIMIT})
                 checked = recheck(service.recall_candidates(admission), admission.ctx.member)
                 candidates = checked.visible
-                rankings, degraded = service.rank_candidates(question.text, candidates, checked, admission.ctx.workspace.pk)
+                rankings, degraded = service.rank_candidates(
+                    question.text, candidates, checked, admission.ctx.workspace.pk
+                )
                 assert not degraded, f"{name} missed even the {budget} s budget"
                 answer = service.recall(admission)
             observation = [index_of[c.pk] for c in candidates]
@@ -284,16 +309,27 @@ def evaluate(questions: list[Question], embedders: list[str], members: dict, bud
             if fused != [observation[i] for i in list(rrf(rankings, k=service.RRF_K))[:LIMIT]]:
                 mismatches += 1
             if n == 0:  # BM25 and entities do not depend on the embedder
-                scores["BM25"].append((question, metrics([observation[i] for i in rankings["bm25"]], question.relevant)))
-                scores["entities"].append((question, metrics([observation[i] for i in rankings["entity"]], question.relevant)))
-            scores[f"cosine {name}"].append((question, metrics([observation[i] for i in rankings["semantic"]], question.relevant)))
+                scores["BM25"].append(
+                    (question, metrics([observation[i] for i in rankings["bm25"]], question.relevant))
+                )
+                scores["entities"].append(
+                    (question, metrics([observation[i] for i in rankings["entity"]], question.relevant))
+                )
+            scores[f"cosine {name}"].append(
+                (question, metrics([observation[i] for i in rankings["semantic"]], question.relevant))
+            )
             scores[f"fusion {name}"].append((question, metrics(fused, question.relevant)))
             start = time.perf_counter()
             query_vector = embed_query_within(get_embedder(name), question.text, budget)
             embed_ms[name].append((time.perf_counter() - start) * 1000)
             # The same embedder's cosine over every candidate, no floor or margin (what a plain
             # vector search, Mem0's, answers): the fair "best single ranking" for the fusion.
-            scores[f"cosine {name} unfloored"].append((question, metrics([observation[i] for i in plain_cosine(candidates, query_vector, name)], question.relevant)))
+            scores[f"cosine {name} unfloored"].append(
+                (
+                    question,
+                    metrics([observation[i] for i in plain_cosine(candidates, query_vector, name)], question.relevant),
+                )
+            )
     return methods, scores, embed_ms, mismatches
 
 
@@ -315,7 +351,11 @@ def plain_cosine(candidates, query_vector, name: str) -> list[int]:
 def summarise(rows: list[tuple[Question, dict[str, float]]]) -> dict:
     keys = ("R@5", "R@10", "MRR@10", "hit@5")
     overall = {k: statistics.fmean(s[k] for _, s in rows) for k in keys} if rows else {}
-    per_cat = {CATEGORIES[c]: {k: statistics.fmean(s[k] for q, s in rows if q.category == c) for k in keys} for c in CATEGORIES if any(q.category == c for q, _ in rows)}
+    per_cat = {
+        CATEGORIES[c]: {k: statistics.fmean(s[k] for q, s in rows if q.category == c) for k in keys}
+        for c in CATEGORIES
+        if any(q.category == c for q, _ in rows)
+    }
     return {"overall": overall, "category": per_cat}
 
 
@@ -347,30 +387,48 @@ def run(conversations: list[Conversation], tune: tuple[str, ...], args, override
     members = load(conversations, embedders)
     load_s = time.perf_counter() - started
     questions = [q for c in conversations for q in c.questions]
-    splits = [("tune", lambda q: q.conversation in tune), ("other", lambda q: q.conversation not in tune), ("all", lambda q: True)]
+    splits = [
+        ("tune", lambda q: q.conversation in tune),
+        ("other", lambda q: q.conversation not in tune),
+        ("all", lambda q: True),
+    ]
     splits = [(label, pred) for label, pred in splits if any(pred(q) for q in questions)]
     if len(splits) == 2:  # "all" is one of the two others
         splits = splits[:1]
     present = sorted({q.conversation for q in questions})
 
     if args.sweep:
-        print(f"sweep on conversations {', '.join(present)}: {len(questions)} questions; load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"sweep on conversations {', '.join(present)}: {len(questions)} questions; load average "
+            f"{os.getloadavg()[0]:.2f}"
+        )
         for combo in sweep_grid(args.sweep):
             applied = {path: set_constant(path, raw) for path, raw in combo.items()}
             methods, scores, _, mismatches = evaluate(questions, embedders, members, args.budget)
             for label, pred in splits:
                 figures = {m: summarise([(q, s) for q, s in scores[m] if pred(q)]) for m in methods}
-                cells = "  ".join(f"{m} {figures[m]['overall']['R@5']:.3f}/{figures[m]['category'].get('multi-hop', {}).get('R@5', float('nan')):.3f}" for m in methods if m != "entities")
-                print(f"{label:<5} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in applied.items()) + f" | R@5 overall/multi-hop: {cells}" + (f" MISMATCH {mismatches}" if mismatches else ""))
+                cells = "  ".join(
+                    f"{m} "
+                    f"{figures[m]['overall']['R@5']:.3f}/{figures[m]['category'].get('multi-hop', {}).get('R@5', float('nan')):.3f}"
+                    for m in methods
+                    if m != "entities"
+                )
+                print(
+                    f"{label:<5} "
+                    + " ".join(f"{k.split('.')[-1]}={v}" for k, v in applied.items())
+                    + f" | R@5 overall/multi-hop: {cells}"
+                    + (f" MISMATCH {mismatches}" if mismatches else "")
+                )
         return 0
 
     started = time.perf_counter()
     methods, scores, embed_ms, mismatches = evaluate(questions, embedders, members, args.budget)
     query_s = time.perf_counter() - started
     print(
-        f"LoCoMo recall — conversations {', '.join(present)} (tune: {', '.join(t for t in tune if t in present) or '-'}); "
-        f"{sum(len(c.observations) for c in conversations)} memories, {len(questions)} questions; embedders {', '.join(embedders)}; "
-        f"load {load_s:.0f} s, queries {query_s:.0f} s; load average {os.getloadavg()[0]:.2f}"
+        f"LoCoMo recall — conversations {', '.join(present)} (tune: "
+        f"{', '.join(t for t in tune if t in present) or '-'}); {sum(len(c.observations) for c in conversations)} "
+        f"memories, {len(questions)} questions; embedders {', '.join(embedders)}; load {load_s:.0f} s, queries "
+        f"{query_s:.0f} s; load average {os.getloadavg()[0]:.2f}"
     )
     if overrides:
         print("overrides: " + ", ".join(f"{k}={v}" for k, v in overrides.items()))
@@ -381,29 +439,60 @@ def run(conversations: list[Conversation], tune: tuple[str, ...], args, override
         convs = sorted({q.conversation for q, _ in rows[methods[0]]})
         counts = {c: sum(1 for q, _ in rows[methods[0]] if q.category == c) for c in CATEGORIES}
         split_figures = {m: summarise(rows[m]) for m in methods}
-        print(f"\n[{label}] conversations {', '.join(convs)}: {len(rows[methods[0]])} questions (" + ", ".join(f"{CATEGORIES[c]} {counts[c]}" for c in CATEGORIES) + ")")
-        header = f"{'ranking':<{width}} | {'R@5':>6} {'R@10':>6} {'MRR@10':>6} {'hit@5':>6} | " + " ".join(f"{CATEGORIES[c][:11]:>11}" for c in CATEGORIES)
+        print(
+            f"\n[{label}] conversations {', '.join(convs)}: {len(rows[methods[0]])} questions ("
+            + ", ".join(f"{CATEGORIES[c]} {counts[c]}" for c in CATEGORIES)
+            + ")"
+        )
+        header = f"{'ranking':<{width}} | {'R@5':>6} {'R@10':>6} {'MRR@10':>6} {'hit@5':>6} | " + " ".join(
+            f"{CATEGORIES[c][:11]:>11}" for c in CATEGORIES
+        )
         print(header + "   (per category: R@5)\n" + "-" * len(header))
         for method in methods:
             overall, per_cat = split_figures[method]["overall"], split_figures[method]["category"]
-            cats = " ".join(f"{per_cat[CATEGORIES[c]]['R@5']:>11.3f}" if CATEGORIES[c] in per_cat else f"{'':>11}" for c in CATEGORIES)
-            print(f"{method:<{width}} | {overall['R@5']:>6.3f} {overall['R@10']:>6.3f} {overall['MRR@10']:>6.3f} {overall['hit@5']:>6.3f} | {cats}")
+            cats = " ".join(
+                f"{per_cat[CATEGORIES[c]]['R@5']:>11.3f}" if CATEGORIES[c] in per_cat else f"{'':>11}"
+                for c in CATEGORIES
+            )
+            print(
+                f"{method:<{width}} | {overall['R@5']:>6.3f} {overall['R@10']:>6.3f} {overall['MRR@10']:>6.3f} {overall['hit@5']:>6.3f} | {cats}"
+            )
         if not args.quiet:
             for metric in ("R@10", "MRR@10", "hit@5"):
-                print(f"{'by category: ' + metric:<{width}} | " + " ".join(f"{CATEGORIES[c][:11]:>11}" for c in CATEGORIES))
+                print(
+                    f"{'by category: ' + metric:<{width}} | "
+                    + " ".join(f"{CATEGORIES[c][:11]:>11}" for c in CATEGORIES)
+                )
                 for method in methods:
                     per_cat = split_figures[method]["category"]
-                    print(f"{'  ' + method:<{width}} | " + " ".join(f"{per_cat[CATEGORIES[c]][metric]:>11.3f}" if CATEGORIES[c] in per_cat else f"{'':>11}" for c in CATEGORIES))
+                    print(
+                        f"{'  ' + method:<{width}} | "
+                        + " ".join(
+                            f"{per_cat[CATEGORIES[c]][metric]:>11.3f}" if CATEGORIES[c] in per_cat else f"{'':>11}"
+                            for c in CATEGORIES
+                        )
+                    )
         for name in embedders:
             print("  " + target_line(split_figures, name))
-        figures["splits"][label] = {"conversations": convs, "questions": len(rows[methods[0]]), "methods": split_figures}
+        figures["splits"][label] = {
+            "conversations": convs,
+            "questions": len(rows[methods[0]]),
+            "methods": split_figures,
+        }
     print()
     for name in embedders:
         ms = sorted(embed_ms[name])
         over = sum(1 for v in ms if v > 800)
         p95 = ms[int(0.95 * (len(ms) - 1))]
-        print(f"query embedding {name:>8}: median {statistics.median(ms):7.2f} ms, p95 {p95:7.2f} ms, max {ms[-1]:7.2f} ms, over the 800 ms budget {over}/{len(ms)}")
-        figures.setdefault("query_embedding_ms", {})[name] = {"median": statistics.median(ms), "p95": p95, "over_budget": over}
+        print(
+            f"query embedding {name:>8}: median {statistics.median(ms):7.2f} ms, p95 {p95:7.2f} ms, max {ms[-1]:7.2f} "
+            f"ms, over the 800 ms budget {over}/{len(ms)}"
+        )
+        figures.setdefault("query_embedding_ms", {})[name] = {
+            "median": statistics.median(ms),
+            "p95": p95,
+            "over_budget": over,
+        }
     total = len(questions) * len(embedders)
     print(f"service.recall() == RRF of rank_candidates() for {total - mismatches}/{total} recalls")
     if args.json:

@@ -160,8 +160,16 @@ def main() -> int:
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--budget", type=float, default=30.0, help="semantic budget in seconds for the measurement")
     parser.add_argument("--verbose", action="store_true", help="print each query's rank of its target per method")
-    parser.add_argument("--embedders", default=None, help="comma-separated; default: every embedder whose package is installed")
-    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE", help="override a constant of memoryapp.recall (as in recall_locomo.py)")
+    parser.add_argument(
+        "--embedders", default=None, help="comma-separated; default: every embedder whose package is installed"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=VALUE",
+        help="override a constant of memoryapp.recall (as in recall_locomo.py)",
+    )
     args = parser.parse_args()
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
 
@@ -225,7 +233,10 @@ def run(data: dict, args) -> int:
             start = time.perf_counter()
             embed_query_within(get_embedder(name), text, args.budget)
             embed_ms[name].append((time.perf_counter() - start) * 1000)
-        fused = {name: list(rrf({"bm25": bm25, "semantic": semantic[name], "entity": entity}, k=service.RRF_K)) for name in embedders}
+        fused = {
+            name: list(rrf({"bm25": bm25, "semantic": semantic[name], "entity": entity}, k=service.RRF_K))
+            for name in embedders
+        }
         rankings = {
             "BM25": bm25,
             **{name: semantic[name] for name in embedders},
@@ -281,7 +292,10 @@ def run(data: dict, args) -> int:
     for name in embedders:
         ms = sorted(embed_ms[name])
         over = sum(1 for v in ms if v > 800)
-        print(f"query embedding {name:>7}: median {statistics.median(ms):7.2f} ms, max {ms[-1]:7.2f} ms, over 800 ms budget: {over}/{len(ms)}")
+        print(
+            f"query embedding {name:>7}: median {statistics.median(ms):7.2f} ms, max {ms[-1]:7.2f} ms, over 800 ms "
+            f"budget: {over}/{len(ms)}"
+        )
     print(f"service.recall() order == bench fusion ({stored}) for {len(queries) - mismatches}/{len(queries)} queries")
     if args.verbose:
         print("\nrank of the first relevant memory per method ('-' = not ranked):")

@@ -43,7 +43,14 @@ def main() -> None:
         return DeletionReceipt.objects.create(**fields, chain_seq=next(plain_seq))
 
     def erase_one():
-        erasure.erase_memories([next(ids)], operation="forget", workspace_id=workspace.pk, member_id=owner.pk, actor_label="bench", filters={"memoryId": "bench"})
+        erasure.erase_memories(
+            [next(ids)],
+            operation="forget",
+            workspace_id=workspace.pk,
+            member_id=owner.pk,
+            actor_label="bench",
+            filters={"memoryId": "bench"},
+        )
 
     chained = receipts.append
     with_chain, without = [], []
@@ -57,7 +64,9 @@ def main() -> None:
                 (with_chain if mode else without).append(elapsed)
     erasure.receipts.append = chained
 
-    sample = DeletionReceipt.objects.filter(workspace_ref=workspace.pk, chain_seq__lt=10**9).order_by("-chain_seq").first()
+    sample = (
+        DeletionReceipt.objects.filter(workspace_ref=workspace.pk, chain_seq__lt=10**9).order_by("-chain_seq").first()
+    )
     seal_ms = []
     for _ in range(2000):
         start = time.perf_counter()
@@ -71,9 +80,15 @@ def main() -> None:
 
     print(summary("erase of 1 version, receipt chained + signed", with_chain))
     print(summary("erase of 1 version, plain receipt", without))
-    print(f"{'added by the chain':<48} p50 {pct(with_chain, 50) - pct(without, 50):+7.2f} ms   p95 {pct(with_chain, 95) - pct(without, 95):+7.2f} ms")
+    print(
+        f"{'added by the chain':<48} p50 {pct(with_chain, 50) - pct(without, 50):+7.2f} ms   p95 "
+        f"{pct(with_chain, 95) - pct(without, 95):+7.2f} ms"
+    )
     print(summary("seal alone (canonical JSON, SHA-256, Ed25519)", seal_ms))
-    print(f"{'verify_chain':<48} {report['receipts']} receipts in {verify_ms:.1f} ms = {verify_ms / report['receipts']:.3f} ms per receipt")
+    print(
+        f"{'verify_chain':<48} {report['receipts']} receipts in {verify_ms:.1f} ms = "
+        f"{verify_ms / report['receipts']:.3f} ms per receipt"
+    )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,13 @@ def main() -> None:
     for key_id, dek in keys.items():
         cipher = crypto.DataKeyCipher(dek)
         vector = rng.standard_normal(args.dim).astype("<f4").tobytes()
-        rows.append((key_id, crypto.seal(cipher, vector, crypto.field_aad(table, owner, key_id, "vector")), crypto.seal(cipher, terms.encode(), crypto.field_aad(table, owner, key_id, "terms"))))
+        rows.append(
+            (
+                key_id,
+                crypto.seal(cipher, vector, crypto.field_aad(table, owner, key_id, "vector")),
+                crypto.seal(cipher, terms.encode(), crypto.field_aad(table, owner, key_id, "terms")),
+            )
+        )
     wrapped = list(DataKey.objects.filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
     keks = key_encryption_keys()
 
@@ -69,7 +75,13 @@ def main() -> None:
         key_id, dek = uuid.uuid4(), crypto.new_data_key()
         store.put({key_id: dek}, owner="memoryapp.memoryversion")
         cipher = crypto.DataKeyCipher(dek)
-        for field, value in (("text", b"x" * 200), ("details", b""), ("kind", b"fact"), ("vector", b"\0" * (4 * args.dim)), ("terms", terms.encode())):
+        for field, value in (
+            ("text", b"x" * 200),
+            ("details", b""),
+            ("kind", b"fact"),
+            ("vector", b"\0" * (4 * args.dim)),
+            ("terms", terms.encode()),
+        ):
             crypto.seal(cipher, value, crypto.field_aad("t", owner, key_id, field))
 
     print(f"envelope encryption, {args.candidates} candidates, {args.dim}-dimension vectors, PostgreSQL key store")

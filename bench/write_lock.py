@@ -43,11 +43,17 @@ def pct(samples: list[float], q: float) -> float:
 
 
 def start(code: Path, var_dir: Path, port: int) -> tuple[list[subprocess.Popen], Callable[..., str]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "RATE_LIMIT_BACKEND", "KEYRING_DATABASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "RATE_LIMIT_BACKEND", "KEYRING_DATABASE_URL")
+    }
     env |= {"VAR_DIR": str(var_dir), "PYTHONPATH": str(code), "LOG_LEVEL": "ERROR", "ALLOWED_HOSTS": "127.0.0.1"}
 
     def manage(*args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=code, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=code, env=env, capture_output=True, text=True, timeout=300
+        )
         if done.returncode:
             raise SystemExit(done.stderr[-3000:])
         return done.stdout
@@ -55,8 +61,30 @@ def start(code: Path, var_dir: Path, port: int) -> tuple[list[subprocess.Popen],
     manage("migrate", "--noinput")
     log = (var_dir / "servers.log").open("wb")
     processes = [
-        subprocess.Popen([sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"], cwd=code, env=env, stdout=log, stderr=log),
-        subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"], cwd=code, env=env, stdout=log, stderr=log),
+        subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"],
+            cwd=code,
+            env=env,
+            stdout=log,
+            stderr=log,
+        ),
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool=threads",
+                "--concurrency=2",
+                "--loglevel=warning",
+            ],
+            cwd=code,
+            env=env,
+            stdout=log,
+            stderr=log,
+        ),
     ]
     return processes, manage
 
@@ -66,7 +94,9 @@ def workspace(manage, base: str, name: str, email: str) -> tuple[httpx.Client, h
     token = json.loads(manage("issue_api_token", email, "--json"))["token"]
     owner = httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=120)
     owner.put(f"/api/w/{ws}/ask-history/settings", json={"agentMemoriesEnabled": True}).raise_for_status()
-    credential = owner.post(f"/api/w/{ws}/agent-credentials", json={"name": "bench", "scopes": ["memory:read", "memory:write"]})
+    credential = owner.post(
+        f"/api/w/{ws}/agent-credentials", json={"name": "bench", "scopes": ["memory:read", "memory:write"]}
+    )
     credential.raise_for_status()
     agent = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {credential.json()['token']}"}, timeout=120)
     return owner, agent, ws
@@ -104,9 +134,23 @@ def flood(owner: httpx.Client, agent: httpx.Client, ws: int, stop: threading.Eve
     while not stop.is_set():
         i += 1
         calls = [  # called at once, in this iteration
-            ("documents", lambda i=i: owner.post(f"/api/w/{ws}/documents", json={"collectionId": collection, "title": f"d{i}", "text": LIGATURE * 21000})),
-            ("entities", lambda i=i: owner.post(f"/api/w/{ws}/entities", json={"name": f"Entity {i}", "aliases": [f"alias{i}"]})),
-            ("remember", lambda i=i: agent.post("/api/agent/v1/memories/remember", json={"namespace": "a", "key": "k", "text": f"note {i}"})),
+            (
+                "documents",
+                lambda i=i: owner.post(
+                    f"/api/w/{ws}/documents",
+                    json={"collectionId": collection, "title": f"d{i}", "text": LIGATURE * 21000},
+                ),
+            ),
+            (
+                "entities",
+                lambda i=i: owner.post(f"/api/w/{ws}/entities", json={"name": f"Entity {i}", "aliases": [f"alias{i}"]}),
+            ),
+            (
+                "remember",
+                lambda i=i: agent.post(
+                    "/api/agent/v1/memories/remember", json={"namespace": "a", "key": "k", "text": f"note {i}"}
+                ),
+            ),
             ("forget", lambda: agent.post("/api/agent/v1/memories/forget", json={"namespace": "a", "key": "k"})),
         ]
         for name, call in calls:
@@ -114,7 +158,10 @@ def flood(owner: httpx.Client, agent: httpx.Client, ws: int, stop: threading.Eve
                 return
             try:
                 response = call()
-                answers[f"A {name} {response.status_code}{'' if response.headers.get('content-type', '').startswith('application/json') or response.status_code < 300 else ' (not JSON)'}"] += 1
+                answers[
+                    f"A {name} "
+                    f"{response.status_code}{'' if response.headers.get('content-type', '').startswith('application/json') or response.status_code < 300 else ' (not JSON)'}"
+                ] += 1
             except httpx.HTTPError as exc:
                 answers[f"A {name} {type(exc).__name__}"] += 1
 
@@ -159,12 +206,17 @@ def main() -> None:
                 except subprocess.TimeoutExpired:  # a worker inside a long task
                     process.kill()
                     process.wait(timeout=15)
-    print(f"code: {args.code.resolve()}  load: {os.getloadavg()[0]:.1f}  n={args.n} per phase, reader held {args.hold:.0f} s at a time")
+    print(
+        f"code: {args.code.resolve()}  load: {os.getloadavg()[0]:.1f}  n={args.n} per phase, reader held "
+        f"{args.hold:.0f} s at a time"
+    )
     for k, label in enumerate(("remember", "recall")):
         t, loaded_k = typical[k], loaded[k]
         print(
-            f"B {label:<8} typical p50 {pct(t, 50):8.1f} ms p95 {pct(t, 95):8.1f} ms | under flood p50 {pct(loaded_k, 50):8.1f} ms p95 {pct(loaded_k, 95):8.1f} ms"
-            f" max {max(loaded_k):8.1f} ms | ratio p50 {pct(loaded_k, 50) / pct(t, 50):5.2f}x p95 {pct(loaded_k, 95) / pct(t, 95):5.2f}x  mean {statistics.fmean(loaded_k):.1f} ms"
+            f"B {label:<8} typical p50 {pct(t, 50):8.1f} ms p95 {pct(t, 95):8.1f} ms | under flood p50 "
+            f"{pct(loaded_k, 50):8.1f} ms p95 {pct(loaded_k, 95):8.1f} ms max {max(loaded_k):8.1f} ms | ratio p50 "
+            f"{pct(loaded_k, 50) / pct(t, 50):5.2f}x p95 {pct(loaded_k, 95) / pct(t, 95):5.2f}x  mean "
+            f"{statistics.fmean(loaded_k):.1f} ms"
         )
     print("answers:", ", ".join(f"{k}: {v}" for k, v in sorted(answers.items())))
 

@@ -11,7 +11,8 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_asgi_application()
 
-from memoryapp.keyring import require_keks_or_exit  # noqa: E402  (needs the app registry that get_asgi_application set up)
+# needs the app registry that get_asgi_application set up
+from memoryapp.keyring import require_keks_or_exit  # noqa: E402
 from memoryapp.mcp import with_mcp  # noqa: E402
 from memoryapp.middleware import login_slowdown  # noqa: E402
 

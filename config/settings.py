@@ -89,7 +89,9 @@ def _content_digest_key() -> str:
         try:
             raw = base64.b64decode(configured, validate=True)
         except ValueError:
-            raise ImproperlyConfigured("CONTENT_DIGEST_KEY must be base64 (for example: openssl rand -base64 32)") from None
+            raise ImproperlyConfigured(
+                "CONTENT_DIGEST_KEY must be base64 (for example: openssl rand -base64 32)"
+            ) from None
         if len(raw) < 32:
             raise ImproperlyConfigured("CONTENT_DIGEST_KEY must decode to at least 32 bytes")
         return configured
@@ -176,9 +178,14 @@ DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", 10.0)
 DB_POOL_MAX_IDLE = env_float("DB_POOL_MAX_IDLE", 60.0)
 DB_CONN_MAX_AGE = env_int("DB_CONN_MAX_AGE", 0, minimum=0)
 if not 0 < DB_POOL_TIMEOUT <= 600 or DB_POOL_MAX_IDLE < 1:
-    raise ImproperlyConfigured("DB_POOL_TIMEOUT must be between 0 and 600 seconds and DB_POOL_MAX_IDLE at least 1 second")
+    raise ImproperlyConfigured(
+        "DB_POOL_TIMEOUT must be between 0 and 600 seconds and DB_POOL_MAX_IDLE at least 1 second"
+    )
 if DB_POOL_MAX_SIZE and DB_CONN_MAX_AGE:
-    raise ImproperlyConfigured("DB_CONN_MAX_AGE keeps connections per thread and cannot be combined with the pool: set DB_POOL_MAX_SIZE=0 to use it")
+    raise ImproperlyConfigured(
+        "DB_CONN_MAX_AGE keeps connections per thread and cannot be combined with the pool: set DB_POOL_MAX_SIZE=0 to "
+        "use it"
+    )
 
 
 def _postgres(db: dict, alias: str) -> dict:
@@ -186,7 +193,13 @@ def _postgres(db: dict, alias: str) -> dict:
     db["CONN_HEALTH_CHECKS"] = True  # with the pool: psycopg_pool checks a connection before lending it
     if DB_POOL_MAX_SIZE:
         db["CONN_MAX_AGE"] = 0  # Django's pool requires it: a request gives its connection back
-        pool = {"min_size": DB_POOL_MIN_SIZE, "max_size": DB_POOL_MAX_SIZE, "timeout": DB_POOL_TIMEOUT, "max_idle": DB_POOL_MAX_IDLE, "name": alias}
+        pool = {
+            "min_size": DB_POOL_MIN_SIZE,
+            "max_size": DB_POOL_MAX_SIZE,
+            "timeout": DB_POOL_TIMEOUT,
+            "max_idle": DB_POOL_MAX_IDLE,
+            "name": alias,
+        }
         db["OPTIONS"] = {**db.get("OPTIONS", {}), "pool": pool}
     return db
 
@@ -204,7 +217,8 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         # secure_delete: erased rows are overwritten with zeros, whatever the host's SQLite was
         # compiled with (retention.erasure also checkpoints the WAL after every erase).
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000; PRAGMA secure_delete=ON;",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000; PRAGMA "
+        "secure_delete=ON;",
     }
     _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test_memory.sqlite3")
 elif _db["ENGINE"] == "django.db.backends.postgresql":
@@ -231,7 +245,12 @@ def _keyring_database() -> dict:
         except Exception as exc:
             raise ImproperlyConfigured(f"KEYRING_DATABASE_URL is not a valid database URL: {exc}") from exc
     elif IS_POSTGRES:
-        keyring = {**_db, "NAME": f"{_db['NAME']}_keyring", "TEST": {}, "OPTIONS": {k: v for k, v in _db.get("OPTIONS", {}).items() if k != "pool"}}
+        keyring = {
+            **_db,
+            "NAME": f"{_db['NAME']}_keyring",
+            "TEST": {},
+            "OPTIONS": {k: v for k, v in _db.get("OPTIONS", {}).items() if k != "pool"},
+        }
     else:
         keyring = dj_database_url.parse(f"sqlite:///{VAR_DIR / 'keyring.sqlite3'}")
     if keyring["ENGINE"] == "django.db.backends.sqlite3":
@@ -242,16 +261,25 @@ def _keyring_database() -> dict:
         keyring["OPTIONS"] = {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=30000; PRAGMA secure_delete=ON;",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=30000; PRAGMA "
+            "secure_delete=ON;",
         }
         keyring.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test_keyring.sqlite3")
     elif keyring["ENGINE"] == "django.db.backends.postgresql":
         _postgres(keyring, "keyring")
     else:
         raise ImproperlyConfigured("KEYRING_DATABASE_URL must point to PostgreSQL or SQLite")
-    same = (keyring["ENGINE"], keyring.get("HOST"), keyring.get("PORT"), keyring["NAME"]) == (_db["ENGINE"], _db.get("HOST"), _db.get("PORT"), _db["NAME"])
+    same = (keyring["ENGINE"], keyring.get("HOST"), keyring.get("PORT"), keyring["NAME"]) == (
+        _db["ENGINE"],
+        _db.get("HOST"),
+        _db.get("PORT"),
+        _db["NAME"],
+    )
     if same:
-        raise ImproperlyConfigured("KEYRING_DATABASE_URL must name another database than DATABASE_URL: the keys must not be in the data's backups")
+        raise ImproperlyConfigured(
+            "KEYRING_DATABASE_URL must name another database than DATABASE_URL: the keys must not be in the data's "
+            "backups"
+        )
     return keyring
 
 
@@ -279,7 +307,10 @@ def _kek(name: str, value: str) -> str:
 # change of one rebuilds it).
 BACKENDS = {
     "RATE_LIMIT_BACKEND": {
-        "aliases": {"redis": "memoryapp.ratelimit.RedisRateLimiter", "database": "memoryapp.ratelimit.DatabaseRateLimiter"},
+        "aliases": {
+            "redis": "memoryapp.ratelimit.RedisRateLimiter",
+            "database": "memoryapp.ratelimit.DatabaseRateLimiter",
+        },
         "reads": ("REDIS_URL",),
     },
     "MEMORY_EMBEDDER": {
@@ -291,12 +322,24 @@ BACKENDS = {
         },
     },
     "SYSTEM_MODEL": {
-        "aliases": {"offline": "memoryapp.system_models.OfflineRulesModel", "openai": "memoryapp.system_models.OpenAICompatibleModel"},
+        "aliases": {
+            "offline": "memoryapp.system_models.OfflineRulesModel",
+            "openai": "memoryapp.system_models.OpenAICompatibleModel",
+        },
         "reads": ("SYSTEM_MODEL_URL", "SYSTEM_MODEL_NAME", "SYSTEM_MODEL_API_KEY", "SYSTEM_MODEL_TIMEOUT_SECONDS"),
     },
     "KEK_BACKEND": {
         "aliases": {"file": "memoryapp.keyring.file_keks", "pkcs11": "memoryapp.keyring.pkcs11_keks"},
-        "reads": ("MEMORY_KEK", "RETIRED_KEKS", "MEMORY_KEK_FILE", "PKCS11_MODULE", "PKCS11_TOKEN_LABEL", "PKCS11_PIN", "PKCS11_PIN_FILE", "PKCS11_KEY_LABEL"),
+        "reads": (
+            "MEMORY_KEK",
+            "RETIRED_KEKS",
+            "MEMORY_KEK_FILE",
+            "PKCS11_MODULE",
+            "PKCS11_TOKEN_LABEL",
+            "PKCS11_PIN",
+            "PKCS11_PIN_FILE",
+            "PKCS11_KEY_LABEL",
+        ),
     },
 }
 
@@ -329,13 +372,24 @@ PKCS11_PIN = env_str("PKCS11_PIN", "")
 PKCS11_PIN_FILE = env_str("PKCS11_PIN_FILE", "")
 PKCS11_KEY_LABEL = env_str("PKCS11_KEY_LABEL", "gam-kek")
 if _names("KEK_BACKEND", "pkcs11", KEK_BACKEND):
-    _unset = [name for name, value in (("PKCS11_MODULE", PKCS11_MODULE), ("PKCS11_TOKEN_LABEL", PKCS11_TOKEN_LABEL)) if not value]
+    _unset = [
+        name
+        for name, value in (("PKCS11_MODULE", PKCS11_MODULE), ("PKCS11_TOKEN_LABEL", PKCS11_TOKEN_LABEL))
+        if not value
+    ]
     if _unset:
-        raise ImproperlyConfigured(f'KEK_BACKEND=pkcs11 needs {" and ".join(_unset)} (docs/encryption.md, "KEK backends")')
+        raise ImproperlyConfigured(
+            f'KEK_BACKEND=pkcs11 needs {" and ".join(_unset)} (docs/encryption.md, "KEK backends")'
+        )
     if bool(PKCS11_PIN) == bool(PKCS11_PIN_FILE):
-        raise ImproperlyConfigured("KEK_BACKEND=pkcs11 needs the token's user PIN in exactly one of PKCS11_PIN and PKCS11_PIN_FILE")
+        raise ImproperlyConfigured(
+            "KEK_BACKEND=pkcs11 needs the token's user PIN in exactly one of PKCS11_PIN and PKCS11_PIN_FILE"
+        )
     if MEMORY_KEK:
-        raise ImproperlyConfigured("MEMORY_KEK is set but KEK_BACKEND=pkcs11 keeps the KEK in the token: to migrate, move the key to RETIRED_KEKS and run rotate_kek")
+        raise ImproperlyConfigured(
+            "MEMORY_KEK is set but KEK_BACKEND=pkcs11 keeps the KEK in the token: to migrate, move the key to "
+            "RETIRED_KEKS and run rotate_kek"
+        )
     if not PKCS11_KEY_LABEL or ":" in PKCS11_KEY_LABEL:
         raise ImproperlyConfigured("PKCS11_KEY_LABEL must be a non-empty label without ':'")
 # How often the key-encryption key is rotated (issue 33, docs/encryption.md "Scheduled rotation"):
@@ -350,7 +404,8 @@ KEK_ROTATION_HOURS = env_int("KEK_ROTATION_HOURS", 24, minimum=0)
 # destroyed keys' dead tuples leave its files sooner. It shortens the window; the KEK's destruction
 # (KEK_ROTATION_HOURS) bounds it. Off only to measure the difference (bench/kek_rotation.py).
 KEYRING_VACUUM_AFTER_ERASE = env_bool("KEYRING_VACUUM_AFTER_ERASE", True)
-# How long backups of the key store are kept (the operator's one rule, docs/operations.md "Production deployment"): a data key
+# How long backups of the key store are kept (the operator's one rule, docs/operations.md "Production deployment"): a
+# data key
 # destroyed by an erase survives in them that long, and with it the erased memory's content in
 # every database backup. 0: the keyring is not backed up (or only the moment a backup is taken).
 KEYRING_BACKUP_RETENTION_DAYS = env_int("KEYRING_BACKUP_RETENTION_DAYS", 0, minimum=0)
@@ -381,26 +436,76 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # visibility_timeout is a Redis transport option; the SQLAlchemy transport refuses unknown options.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600} if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else {}
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"visibility_timeout": 3600} if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else {}
+)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
 # Every periodic entry expires so that missed runs do not pile up behind a stopped worker.
 CELERY_BEAT_SCHEDULE = {
-    "expiry-sweep": {"task": "retention.tasks.expiry_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
-    "cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(minutes=15), "options": {"expires": 600}},
-    "grace-purge": {"task": "retention.tasks.grace_purge", "schedule": timedelta(minutes=15), "options": {"expires": 600}},
-    "settle-usage": {"task": "credits.tasks.settle_usage", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
-    "daily-rollup": {"task": "credits.tasks.daily_rollup", "schedule": crontab(minute=10, hour="*"), "options": {"expires": 1800}},
-    "quota-reset": {"task": "credits.tasks.quota_reset", "schedule": crontab(minute=0, hour="*"), "options": {"expires": 1800}},
-    "reconcile-credits": {"task": "credits.tasks.reconcile_credits", "schedule": crontab(minute=30, hour="*/6"), "options": {"expires": 3600}},
-    "consolidation-sweep": {"task": "retention.tasks.consolidation_sweep", "schedule": timedelta(minutes=30), "options": {"expires": 1500}},
-    "access-log-sweep": {"task": "retention.tasks.access_log_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
-    "receipt-chain-check": {"task": "retention.tasks.receipt_chain_check", "schedule": crontab(minute=40, hour=3), "options": {"expires": 3600 * 6}},
+    "expiry-sweep": {
+        "task": "retention.tasks.expiry_sweep",
+        "schedule": timedelta(minutes=5),
+        "options": {"expires": 240},
+    },
+    "cascade-sweep": {
+        "task": "retention.tasks.cascade_sweep",
+        "schedule": timedelta(minutes=15),
+        "options": {"expires": 600},
+    },
+    "grace-purge": {
+        "task": "retention.tasks.grace_purge",
+        "schedule": timedelta(minutes=15),
+        "options": {"expires": 600},
+    },
+    "settle-usage": {
+        "task": "credits.tasks.settle_usage",
+        "schedule": timedelta(minutes=5),
+        "options": {"expires": 240},
+    },
+    "daily-rollup": {
+        "task": "credits.tasks.daily_rollup",
+        "schedule": crontab(minute=10, hour="*"),
+        "options": {"expires": 1800},
+    },
+    "quota-reset": {
+        "task": "credits.tasks.quota_reset",
+        "schedule": crontab(minute=0, hour="*"),
+        "options": {"expires": 1800},
+    },
+    "reconcile-credits": {
+        "task": "credits.tasks.reconcile_credits",
+        "schedule": crontab(minute=30, hour="*/6"),
+        "options": {"expires": 3600},
+    },
+    "consolidation-sweep": {
+        "task": "retention.tasks.consolidation_sweep",
+        "schedule": timedelta(minutes=30),
+        "options": {"expires": 1500},
+    },
+    "access-log-sweep": {
+        "task": "retention.tasks.access_log_sweep",
+        "schedule": timedelta(minutes=60),
+        "options": {"expires": 3000},
+    },
+    "receipt-chain-check": {
+        "task": "retention.tasks.receipt_chain_check",
+        "schedule": crontab(minute=40, hour=3),
+        "options": {"expires": 3600 * 6},
+    },
     "link-sweep": {"task": "retention.tasks.link_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
     "wal-sweep": {"task": "retention.tasks.wal_sweep", "schedule": timedelta(minutes=5), "options": {"expires": 240}},
-    "keyring-sweep": {"task": "retention.tasks.keyring_sweep", "schedule": timedelta(minutes=60), "options": {"expires": 3000}},
+    "keyring-sweep": {
+        "task": "retention.tasks.keyring_sweep",
+        "schedule": timedelta(minutes=60),
+        "options": {"expires": 3000},
+    },
     # rotates only when the KEK is KEK_ROTATION_HOURS old (memoryapp.encryption.ROTATION_CHECK)
-    "kek-rotation": {"task": "retention.tasks.kek_rotation", "schedule": timedelta(minutes=10), "options": {"expires": 540}},
+    "kek-rotation": {
+        "task": "retention.tasks.kek_rotation",
+        "schedule": timedelta(minutes=10),
+        "options": {"expires": 540},
+    },
 }
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
@@ -471,10 +576,13 @@ SPECTACULAR_SETTINGS = {
 # --- Product settings -----------------------------------------------------------------------
 MEMORY_EMBEDDER = env_backend("MEMORY_EMBEDDER", "e5", BACKENDS)  # docs/decisions.md "Default embedder"
 SEMANTIC_BUDGET_SECONDS = env_float("SEMANTIC_BUDGET_SECONDS", 0.8)
-# OpenMP threads of one memory's e5 embedding; queries take one (memoryapp.recall.embedders, "the e5 engine's threads"): 2, or 1 on
+# OpenMP threads of one memory's e5 embedding; queries take one (memoryapp.recall.embedders, "the e5 engine's threads"):
+# 2, or 1 on
 # a one-core machine; 1 trades single-request latency for throughput when more busy processes
 # than cores share the machine (docs/operations.md).
-MEMORY_EMBEDDER_THREADS = env_int("MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64)
+MEMORY_EMBEDDER_THREADS = env_int(
+    "MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64
+)
 # Query embeddings one process runs or queues at once; over it a recall answers without its
 # semantic ranking (degraded "semantic") instead of queueing. 4 x a capped query's worst cost (p50
 # ~130 ms at load 5 on 2 cores) stays inside SEMANTIC_BUDGET_SECONDS (docs/limits.md).
@@ -552,7 +660,9 @@ LOGGING = {
         },
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Request bodies may hold personal data before masking: never log them. 4xx warnings

@@ -69,7 +69,10 @@ workspace_api = [
 MOVED_TO_CREDITS = "usagerecord|modelprice|creditaccount|memberquota|rolequota|ledgerentry|usagerollup|consolidation"
 
 urlpatterns = [
-    re_path(rf"^admin/retention/(?P<rest>(?:{MOVED_TO_CREDITS})/(?:[\w-]+/)*)$", RedirectView.as_view(url="/admin/credits/%(rest)s", permanent=True, query_string=True)),
+    re_path(
+        rf"^admin/retention/(?P<rest>(?:{MOVED_TO_CREDITS})/(?:[\w-]+/)*)$",
+        RedirectView.as_view(url="/admin/credits/%(rest)s", permanent=True, query_string=True),
+    ),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics, name="metrics"),

@@ -111,4 +111,6 @@ def require_backends() -> None:
     """`check_backends` at a process's start: ImproperlyConfigured naming every setting that fails."""
     errors = check_backends()
     if errors:
-        raise ImproperlyConfigured("; ".join(error.msg for error in errors) + '. Refusing to start (docs/configuration.md, "Backends").')
+        raise ImproperlyConfigured(
+            "; ".join(error.msg for error in errors) + '. Refusing to start (docs/configuration.md, "Backends").'
+        )

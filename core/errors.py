@@ -12,7 +12,14 @@ def error_body(code: str, message: str, details: dict[str, Any] | None = None) -
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.code = code

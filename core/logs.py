@@ -90,7 +90,18 @@ def current() -> dict[str, Any]:
 
 
 # --- the two lines this project writes ---------------------------------------------------------------
-def request_line(*, request_id: str, transport: str, route: str, method: str, status: int, code: str, seconds: float, credential_id: int | None = None, workspace_id: int | None = None) -> None:
+def request_line(
+    *,
+    request_id: str,
+    transport: str,
+    route: str,
+    method: str,
+    status: int,
+    code: str,
+    seconds: float,
+    credential_id: int | None = None,
+    workspace_id: int | None = None,
+) -> None:
     level = logging.ERROR if status >= 500 else logging.INFO
     request_logger.log(
         level,
@@ -109,7 +120,9 @@ def request_line(*, request_id: str, transport: str, route: str, method: str, st
     )
 
 
-def task_line(*, task: str, task_id: str, outcome: str, seconds: float | None, error_type: str | None = None, retries: int = 0) -> None:
+def task_line(
+    *, task: str, task_id: str, outcome: str, seconds: float | None, error_type: str | None = None, retries: int = 0
+) -> None:
     level = logging.ERROR if outcome == "failure" else logging.WARNING if outcome == "retry" else logging.INFO
     task_logger.log(
         level,
@@ -128,7 +141,11 @@ def task_line(*, task: str, task_id: str, outcome: str, seconds: float | None, e
 def frames_only(exc_type: type[BaseException] | None, tb: TracebackType | None) -> str:
     """An exception as its frames and its type, without its message."""
     frames = "".join(traceback.format_tb(tb)) if tb is not None else ""
-    return f"Traceback (most recent call last):\n{frames}{exc_type.__module__}.{exc_type.__qualname__}" if exc_type else frames
+    return (
+        f"Traceback (most recent call last):\n{frames}{exc_type.__module__}.{exc_type.__qualname__}"
+        if exc_type
+        else frames
+    )
 
 
 # --- formatting every record -------------------------------------------------------------------------

@@ -74,5 +74,7 @@ def query_dry_run(params: Mapping[str, str]) -> bool:
     values = params.getlist(DRY_RUN) if hasattr(params, "getlist") else [params[DRY_RUN]]
     flags = {_QUERY_FLAGS.get(str(v).strip().lower()) for v in values}
     if None in flags or len(flags) != 1:
-        raise validation_error({DRY_RUN: ["Must be 1, true, 0 or false (once)."]}, "dryRun must be 1, true, 0 or false.")
+        raise validation_error(
+            {DRY_RUN: ["Must be 1, true, 0 or false (once)."]}, "dryRun must be 1, true, 0 or false."
+        )
     return flags.pop()

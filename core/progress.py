@@ -23,7 +23,16 @@ def interactive(stdout: Any, *, json: bool = False) -> bool:
 
 def bar(*, total: int | None, desc: str, unit: str, enabled: bool, file: IO[str] | None = None) -> tqdm:
     """A bar on stderr (so stdout keeps only results), or a silent stand-in when not `enabled`."""
-    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, file=file or sys.stderr, dynamic_ncols=True, leave=True, mininterval=0.2)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not enabled,
+        file=file or sys.stderr,
+        dynamic_ncols=True,
+        leave=True,
+        mininterval=0.2,
+    )
 
 
 def logs_above_the_bar(enabled: bool) -> AbstractContextManager:

@@ -30,7 +30,13 @@ _RETRYABLE_CLASSES = ("08", "53", "57")
 _RETRYABLE_STATES = {"55P03", "40001", "40P01"}
 # SQLite: another connection holds the lock past the busy timeout, or the file cannot be reached
 # now (moved, its volume gone or failing): the embedded deployment's "server unreachable".
-_SQLITE_BUSY = ("database is locked", "database table is locked", "database schema is locked", "unable to open database file", "disk I/O error")
+_SQLITE_BUSY = (
+    "database is locked",
+    "database table is locked",
+    "database schema is locked",
+    "unable to open database file",
+    "disk I/O error",
+)
 RETRY_AFTER_SECONDS = 2
 
 
@@ -59,7 +65,15 @@ def _retryable(exc: BaseException) -> bool:
 def is_database_unavailable(exc: BaseException | None) -> bool:
     """Whether `exc` (a Django database error, or the driver's or pool's own) says the database
     cannot serve now: Django wraps the driver's exception and keeps it as the cause."""
-    if not isinstance(exc, (db_utils.OperationalError, db_utils.InterfaceError, sqlite3.Error, *(() if psycopg is None else (psycopg.Error,)))):
+    if not isinstance(
+        exc,
+        (
+            db_utils.OperationalError,
+            db_utils.InterfaceError,
+            sqlite3.Error,
+            *(() if psycopg is None else (psycopg.Error,)),
+        ),
+    ):
         return False
     return any(_retryable(link) for link in _chain(exc))
 

@@ -33,5 +33,7 @@ def sqlite_checkpoint(connection: BaseDatabaseWrapper, *, attempts: int, wait_ms
                     time.sleep(0.02 * (attempt + 1))
         finally:
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
-    logger.info("%s WAL checkpoint stayed busy after %d attempts (a reader is open); the sweep truncates it", what, attempts)
+    logger.info(
+        "%s WAL checkpoint stayed busy after %d attempts (a reader is open); the sweep truncates it", what, attempts
+    )
     return False

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from credits.models import Consolidation, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, RoleQuota, UsageRecord, UsageRollup
+from credits.models import (
+    Consolidation,
+    CreditAccount,
+    LedgerEntry,
+    MemberQuota,
+    ModelPrice,
+    RoleQuota,
+    UsageRecord,
+    UsageRollup,
+)
 from governance.admin_base import GovernedAdmin
 from governance.content import content_fields
 
@@ -29,7 +38,13 @@ class UsageRecordAdmin(GovernedAdmin):
         "settled_at",
     )
     list_select_related = ("workspace", "member__user")
-    list_filter = ("workspace", ("member__user", admin.RelatedOnlyFieldListFilter), "category", "status", ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        "workspace",
+        ("member__user", admin.RelatedOnlyFieldListFilter),
+        "category",
+        "status",
+        ("created_at", admin.DateFieldListFilter),
+    )
     search_fields = ("#id", "=conversation_id", "=model_name", "member__user__email")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
@@ -87,7 +102,17 @@ class CreditAccountAdmin(GovernedAdmin):
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(GovernedAdmin):
-    list_display = ("id", "created_at", "workspace", "kind", "amount", "usage_record_id", "member_ref", "actor_label", "note")
+    list_display = (
+        "id",
+        "created_at",
+        "workspace",
+        "kind",
+        "amount",
+        "usage_record_id",
+        "member_ref",
+        "actor_label",
+        "note",
+    )
     list_select_related = ("workspace",)
     list_filter = ("workspace", "kind", "actor_label", ("created_at", admin.DateFieldListFilter))
     search_fields = ("#id", "#usage_record__id", "#member_ref", "note")
@@ -137,7 +162,20 @@ class ModelPriceAdmin(GovernedAdmin):
 
 @admin.register(UsageRollup)
 class UsageRollupAdmin(GovernedAdmin):
-    list_display = ("day", "workspace", "member_ref", "role", "category", "records", "input_tokens", "output_tokens", "memory_tokens", "input_cost", "output_cost", "computed_at")
+    list_display = (
+        "day",
+        "workspace",
+        "member_ref",
+        "role",
+        "category",
+        "records",
+        "input_tokens",
+        "output_tokens",
+        "memory_tokens",
+        "input_cost",
+        "output_cost",
+        "computed_at",
+    )
     list_select_related = ("workspace",)
     list_filter = ("workspace", "category", "role", ("day", admin.DateFieldListFilter))
     search_fields = ("#member_ref",)
@@ -149,7 +187,21 @@ class UsageRollupAdmin(GovernedAdmin):
 class ConsolidationAdmin(GovernedAdmin):
     """`messages` (the consolidation input) is conversation content: never shown here."""
 
-    list_display = ("id", "created_at", "workspace", "member_id", "agent", "status", "reason", "message_count", "model_name", "memories_found", "memories_stored", "finished_at", "input_purged_at")
+    list_display = (
+        "id",
+        "created_at",
+        "workspace",
+        "member_id",
+        "agent",
+        "status",
+        "reason",
+        "message_count",
+        "model_name",
+        "memories_found",
+        "memories_stored",
+        "finished_at",
+        "input_purged_at",
+    )
     list_select_related = ("workspace", "agent")
     list_filter = ("workspace", "status", "reason", ("created_at", admin.DateFieldListFilter))
     search_fields = ("#id", "#member__id", "=conversation_id")

@@ -21,7 +21,16 @@ from django.utils import timezone
 
 from core.errors import ApiError
 from core.timestamps import iso
-from credits.models import CreditAccount, LedgerEntry, LedgerKind, MemberQuota, ModelPrice, RoleQuota, UsageCategory, UsageRecord
+from credits.models import (
+    CreditAccount,
+    LedgerEntry,
+    LedgerKind,
+    MemberQuota,
+    ModelPrice,
+    RoleQuota,
+    UsageCategory,
+    UsageRecord,
+)
 from credits.pricing import MAX_CREDITS, ZERO, cost_of, money, price_for, price_json
 from credits.quotas import effective_used, quota_json, roll_if_due
 from governance.audit import Actor, actor_label, audit
@@ -87,14 +96,20 @@ def grant_credits(workspace: Workspace, amount: Decimal, *, actor: Actor = None,
             raise ValueError("a negative grant may not take the balance below zero")
         if new_balance > MAX_CREDITS:
             raise ValueError("the balance would be out of range")
-        entry = LedgerEntry.objects.create(workspace=workspace, kind=LedgerKind.GRANT, amount=amount, actor_label=actor_label(actor), note=note[:200])
+        entry = LedgerEntry.objects.create(
+            workspace=workspace, kind=LedgerKind.GRANT, amount=amount, actor_label=actor_label(actor), note=note[:200]
+        )
         CreditAccount.objects.filter(pk=account.pk).update(balance=F("balance") + amount, updated_at=timezone.now())
         audit(
             "credits.granted",
             workspace=workspace,
             actor=actor,
             target=f"workspace #{workspace.pk}",
-            changes={"amount": str(amount), "balance": [str(account.balance), str(new_balance)], "ledgerEntryId": entry.pk},
+            changes={
+                "amount": str(amount),
+                "balance": [str(account.balance), str(new_balance)],
+                "ledgerEntryId": entry.pk,
+            },
         )
     return Grant(entry=entry, balance=new_balance)
 
@@ -163,7 +178,11 @@ def charge(
                 roll_if_due(row, now)
         if enforce and quota is not None and (quota.used >= quota.limit or quota.used + total > quota.limit):
             raise CreditRefused(REASON_MEMBER_QUOTA)
-        if enforce and role_quota is not None and (role_quota.used >= role_quota.limit or role_quota.used + total > role_quota.limit):
+        if (
+            enforce
+            and role_quota is not None
+            and (role_quota.used >= role_quota.limit or role_quota.used + total > role_quota.limit)
+        ):
             raise CreditRefused(REASON_ROLE_QUOTA)
         record = UsageRecord.objects.create(
             workspace=workspace,
@@ -187,10 +206,17 @@ def charge(
     return record
 
 
-def record_reply_usage(member: Member, *, conversation_id: str, model_name: str, input_tokens: int, output_tokens: int, memory_tokens: int) -> UsageRecord:
+def record_reply_usage(
+    member: Member, *, conversation_id: str, model_name: str, input_tokens: int, output_tokens: int, memory_tokens: int
+) -> UsageRecord:
     price = price_for(model_name)
     if price is None:
-        raise ApiError(400, "UNKNOWN_MODEL", "This model has no price in the price table; ask a platform admin to add it.", {"model": model_name})
+        raise ApiError(
+            400,
+            "UNKNOWN_MODEL",
+            "This model has no price in the price table; ask a platform admin to add it.",
+            {"model": model_name},
+        )
     input_cost, output_cost = cost_of(price, input_tokens, output_tokens)
     return charge(
         workspace=member.workspace,

@@ -12,7 +12,17 @@ from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from core.chunks import run_in_chunks
-from credits.models import CreditAccount, LedgerEntry, LedgerKind, MemberQuota, QuotaPeriod, RoleQuota, UsageRecord, UsageRollup, UsageStatus
+from credits.models import (
+    CreditAccount,
+    LedgerEntry,
+    LedgerKind,
+    MemberQuota,
+    QuotaPeriod,
+    RoleQuota,
+    UsageRecord,
+    UsageRollup,
+    UsageStatus,
+)
 from credits.pricing import MONEY_SUM, ZERO, money
 from credits.quotas import period_start
 from governance.audit import audit
@@ -37,13 +47,21 @@ def settle_usage() -> dict[str, int]:
         LedgerEntry.objects.bulk_create(
             [
                 LedgerEntry(
-                    workspace_id=r.workspace_id, kind=LedgerKind.USAGE, amount=-(r.input_cost + r.output_cost), usage_record_id=r.pk, member_ref=r.member_id, actor_label="system", created_at=now
+                    workspace_id=r.workspace_id,
+                    kind=LedgerKind.USAGE,
+                    amount=-(r.input_cost + r.output_cost),
+                    usage_record_id=r.pk,
+                    member_ref=r.member_id,
+                    actor_label="system",
+                    created_at=now,
                 )
                 for r in chunk
             ],
             ignore_conflicts=True,
         )
-        return len(chunk), UsageRecord.objects.filter(pk__in=[r.pk for r in chunk], status=UsageStatus.PENDING).update(status=UsageStatus.SETTLED, settled_at=now)
+        return len(chunk), UsageRecord.objects.filter(pk__in=[r.pk for r in chunk], status=UsageStatus.PENDING).update(
+            status=UsageStatus.SETTLED, settled_at=now
+        )
 
     return {"settled": run_in_chunks(step, chunk=SETTLE_CHUNK)}
 
@@ -67,7 +85,9 @@ def daily_rollup(now: datetime | None = None) -> dict[str, int]:
 def _rollup_day(workspace_id: int, day: date) -> int:
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     groups = (
-        UsageRecord.objects.filter(workspace_id=workspace_id, created_at__gte=start, created_at__lt=start + timedelta(days=1))
+        UsageRecord.objects.filter(
+            workspace_id=workspace_id, created_at__gte=start, created_at__lt=start + timedelta(days=1)
+        )
         .values("member_id", "role", "category")
         .annotate(
             n=Count("id"),
@@ -120,7 +140,9 @@ def quota_reset(now: datetime | None = None) -> dict[str, int]:
     for model in (MemberQuota, RoleQuota):
         for period in QuotaPeriod.values:
             current = period_start(period, now)
-            reset += model.objects.filter(period=period, period_start__lt=current).update(used=ZERO, period_start=current, updated_at=now)
+            reset += model.objects.filter(period=period, period_start__lt=current).update(
+                used=ZERO, period_start=current, updated_at=now
+            )
     return {"reset": reset}
 
 
@@ -130,7 +152,13 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
     A difference is recorded as an audit event once (again only if it changes), never
     "fixed" silently: a platform admin decides."""
     now = now or timezone.now()
-    ledger = LedgerEntry.objects.filter(workspace_id=OuterRef("workspace_id")).order_by().values("workspace_id").annotate(s=Sum("amount")).values("s")
+    ledger = (
+        LedgerEntry.objects.filter(workspace_id=OuterRef("workspace_id"))
+        .order_by()
+        .values("workspace_id")
+        .annotate(s=Sum("amount"))
+        .values("s")
+    )
     pending = (
         UsageRecord.objects.filter(workspace_id=OuterRef("workspace_id"), status=UsageStatus.PENDING)
         .order_by()
@@ -152,7 +180,11 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
         previous = account.discrepancy
         new_value = difference if difference != ZERO else None
         with transaction.atomic():
-            claimed = CreditAccount.objects.filter(pk=account.pk, discrepancy=previous) if previous is not None else CreditAccount.objects.filter(pk=account.pk, discrepancy__isnull=True)
+            claimed = (
+                CreditAccount.objects.filter(pk=account.pk, discrepancy=previous)
+                if previous is not None
+                else CreditAccount.objects.filter(pk=account.pk, discrepancy__isnull=True)
+            )
             changed = new_value != previous
             updated = claimed.update(discrepancy=new_value, reconciled_at=now)
             if updated and changed:
@@ -162,11 +194,18 @@ def reconcile_credits(now: datetime | None = None) -> dict[str, int]:
                         "credits.discrepancy",
                         workspace=account.workspace,
                         target=f"workspace #{account.workspace_id}",
-                        changes={"balance": str(account.balance), "ledgerExpected": str(expected), "difference": str(difference)},
+                        changes={
+                            "balance": str(account.balance),
+                            "ledgerExpected": str(expected),
+                            "difference": str(difference),
+                        },
                         reason="Balance does not equal the ledger minus pending usage.",
                     )
                 else:
                     audit(
-                        "credits.reconciled", workspace=account.workspace, target=f"workspace #{account.workspace_id}", changes={"balance": str(account.balance), "previousDifference": str(previous)}
+                        "credits.reconciled",
+                        workspace=account.workspace,
+                        target=f"workspace #{account.workspace_id}",
+                        changes={"balance": str(account.balance), "previousDifference": str(previous)},
                     )
     return {"checked": checked, "discrepancies": discrepancies, "recorded": recorded}

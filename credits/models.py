@@ -53,14 +53,18 @@ class UsageRecord(models.Model):
     """
 
     workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="usage_records")
-    member = models.ForeignKey("governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records")
+    member = models.ForeignKey(
+        "governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records"
+    )
     role = models.CharField(max_length=10, help_text="The member's role when charged (role quotas).")
     category = models.CharField(max_length=16, choices=UsageCategory.choices, db_index=True)
     model_name = models.CharField(max_length=120)
     conversation_id = models.CharField(max_length=120, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
-    memory_tokens = models.PositiveIntegerField(default=0, help_text="AI-memory tokens already counted in input_tokens.")
+    memory_tokens = models.PositiveIntegerField(
+        default=0, help_text="AI-memory tokens already counted in input_tokens."
+    )
     input_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     output_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     status = models.CharField(max_length=8, choices=UsageStatus.choices, default=UsageStatus.PENDING, db_index=True)
@@ -103,7 +107,11 @@ class ModelPrice(models.Model):
     class Meta:
         db_table = "retention_modelprice"  # the table it had in retention: moved without a copy
         ordering = ["model_name"]
-        constraints = [models.CheckConstraint(condition=models.Q(input_per_1k__gte=0, output_per_1k__gte=0), name="price_not_negative")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(input_per_1k__gte=0, output_per_1k__gte=0), name="price_not_negative"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.model_name}: {self.input_per_1k} in / {self.output_per_1k} out per 1k tokens"
@@ -170,7 +178,9 @@ class RoleQuota(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"quota of role {self.role} in workspace #{self.workspace_id}: {self.used}/{self.limit} per {self.period}"
+        return (
+            f"quota of role {self.role} in workspace #{self.workspace_id}: {self.used}/{self.limit} per {self.period}"
+        )
 
 
 class LedgerKind(models.TextChoices):
@@ -184,7 +194,9 @@ class LedgerEntry(models.Model):
     workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="ledger_entries")
     kind = models.CharField(max_length=8, choices=LedgerKind.choices, db_index=True)
     amount = models.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES)
-    usage_record = models.OneToOneField(UsageRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger_entry")
+    usage_record = models.OneToOneField(
+        UsageRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger_entry"
+    )
     member_ref = models.BigIntegerField(null=True, blank=True)
     actor_label = models.CharField(max_length=200, blank=True)
     note = models.CharField(max_length=200, blank=True)
@@ -219,7 +231,12 @@ class UsageRollup(models.Model):
     class Meta:
         db_table = "retention_usagerollup"  # the table it had in retention: moved without a copy
         ordering = ["-day", "workspace_id", "member_ref", "role", "category"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "day", "member_ref", "role", "category"], name="one_rollup_per_day_member_role_category")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "day", "member_ref", "role", "category"],
+                name="one_rollup_per_day_member_role_category",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.day} {self.category} member #{self.member_ref}"
@@ -272,14 +289,32 @@ class Consolidation(models.Model):
     )
 
     workspace = models.ForeignKey("governance.Workspace", on_delete=models.CASCADE, related_name="consolidations")
-    member = models.ForeignKey("governance.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations", help_text="The partner being remembered; empty when anonymous.")
-    member_period = models.PositiveIntegerField(null=True, blank=True, help_text="The partner's membership period when the turn was submitted: a turn is never consolidated into a later one.")
-    agent = models.ForeignKey("governance.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations")
+    member = models.ForeignKey(
+        "governance.Member",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="consolidations",
+        help_text="The partner being remembered; empty when anonymous.",
+    )
+    member_period = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The partner's membership period when the turn was submitted: a turn is never consolidated into a "
+        "later one.",
+    )
+    agent = models.ForeignKey(
+        "governance.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations"
+    )
     credential_ref = models.BigIntegerField(null=True, blank=True)
     conversation_id = models.CharField(max_length=120)
     anonymous = models.BooleanField(default=False)
-    status = models.CharField(max_length=8, choices=ConsolidationStatus.choices, default=ConsolidationStatus.QUEUED, db_index=True)
-    reason = models.CharField(max_length=32, blank=True, help_text="Why it was skipped or failed (a code, never content).")
+    status = models.CharField(
+        max_length=8, choices=ConsolidationStatus.choices, default=ConsolidationStatus.QUEUED, db_index=True
+    )
+    reason = models.CharField(
+        max_length=32, blank=True, help_text="Why it was skipped or failed (a code, never content)."
+    )
     # Sealed under the row's own data key (memoryapp.sealing), destroyed when the input is purged:
     # a database backup taken while the task waited holds ciphertext only.
     key_id = RowKeyField(null=True, blank=True, unique=True, editable=False)
@@ -289,7 +324,9 @@ class Consolidation(models.Model):
     memories_found = models.PositiveSmallIntegerField(default=0)
     memories_stored = models.PositiveSmallIntegerField(default=0)
     memory_ids = models.JSONField(default=list, blank=True)
-    usage_record = models.OneToOneField(UsageRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidation")
+    usage_record = models.OneToOneField(
+        UsageRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidation"
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     input_purged_at = models.DateTimeField(null=True, blank=True)

@@ -45,12 +45,17 @@ def price_json(price: ModelPrice) -> dict[str, str]:
 
 
 def system_model_price(model_name: str) -> ModelPrice:
-    price, _ = ModelPrice.objects.get_or_create(model_name=model_name, defaults={"input_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[0], "output_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[1]})
+    price, _ = ModelPrice.objects.get_or_create(
+        model_name=model_name,
+        defaults={"input_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[0], "output_per_1k": DEFAULT_SYSTEM_MODEL_PRICE[1]},
+    )
     return price
 
 
 def cost_of(price: ModelPrice, input_tokens: int, output_tokens: int) -> tuple[Decimal, Decimal]:
     per_thousand = Decimal(1000)
     input_cost = (Decimal(input_tokens) * price.input_per_1k / per_thousand).quantize(QUANTUM, rounding=ROUND_HALF_UP)
-    output_cost = (Decimal(output_tokens) * price.output_per_1k / per_thousand).quantize(QUANTUM, rounding=ROUND_HALF_UP)
+    output_cost = (Decimal(output_tokens) * price.output_per_1k / per_thousand).quantize(
+        QUANTUM, rounding=ROUND_HALF_UP
+    )
     return input_cost, output_cost

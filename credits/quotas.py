@@ -58,7 +58,15 @@ def roll_if_due(quota: MemberQuota | RoleQuota, now: datetime) -> None:
 
 
 def _set_quota(
-    model: type[MemberQuota] | type[RoleQuota], owner: dict[str, Any], *, limit: Decimal, period: str, actor: Actor, workspace: Workspace, action: str, target: str
+    model: type[MemberQuota] | type[RoleQuota],
+    owner: dict[str, Any],
+    *,
+    limit: Decimal,
+    period: str,
+    actor: Actor,
+    workspace: Workspace,
+    action: str,
+    target: str,
 ) -> MemberQuota | RoleQuota:
     """Create or change the quota row `owner` names, under its row lock; a new period starts now,
     an unchanged one keeps what it has used (after rolling it if it is due)."""
@@ -77,11 +85,25 @@ def _set_quota(
                 quota.period, quota.period_start = period, period_start(period, now)
             quota.limit = limit
             quota.save()
-        audit(action, workspace=workspace, actor=actor, target=target, changes={"old": old, "new": {"limit": str(limit), "period": period}})
+        audit(
+            action,
+            workspace=workspace,
+            actor=actor,
+            target=target,
+            changes={"old": old, "new": {"limit": str(limit), "period": period}},
+        )
     return quota
 
 
-def _delete_quota(model: type[MemberQuota] | type[RoleQuota], owner: dict[str, Any], *, actor: Actor, workspace: Workspace, action: str, target: str) -> bool:
+def _delete_quota(
+    model: type[MemberQuota] | type[RoleQuota],
+    owner: dict[str, Any],
+    *,
+    actor: Actor,
+    workspace: Workspace,
+    action: str,
+    target: str,
+) -> bool:
     with transaction.atomic():
         deleted, _ = model.objects.filter(**owner).delete()
         if deleted:
@@ -90,19 +112,51 @@ def _delete_quota(model: type[MemberQuota] | type[RoleQuota], owner: dict[str, A
 
 
 def set_member_quota(member: Member, *, limit: Decimal, period: str, actor: Actor) -> MemberQuota:
-    return _set_quota(MemberQuota, {"member": member}, limit=limit, period=period, actor=actor, workspace=member.workspace, action="credits.member_quota_set", target=f"member #{member.pk}")
+    return _set_quota(
+        MemberQuota,
+        {"member": member},
+        limit=limit,
+        period=period,
+        actor=actor,
+        workspace=member.workspace,
+        action="credits.member_quota_set",
+        target=f"member #{member.pk}",
+    )
 
 
 def delete_member_quota(member: Member, *, actor: Actor) -> bool:
-    return _delete_quota(MemberQuota, {"member": member}, actor=actor, workspace=member.workspace, action="credits.member_quota_removed", target=f"member #{member.pk}")
+    return _delete_quota(
+        MemberQuota,
+        {"member": member},
+        actor=actor,
+        workspace=member.workspace,
+        action="credits.member_quota_removed",
+        target=f"member #{member.pk}",
+    )
 
 
 def set_role_quota(workspace: Workspace, role: str, *, limit: Decimal, period: str, actor: Actor) -> RoleQuota:
-    return _set_quota(RoleQuota, {"workspace": workspace, "role": role}, limit=limit, period=period, actor=actor, workspace=workspace, action="credits.role_quota_set", target=f"role {role}")
+    return _set_quota(
+        RoleQuota,
+        {"workspace": workspace, "role": role},
+        limit=limit,
+        period=period,
+        actor=actor,
+        workspace=workspace,
+        action="credits.role_quota_set",
+        target=f"role {role}",
+    )
 
 
 def delete_role_quota(workspace: Workspace, role: str, *, actor: Actor) -> bool:
-    return _delete_quota(RoleQuota, {"workspace": workspace, "role": role}, actor=actor, workspace=workspace, action="credits.role_quota_removed", target=f"role {role}")
+    return _delete_quota(
+        RoleQuota,
+        {"workspace": workspace, "role": role},
+        actor=actor,
+        workspace=workspace,
+        action="credits.role_quota_removed",
+        target=f"role {role}",
+    )
 
 
 def quota_json(quota: MemberQuota | RoleQuota, now: datetime | None = None) -> dict[str, Any]:

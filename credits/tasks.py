@@ -60,4 +60,9 @@ def former_reconcile_credits() -> dict[str, Any]:
     return jobs.reconcile_credits()
 
 
-FORMER_NAMES = ("retention.tasks.settle_usage", "retention.tasks.daily_rollup", "retention.tasks.quota_reset", "retention.tasks.reconcile_credits")
+FORMER_NAMES = (
+    "retention.tasks.settle_usage",
+    "retention.tasks.daily_rollup",
+    "retention.tasks.quota_reset",
+    "retention.tasks.reconcile_credits",
+)

@@ -56,7 +56,9 @@ def usage_totals(queryset: QuerySet[UsageRecord]) -> dict[str, Any]:
     return totals
 
 
-def daily_costs(queryset: QuerySet[UsageRecord], tz: tzinfo, *, since: date | None = None, by_category: bool = False) -> list[dict[str, Any]]:
+def daily_costs(
+    queryset: QuerySet[UsageRecord], tz: tzinfo, *, since: date | None = None, by_category: bool = False
+) -> list[dict[str, Any]]:
     """The credits spent per day (input + output cost) of `queryset`, oldest day first: rows
     `{"day": date, "cost": Decimal}`, with `by_category` one a day and category (`"category"`,
     in category order). The day is the record's `created_at` as a date in `tz`; `since` keeps
@@ -67,8 +69,16 @@ def daily_costs(queryset: QuerySet[UsageRecord], tz: tzinfo, *, since: date | No
     if since is not None:
         queryset = queryset.filter(created_at__gte=datetime.combine(since, time.min, tzinfo=tz))
     fields = ("day", "category") if by_category else ("day",)
-    cost = Coalesce(Sum(F("input_cost") + F("output_cost"), output_field=MONEY_SUM), Value(ZERO, output_field=MONEY_SUM))
-    return list(queryset.order_by().annotate(day=TruncDate("created_at", tzinfo=tz)).values(*fields).annotate(cost=cost).order_by(*fields))
+    cost = Coalesce(
+        Sum(F("input_cost") + F("output_cost"), output_field=MONEY_SUM), Value(ZERO, output_field=MONEY_SUM)
+    )
+    return list(
+        queryset.order_by()
+        .annotate(day=TruncDate("created_at", tzinfo=tz))
+        .values(*fields)
+        .annotate(cost=cost)
+        .order_by(*fields)
+    )
 
 
 @dataclass(frozen=True)

@@ -59,16 +59,34 @@ def ensure_user(email: str, password: str | None = None) -> AbstractBaseUser:
 
 
 @transaction.atomic
-def create_workspace(name: str, *, owner_email: str, password: str | None = None, retains_history: bool = True, ai_memory_available: bool = True, actor: Actor = None) -> tuple[Workspace, Member]:
-    workspace = Workspace.objects.create(name=name, retains_history=retains_history, ai_memory_available=ai_memory_available)
+def create_workspace(
+    name: str,
+    *,
+    owner_email: str,
+    password: str | None = None,
+    retains_history: bool = True,
+    ai_memory_available: bool = True,
+    actor: Actor = None,
+) -> tuple[Workspace, Member]:
+    workspace = Workspace.objects.create(
+        name=name, retains_history=retains_history, ai_memory_available=ai_memory_available
+    )
     AskHistorySettings.objects.create(workspace=workspace)
     owner = Member.objects.create(workspace=workspace, user=ensure_user(owner_email, password), role=Role.OWNER.label)
-    audit("workspace.created", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": name})
+    audit(
+        "workspace.created",
+        workspace=workspace,
+        actor=actor,
+        target=f"workspace #{workspace.pk}",
+        changes={"name": name},
+    )
     return workspace, owner
 
 
 @transaction.atomic
-def add_member(workspace: Workspace, email: str, *, role: str, password: str | None = None, actor: Actor = None) -> Member:
+def add_member(
+    workspace: Workspace, email: str, *, role: str, password: str | None = None, actor: Actor = None
+) -> Member:
     Role.parse(role)
     user = ensure_user(email, password)
     member, created = Member.objects.get_or_create(workspace=workspace, user=user, defaults={"role": role})
@@ -85,8 +103,16 @@ def add_member(workspace: Workspace, email: str, *, role: str, password: str | N
         member.joined_at = timezone.now()
         member.period += 1
         member.save()
-        _revoke_credentials_of(member, at=member.joined_at, actor=actor, reason="issued in an earlier membership period")
-    audit("member.added", workspace=workspace, actor=actor, target=f"member #{member.pk}", changes={"role": role, "period": member.period})
+        _revoke_credentials_of(
+            member, at=member.joined_at, actor=actor, reason="issued in an earlier membership period"
+        )
+    audit(
+        "member.added",
+        workspace=workspace,
+        actor=actor,
+        target=f"member #{member.pk}",
+        changes={"role": role, "period": member.period},
+    )
     return member
 
 
@@ -106,7 +132,13 @@ def change_role(member: Member, role: str, *, actor: Actor) -> Member:
     old = member.role
     member.role = role
     member.save(update_fields=["role"])
-    audit("member.role_changed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"role": [old, role]})
+    audit(
+        "member.role_changed",
+        workspace=member.workspace,
+        actor=actor,
+        target=f"member #{member.pk}",
+        changes={"role": [old, role]},
+    )
     return member
 
 
@@ -117,7 +149,13 @@ def _revoke_credentials_of(member: Member, *, at: datetime, actor: Actor, reason
     for credential in Credential.objects.not_revoked().select_for_update().filter(member=member).order_by("id"):
         credential.revoked_at = at
         credential.save(update_fields=["revoked_at"])
-        audit("credential.revoked", workspace=member.workspace, actor=actor, target=f"credential {credential.prefix}", reason=reason)
+        audit(
+            "credential.revoked",
+            workspace=member.workspace,
+            actor=actor,
+            target=f"credential {credential.prefix}",
+            reason=reason,
+        )
         revoked += 1
     return revoked
 
@@ -125,9 +163,18 @@ def _revoke_credentials_of(member: Member, *, at: datetime, actor: Actor, reason
 def _end_membership(member: Member, *, actor: Actor, reason: str = "") -> Member:
     member.left_at = timezone.now()
     member.save(update_fields=["left_at"])
-    revoked = _revoke_credentials_of(member, at=member.left_at, actor=actor, reason="membership ended" + (f": {reason}" if reason else ""))
+    revoked = _revoke_credentials_of(
+        member, at=member.left_at, actor=actor, reason="membership ended" + (f": {reason}" if reason else "")
+    )
     signals.member_removed.send(sender=Member, member=member)
-    audit("member.removed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"role": member.role, "credentialsRevoked": revoked}, reason=reason)
+    audit(
+        "member.removed",
+        workspace=member.workspace,
+        actor=actor,
+        target=f"member #{member.pk}",
+        changes={"role": member.role, "credentialsRevoked": revoked},
+        reason=reason,
+    )
     return member
 
 
@@ -151,13 +198,22 @@ def end_memberships_of_deleted_user(user: AbstractBaseUser, *, actor: Actor = No
     with receipts, because the member rows go with the user. Safe to call twice."""
     ended = 0
     with transaction.atomic():
-        for member in Member.objects.active().select_for_update().filter(user=user).select_related("workspace").order_by("id"):
+        for member in (
+            Member.objects.active().select_for_update().filter(user=user).select_related("workspace").order_by("id")
+        ):
             _end_membership(member, actor=actor, reason="user deleted")
             ended += 1
         for token in PersonalToken.objects.active().select_for_update().filter(user=user).order_by("id"):
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
-            audit("personal_token.revoked", workspace=None, actor=actor, target=f"personal token {token.prefix}", changes={"userId": user.pk}, reason="user deleted")
+            audit(
+                "personal_token.revoked",
+                workspace=None,
+                actor=actor,
+                target=f"personal token {token.prefix}",
+                changes={"userId": user.pk},
+                reason="user deleted",
+            )
     for member in Member.objects.filter(user=user).select_related("workspace").order_by("id"):
         signals.member_deleting.send(sender=Member, member=member, actor=actor)
     return ended
@@ -178,7 +234,13 @@ def set_remember_me(member: Member, enabled: bool) -> Member:
         raise memory_disabled("organization", "AI memory is not enabled for your organization.")
     Member.objects.filter(pk=member.pk).update(remember_me=enabled)
     member.remember_me = enabled
-    audit("member.remember_me", workspace=member.workspace, actor=member.user, target=f"member #{member.pk}", changes={"rememberMe": enabled})
+    audit(
+        "member.remember_me",
+        workspace=member.workspace,
+        actor=member.user,
+        target=f"member #{member.pk}",
+        changes={"rememberMe": enabled},
+    )
     return member
 
 
@@ -196,7 +258,14 @@ def record_password_set_by_admin(user: AbstractBaseUser, *, actor: Actor, reason
     """An administrator set (or disabled) the account's password: recorded for the account's
     owner to see, whether or not they are a member yet (an account an admin prepared may join a
     workspace later). Written in the transaction that changed the password."""
-    audit(ADMIN_SET_PASSWORD, workspace=None, actor=actor, target=account_target(user), changes={"userId": user.pk, "usablePassword": user.has_usable_password()}, reason=reason)
+    audit(
+        ADMIN_SET_PASSWORD,
+        workspace=None,
+        actor=actor,
+        target=account_target(user),
+        changes={"userId": user.pk, "usablePassword": user.has_usable_password()},
+        reason=reason,
+    )
 
 
 # --- ask-history settings ----------------------------------------------------------------------
@@ -247,20 +316,33 @@ CREDENTIAL_LIMIT_REACHED = "CREDENTIAL_LIMIT_REACHED"
 
 @transaction.atomic
 def create_credential(
-    member: Member, *, name: str, scopes: list[str], context_set: ContextSet | None = None, context_set_id: int | None = None, expires_at: datetime | None = None
+    member: Member,
+    *,
+    name: str,
+    scopes: list[str],
+    context_set: ContextSet | None = None,
+    context_set_id: int | None = None,
+    expires_at: datetime | None = None,
 ) -> tuple[Credential, str]:
     """A credential of `member` for agents; the token is returned once and stored as a hash. The
     bound context set (given, or named by `context_set_id`) must be a live set of the workspace."""
     if context_set_id is not None:
         context_set = ContextSet.objects.filter(pk=context_set_id).first()
-    if (context_set_id is not None or context_set is not None) and (context_set is None or context_set.workspace_id != member.workspace_id or context_set.is_deleted):
+    if (context_set_id is not None or context_set is not None) and (
+        context_set is None or context_set.workspace_id != member.workspace_id or context_set.is_deleted
+    ):
         raise validation_error({"contextSetId": ["No such context set."]})
     unknown = [s for s in scopes if s not in MEMORY_SCOPES]
     if unknown:
         raise validation_error({"scopes": [f"Unknown scope {s!r}." for s in unknown]})
     above = [s for s in scopes if not scope_allowed_for_role(s, member.role)]
     if above:
-        raise ApiError(403, "INSUFFICIENT_ROLE", "A scope above your role cannot be granted.", {"scopes": above, "role": member.role})
+        raise ApiError(
+            403,
+            "INSUFFICIENT_ROLE",
+            "A scope above your role cannot be granted.",
+            {"scopes": above, "role": member.role},
+        )
     if expires_at is not None and expires_at <= timezone.now():
         raise validation_error({"expiresAt": ["Must be in the future."]})
     # Each credential carries its own remember and read budgets (SPEC §4.7), so their number is
@@ -268,7 +350,12 @@ def create_credential(
     Member.objects.select_for_update().filter(pk=member.pk).exists()
     limit = settings.MAX_CREDENTIALS_PER_MEMBER
     if Credential.objects.filter(member=member).active().count() >= limit:
-        raise ApiError(409, CREDENTIAL_LIMIT_REACHED, f"At most {limit} usable credentials per member: revoke one first.", {"limit": limit})
+        raise ApiError(
+            409,
+            CREDENTIAL_LIMIT_REACHED,
+            f"At most {limit} usable credentials per member: revoke one first.",
+            {"limit": limit},
+        )
     issued = tokens.issue(CREDENTIAL_TOKEN_KIND)
     credential = Credential.objects.create(
         workspace_id=member.workspace_id,
@@ -296,7 +383,13 @@ def revoke_credential(credential: Credential, *, actor: Actor, reason: str = "")
     if not credential.is_revoked:
         credential.revoked_at = timezone.now()
         credential.save(update_fields=["revoked_at"])
-        audit("credential.revoked", workspace=credential.workspace, actor=actor, target=f"credential {credential.prefix}", reason=reason)
+        audit(
+            "credential.revoked",
+            workspace=credential.workspace,
+            actor=actor,
+            target=f"credential {credential.prefix}",
+            reason=reason,
+        )
     return credential
 
 
@@ -309,7 +402,13 @@ def issue_personal_token(user: AbstractBaseUser) -> str:
 # --- knowledge ---------------------------------------------------------------------------------
 @transaction.atomic
 def create_collection(
-    workspace: Workspace, *, name: str, restricted: bool = False, readers: list[Member] | None = None, reader_ids: list[int] | None = None, creator: Member | None = None
+    workspace: Workspace,
+    *,
+    name: str,
+    restricted: bool = False,
+    readers: list[Member] | None = None,
+    reader_ids: list[int] | None = None,
+    creator: Member | None = None,
 ) -> Collection:
     """Every reader (given as members, or as the ids a request named) must be an active member
     of the workspace, or nothing is created (400 naming `memberIds`). Whoever restricts a
@@ -332,11 +431,17 @@ def create_collection(
 
 def _collection_read_by(member: Member, collection: Collection | None, collection_id: int | None) -> Collection | None:
     """The collection (given, or named by `collection_id`) if `member` may read it, else None."""
-    return Collection.objects.restrict(member, "view").filter(pk=collection.pk if collection is not None else collection_id).first()
+    return (
+        Collection.objects.restrict(member, "view")
+        .filter(pk=collection.pk if collection is not None else collection_id)
+        .first()
+    )
 
 
 @transaction.atomic
-def delete_collection(collection: Collection | None = None, *, actor: Actor, collection_id: int | None = None, by: Member | None = None) -> None:
+def delete_collection(
+    collection: Collection | None = None, *, actor: Actor, collection_id: int | None = None, by: Member | None = None
+) -> None:
     """`by`: the member deleting it, who must read the collection (given, or named by
     `collection_id`): one they cannot read is not found (404), like one that does not exist."""
     if by is not None:
@@ -345,9 +450,19 @@ def delete_collection(collection: Collection | None = None, *, actor: Actor, col
             raise not_found("collection")
     elif collection is None:
         raise TypeError("delete_collection: a collection, or a collection_id and the member `by` who reads it")
-    document_ids = list(Document.objects.select_for_update().filter(collection=collection).order_by("pk").values_list("pk", flat=True))  # see delete_document
-    signals.documents_deleting.send(sender=Collection, workspace_id=collection.workspace_id, document_ids=document_ids, collection_id=collection.pk)
-    audit("collection.deleted", workspace=collection.workspace, actor=actor, target=f"collection #{collection.pk}", changes={"documents": len(document_ids)})
+    document_ids = list(
+        Document.objects.select_for_update().filter(collection=collection).order_by("pk").values_list("pk", flat=True)
+    )  # see delete_document
+    signals.documents_deleting.send(
+        sender=Collection, workspace_id=collection.workspace_id, document_ids=document_ids, collection_id=collection.pk
+    )
+    audit(
+        "collection.deleted",
+        workspace=collection.workspace,
+        actor=actor,
+        target=f"collection #{collection.pk}",
+        changes={"documents": len(document_ids)},
+    )
     collection.delete()
 
 
@@ -364,7 +479,8 @@ def _reserve_passage_volume(workspace_id: int, adding: int) -> None:
         raise ApiError(
             409,
             PASSAGE_VOLUME_LIMIT_REACHED,
-            f"The workspace's documents may hold {limit} characters of passages in all (after Unicode NFKC normalisation); delete documents to make room.",
+            f"The workspace's documents may hold {limit} characters of passages in all (after Unicode NFKC "
+            "normalisation); delete documents to make room.",
             {"limit": limit, "used": used, "adding": adding},
         )
 
@@ -381,14 +497,31 @@ def _add_version(document: Document, passages: list[tuple[str, int]]) -> Documen
     number = (document.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
     version = DocumentVersion.objects.create(document=document, number=number)
     Passage.objects.bulk_create(
-        Passage(version=version, document=document, position=i, text=chunk, sha256=Passage.hash_text(chunk), chars=chars, links_pending=True) for i, (chunk, chars) in enumerate(passages)
+        Passage(
+            version=version,
+            document=document,
+            position=i,
+            text=chunk,
+            sha256=Passage.hash_text(chunk),
+            chars=chars,
+            links_pending=True,
+        )
+        for i, (chunk, chars) in enumerate(passages)
     )
     document.current_version = version
     document.save(update_fields=["current_version"])
     return version
 
 
-def create_document(collection: Collection | None = None, *, title: str, text: str, expires_at: datetime | None = None, collection_id: int | None = None, by: Member | None = None) -> Document:
+def create_document(
+    collection: Collection | None = None,
+    *,
+    title: str,
+    text: str,
+    expires_at: datetime | None = None,
+    collection_id: int | None = None,
+    by: Member | None = None,
+) -> Document:
     """`by`: the member adding it, who must read the collection (given, or named by
     `collection_id`), or nothing is created (400 naming `collectionId`, whether it is missing,
     another workspace's or restricted). Without `by` (seeding, the forgetting check) the given
@@ -402,7 +535,9 @@ def create_document(collection: Collection | None = None, *, title: str, text: s
                 raise validation_error({"collectionId": ["No such collection."]})
         elif collection is None:
             raise TypeError("create_document: a collection, or a collection_id and the member `by` who reads it")
-        document = Document.objects.create(workspace_id=collection.workspace_id, collection=collection, title=title, expires_at=expires_at)
+        document = Document.objects.create(
+            workspace_id=collection.workspace_id, collection=collection, title=title, expires_at=expires_at
+        )
         version = _add_version(document, passages)
     linking.start_linking(document.workspace_id, version_id=version.pk)
     return document
@@ -419,8 +554,12 @@ def add_document_version(document: Document, *, text: str) -> DocumentVersion:
 
 @transaction.atomic
 def delete_document(document: Document, *, actor: Actor) -> None:
-    Document.objects.select_for_update().filter(pk=document.pk).exists()  # after a link chunk writing for it (governance.linking)
-    signals.documents_deleting.send(sender=Document, workspace_id=document.workspace_id, document_ids=[document.pk], collection_id=None)
+    Document.objects.select_for_update().filter(
+        pk=document.pk
+    ).exists()  # after a link chunk writing for it (governance.linking)
+    signals.documents_deleting.send(
+        sender=Document, workspace_id=document.workspace_id, document_ids=[document.pk], collection_id=None
+    )
     audit("document.deleted", workspace=document.workspace, actor=actor, target=f"document #{document.pk}")
     document.delete()
 
@@ -443,7 +582,12 @@ def create_entity(workspace: Workspace, *, name: str, aliases: list[str]) -> Ent
         if existing.count() >= limit:
             raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace already has {limit} entities.", {"limit": limit})
         if existing.surface_form_count() + 1 + len(aliases) > forms_limit:
-            raise ApiError(409, ENTITY_LIMIT_REACHED, f"The workspace's entities may have {forms_limit} names and aliases in all.", {"formsLimit": forms_limit})
+            raise ApiError(
+                409,
+                ENTITY_LIMIT_REACHED,
+                f"The workspace's entities may have {forms_limit} names and aliases in all.",
+                {"formsLimit": forms_limit},
+            )
         entity = Entity.objects.create(workspace=workspace, name=name, aliases=aliases, link_cursor=0)
     if linking.start_linking(workspace.pk, entity_id=entity.pk):
         entity.link_cursor = None
@@ -469,8 +613,12 @@ def create_context_set(
     if by is not None:
         wanted_collections = set(collection_ids) if collection_ids is not None else {c.pk for c in collections or ()}
         wanted_documents = set(document_ids) if document_ids is not None else {d.pk for d in documents or ()}
-        collections = list(Collection.objects.restrict(by, "view").filter(workspace_id=workspace.pk, pk__in=wanted_collections))
-        documents = list(Document.objects.restrict(by, "view").filter(workspace_id=workspace.pk, pk__in=wanted_documents))
+        collections = list(
+            Collection.objects.restrict(by, "view").filter(workspace_id=workspace.pk, pk__in=wanted_collections)
+        )
+        documents = list(
+            Document.objects.restrict(by, "view").filter(workspace_id=workspace.pk, pk__in=wanted_documents)
+        )
         if len(collections) != len(wanted_collections):
             raise validation_error({"collectionIds": ["No such collection."]})
         if len(documents) != len(wanted_documents):
@@ -487,7 +635,13 @@ def create_context_set(
 def set_context_set_active(context_set: ContextSet, active: bool, *, actor: Actor) -> ContextSet:
     context_set.active = active
     context_set.save(update_fields=["active"])
-    audit("context_set.changed", workspace=context_set.workspace, actor=actor, target=f"context set #{context_set.pk}", changes={"active": active})
+    audit(
+        "context_set.changed",
+        workspace=context_set.workspace,
+        actor=actor,
+        target=f"context set #{context_set.pk}",
+        changes={"active": active},
+    )
     return context_set
 
 
@@ -504,7 +658,13 @@ def delete_context_set(context_set: ContextSet, *, actor: Actor) -> None:
 def rename_workspace(workspace: Workspace, name: str, *, actor: Actor) -> Workspace:
     workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
     if workspace.name != name:
-        audit("workspace.renamed", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": [workspace.name, name]})
+        audit(
+            "workspace.renamed",
+            workspace=workspace,
+            actor=actor,
+            target=f"workspace #{workspace.pk}",
+            changes={"name": [workspace.name, name]},
+        )
         workspace.name = name
         workspace.save(update_fields=["name"])
     return workspace
@@ -533,7 +693,14 @@ def set_retains_history(workspace: Workspace, retains: bool, *, actor: Actor, re
     unreachable now, erased with receipts on commit, or by the cascade sweep if the broker is down)."""
     workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
     if workspace.retains_history != retains:
-        audit("workspace.retains_history", workspace=workspace, actor=actor, target=f"workspace #{workspace.pk}", changes={"retainsHistory": [workspace.retains_history, retains]}, reason=reason)
+        audit(
+            "workspace.retains_history",
+            workspace=workspace,
+            actor=actor,
+            target=f"workspace #{workspace.pk}",
+            changes={"retainsHistory": [workspace.retains_history, retains]},
+            reason=reason,
+        )
         workspace.retains_history = retains
         workspace.save(update_fields=["retains_history"])
         if not retains:
@@ -545,8 +712,19 @@ def delete_workspace(workspace: Workspace, *, actor: Actor, reason: str = "") ->
     """Every app first erases what it keeps about the workspace (`signals.workspace_deleting`:
     memories with receipts, which are kept, since they hold no content), then the workspace goes.
     Answers how many memory versions were erased."""
-    erased = sum(count for _, count in signals.workspace_deleting.send(sender=Workspace, workspace=workspace, actor=actor) if isinstance(count, int))
+    erased = sum(
+        count
+        for _, count in signals.workspace_deleting.send(sender=Workspace, workspace=workspace, actor=actor)
+        if isinstance(count, int)
+    )
     with transaction.atomic():
-        audit("workspace.deleted", workspace=None, actor=actor, target=f"workspace #{workspace.pk}", changes={"name": workspace.name}, reason=reason)
+        audit(
+            "workspace.deleted",
+            workspace=None,
+            actor=actor,
+            target=f"workspace #{workspace.pk}",
+            changes={"name": workspace.name},
+            reason=reason,
+        )
         workspace.delete()
     return erased

@@ -74,7 +74,12 @@ def _memory_counts(queryset: QuerySet[Workspace]) -> list[Summary]:
         citations=count_of(Citation.objects.all(), "memory__workspace"),
         embeddings=count_of(MemoryEmbedding.objects.all(), "memory__workspace"),
     )[:200]:
-        lines.append(Summary(f"{workspace}: memory versions / citations / embeddings to erase", f"{workspace.versions} / {workspace.citations} / {workspace.embeddings}"))
+        lines.append(
+            Summary(
+                f"{workspace}: memory versions / citations / embeddings to erase",
+                f"{workspace.versions} / {workspace.citations} / {workspace.embeddings}",
+            )
+        )
     return lines
 
 
@@ -96,25 +101,57 @@ def resume_retaining(modeladmin, request, workspace: Workspace, reason: str) -> 
 
 @admin.register(Workspace)
 class WorkspaceAdmin(GovernedAdmin):
-    list_display = ("id", "name", "ai_memory_available", "retains_history", "agent_memories", "retention_days", "members_link", "credentials_link", "memories_link", "created_at")
+    list_display = (
+        "id",
+        "name",
+        "ai_memory_available",
+        "retains_history",
+        "agent_memories",
+        "retention_days",
+        "members_link",
+        "credentials_link",
+        "memories_link",
+        "created_at",
+    )
     list_display_links = ("id", "name")
     list_select_related = ("ask_history",)
-    list_filter = ("ai_memory_available", "retains_history", "ask_history__agent_memories_enabled", ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        "ai_memory_available",
+        "retains_history",
+        "ask_history__agent_memories_enabled",
+        ("created_at", admin.DateFieldListFilter),
+    )
     search_fields = ("#id", "name")
     ordering = ("id",)
     readonly_fields = ("ai_memory_available", "retains_history", "created_at", "settings_summary")
     actions = [
-        governed_action(description="Switch the platform AI-memory flag ON", permission=SET_PLATFORM_FLAGS, perform=_set_flag(True), done="Platform flag switched on for {count} workspace(s)."),
-        governed_action(description="Switch the platform AI-memory flag OFF", permission=SET_PLATFORM_FLAGS, perform=_set_flag(False), done="Platform flag switched off for {count} workspace(s)."),
+        governed_action(
+            description="Switch the platform AI-memory flag ON",
+            permission=SET_PLATFORM_FLAGS,
+            perform=_set_flag(True),
+            done="Platform flag switched on for {count} workspace(s).",
+        ),
+        governed_action(
+            description="Switch the platform AI-memory flag OFF",
+            permission=SET_PLATFORM_FLAGS,
+            perform=_set_flag(False),
+            done="Platform flag switched off for {count} workspace(s).",
+        ),
         governed_action(
             description="Make non-retaining (erases every memory, with receipts)",
             permission=SET_PLATFORM_FLAGS,
             perform=make_non_retaining,
             summary=_memory_counts,
-            warning="Every memory of these workspaces becomes unreachable now and is erased with a deletion receipt; this cannot be undone.",
+            warning="Every memory of these workspaces becomes unreachable now and is erased with a deletion receipt; "
+            "this cannot be undone.",
             done="{count} workspace(s) made non-retaining; their memories are being erased (see Deletion receipts).",
         ),
-        governed_action(description="Resume keeping history", permission=SET_PLATFORM_FLAGS, perform=resume_retaining, done="{count} workspace(s) keep history again."),
+        governed_action(
+            description="Resume keeping history",
+            permission=SET_PLATFORM_FLAGS,
+            perform=resume_retaining,
+            done="{count} workspace(s) keep history again.",
+        ),
     ]
 
     def get_queryset(self, request):
@@ -176,7 +213,9 @@ class WorkspaceAdmin(GovernedAdmin):
 
     @admin.display(description="active credentials", ordering="active_credentials")
     def credentials_link(self, obj: Workspace) -> str:
-        return changelist_link("governance.credential", obj.active_credentials, workspace__id__exact=obj.pk, status="active")
+        return changelist_link(
+            "governance.credential", obj.active_credentials, workspace__id__exact=obj.pk, status="active"
+        )
 
     @admin.display(description="memories")
     def memories_link(self, obj: Workspace) -> str:
@@ -197,7 +236,13 @@ class WorkspaceAdmin(GovernedAdmin):
 
 @admin.register(AskHistorySettings)
 class AskHistorySettingsAdmin(GovernedAdmin):
-    list_display = ("workspace", "agent_memories_enabled", "agent_memory_retention_days", "expired_grace_days", "updated_at")
+    list_display = (
+        "workspace",
+        "agent_memories_enabled",
+        "agent_memory_retention_days",
+        "expired_grace_days",
+        "updated_at",
+    )
     list_select_related = ("workspace",)
     list_filter = ("agent_memories_enabled",)
     search_fields = ("#workspace__id", "workspace__name")
@@ -222,7 +267,12 @@ def _member_erase_manifests(request, queryset: QuerySet[Member]) -> list[Summary
         manifest = previews.preview_member_erase(member, actor=request.user)
         who = f"{member.user.email or member.user.username} — {member}"
         lines.append(Summary(f"{who}: memory versions to erase", manifest["artifacts"]["memory_version"]))
-        lines.append(Summary(f"{who}: memories (current versions), of which assistant memories", f"{manifest['memories']} / {manifest.get('assistantMemories', 0)}"))
+        lines.append(
+            Summary(
+                f"{who}: memories (current versions), of which assistant memories",
+                f"{manifest['memories']} / {manifest.get('assistantMemories', 0)}",
+            )
+        )
         for artifact, label in ARTIFACT_LABELS.items():
             if artifact != "memory_version":
                 lines.append(Summary(f"{who}: {label}", manifest["artifacts"][artifact]))
@@ -235,7 +285,17 @@ def erase_member_memories(modeladmin, request, member: Member, reason: str) -> N
 
 @admin.register(Member)
 class MemberAdmin(GovernedAdmin):
-    list_display = ("id", "email", "workspace", "role", "remember_me", "is_active", "joined_at", "left_at", "memories_link")
+    list_display = (
+        "id",
+        "email",
+        "workspace",
+        "role",
+        "remember_me",
+        "is_active",
+        "joined_at",
+        "left_at",
+        "memories_link",
+    )
     list_select_related = ("user", "workspace")
     list_filter = ("workspace", "role", ActiveMemberFilter, "remember_me")
     search_fields = ("#id", "user__email", "user__username")
@@ -246,7 +306,8 @@ class MemberAdmin(GovernedAdmin):
             permission=ERASE_MEMBER_MEMORIES,
             perform=erase_member_memories,
             preview=_member_erase_manifests,
-            warning="Every memory version of these members is erased now, with a deletion receipt; this cannot be undone.",
+            warning="Every memory version of these members is erased now, with a deletion receipt; this cannot be "
+            "undone.",
             done="Memories of {count} member(s) erased (see Deletion receipts).",
         )
     ]
@@ -271,13 +332,36 @@ def revoke_credential(modeladmin, request, credential: Credential, reason: str) 
 
 @admin.register(Credential)
 class CredentialAdmin(GovernedAdmin):
-    list_display = ("id", "name", "prefix_display", "workspace", "member_email", "scopes", "status", "created_at", "last_used_at", "expires_at", "revoked_at")
+    list_display = (
+        "id",
+        "name",
+        "prefix_display",
+        "workspace",
+        "member_email",
+        "scopes",
+        "status",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
     list_select_related = ("workspace", "member__user", "context_set")
     list_filter = ("workspace", CredentialStatusFilter, ("created_at", admin.DateFieldListFilter))
     search_fields = ("#id", "name", "^prefix", "member__user__email")
     ordering = ("-id",)
     exclude = ("token_hash",)
-    readonly_fields = ("workspace", "member", "name", "scopes", "context_set", "prefix_display", "created_at", "last_used_at", "expires_at", "revoked_at")
+    readonly_fields = (
+        "workspace",
+        "member",
+        "name",
+        "scopes",
+        "context_set",
+        "prefix_display",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
     fields = readonly_fields
     csv_columns = (
         ("id", "pk"),
@@ -335,7 +419,17 @@ class AuditEventAdmin(GovernedAdmin):
     search_fields = ("#id", "action", "target", "actor_label", "reason")
     date_hierarchy = "created_at"
     ordering = ("-created_at", "-id")
-    fields = readonly_fields = ("created_at", "action", "workspace_ref", "workspace", "actor", "actor_label", "target", "changes_display", "reason")
+    fields = readonly_fields = (
+        "created_at",
+        "action",
+        "workspace_ref",
+        "workspace",
+        "actor",
+        "actor_label",
+        "target",
+        "changes_display",
+        "reason",
+    )
     csv_columns = (
         ("id", "pk"),
         ("created_at", "created_at"),

@@ -81,13 +81,17 @@ class AccountAdmin(RefuseUnknownActionsMixin, UserAdmin):
             if target is not None and not own and request.method == "POST":
                 target.refresh_from_db(fields=["password"])
                 if target.password != before:
-                    actions.record_password_set_by_admin(target, actor=request.user, reason=request.POST.get("reason", "").strip())
+                    actions.record_password_set_by_admin(
+                        target, actor=request.user, reason=request.POST.get("reason", "").strip()
+                    )
         return response
 
     def save_model(self, request, obj, form, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if not change and obj.has_usable_password():
-            actions.record_password_set_by_admin(obj, actor=request.user, reason="set when the account was created in the admin")
+            actions.record_password_set_by_admin(
+                obj, actor=request.user, reason="set when the account was created in the admin"
+            )
 
 
 if admin.site.is_registered(User):

@@ -65,7 +65,9 @@ class LargeTablePaginator(Paginator):
             return len(queryset)
         if connection.vendor == "postgresql" and not queryset.query.where:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [queryset.model._meta.db_table])
+                cursor.execute(
+                    "SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [queryset.model._meta.db_table]
+                )
                 row = cursor.fetchone()
             estimate = int(row[0]) if row and row[0] is not None else -1
             if estimate > self.CAP:
@@ -209,7 +211,9 @@ def content_config_errors(admin_obj: admin.ModelAdmin) -> list[checks.CheckMessa
     errors: list[checks.CheckMessage] = []
 
     def error(message: str, code: int) -> None:
-        errors.append(checks.Error(f"{type(admin_obj).__name__}: {message}", obj=type(admin_obj), id=f"governance.A{code:03d}"))
+        errors.append(
+            checks.Error(f"{type(admin_obj).__name__}: {message}", obj=type(admin_obj), id=f"governance.A{code:03d}")
+        )
 
     for name in admin_obj.search_fields or ():
         if lookup_reaches_content(model, name.lstrip("^=@#")):
@@ -226,7 +230,11 @@ def content_config_errors(admin_obj: admin.ModelAdmin) -> list[checks.CheckMessa
     shown = list(_display_names(admin_obj, admin_obj.list_display or ()))
     shown += list(_display_names(admin_obj, admin_obj.fields or ()))
     shown += list(_display_names(admin_obj, admin_obj.readonly_fields or ()))
-    shown += [accessor.replace(".", "__") for _, accessor in getattr(admin_obj, "csv_columns", ()) if isinstance(accessor, str)]
+    shown += [
+        accessor.replace(".", "__")
+        for _, accessor in getattr(admin_obj, "csv_columns", ())
+        if isinstance(accessor, str)
+    ]
     for name in dict.fromkeys(shown):
         if path_shows_content(model, name):
             error(f"{name!r} would show memory content.", 5)
@@ -277,11 +285,23 @@ class ContentGuardMixin:
 
     def get_sortable_by(self, request):
         sortable = super().get_sortable_by(request)
-        return [name for name in sortable if not (isinstance(name, str) and (order := _column_ordering(self, name)) and lookup_reaches_content(self.model, order))]
+        return [
+            name
+            for name in sortable
+            if not (
+                isinstance(name, str)
+                and (order := _column_ordering(self, name))
+                and lookup_reaches_content(self.model, order)
+            )
+        ]
 
     def get_changelist(self, request, **kwargs):
         base = super().get_changelist(request, **kwargs)
-        return base if issubclass(base, GuardedChangeList) else type("Guarded" + base.__name__, (GuardedChangeList, base), {})
+        return (
+            base
+            if issubclass(base, GuardedChangeList)
+            else type("Guarded" + base.__name__, (GuardedChangeList, base), {})
+        )
 
     def get_search_results(self, request, queryset, search_term):
         if search_term:
@@ -351,7 +371,11 @@ class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
 
     def get_actions(self, request):
         actions = super().get_actions(request)
-        return {name: entry for name, entry in actions.items() if request.user.has_perm(getattr(entry[0], "required_permission", "-"))}
+        return {
+            name: entry
+            for name, entry in actions.items()
+            if request.user.has_perm(getattr(entry[0], "required_permission", "-"))
+        }
 
     def changelist_view(self, request, extra_context=None):
         refuse_unknown_actions(self, request)
@@ -360,7 +384,9 @@ class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
             query = request.GET.copy()
             query.pop("p", None)
             opts = self.model._meta
-            extra_context["export_csv_url"] = reverse(f"admin:{opts.app_label}_{opts.model_name}_export_csv") + (f"?{query.urlencode()}" if query else "")
+            extra_context["export_csv_url"] = reverse(f"admin:{opts.app_label}_{opts.model_name}_export_csv") + (
+                f"?{query.urlencode()}" if query else ""
+            )
         return super().changelist_view(request, extra_context)
 
     # -- search: "#field" is an exact integer match (index-friendly; a non-number skips it),
@@ -395,7 +421,11 @@ class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
             return urls
         opts = self.model._meta
         return [
-            path("export.csv", self.admin_site.admin_view(self.export_csv_view), name=f"{opts.app_label}_{opts.model_name}_export_csv"),
+            path(
+                "export.csv",
+                self.admin_site.admin_view(self.export_csv_view),
+                name=f"{opts.app_label}_{opts.model_name}_export_csv",
+            ),
             *urls,
         ]
 
@@ -407,11 +437,16 @@ class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
         except IncorrectLookupParameters as exc:  # the change list redirects to ?e=1; a download cannot
             reason = str(exc).split(" Choices are", 1)[0].strip() or "invalid filter"
             return HttpResponseBadRequest(
-                f"The export cannot apply the filters of this request ({reason}). Remove them: the change list shows the filters it accepts.\n", content_type="text/plain; charset=utf-8"
+                f"The export cannot apply the filters of this request ({reason}). Remove them: the change list shows "
+                "the filters it accepts.\n",
+                content_type="text/plain; charset=utf-8",
             )
         queryset = changelist.get_queryset(request)
         columns = self.csv_columns
-        if any(isinstance(accessor, str) and path_shows_content(self.model, accessor.replace(".", "__")) for _, accessor in columns):
+        if any(
+            isinstance(accessor, str) and path_shows_content(self.model, accessor.replace(".", "__"))
+            for _, accessor in columns
+        ):
             raise PermissionDenied  # also a check error (governance.A005): never exported
 
         def rows() -> Iterator[list[str]]:
@@ -420,7 +455,9 @@ class GovernedAdmin(ContentGuardMixin, admin.ModelAdmin):
                 yield [_csv_safe(self._csv_value(obj, accessor)) for _, accessor in columns]
 
         writer = csv.writer(_Echo())
-        response = StreamingHttpResponse((writer.writerow(row) for row in rows()), content_type="text/csv; charset=utf-8")
+        response = StreamingHttpResponse(
+            (writer.writerow(row) for row in rows()), content_type="text/csv; charset=utf-8"
+        )
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
         response["Content-Disposition"] = f'attachment; filename="{self.model._meta.model_name}-{stamp}.csv"'
         return response

@@ -93,7 +93,9 @@ def bar_chart(title: str, series: dict[date, float], days: list[date], *, unit: 
         y = pad_top + plot_h - h
         label = f"{day.isoformat()}: {value:g}{unit}"
         bars.append((f"{x:.1f}", f"{y:.1f}", f"{max(slot - 2, 1):.1f}", f"{h:.1f}", label))
-    bar_markup = format_html_join("", '<rect x="{}" y="{}" width="{}" height="{}" fill="#417690"><title>{}</title></rect>', bars)
+    bar_markup = format_html_join(
+        "", '<rect x="{}" y="{}" width="{}" height="{}" fill="#417690"><title>{}</title></rect>', bars
+    )
     total = sum(values)
     svg = format_html(
         '<svg class="dashboard-chart" role="img" aria-label="{title}" viewBox="0 0 {w} {h}" width="100%" preserveAspectRatio="xMinYMin meet" xmlns="http://www.w3.org/2000/svg">'
@@ -127,9 +129,26 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
     since = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=DAYS - 1)
     workspaces = list(Workspace.objects.select_related("ask_history").order_by("id")[:limit])
     ids = [w.pk for w in workspaces]
-    members = dict(Member.objects.active().filter(workspace_id__in=ids).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
-    credentials = dict(Credential.objects.active(now).filter(workspace_id__in=ids).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
-    versions = dict(MemoryVersion.objects.filter(workspace_id__in=ids).values("workspace_id").annotate(n=Count("pk")).values_list("workspace_id", "n"))
+    members = dict(
+        Member.objects.active()
+        .filter(workspace_id__in=ids)
+        .values("workspace_id")
+        .annotate(n=Count("pk"))
+        .values_list("workspace_id", "n")
+    )
+    credentials = dict(
+        Credential.objects.active(now)
+        .filter(workspace_id__in=ids)
+        .values("workspace_id")
+        .annotate(n=Count("pk"))
+        .values_list("workspace_id", "n")
+    )
+    versions = dict(
+        MemoryVersion.objects.filter(workspace_id__in=ids)
+        .values("workspace_id")
+        .annotate(n=Count("pk"))
+        .values_list("workspace_id", "n")
+    )
     erasures: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
     receipt_rows = (
         DeletionReceipt.objects.filter(workspace_ref__in=ids, purged_at__gte=since)
@@ -151,16 +170,31 @@ def workspace_figures(now: datetime | None = None, limit: int = LIMIT) -> list[W
             change_url=reverse("admin:governance_workspace_change", args=[workspace.pk]),
             agent_memories_enabled=ask_history.agent_memories_enabled if ask_history else None,
             retention_days=ask_history.agent_memory_retention_days if ask_history else None,
-            members=Figure(members.get(workspace.pk, 0), _url("governance.member", workspace__id__exact=workspace.pk, active="yes")),
-            credentials=Figure(credentials.get(workspace.pk, 0), _url("governance.credential", workspace__id__exact=workspace.pk, status="active")),
-            versions=Figure(versions.get(workspace.pk, 0), _url("memoryapp.memoryversion", workspace__id__exact=workspace.pk)),
+            members=Figure(
+                members.get(workspace.pk, 0), _url("governance.member", workspace__id__exact=workspace.pk, active="yes")
+            ),
+            credentials=Figure(
+                credentials.get(workspace.pk, 0),
+                _url("governance.credential", workspace__id__exact=workspace.pk, status="active"),
+            ),
+            versions=Figure(
+                versions.get(workspace.pk, 0), _url("memoryapp.memoryversion", workspace__id__exact=workspace.pk)
+            ),
             erasures=[
-                Erasures(op, labels.get(op, op), receipts, erased, _url("retention.deletionreceipt", workspace=workspace.pk, operation__exact=op, **recent))
+                Erasures(
+                    op,
+                    labels.get(op, op),
+                    receipts,
+                    erased,
+                    _url("retention.deletionreceipt", workspace=workspace.pk, operation__exact=op, **recent),
+                )
                 for op, receipts, erased in erasures.get(workspace.pk, [])
             ],
         )
         account = balances.get(workspace.pk)
-        figures.balance = Figure(account.balance if account else None, _url("credits.creditaccount", workspace__id__exact=workspace.pk))
+        figures.balance = Figure(
+            account.balance if account else None, _url("credits.creditaccount", workspace__id__exact=workspace.pk)
+        )
         result.append(figures)
     return result
 
@@ -171,7 +205,14 @@ def charts(now: datetime | None = None) -> list[Chart]:
     days = _days(today)
     since = timezone.make_aware(datetime.combine(days[0], datetime.min.time()))
 
-    remembers = {_as_date(row["day"]): row["n"] for row in MemoryVersion.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("pk")).order_by()}
+    remembers = {
+        _as_date(row["day"]): row["n"]
+        for row in MemoryVersion.objects.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("pk"))
+        .order_by()
+    }
     erased = {
         _as_date(row["day"]): row["n"] or 0
         for row in DeletionReceipt.objects.filter(purged_at__gte=since)
@@ -180,9 +221,27 @@ def charts(now: datetime | None = None) -> list[Chart]:
         .annotate(n=Sum(Cast(KT("manifest__artifacts__memory_version"), IntegerField())))
         .order_by()
     }
-    credits = {row["day"]: row["cost"] for row in daily_costs(UsageRecord.objects.all(), timezone.get_current_timezone(), since=days[0])}
+    credits = {
+        row["day"]: row["cost"]
+        for row in daily_costs(UsageRecord.objects.all(), timezone.get_current_timezone(), since=days[0])
+    }
     return [
-        bar_chart("Memory versions written per day (still stored)", remembers, days, url=_url("memoryapp.memoryversion", **last_days_query("created_at", DAYS))),
-        bar_chart("Memory versions erased per day (deletion receipts)", erased, days, url=_url("retention.deletionreceipt", **last_days_query("purged_at", DAYS))),
-        bar_chart("Credits used per day (usage records)", credits, days, url=_url("credits.usagerecord", **last_days_query("created_at", DAYS))),
+        bar_chart(
+            "Memory versions written per day (still stored)",
+            remembers,
+            days,
+            url=_url("memoryapp.memoryversion", **last_days_query("created_at", DAYS)),
+        ),
+        bar_chart(
+            "Memory versions erased per day (deletion receipts)",
+            erased,
+            days,
+            url=_url("retention.deletionreceipt", **last_days_query("purged_at", DAYS)),
+        ),
+        bar_chart(
+            "Credits used per day (usage records)",
+            credits,
+            days,
+            url=_url("credits.usagerecord", **last_days_query("created_at", DAYS)),
+        ),
     ]

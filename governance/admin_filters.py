@@ -20,7 +20,10 @@ class WorkspaceRefFilter(admin.SimpleListFilter):
     max_choices = 200
 
     def lookups(self, request, model_admin):
-        return [(str(pk), f"{name} (#{pk})") for pk, name in Workspace.objects.order_by("name", "pk").values_list("pk", "name")[: self.max_choices]]
+        return [
+            (str(pk), f"{name} (#{pk})")
+            for pk, name in Workspace.objects.order_by("name", "pk").values_list("pk", "name")[: self.max_choices]
+        ]
 
     def queryset(self, request, queryset):
         value = self.value()

@@ -55,13 +55,19 @@ def sync_staff_groups(apps, using: str = "default") -> None:
         for model in app_config.get_models():
             opts = model._meta
             ct = content_type(opts.app_label, opts.model_name)
-            permission, _ = Permission.objects.db_manager(using).get_or_create(content_type=ct, codename=f"view_{opts.model_name}", defaults={"name": f"Can view {opts.verbose_name_raw}"})
+            permission, _ = Permission.objects.db_manager(using).get_or_create(
+                content_type=ct,
+                codename=f"view_{opts.model_name}",
+                defaults={"name": f"Can view {opts.verbose_name_raw}"},
+            )
             view_permissions.append(permission)
 
     governed_permissions = []
     for app_label, model_name, codename, name in GOVERNED_PERMISSIONS:
         ct = content_type(app_label, model_name)
-        permission, _ = Permission.objects.db_manager(using).get_or_create(content_type=ct, codename=codename, defaults={"name": name})
+        permission, _ = Permission.objects.db_manager(using).get_or_create(
+            content_type=ct, codename=codename, defaults={"name": name}
+        )
         governed_permissions.append(permission)
 
     auditor, _ = Group.objects.db_manager(using).get_or_create(name=AUDITOR)

@@ -23,7 +23,15 @@ def actor_label(actor: Actor) -> str:
     return getattr(actor, "email", "") or getattr(actor, "username", "") or f"user #{actor.pk}"
 
 
-def audit(action: str, *, workspace: Workspace | None, actor: Actor = None, target: str = "", changes: dict[str, Any] | None = None, reason: str = "") -> AuditEvent:
+def audit(
+    action: str,
+    *,
+    workspace: Workspace | None,
+    actor: Actor = None,
+    target: str = "",
+    changes: dict[str, Any] | None = None,
+    reason: str = "",
+) -> AuditEvent:
     return AuditEvent.objects.create(
         workspace=workspace,
         workspace_ref=workspace.pk if workspace else None,

@@ -48,7 +48,11 @@ def audited_step_allowed(user: Any) -> bool:
     member's account (set its password). Only when the deployment allows it
     (`ADMIN_MAY_VIEW_MEMORY_CONTENT`), only for an active superuser, and each use asks for a reason
     and writes an audit event."""
-    return bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT) and bool(getattr(user, "is_superuser", False)) and bool(getattr(user, "is_active", False))
+    return (
+        bool(settings.ADMIN_MAY_VIEW_MEMORY_CONTENT)
+        and bool(getattr(user, "is_superuser", False))
+        and bool(getattr(user, "is_active", False))
+    )
 
 
 def may_set_password(actor: Any, target: Any) -> bool:
@@ -107,7 +111,12 @@ def active_membership(request: HttpRequest, workspace_id: int) -> Member | None:
     user = getattr(request, "user", None)
     if not getattr(user, "is_authenticated", False):
         return None
-    member = Member.objects.active().select_related("workspace", "workspace__ask_history", "user").filter(workspace_id=workspace_id, user=user).first()
+    member = (
+        Member.objects.active()
+        .select_related("workspace", "workspace__ask_history", "user")
+        .filter(workspace_id=workspace_id, user=user)
+        .first()
+    )
     if member is not None and not member.opens_for(credential_issued_at(request)):
         raise MembershipRestarted(member)
     return member
@@ -126,7 +135,11 @@ def find_credential(raw_token: str | None) -> Credential | None:
         row = (
             # Only what the gate reads: compiling a wider select_related cost more than the query. The
             # member's usable credentials come along (the read and remember limits' member bound).
-            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history").with_usable_siblings().filter(prefix=prefix).order_by().first()
+            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history")
+            .with_usable_siblings()
+            .filter(prefix=prefix)
+            .order_by()
+            .first()
         )
     if not tokens.matches(raw_token, row.token_hash if row else None):
         return None

@@ -22,7 +22,8 @@ deny every path that reaches a content-derived field, through any relation.
 
 Digests of content shown to anyone but the member are keyed (SPEC §8.2). A memory version's text
 digest is keyed by its data key (it must not outlive the erase: a backup's copy plus a long-lived
-server key would confirm a guess of the erased text). `member_digest` is the way for the rest: the key is `settings.CONTENT_DIGEST_KEY` (kept in var/ like the receipt
+server key would confirm a guess of the erased text). `member_digest` is the way for the rest: the key is
+`settings.CONTENT_DIGEST_KEY` (kept in var/ like the receipt
 signing key, or from the environment); HKDF-SHA256 derives from it one key per (workspace,
 member), and the digest is HMAC-SHA256 of the UTF-8 text under that key. Why per member and not
 per workspace: with one key per workspace, two members who stored the same sentence would show
@@ -62,7 +63,11 @@ def content_fields(model: type[Model]) -> frozenset[str]:
 
 def content_derived_fields(model: type[Model]) -> frozenset[str]:
     """Fields the admin never looks up, searches, filters or orders on."""
-    return frozenset(getattr(model, "content_fields", ())) | frozenset(getattr(model, "content_digests", ())) | frozenset(getattr(model, "keyed_digests", ()))
+    return (
+        frozenset(getattr(model, "content_fields", ()))
+        | frozenset(getattr(model, "content_digests", ()))
+        | frozenset(getattr(model, "keyed_digests", ()))
+    )
 
 
 def _field_names(model: type[Model], name: str) -> set[str]:
@@ -87,7 +92,9 @@ def lookup_reaches_content(model: type[Model], lookup: str) -> bool:
 
 def path_shows_content(model: type[Model], path: str) -> bool:
     """True when displaying `path` (`text`, `memory__details`) would show content itself."""
-    return _path_reaches(model, path, lambda current, part: any(part in _field_names(current, name) for name in content_fields(current)))
+    return _path_reaches(
+        model, path, lambda current, part: any(part in _field_names(current, name) for name in content_fields(current))
+    )
 
 
 def _path_reaches(model: type[Model], path: str, hit) -> bool:
@@ -117,20 +124,30 @@ def declaration_errors(model: type[Model]) -> list[checks.CheckMessage]:
         if count != 1:
             errors.append(
                 checks.Error(
-                    f"{model._meta.label}.{name} is {'not classified' if count == 0 else 'classified twice'} as content, content digest, keyed digest or metadata.",
-                    hint="Add it to exactly one of content_fields, content_digests, keyed_digests, metadata_fields on the model (governance/content.py).",
+                    f"{model._meta.label}.{name} is {'not classified' if count == 0 else 'classified twice'} as "
+                    "content, content digest, keyed digest or metadata.",
+                    hint="Add it to exactly one of content_fields, content_digests, keyed_digests, metadata_fields on "
+                    "the model (governance/content.py).",
                     obj=model,
                     id="governance.E001",
                 )
             )
     for name in sorted(set().union(*declared) - concrete):
-        errors.append(checks.Error(f"{model._meta.label} declares {name!r}, which is not one of its fields.", obj=model, id="governance.E002"))
+        errors.append(
+            checks.Error(
+                f"{model._meta.label} declares {name!r}, which is not one of its fields.",
+                obj=model,
+                id="governance.E002",
+            )
+        )
     for name in sorted(set(getattr(model, "content_digests", ())) & concrete):
         if _HASH_NAME.search(name):
             errors.append(
                 checks.Error(
-                    f"{model._meta.label}.{name} looks like an unkeyed hash of content, declared as a digest the admin may show.",
-                    hint="A plain hash confirms a guess offline: compute it with governance.content.member_digest and declare it in keyed_digests, or declare it content (SPEC §8.2).",
+                    f"{model._meta.label}.{name} looks like an unkeyed hash of content, declared as a digest the "
+                    "admin may show.",
+                    hint="A plain hash confirms a guess offline: compute it with governance.content.member_digest and "
+                    "declare it in keyed_digests, or declare it content (SPEC §8.2).",
                     obj=model,
                     id="governance.E003",
                 )
@@ -146,7 +163,12 @@ def check_content_declarations(app_configs=None, **kwargs) -> list[checks.CheckM
 # --- keyed digests (SPEC §8.2) -----------------------------------------------------------------
 @lru_cache(maxsize=4096)
 def _derived_key(server_key: str, scope: str) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=f"governed-agent-memory/content-digest/v1/{scope}".encode()).derive(base64.b64decode(server_key))
+    return HKDF(
+        algorithm=hashes.SHA256(),
+        length=32,
+        salt=None,
+        info=f"governed-agent-memory/content-digest/v1/{scope}".encode(),
+    ).derive(base64.b64decode(server_key))
 
 
 def keyed_digest(text: str, scope: str) -> str:

@@ -72,7 +72,9 @@ class EntityMatcher:
         lengths: dict[str, set[int]] = {}
         for form in forms:
             lengths.setdefault(form[0], set()).add(len(form))
-        return {form: tuple(sorted(ids)) for form, ids in forms.items()}, {first: tuple(sorted(ls)) for first, ls in lengths.items()}
+        return {form: tuple(sorted(ids)) for form, ids in forms.items()}, {
+            first: tuple(sorted(ls)) for first, ls in lengths.items()
+        }
 
     def mentions(self, text: str, limit: int | None = None) -> list[int]:
         """The entity ids the text mentions, in the order of their first mention (ties: by id),
@@ -80,7 +82,12 @@ class EntityMatcher:
         t = _normalise(text)
         n = len(t)
         found: dict[int, None] = {}
-        bounded, bounded_lengths, anywhere, anywhere_lengths = self._bounded, self._bounded_lengths, self._anywhere, self._anywhere_lengths
+        bounded, bounded_lengths, anywhere, anywhere_lengths = (
+            self._bounded,
+            self._bounded_lengths,
+            self._anywhere,
+            self._anywhere_lengths,
+        )
         after_word = False
         for start, ch in enumerate(t):
             hits: list[int] = []

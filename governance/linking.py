@@ -52,7 +52,9 @@ def _write(links: Iterable[tuple[int, int]], passage_ids: Sequence[int]) -> None
     if not links:
         return
     document_ids = set(Passage.objects.filter(pk__in=passage_ids).values_list("document_id", flat=True))
-    locked = list(Document.objects.select_for_update().filter(pk__in=document_ids).order_by("pk").values_list("pk", flat=True))
+    locked = list(
+        Document.objects.select_for_update().filter(pk__in=document_ids).order_by("pk").values_list("pk", flat=True)
+    )
     alive = set(Passage.objects.filter(pk__in=passage_ids, document_id__in=locked).values_list("pk", flat=True))
     Links.objects.bulk_create([Links(entity_id=e, passage_id=p) for e, p in links if p in alive], ignore_conflicts=True)
 
@@ -66,7 +68,11 @@ def link_entity(entity_id: int) -> None:
         if row is None or row[3] is None:
             return
         workspace_id, name, aliases, cursor = row
-        chunk = list(Passage.objects.filter(document__workspace_id=workspace_id, pk__gt=cursor).order_by("pk").values_list("pk", "text", "chars")[:LINK_CHUNK])
+        chunk = list(
+            Passage.objects.filter(document__workspace_id=workspace_id, pk__gt=cursor)
+            .order_by("pk")
+            .values_list("pk", "text", "chars")[:LINK_CHUNK]
+        )
         matcher = EntityMatcher([Entity(pk=entity_id, name=name, aliases=aliases)])
         links = [(entity_id, pk) for pk, text, _ in chunk if matcher.find(text)]
         with transaction.atomic():
@@ -97,7 +103,11 @@ def link_passages(workspace_id: int, *, version_id: int | None = None) -> None:
 
 def link_workspace(workspace_id: int) -> None:
     """Everything pending in one workspace: its new entities' scans, then its new passages."""
-    for entity_id in Entity.objects.filter(workspace_id=workspace_id, link_cursor__isnull=False).order_by("pk").values_list("pk", flat=True):
+    for entity_id in (
+        Entity.objects.filter(workspace_id=workspace_id, link_cursor__isnull=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    ):
         link_entity(entity_id)
     link_passages(workspace_id)
 
@@ -105,7 +115,9 @@ def link_workspace(workspace_id: int) -> None:
 def link_sweep() -> dict[str, int]:
     """The periodic job: finish what a lost task or a restarted worker left pending."""
     workspaces = set(Entity.objects.filter(link_cursor__isnull=False).values_list("workspace_id", flat=True))
-    workspaces |= set(Passage.objects.filter(links_pending=True).values_list("document__workspace_id", flat=True).distinct())
+    workspaces |= set(
+        Passage.objects.filter(links_pending=True).values_list("document__workspace_id", flat=True).distinct()
+    )
     for workspace_id in sorted(workspaces):
         link_workspace(workspace_id)
     return {"workspacesLinked": len(workspaces)}

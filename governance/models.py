@@ -33,7 +33,9 @@ from governance.permissions import ROLE_CHOICES, Role, role_has
 class Workspace(models.Model):
     name = models.CharField(max_length=200)
     ai_memory_available = models.BooleanField(default=True, help_text="Platform feature flag (platform admins).")
-    retains_history = models.BooleanField(default=True, help_text="Off: no history is kept and every memory operation is refused.")
+    retains_history = models.BooleanField(
+        default=True, help_text="Off: no history is kept and every memory operation is refused."
+    )
     created_at = models.DateTimeField(default=timezone.now)
     # Raised in the transaction of every change to the workspace's entities: each process's cached
     # entity matcher (governance.knowledge.matcher_for) is current while this has not moved.
@@ -91,7 +93,8 @@ class AskHistorySettings(models.Model):
         blank=True,
         default=None,
         validators=[validate_phone_region],
-        help_text="ISO 3166 alpha-2 (DK, PL…): this country's mobiles are masked in any grouping, without a phone word.",
+        help_text="ISO 3166 alpha-2 (DK, PL…): this country's mobiles are masked in any grouping, without a phone "
+        "word.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -99,8 +102,17 @@ class AskHistorySettings(models.Model):
         verbose_name = "ask-history settings"
         verbose_name_plural = "ask-history settings"
         constraints = [
-            models.CheckConstraint(condition=Q(agent_memory_retention_days__gte=RETENTION_DAYS_RANGE[0], agent_memory_retention_days__lte=RETENTION_DAYS_RANGE[1]), name="retention_days_range"),
-            models.CheckConstraint(condition=Q(expired_grace_days__gte=GRACE_DAYS_RANGE[0], expired_grace_days__lte=GRACE_DAYS_RANGE[1]), name="expired_grace_days_range"),
+            models.CheckConstraint(
+                condition=Q(
+                    agent_memory_retention_days__gte=RETENTION_DAYS_RANGE[0],
+                    agent_memory_retention_days__lte=RETENTION_DAYS_RANGE[1],
+                ),
+                name="retention_days_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(expired_grace_days__gte=GRACE_DAYS_RANGE[0], expired_grace_days__lte=GRACE_DAYS_RANGE[1]),
+                name="expired_grace_days_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -112,7 +124,9 @@ class AskHistorySettings(models.Model):
 
     def with_api_changes(self, changes: dict[str, Any]) -> AskHistorySettings:
         """An unsaved copy with `changes` (API names) applied: what a dry run would save."""
-        copy = AskHistorySettings(workspace_id=self.workspace_id, **{field: getattr(self, field) for field in self.API_FIELDS.values()})
+        copy = AskHistorySettings(
+            workspace_id=self.workspace_id, **{field: getattr(self, field) for field in self.API_FIELDS.values()}
+        )
         for name, value in changes.items():
             setattr(copy, self.API_FIELDS[name], value)
         return copy
@@ -147,7 +161,9 @@ class Member(models.Model):
     remember_me = models.BooleanField(default=True, help_text='"Let the assistant remember me".')
     joined_at = models.DateTimeField(default=timezone.now, help_text="When the current membership period began.")
     left_at = models.DateTimeField(null=True, blank=True)
-    period = models.PositiveIntegerField(default=1, help_text="1 for the first membership; +1 each time a removed member is re-added.")
+    period = models.PositiveIntegerField(
+        default=1, help_text="1 for the first membership; +1 each time a removed member is re-added."
+    )
 
     objects = MemberQuerySet.as_manager()
 
@@ -215,14 +231,19 @@ class DocumentQuerySet(models.QuerySet):
         """`core.restrict`. "view": the documents the member may read now: of their workspace,
         not expired, in a collection they may read."""
         check_action(action)
-        return self.unexpired().filter(Q(workspace_id=member.workspace_id) & Q(collection__in=Collection.objects.restrict(member, action).values("id")))
+        return self.unexpired().filter(
+            Q(workspace_id=member.workspace_id)
+            & Q(collection__in=Collection.objects.restrict(member, action).values("id"))
+        )
 
 
 class Document(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="documents")
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
     title = models.CharField(max_length=300)
-    current_version = models.ForeignKey("DocumentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    current_version = models.ForeignKey(
+        "DocumentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -384,7 +405,14 @@ class CredentialQuerySet(models.QuerySet):
     def with_usable_siblings(self, at: datetime | None = None) -> CredentialQuerySet:
         """Each credential with `usable_siblings`: how many of its member's credentials are usable
         at `at` (itself included), counted in the same query (the rate limiter's member bound)."""
-        siblings = Credential.objects.active(at).filter(member_id=models.OuterRef("member_id")).order_by().values("member_id").annotate(n=models.Count("pk")).values("n")
+        siblings = (
+            Credential.objects.active(at)
+            .filter(member_id=models.OuterRef("member_id"))
+            .order_by()
+            .values("member_id")
+            .annotate(n=models.Count("pk"))
+            .values("n")
+        )
         return self.annotate(usable_siblings=Coalesce(models.Subquery(siblings), 0))
 
     def expired(self, at: datetime | None = None) -> CredentialQuerySet:
@@ -407,7 +435,9 @@ class Credential(models.Model):
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="credentials")
     name = models.CharField(max_length=120)
     scopes = models.JSONField(default=list)
-    context_set = models.ForeignKey(ContextSet, null=True, blank=True, on_delete=models.RESTRICT, related_name="credentials")
+    context_set = models.ForeignKey(
+        ContextSet, null=True, blank=True, on_delete=models.RESTRICT, related_name="credentials"
+    )
     prefix = models.CharField(max_length=16, unique=True)
     token_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
@@ -443,9 +473,15 @@ class Credential(models.Model):
 class AuditEvent(models.Model):
     """Who changed what governance state, written in the same transaction as the change."""
 
-    workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events")
-    workspace_ref = models.BigIntegerField(null=True, blank=True, db_index=True, help_text="Kept after the workspace is deleted.")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    workspace_ref = models.BigIntegerField(
+        null=True, blank=True, db_index=True, help_text="Kept after the workspace is deleted."
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_label = models.CharField(max_length=200, blank=True)
     action = models.CharField(max_length=64, db_index=True)
     target = models.CharField(max_length=200, blank=True)
@@ -491,7 +527,9 @@ class Agent(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
     name = models.CharField(max_length=120)
-    vector_memory = models.BooleanField(default=False, help_text='"Vector memory": conversations with this agent may be consolidated into AI memories.')
+    vector_memory = models.BooleanField(
+        default=False, help_text='"Vector memory": conversations with this agent may be consolidated into AI memories.'
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

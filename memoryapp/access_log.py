@@ -58,7 +58,15 @@ _TABLE = AccessEntry._meta.db_table
 _VERSIONS = MemoryVersion._meta.db_table
 
 
-def record(*, credential: Credential, member: Member, operation: str, surface: str, memories: Sequence[dict[str, Any]], hidden: int) -> int | None:
+def record(
+    *,
+    credential: Credential,
+    member: Member,
+    operation: str,
+    surface: str,
+    memories: Sequence[dict[str, Any]],
+    hidden: int,
+) -> int | None:
     """Write the read's entry: the memory objects' ids and version numbers, in the order returned.
     Answers the entry's id, or None when no entry was written (nothing returned, or everything
     returned was erased since).
@@ -85,11 +93,12 @@ def record(*, credential: Credential, member: Member, operation: str, surface: s
         # caller's transaction the setting would reach the caller's writes too, so it is not set.
         commit = None if connection.in_atomic_block else "off"
         sql = (
-            "WITH relaxed AS (SELECT set_config('synchronous_commit', coalesce(%s, current_setting('synchronous_commit')), true)),"
-            " listed AS (SELECT r.ref, r.ord FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS r(ref, ord)),"
-            f" stored AS (SELECT id FROM {_VERSIONS} WHERE id = ANY(%s) FOR KEY SHARE)"
-            f" INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, %s - count(*), jsonb_agg(listed.ref ORDER BY listed.ord)"
-            " FROM relaxed, listed JOIN stored ON stored.id = (listed.ref->>'id')::bigint HAVING count(*) > 0 RETURNING id"
+            "WITH relaxed AS (SELECT set_config('synchronous_commit', coalesce(%s, "
+            "current_setting('synchronous_commit')), true)), listed AS (SELECT r.ref, r.ord FROM "
+            f"jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS r(ref, ord)), stored AS (SELECT id FROM {_VERSIONS} "
+            f"WHERE id = ANY(%s) FOR KEY SHARE) INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, %s - count(*), "
+            "jsonb_agg(listed.ref ORDER BY listed.ord) FROM relaxed, listed JOIN stored ON stored.id = "
+            "(listed.ref->>'id')::bigint HAVING count(*) > 0 RETURNING id"
         )
         params = [commit, json.dumps(refs), ids, *values, len(refs)]
     else:
@@ -110,11 +119,20 @@ def _record_survivors(values: list[Any], refs: list[dict[str, int]]) -> int | No
     """SQLite, when an erase came between the read and its entry: the entry lists the versions
     still stored, inside one IMMEDIATE transaction (no erase runs beside it)."""
     with transaction.atomic():
-        stored = {pk for (pk,) in _rows(f"SELECT id FROM {_VERSIONS} WHERE id IN (SELECT value FROM json_each(%s))", [json.dumps([ref["id"] for ref in refs])])}
+        stored = {
+            pk
+            for (pk,) in _rows(
+                f"SELECT id FROM {_VERSIONS} WHERE id IN (SELECT value FROM json_each(%s))",
+                [json.dumps([ref["id"] for ref in refs])],
+            )
+        }
         kept = [ref for ref in refs if ref["id"] in stored]
         if not kept:
             return None
-        rows = _rows(f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) RETURNING id", [*values, len(refs) - len(kept), json.dumps(kept)])
+        rows = _rows(
+            f"INSERT INTO {_TABLE} ({_COLUMNS}) VALUES ({', '.join(['%s'] * 11)}) RETURNING id",
+            [*values, len(refs) - len(kept), json.dumps(kept)],
+        )
         return rows[0][0]
 
 
@@ -122,7 +140,9 @@ def _record_survivors(values: list[Any], refs: list[dict[str, int]]) -> int | No
 _PG_HIT = "(ref->>'id')::bigint = ANY(%s)"
 
 
-def _listing_sql(ids: Sequence[int], member_id: int | None, *, select: str, select_params: Sequence[Any] = (), lock: bool = False) -> tuple[str, list[Any]]:
+def _listing_sql(
+    ids: Sequence[int], member_id: int | None, *, select: str, select_params: Sequence[Any] = (), lock: bool = False
+) -> tuple[str, list[Any]]:
     """The entries that list any of `ids`. PostgreSQL answers from the GIN index on `memories`
     (`@>` containment, one probe per id); SQLite walks each entry's list with json_each (scoped
     to the member's entries when the caller knows the member)."""
@@ -135,7 +155,10 @@ def _listing_sql(ids: Sequence[int], member_id: int | None, *, select: str, sele
         where.append("memories @> ANY(%s::jsonb[])")
         params.append([json.dumps([{"id": int(i)}]) for i in ids])
     else:
-        where.append(f"EXISTS (SELECT 1 FROM json_each({_TABLE}.memories) AS ref WHERE json_extract(ref.value, '$.id') IN (SELECT value FROM json_each(%s)))")
+        where.append(
+            f"EXISTS (SELECT 1 FROM json_each({_TABLE}.memories) AS ref WHERE json_extract(ref.value, '$.id') IN "
+            "(SELECT value FROM json_each(%s)))"
+        )
         params.append(json.dumps([int(i) for i in ids]))
     sql = f"SELECT {select} FROM {_TABLE} WHERE {' AND '.join(where)}"
     if lock and connection.vendor == "postgresql":
@@ -173,9 +196,10 @@ def strike_references(version_ids: Sequence[int], *, member_id: int | None = Non
                 counts[ENTRY_ARTIFACT] = cursor.rowcount
             if kept:
                 cursor.execute(
-                    f"UPDATE {_TABLE} SET memories = coalesce((SELECT jsonb_agg(r.ref ORDER BY r.ord) FROM jsonb_array_elements(memories) WITH ORDINALITY AS r(ref, ord)"
-                    f" WHERE NOT ((r.ref->>'id')::bigint = ANY(%s))), '[]'::jsonb), erased = erased + (SELECT count(*) FROM jsonb_array_elements(memories) AS ref WHERE {_PG_HIT})"
-                    " WHERE id = ANY(%s)",
+                    f"UPDATE {_TABLE} SET memories = coalesce((SELECT jsonb_agg(r.ref ORDER BY r.ord) FROM "
+                    "jsonb_array_elements(memories) WITH ORDINALITY AS r(ref, ord) WHERE NOT "
+                    "((r.ref->>'id')::bigint = ANY(%s))), '[]'::jsonb), erased = erased + (SELECT count(*) FROM "
+                    f"jsonb_array_elements(memories) AS ref WHERE {_PG_HIT}) WHERE id = ANY(%s)",
                     [ids, ids, kept],
                 )
         return counts
@@ -190,7 +214,9 @@ def strike_references(version_ids: Sequence[int], *, member_id: int | None = Non
         else:
             doomed.append(pk)
     for start in range(0, len(doomed), 900):
-        counts[ENTRY_ARTIFACT] += AccessEntry.objects.filter(pk__in=doomed[start : start + 900])._raw_delete(connection.alias)
+        counts[ENTRY_ARTIFACT] += AccessEntry.objects.filter(pk__in=doomed[start : start + 900])._raw_delete(
+            connection.alias
+        )
     if rewrites:
         with connection.cursor() as cursor:
             cursor.executemany(f"UPDATE {_TABLE} SET memories = %s, erased = %s WHERE id = %s", rewrites)
@@ -291,7 +317,9 @@ def _cursor_scope(member: Member) -> str:
     return f"access-log:{member.pk}"
 
 
-def page_of(queryset: QuerySet[AccessEntry], member: Member, *, limit: int, cursor: str | None) -> tuple[list[AccessEntry], str | None]:
+def page_of(
+    queryset: QuerySet[AccessEntry], member: Member, *, limit: int, cursor: str | None
+) -> tuple[list[AccessEntry], str | None]:
     """Keyset pagination, newest first; the cursor is signed and valid only for this member."""
     if cursor:
         at, pk = decode_cursor(cursor, scope=_cursor_scope(member))  # signed by us: its content is ours
@@ -338,7 +366,10 @@ def entry_json(entry: AccessEntry, visible: dict[int, MemoryVersion], hidden: se
         "returned": entry.returned,
         "hidden": entry.hidden,
         "erasedSince": entry.erased,
-        "memories": [{"id": str(ref["id"]), "version": ref["v"], "state": state_of(int(ref["id"]), visible, hidden)} for ref in entry.memories],
+        "memories": [
+            {"id": str(ref["id"]), "version": ref["v"], "state": state_of(int(ref["id"]), visible, hidden)}
+            for ref in entry.memories
+        ],
     }
 
 
@@ -348,16 +379,30 @@ DEFAULT_DAYS = 30  # the window without `since`: the 30 days to `until`
 MAX_DAYS = 366  # the widest window one answer covers
 
 
-def daily_counts_for(member: Member, *, since: date | None = None, until: date | None = None, operation: str | None = None, member_only: Sequence[str] = ()) -> dict[str, Any]:
+def daily_counts_for(
+    member: Member,
+    *,
+    since: date | None = None,
+    until: date | None = None,
+    operation: str | None = None,
+    member_only: Sequence[str] = (),
+) -> dict[str, Any]:
     """The workspace's counts per UTC day as `member` may read them (the API's `scope=workspace`):
     only with `ask_history:manage` (else 403 naming it). `member_only` names the member-scope
     filters the caller was given (a credential, a cursor): refused, these counts name no
     credential and come in one answer. The window runs to `until` (default today, UTC), from
     `since` (default 30 days to `until`), at most `MAX_DAYS` days."""
     if not member.has_perm(WORKSPACE_COUNTS_PERMISSION):
-        raise ApiError(403, "FORBIDDEN", f"This needs the {WORKSPACE_COUNTS_PERMISSION} permission.", {"permission": WORKSPACE_COUNTS_PERMISSION})
+        raise ApiError(
+            403,
+            "FORBIDDEN",
+            f"This needs the {WORKSPACE_COUNTS_PERMISSION} permission.",
+            {"permission": WORKSPACE_COUNTS_PERMISSION},
+        )
     if member_only:
-        raise validation_error({member_only[0]: ["Not available with scope=workspace: it answers counts per day only."]})
+        raise validation_error(
+            {member_only[0]: ["Not available with scope=workspace: it answers counts per day only."]}
+        )
     until = until or timezone.now().astimezone(UTC).date()
     since = since or until - timedelta(days=DEFAULT_DAYS - 1)
     if (until - since).days >= MAX_DAYS:
@@ -371,7 +416,9 @@ def daily_counts_for(member: Member, *, since: date | None = None, until: date |
     }
 
 
-def daily_counts(workspace: Workspace, *, since: date, until: date, operation: str | None = None) -> list[dict[str, Any]]:
+def daily_counts(
+    workspace: Workspace, *, since: date, until: date, operation: str | None = None
+) -> list[dict[str, Any]]:
     """Per UTC day: how many agent reads returned memories and how many memories they returned,
     by operation and surface. No member, credential or memory is named."""
     start = datetime.combine(since, time.min, tzinfo=UTC)
@@ -379,10 +426,18 @@ def daily_counts(workspace: Workspace, *, since: date, until: date, operation: s
     queryset = AccessEntry.objects.within_retention().filter(workspace=workspace, at__gte=start, at__lt=end)
     if operation:
         queryset = queryset.filter(operation=operation)
-    rows = queryset.annotate(day=TruncDate("at", tzinfo=UTC)).values("day", "operation", "surface").annotate(reads=Count("id"), memories=Sum("returned")).order_by("-day", "operation", "surface")
+    rows = (
+        queryset.annotate(day=TruncDate("at", tzinfo=UTC))
+        .values("day", "operation", "surface")
+        .annotate(reads=Count("id"), memories=Sum("returned"))
+        .order_by("-day", "operation", "surface")
+    )
     days: dict[date, dict[str, Any]] = {}
     for row in rows:
-        day = days.setdefault(row["day"], {"date": row["day"].isoformat(), "reads": 0, "memoriesReturned": 0, "byOperation": {}, "bySurface": {}})
+        day = days.setdefault(
+            row["day"],
+            {"date": row["day"].isoformat(), "reads": 0, "memoriesReturned": 0, "byOperation": {}, "bySurface": {}},
+        )
         day["reads"] += row["reads"]
         day["memoriesReturned"] += row["memories"] or 0
         day["byOperation"][row["operation"]] = day["byOperation"].get(row["operation"], 0) + row["reads"]

@@ -82,16 +82,34 @@ def remember(admission: gates.Admission) -> Remembered:
             passages=admission.passages,
         )
     checked = fresh_check(version, admission.passages)
-    return Remembered(memory=version, superseded=superseded, json=memory_json(version, checked, ctx.ask_history), slot=slot)
+    return Remembered(
+        memory=version, superseded=superseded, json=memory_json(version, checked, ctx.ask_history), slot=slot
+    )
 
 
 def fresh_check(version: MemoryVersion, passages: list[Passage]) -> Recheck:
     """A version just written cites passages checked readable in this request: all current,
     so its answer needs no re-check queries."""
     citations = [
-        CheckedCitation(Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256), CURRENT) for i, p in enumerate(passages)
+        CheckedCitation(
+            Citation(
+                memory=version,
+                position=i,
+                passage_id=p.pk,
+                document_id=p.document_id,
+                document_version_id=p.version_id,
+                sha256=p.sha256,
+            ),
+            CURRENT,
+        )
+        for i, p in enumerate(passages)
     ]
-    return Recheck(visible=[version], hidden=0, citations={version.pk: citations}, passage_ids={version.pk: [p.pk for p in passages]})
+    return Recheck(
+        visible=[version],
+        hidden=0,
+        citations={version.pk: citations},
+        passage_ids={version.pk: [p.pk for p in passages]},
+    )
 
 
 def store_version(
@@ -120,7 +138,10 @@ def store_version(
         stored = MemoryVersion.objects.filter(member=member).count()
         if stored >= settings.MAX_VERSIONS_PER_MEMBER:
             raise ApiError(
-                409, "AGENT_MEMORY_FULL", f"The member already has {settings.MAX_VERSIONS_PER_MEMBER} stored memory versions in this workspace.", {"limit": settings.MAX_VERSIONS_PER_MEMBER}
+                409,
+                "AGENT_MEMORY_FULL",
+                f"The member already has {settings.MAX_VERSIONS_PER_MEMBER} stored memory versions in this workspace.",
+                {"limit": settings.MAX_VERSIONS_PER_MEMBER},
             )
         now = timezone.now()
         number, superseded = 1, 0
@@ -130,7 +151,12 @@ def store_version(
                 MemoryVersion.objects.filter(pk=current.pk).update(valid_to=now)
                 number, superseded = current.version + 1, 1
             else:  # a chain closed without a successor (its memory moved to another topic) continues
-                last = MemoryVersion.objects.filter(member=member, namespace=namespace, key=key).order_by("-version").values_list("version", flat=True).first()
+                last = (
+                    MemoryVersion.objects.filter(member=member, namespace=namespace, key=key)
+                    .order_by("-version")
+                    .values_list("version", flat=True)
+                    .first()
+                )
                 number = (last or 0) + 1
         version = MemoryVersion(
             workspace=workspace,
@@ -151,7 +177,15 @@ def store_version(
         )
         version.save()
         Citation.objects.bulk_create(
-            Citation(memory=version, position=i, passage_id=p.pk, document_id=p.document_id, document_version_id=p.version_id, sha256=p.sha256) for i, p in enumerate(passages)
+            Citation(
+                memory=version,
+                position=i,
+                passage_id=p.pk,
+                document_id=p.document_id,
+                document_version_id=p.version_id,
+                sha256=p.sha256,
+            )
+            for i, p in enumerate(passages)
         )
         entry.memory = version
         entry.save(force_insert=True)
@@ -176,10 +210,23 @@ def memory_page(admission: gates.Admission) -> dict[str, Any]:
     """One page of the member's memories, newest first, for `reads.list_memories` (which takes the
     read budget and writes the access entry around it)."""
     data = admission.data
-    return paginate(filtered_versions(admission), admission.ctx.member, admission.ctx.ask_history, limit=data["limit"], cursor=data.get("cursor"))
+    return paginate(
+        filtered_versions(admission),
+        admission.ctx.member,
+        admission.ctx.ask_history,
+        limit=data["limit"],
+        cursor=data.get("cursor"),
+    )
 
 
-def paginate(queryset: QuerySet[MemoryVersion], member: Member, ask_history: AskHistorySettings, *, limit: int, cursor: str | None) -> dict[str, Any]:
+def paginate(
+    queryset: QuerySet[MemoryVersion],
+    member: Member,
+    ask_history: AskHistorySettings,
+    *,
+    limit: int,
+    cursor: str | None,
+) -> dict[str, Any]:
     """Newest first. Hidden memories are skipped and counted; a page is refilled past them in
     growing batches, so the page stays full without one query per memory."""
     queryset = queryset.order_by("-created_at", "-id")
@@ -194,7 +241,9 @@ def paginate(queryset: QuerySet[MemoryVersion], member: Member, ask_history: Ask
         batch_qs = queryset
         if scanned:
             after = scanned[-1][0]
-            batch_qs = batch_qs.filter(Q(created_at__lt=after.created_at) | Q(created_at=after.created_at, id__lt=after.pk))
+            batch_qs = batch_qs.filter(
+                Q(created_at__lt=after.created_at) | Q(created_at=after.created_at, id__lt=after.pk)
+            )
         batch = list(batch_qs[:batch_size])
         checked = recheck(batch, member)
         if merged is None:
@@ -216,7 +265,11 @@ def paginate(queryset: QuerySet[MemoryVersion], member: Member, ask_history: Ask
     else:
         hidden = sum(1 for _, ok in scanned if not ok)
         next_cursor = None
-    return {"memories": [memory_json(v, merged, ask_history) for v in page], "hidden": hidden, "nextCursor": next_cursor}
+    return {
+        "memories": [memory_json(v, merged, ask_history) for v in page],
+        "hidden": hidden,
+        "nextCursor": next_cursor,
+    }
 
 
 # --- forget ------------------------------------------------------------------------------------
@@ -316,7 +369,9 @@ def delete_own_memory(member: Member, memory_id: int, *, agent_only: bool) -> di
     return {"deleted": receipt.versions_erased, "receiptId": str(receipt.pk)}
 
 
-def delete_all_own_agent_memories(member: Member, *, dry_run: bool = False, confirmed: str | None = None) -> dict[str, Any]:
+def delete_all_own_agent_memories(
+    member: Member, *, dry_run: bool = False, confirmed: str | None = None
+) -> dict[str, Any]:
     """The member erases every agent memory of theirs; `dry_run` answers the manifest (and the
     plan token a confirmation sends back) instead. `confirmed`: the token of the preview the
     member confirmed; if the memories changed since, 409 PREVIEW_OUTDATED and nothing erased.
@@ -332,7 +387,9 @@ def delete_all_own_agent_memories(member: Member, *, dry_run: bool = False, conf
     return {"deleted": sum(r.versions_erased for r in receipts), "receiptId": str(receipts[0].pk) if receipts else None}
 
 
-def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bool = False, confirmed: str | None = None) -> dict[str, Any]:
+def delete_all_agent_memories(
+    workspace: Workspace, *, actor: Actor, dry_run: bool = False, confirmed: str | None = None
+) -> dict[str, Any]:
     """The owner erases every agent memory of the workspace, reading ids only, never content.
 
     One receipt per member (so each member finds it among their own receipts), all in one
@@ -356,8 +413,19 @@ def delete_all_agent_memories(workspace: Workspace, *, actor: Actor, dry_run: bo
                 totals[artifact] = totals.get(artifact, 0) + count
         receipt_ids = [str(r.pk) for r in receipts]
         members = len(plan.batches)
-        audit("memories.bulk_deleted", workspace=workspace, actor=actor, target="agent memories", changes={"counts": totals, "members": members, "receiptIds": receipt_ids})
-    return {"deleted": totals, "members": members, "receiptId": receipt_ids[0] if receipt_ids else None, "receiptIds": receipt_ids}
+        audit(
+            "memories.bulk_deleted",
+            workspace=workspace,
+            actor=actor,
+            target="agent memories",
+            changes={"counts": totals, "members": members, "receiptIds": receipt_ids},
+        )
+    return {
+        "deleted": totals,
+        "members": members,
+        "receiptId": receipt_ids[0] if receipt_ids else None,
+        "receiptIds": receipt_ids,
+    }
 
 
 # --- the admin's audited content step (SPEC §10) ------------------------------------------------------
@@ -374,7 +442,9 @@ def view_content_as_admin(version: MemoryVersion, *, actor: Actor, reason: str) 
         changes={"memberId": version.member_id, "namespace": version.namespace, "version": version.version},
         reason=reason,
     )
-    stored = MemoryVersion.objects.filter(pk=version.pk).first()  # opened (decrypted) here, and only here, for the admin
+    stored = MemoryVersion.objects.filter(
+        pk=version.pk
+    ).first()  # opened (decrypted) here, and only here, for the admin
     if stored is None:  # its data key is gone (an erase's leftover) or it does not open
         return {"text": "(unreadable: its data key is gone or its content does not open)", "details": ""}
     return {"text": stored.text, "details": stored.details}

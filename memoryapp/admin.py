@@ -55,7 +55,15 @@ class MemoryVersionAdmin(GovernedAdmin):
         "unreachable",
     )
     list_select_related = ("workspace", "member__user")
-    list_filter = ("workspace", MemorySurfaceFilter, "source", "state", CurrentVersionFilter, UnreachableFilter, ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        "workspace",
+        MemorySurfaceFilter,
+        "source",
+        "state",
+        CurrentVersionFilter,
+        UnreachableFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
     # Exact matches only: ids use the primary key, and nothing can reach text or details.
     search_fields = ("#id", "#member__id", "=key", "=namespace")
     numbers_search_ids_only = True
@@ -143,17 +151,27 @@ class MemoryVersionAdmin(GovernedAdmin):
     def has_details(self, obj: MemoryVersion) -> bool:
         # `details` is content, sealed: only whether there are any, from the ciphertext's length
         # (an empty value seals to the bare overhead), never decrypting it.
-        sealed = Q(key_id__isnull=False, details_bytes__gt=SEALED_OVERHEAD) | Q(key_id__isnull=True, details_bytes__gt=0)
+        sealed = Q(key_id__isnull=False, details_bytes__gt=SEALED_OVERHEAD) | Q(
+            key_id__isnull=True, details_bytes__gt=0
+        )
         return MemoryVersion.objects.filter(pk=obj.pk).annotate(details_bytes=Length("details")).filter(sealed).exists()
 
     @admin.display(description="citations")
     def citations_display(self, obj: MemoryVersion) -> str:
-        rows = Citation.objects.filter(memory_id=obj.pk).order_by("position").values_list("position", "passage_id", "document_id", "document_version_id", "sha256")
+        rows = (
+            Citation.objects.filter(memory_id=obj.pk)
+            .order_by("position")
+            .values_list("position", "passage_id", "document_id", "document_version_id", "sha256")
+        )
         if not rows:
             return "—"
         return format_html(
             "<ul>{}</ul>",
-            format_html_join("", "<li>#{}: passage {} · document {} v{} · sha-256 {}</li>", ((p, pa, d, dv, h[:12]) for p, pa, d, dv, h in rows)),
+            format_html_join(
+                "",
+                "<li>#{}: passage {} · document {} v{} · sha-256 {}</li>",
+                ((p, pa, d, dv, h[:12]) for p, pa, d, dv, h in rows),
+            ),
         )
 
     @admin.display(description="embedding")
@@ -166,12 +184,18 @@ class MemoryVersionAdmin(GovernedAdmin):
         if not settings.ADMIN_MAY_VIEW_MEMORY_CONTENT:
             return "Memory content is not shown in the admin (ADMIN_MAY_VIEW_MEMORY_CONTENT is off)."
         url = reverse("admin:memoryapp_memoryversion_content", args=[obj.pk])
-        return format_html('<a class="button" href="{}">View content…</a> (superusers only; asks for a reason and is audited)', url)
+        return format_html(
+            '<a class="button" href="{}">View content…</a> (superusers only; asks for a reason and is audited)', url
+        )
 
     # -- the audited "view content" step
     def get_urls(self):
         return [
-            path("<int:object_id>/content/", self.admin_site.admin_view(self.content_view), name="memoryapp_memoryversion_content"),
+            path(
+                "<int:object_id>/content/",
+                self.admin_site.admin_view(self.content_view),
+                name="memoryapp_memoryversion_content",
+            ),
             *super().get_urls(),
         ]
 
@@ -234,13 +258,36 @@ class AccessEntryAdmin(GovernedAdmin):
     """Metadata of the access log: when, which credential id, operation, surface and counts.
     Never the credential's name (the member wrote it) and never which memories."""
 
-    list_display = ("id", "at", "workspace_id", "member_id", "credential_ref", "operation", "surface", "returned", "hidden", "erased")
+    list_display = (
+        "id",
+        "at",
+        "workspace_id",
+        "member_id",
+        "credential_ref",
+        "operation",
+        "surface",
+        "returned",
+        "hidden",
+        "erased",
+    )
     list_filter = ("operation", "surface", ("at", admin.DateFieldListFilter))
     search_fields = ("#id", "#workspace__id", "#member__id", "#credential_ref")
     numbers_search_ids_only = True
     ordering = ("-id",)
     show_facets = admin.ShowFacets.NEVER
-    fields = readonly_fields = ("id", "at", "workspace_id", "member_id", "credential_ref", "operation", "surface", "returned", "hidden", "erased", "listed")
+    fields = readonly_fields = (
+        "id",
+        "at",
+        "workspace_id",
+        "member_id",
+        "credential_ref",
+        "operation",
+        "surface",
+        "returned",
+        "hidden",
+        "erased",
+        "listed",
+    )
     csv_columns = (
         ("id", "pk"),
         ("at", "at"),

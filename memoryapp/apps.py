@@ -45,7 +45,13 @@ def check_key_encryption_keys(app_configs=None, **kwargs) -> list[checks.CheckMe
     except DatabaseError:
         return []
     except KekUnavailable as exc:  # memoryapp.E002: a PKCS#11 module, token or PIN that does not work
-        return [checks.Error(f"The key-encryption keys cannot be used: {exc}", hint='docs/encryption.md, "KEK backends"', id="memoryapp.E002")]
+        return [
+            checks.Error(
+                f"The key-encryption keys cannot be used: {exc}",
+                hint='docs/encryption.md, "KEK backends"',
+                id="memoryapp.E002",
+            )
+        ]
     if missing is None:
         return []
     return [checks.Error(missing.message(), hint='docs/encryption.md, "The KEK"', id="memoryapp.E001")]

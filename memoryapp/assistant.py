@@ -32,7 +32,12 @@ def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> 
 
 
 def _current(member: Member) -> QuerySet[MemoryVersion]:
-    return MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id).assistant().reachable().current_or_as_of(None)
+    return (
+        MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id)
+        .assistant()
+        .reachable()
+        .current_or_as_of(None)
+    )
 
 
 def list_assistant_memories(member: Member) -> dict[str, Any]:
@@ -58,7 +63,15 @@ def assistant_memories_writable(member: Member) -> bool:
     return True
 
 
-def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None, source: str = Source.MANUAL) -> tuple[MemoryVersion, int]:
+def add_assistant_memory(
+    member: Member,
+    *,
+    kind: str,
+    topic: str,
+    summary: str,
+    details: list[str] | None = None,
+    source: str = Source.MANUAL,
+) -> tuple[MemoryVersion, int]:
     gates.check_memory_enabled(member.workspace, member, agent=False)
     check_topic(topic)
     content = gates.mask_content(summary, details or [], region=member.workspace.ask_history.phone_region)
@@ -77,7 +90,9 @@ def add_assistant_memory(member: Member, *, kind: str, topic: str, summary: str,
 
 
 @transaction.atomic
-def add_expired_assistant_memory(member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None) -> MemoryVersion:
+def add_expired_assistant_memory(
+    member: Member, *, kind: str, topic: str, summary: str, details: list[str] | None = None
+) -> MemoryVersion:
     """An assistant memory stored as the member would store it, then anchored one day past the
     workspace's retention: expired, inside its grace period, so the member's page offers to
     reactivate it (the demo's seed, `seed_demo`). The grace purge erases it like any other."""
@@ -101,7 +116,15 @@ def _own_current(member: Member, memory_id: int) -> MemoryVersion:
     return version
 
 
-def edit_assistant_memory(member: Member, memory_id: int, *, kind: str | None, summary: str | None, details: list[str] | None, topic: str | None = None) -> MemoryVersion:
+def edit_assistant_memory(
+    member: Member,
+    memory_id: int,
+    *,
+    kind: str | None,
+    summary: str | None,
+    details: list[str] | None,
+    topic: str | None = None,
+) -> MemoryVersion:
     """An edit is a new version of the same topic; the source stays what it was.
 
     A new `topic` moves the memory: its content is stored as a new version under the new key
@@ -146,7 +169,12 @@ def reactivate_assistant_memory(member: Member, memory_id: int) -> MemoryVersion
     if version.is_live(ask_history, now):
         return version
     days, grace = ask_history.agent_memory_retention_days, ask_history.expired_grace_days
-    reactivated = MemoryVersion.objects.filter(pk=version.pk).reachable().within_grace(days, grace, at=now).update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
+    reactivated = (
+        MemoryVersion.objects.filter(pk=version.pk)
+        .reachable()
+        .within_grace(days, grace, at=now)
+        .update(state=MemoryState.ACTIVE, expired_at=None, retention_anchor=now)
+    )
     if not reactivated:
         raise memory_not_found()
     version.refresh_from_db()

@@ -93,7 +93,13 @@ REASON_MESSAGES = {
 def create_agent(workspace: Workspace, *, name: str, vector_memory: bool, actor: Actor) -> Agent:
     with transaction.atomic():
         agent = Agent.objects.create(workspace=workspace, name=name, vector_memory=vector_memory)
-        audit("agent.created", workspace=workspace, actor=actor, target=f"agent #{agent.pk}", changes={"name": name, "vectorMemory": vector_memory})
+        audit(
+            "agent.created",
+            workspace=workspace,
+            actor=actor,
+            target=f"agent #{agent.pk}",
+            changes={"name": name, "vectorMemory": vector_memory},
+        )
     return agent
 
 
@@ -114,7 +120,12 @@ def update_agent(agent: Agent, *, actor: Actor, name: str | None = None, vector_
 
 
 def agent_json(agent: Agent) -> dict[str, Any]:
-    return {"id": str(agent.pk), "name": agent.name, "vectorMemory": agent.vector_memory, "createdAt": iso(agent.created_at)}
+    return {
+        "id": str(agent.pk),
+        "name": agent.name,
+        "vectorMemory": agent.vector_memory,
+        "createdAt": iso(agent.created_at),
+    }
 
 
 # --- submission ---------------------------------------------------------------------------------------
@@ -148,7 +159,9 @@ class Submitted:
         return {"consolidation": data}
 
 
-def submit_agent_turn(ctx: AgentContext, *, agent_id: int, conversation_id: str, anonymous: bool, messages: list[dict[str, str]]) -> tuple[Submitted, Slot]:
+def submit_agent_turn(
+    ctx: AgentContext, *, agent_id: int, conversation_id: str, anonymous: bool, messages: list[dict[str, str]]
+) -> tuple[Submitted, Slot]:
     """An agent's turn (`POST …/conversations/turns`, after rows 1–4 of the gate and a valid
     body): the agent must be the workspace's (404 `AGENT_NOT_FOUND`), then the turn spends one
     slot of the credential's AGENT_TURNS_PER_HOUR — a budget of its own, remembers keep theirs —
@@ -169,7 +182,16 @@ def submit_agent_turn(ctx: AgentContext, *, agent_id: int, conversation_id: str,
     return submitted, slot
 
 
-def submit_turn(*, workspace: Workspace, member: Member, agent: Agent, credential_id: int | None, conversation_id: str, anonymous: bool, messages: list[dict[str, str]]) -> Submitted:
+def submit_turn(
+    *,
+    workspace: Workspace,
+    member: Member,
+    agent: Agent,
+    credential_id: int | None,
+    conversation_id: str,
+    anonymous: bool,
+    messages: list[dict[str, str]],
+) -> Submitted:
     """Record the turn and queue its consolidation, or record why it is skipped.
 
     A turn whose messages contain personal data is skipped and stored without any content, so
@@ -219,16 +241,29 @@ class _StoreRefused(Exception):
 def run_consolidation(consolidation_id: int, *, model: SystemModel | None = None) -> dict[str, Any]:
     """Consolidate one queued turn. Claimed by a conditional UPDATE, so a redelivered task is a
     no-op; whatever happens, the stored input is emptied when it ends."""
-    claimed = Consolidation.objects.filter(pk=consolidation_id, status=ConsolidationStatus.QUEUED).update(status=ConsolidationStatus.RUNNING)
+    claimed = Consolidation.objects.filter(pk=consolidation_id, status=ConsolidationStatus.QUEUED).update(
+        status=ConsolidationStatus.RUNNING
+    )
     if not claimed:
         return {"status": "not_queued"}
-    consolidation = Consolidation.objects.keep_unreadable().select_related("workspace", "member", "member__workspace", "member__workspace__ask_history", "agent").get(pk=consolidation_id)
-    if is_unreadable(consolidation) or consolidation.messages is None:  # its key is gone or its input corrupted (logged)
+    consolidation = (
+        Consolidation.objects.keep_unreadable()
+        .select_related("workspace", "member", "member__workspace", "member__workspace__ask_history", "agent")
+        .get(pk=consolidation_id)
+    )
+    if (
+        is_unreadable(consolidation) or consolidation.messages is None
+    ):  # its key is gone or its input corrupted (logged)
         return _finish(consolidation, ConsolidationStatus.FAILED, "input_unreadable")
     workspace = consolidation.workspace
     member = consolidation.member
     reason = skip_reason(workspace, member, consolidation.agent, anonymous=consolidation.anonymous)
-    if reason is None and member is not None and consolidation.member_period is not None and member.period != consolidation.member_period:
+    if (
+        reason is None
+        and member is not None
+        and consolidation.member_period is not None
+        and member.period != consolidation.member_period
+    ):
         reason = "member_left"  # removed and re-added since: the turn belongs to the period that ended
     if reason is None and not workspace.retains_history:
         reason = "non_retaining"
@@ -302,7 +337,12 @@ def extracted_key(member: Member, memory: ExtractedMemory, claimed: dict[str, st
         return topic
     subject = subject_of(memory.summary)
     taken: dict[int, str] = {}
-    family = MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, key__startswith=topic).assistant().reachable().current()
+    family = (
+        MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id, key__startswith=topic)
+        .assistant()
+        .reachable()
+        .current()
+    )
     for version in family:
         number = slot_number(version.key, topic)
         if number is not None:
@@ -330,7 +370,14 @@ def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
             with transaction.atomic():  # a dropped memory rolls back alone
                 check_topic(memory.topic)  # a model that leaks personal data into a topic loses the memory
                 key = extracted_key(member, memory, claimed)
-                version, _ = add_assistant_memory(member, kind=memory.kind, topic=key, summary=memory.summary, details=list(memory.details), source=Source.AI_EXTRACTED)
+                version, _ = add_assistant_memory(
+                    member,
+                    kind=memory.kind,
+                    topic=key,
+                    summary=memory.summary,
+                    details=list(memory.details),
+                    source=Source.AI_EXTRACTED,
+                )
         except ApiError as exc:
             if exc.code in _DROPPABLE:
                 dropped += 1
@@ -342,7 +389,15 @@ def _store(member: Member, extraction: Extraction) -> tuple[list[int], int]:
 
 
 def _finish(
-    consolidation: Consolidation, status: str, reason: str, *, model_name: str = "", usage_record: UsageRecord | None = None, found: int = 0, stored_ids: list[int] | None = None, dropped: int = 0
+    consolidation: Consolidation,
+    status: str,
+    reason: str,
+    *,
+    model_name: str = "",
+    usage_record: UsageRecord | None = None,
+    found: int = 0,
+    stored_ids: list[int] | None = None,
+    dropped: int = 0,
 ) -> dict[str, Any]:
     now = timezone.now()
     purge_input(
@@ -357,7 +412,13 @@ def _finish(
         finished_at=now,
         input_purged_at=now,
     )
-    return {"status": status, "reason": reason or None, "found": found, "stored": len(stored_ids or []), "dropped": dropped}
+    return {
+        "status": status,
+        "reason": reason or None,
+        "found": found,
+        "stored": len(stored_ids or []),
+        "dropped": dropped,
+    }
 
 
 def discard_turns_of(member: Member) -> int:
@@ -367,7 +428,11 @@ def discard_turns_of(member: Member) -> int:
     its store is refused under the member lock (`store_version`), so it ends `member_left` too."""
     now = timezone.now()
     waiting = purge_input(
-        Consolidation.objects.filter(member=member, status=ConsolidationStatus.QUEUED), status=ConsolidationStatus.SKIPPED, reason="member_left", finished_at=now, input_purged_at=now
+        Consolidation.objects.filter(member=member, status=ConsolidationStatus.QUEUED),
+        status=ConsolidationStatus.SKIPPED,
+        reason="member_left",
+        finished_at=now,
+        input_purged_at=now,
     )
     purge_input(Consolidation.objects.filter(member=member, status=ConsolidationStatus.RUNNING), input_purged_at=now)
     return waiting
@@ -394,7 +459,9 @@ def sweep_stale_consolidations(now: datetime | None = None) -> dict[str, int]:
     their input (claimed by a conditional UPDATE; nothing is charged)."""
     now = now or timezone.now()
     expired = purge_input(
-        Consolidation.objects.filter(status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER),
+        Consolidation.objects.filter(
+            status__in=[ConsolidationStatus.QUEUED, ConsolidationStatus.RUNNING], created_at__lt=now - STALE_AFTER
+        ),
         status=ConsolidationStatus.FAILED,
         reason="expired",
         finished_at=now,

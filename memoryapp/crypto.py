@@ -90,7 +90,9 @@ class DataKeyCipher:
         """HMAC-SHA256 of `text` under HKDF(DEK, `gam/v1|text_hmac`): unrelated across versions
         (each has its own key), and not computable by anyone once the data key is destroyed."""
         if self._digest_key is None:
-            self._digest_key = HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=TEXT_DIGEST_INFO).derive(self._dek)
+            self._digest_key = HKDF(
+                algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=TEXT_DIGEST_INFO
+            ).derive(self._dek)
         return hmac.new(self._digest_key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
@@ -151,5 +153,7 @@ class KeyEncryptionKeys:
     def unwrap(self, key_id: UUID, wrapped_by: str, wrapped: bytes) -> bytes:
         cipher = self._ciphers.get(wrapped_by)  # type: ignore[attr-defined]
         if cipher is None:
-            raise SealError(f"data key {key_id} is wrapped by an unknown key-encryption key ({wrapped_by}): add it to RETIRED_KEKS")
+            raise SealError(
+                f"data key {key_id} is wrapped by an unknown key-encryption key ({wrapped_by}): add it to RETIRED_KEKS"
+            )
         return open_sealed(cipher, wrapped, _dek_aad(key_id))

@@ -65,7 +65,11 @@ def _seal_inputs(chunk: int) -> int:
     """One chunk of unencrypted consolidation inputs: sealed if the task still needs them, dropped
     if their consolidation is finished (their input is purged then anyway)."""
     with transaction.atomic():
-        rows = list(Consolidation.objects.select_for_update().filter(key_id__isnull=True, messages__isnull=False).order_by("pk")[:chunk])
+        rows = list(
+            Consolidation.objects.select_for_update()
+            .filter(key_id__isnull=True, messages__isnull=False)
+            .order_by("pk")[:chunk]
+        )
         if not rows:
             return 0
         finished = [row.pk for row in rows if row.input_purged_at is not None or row.finished_at is not None]
@@ -179,7 +183,13 @@ class KekRotation:
         current = self.source.keys().current_id
         retirement = self.source.retire_unneeded(needed)
         KekRecord.objects.mark_destroyed(retirement.destroyed)  # after the key file no longer holds them
-        return RotationResult(began=self.began, current=current, rewrapped=self.rewrapped, left=self.store.not_current(), retirement=retirement)
+        return RotationResult(
+            began=self.began,
+            current=current,
+            rewrapped=self.rewrapped,
+            left=self.store.not_current(),
+            retirement=retirement,
+        )
 
     def run(self) -> RotationResult:
         self.begin()
@@ -242,14 +252,20 @@ def kek_schedule() -> KekSchedule:
     return KekSchedule(state=state, hours=hours, current=current, live=live, created_at=record.created_at)
 
 
-def scheduled_rotation(*, now: datetime | None = None, settle: float = SETTLE_SECONDS, chunk: int = CHUNK) -> dict[str, Any]:
+def scheduled_rotation(
+    *, now: datetime | None = None, settle: float = SETTLE_SECONDS, chunk: int = CHUNK
+) -> dict[str, Any]:
     """The beat job: rotate the KEK when the current one is KEK_ROTATION_HOURS old, or finish a
     rotation an earlier run left (a crash, a lapsed lease). One run at a time across every worker
     (`KekRotationLease`, renewed after each chunk); a run that loses its lease stops before it
     destroys anything. The retired KEK is destroyed only by `finish()`, once no stored key names
     it, so a crash at any step loses nothing (tests/erasure/test_kek_rotation.py)."""
     schedule = kek_schedule()
-    summary: dict[str, Any] = {"state": schedule.state, "currentKek": schedule.current, "recordedDestroyed": KekRecord.objects.reconcile(schedule.live)}
+    summary: dict[str, Any] = {
+        "state": schedule.state,
+        "currentKek": schedule.current,
+        "recordedDestroyed": KekRecord.objects.reconcile(schedule.live),
+    }
     if schedule.state != SCHEDULED:
         return {**summary, "rotation": "not_scheduled"}
     holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"

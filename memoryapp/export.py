@@ -6,7 +6,8 @@ use and query count stay bounded at the 5,000-version cap and beyond. Only the m
 are ever selected (`member=`, `member_ref=`); nothing of another member, and for a member of
 several workspaces nothing of another workspace (a membership is one workspace).
 
-What is left out, and said so in `withheld`: versions unreachable (waiting for a cascade's erase) or past their retention
+What is left out, and said so in `withheld`: versions unreachable (waiting for a cascade's erase) or past their
+retention
 (read paths never return them), and versions hidden by the live source re-check (SPEC §4.2: a
 memory citing a source the member can no longer read is not shown to them anywhere).
 """
@@ -46,7 +47,13 @@ def start_export(member: Member, *, actor: Actor) -> Iterator[str]:
     """Write the export's audit event (content-free: who, whose, when), then hand back the
     document's chunks. The event is written before the first byte is sent."""
     exported_at = timezone.now()
-    audit("member.exported", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"format": FORMAT, "formatVersion": FORMAT_VERSION, "exportedAt": iso(exported_at)})
+    audit(
+        "member.exported",
+        workspace=member.workspace,
+        actor=actor,
+        target=f"member #{member.pk}",
+        changes={"format": FORMAT, "formatVersion": FORMAT_VERSION, "exportedAt": iso(exported_at)},
+    )
     return document(member, exported_at)
 
 
@@ -86,10 +93,14 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
     agent_kept, assistant_kept = agent.kept_for_member(ask_history), assistant.kept_for_member(ask_history)
     yield from _section("agentMemories", _memory_batches(agent_kept, member, ask_history, withheld))
     yield from _section("assistantMemories", _memory_batches(assistant_kept, member, ask_history, withheld))
-    withheld["pendingErasureOrExpired"] = agent.count() - agent_kept.count() + assistant.count() - assistant_kept.count()
+    withheld["pendingErasureOrExpired"] = (
+        agent.count() - agent_kept.count() + assistant.count() - assistant_kept.count()
+    )
     receipts = DeletionReceipt.objects.filter(workspace_ref=workspace.pk, member_ref=member.pk)
     resolver = Resolver(member)
-    yield from _section("receipts", _batches(receipts, lambda r: {**_receipt_json(r), "resolvedFilters": resolver.resolve(r.manifest)}))
+    yield from _section(
+        "receipts", _batches(receipts, lambda r: {**_receipt_json(r), "resolvedFilters": resolver.resolve(r.manifest)})
+    )
     credentials = Credential.objects.filter(workspace=workspace, member=member)
     yield from _section("credentials", _batches(credentials, credential_json))
     usage = UsageRecord.objects.filter(workspace=workspace, member=member)
@@ -128,7 +139,9 @@ def _batches(queryset: QuerySet, to_json: Callable[[Any], dict[str, Any]]) -> It
 
 
 # --- memories -----------------------------------------------------------------------------------
-def _memory_batches(queryset: QuerySet[MemoryVersion], member: Member, ask_history: AskHistorySettings, withheld: dict[str, int]) -> Iterator[list[dict[str, Any]]]:
+def _memory_batches(
+    queryset: QuerySet[MemoryVersion], member: Member, ask_history: AskHistorySettings, withheld: dict[str, int]
+) -> Iterator[list[dict[str, Any]]]:
     """Each batch: its rows (1 query) and the live re-check, which also reads the citations (≤3)."""
     now = timezone.now()
     for rows in _keyset(queryset):
@@ -137,7 +150,9 @@ def _memory_batches(queryset: QuerySet[MemoryVersion], member: Member, ask_histo
         yield [_memory_json(v, checked, ask_history, now) for v in checked.visible]
 
 
-def _memory_json(version: MemoryVersion, checked: Recheck, ask_history: AskHistorySettings, now: datetime) -> dict[str, Any]:
+def _memory_json(
+    version: MemoryVersion, checked: Recheck, ask_history: AskHistorySettings, now: datetime
+) -> dict[str, Any]:
     """The memory object `M` (`representation.memory_json`), plus what only its member may see:
     which credential wrote it, whether it is current, the document versions it cites, its hash,
     its state and when expiry erases it."""

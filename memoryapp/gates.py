@@ -18,13 +18,27 @@ from core import logs
 from core.errors import ApiError, memory_disabled, plain_details, unauthenticated, validation_error
 from core.jsontext import unpaired_surrogates
 from governance.auth import find_credential, touch_credential
-from governance.models import AskHistorySettings, Collection, ContextSet, Credential, Document, Member, Passage, Workspace
+from governance.models import (
+    AskHistorySettings,
+    Collection,
+    ContextSet,
+    Credential,
+    Document,
+    Member,
+    Passage,
+    Workspace,
+)
 from governance.permissions import scope_allowed_for_role
 from memoryapp import masking, metrics
 from memoryapp.models import Citation, MemoryVersion
 from memoryapp.schemas import BODIES
 
-OPERATION_SCOPES = {"remember": "memory:write", "forget": "memory:write", "recall": "memory:read", "list": "memory:read"}
+OPERATION_SCOPES = {
+    "remember": "memory:write",
+    "forget": "memory:write",
+    "recall": "memory:read",
+    "list": "memory:read",
+}
 
 
 @dataclass
@@ -74,7 +88,9 @@ def admit_with(ctx: AgentContext, operation: str, body: Any) -> Admission:
         check_remember_in_scope(admission)  # row 8
         check_collection_readable(ctx, data.get("collectionId"))
         admission.passages = require_citations(data.get("citations", []), readable)  # row 9
-        admission.content = mask_content(data["text"], data.get("details", []), region=ctx.ask_history.phone_region)  # row 10
+        admission.content = mask_content(
+            data["text"], data.get("details", []), region=ctx.ask_history.phone_region
+        )  # row 10
     elif operation in ("recall", "list"):
         collection_id = data.get("collectionId")
         if admission.scope is not None and collection_id is not None and collection_id not in admission.scope[0]:
@@ -96,13 +112,24 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
     # A credential ends with the membership period it was created in (SPEC §10): revoked at
     # removal, and refused even unrevoked once the member was re-added after it.
     # A deactivated account (the admin's is_active switch, or a deleted person's) opens nothing.
-    if not credential.is_usable(now) or not member.is_active or not member.user.is_active or member.workspace_id != credential.workspace_id or not member.issued_in_period(credential.created_at):
+    if (
+        not credential.is_usable(now)
+        or not member.is_active
+        or not member.user.is_active
+        or member.workspace_id != credential.workspace_id
+        or not member.issued_in_period(credential.created_at)
+    ):
         raise unauthenticated("This credential is revoked, expired, or its member was removed from the workspace.")
     scope = OPERATION_SCOPES[operation]
     if scope not in credential.scopes:
         raise ApiError(403, "INSUFFICIENT_SCOPE", f"This credential lacks the {scope} scope.", {"requiredScope": scope})
     if not scope_allowed_for_role(scope, member.role):
-        raise ApiError(403, "INSUFFICIENT_ROLE", f"The member's current role does not allow {scope}.", {"requiredScope": scope, "role": member.role})
+        raise ApiError(
+            403,
+            "INSUFFICIENT_ROLE",
+            f"The member's current role does not allow {scope}.",
+            {"requiredScope": scope, "role": member.role},
+        )
     workspace = credential.workspace
     if switches:
         check_memory_enabled(workspace, member, agent=True)
@@ -110,7 +137,13 @@ def admit_agent(token: str | None, operation: str, *, switches: bool = True) -> 
         check_retaining(workspace)
     touch_credential(credential)
     context_set = credential.context_set if credential.context_set_id else None  # loaded only when bound
-    return AgentContext(credential=credential, member=member, workspace=workspace, ask_history=workspace.ask_history, context_set=context_set)
+    return AgentContext(
+        credential=credential,
+        member=member,
+        workspace=workspace,
+        ask_history=workspace.ask_history,
+        context_set=context_set,
+    )
 
 
 def check_memory_enabled(workspace: Workspace, member: Member | None, *, agent: bool) -> None:
@@ -147,10 +180,19 @@ def validate_body(operation: str, body: Any) -> dict[str, Any]:
 def refuse_personal_data_in_names(data: dict[str, Any], *, identifiers: bool = True) -> None:
     """Refuse a namespace or key holding personal data; UUIDs and ULIDs in them are identifiers
     unless `identifiers` is False (see ``masking.name_kinds``)."""
-    flagged = {name: list(kinds) for name in ("namespace", "key") if data.get(name) and (kinds := masking.name_kinds(data[name], identifiers=identifiers))}
+    flagged = {
+        name: list(kinds)
+        for name in ("namespace", "key")
+        if data.get(name) and (kinds := masking.name_kinds(data[name], identifiers=identifiers))
+    }
     if flagged:
         # The kinds found, never the value: error details are logged and shown.
-        raise ApiError(400, "AGENT_MEMORY_PERSONAL_DATA", "namespace and key are never masked, so they must not contain personal data.", {"fields": flagged})
+        raise ApiError(
+            400,
+            "AGENT_MEMORY_PERSONAL_DATA",
+            "namespace and key are never masked, so they must not contain personal data.",
+            {"fields": flagged},
+        )
 
 
 # --- row 8 -----------------------------------------------------------------------------------
@@ -175,7 +217,10 @@ def in_scope_q(scope: tuple[frozenset[int], frozenset[int]], prefix: str = "") -
     set_documents = Q(document_id__in=documents) | Q(document_id__in=_documents_in_collections(collections))
     outside = Citation.objects.filter(memory_id=OuterRef(f"{prefix}pk")).exclude(set_documents)
     any_citation = Citation.objects.filter(memory_id=OuterRef(f"{prefix}pk"))
-    return ~Exists(outside) & (Q(**{f"{prefix}collection_id__in": collections}) | (Q(**{f"{prefix}collection_id__isnull": True}) & Exists(any_citation)))
+    return ~Exists(outside) & (
+        Q(**{f"{prefix}collection_id__in": collections})
+        | (Q(**{f"{prefix}collection_id__isnull": True}) & Exists(any_citation))
+    )
 
 
 def _documents_in_collections(collections: frozenset[int]) -> QuerySet[Document]:
@@ -216,7 +261,11 @@ def readable_cited_passages(ctx: AgentContext, wanted: list[int]) -> dict[int, P
         return {}
     return {
         passage.pk: passage
-        for passage in Passage.objects.select_related("document").filter(pk__in=wanted, document__workspace_id=ctx.workspace.pk, document__in=Document.objects.restrict(ctx.member, "view"))
+        for passage in Passage.objects.select_related("document").filter(
+            pk__in=wanted,
+            document__workspace_id=ctx.workspace.pk,
+            document__in=Document.objects.restrict(ctx.member, "view"),
+        )
     }
 
 
@@ -224,7 +273,12 @@ def require_citations(wanted: list[int], found: dict[int, Passage]) -> list[Pass
     missing = [str(pid) for pid in wanted if pid not in found]
     if missing:
         # Whether a passage is missing or merely unreadable is not revealed.
-        raise ApiError(400, "AGENT_MEMORY_CITATION_INVALID", "A cited passage does not exist or is not readable by the member.", {"passageIds": missing})
+        raise ApiError(
+            400,
+            "AGENT_MEMORY_CITATION_INVALID",
+            "A cited passage does not exist or is not readable by the member.",
+            {"passageIds": missing},
+        )
     return [found[pid] for pid in wanted]
 
 
@@ -250,5 +304,10 @@ def mask_content(text: str, details: list[str], *, region: str | None = None) ->
                 masked_details.append(result.text)
     metrics.masking_detected(kinds)
     if masking.is_effectively_empty(masked.text):
-        raise ApiError(400, "AGENT_MEMORY_EMPTY", "Nothing is left of the text once personal data is masked.", {"masked": sorted(kinds)})
+        raise ApiError(
+            400,
+            "AGENT_MEMORY_EMPTY",
+            "Nothing is left of the text once personal data is masked.",
+            {"masked": sorted(kinds)},
+        )
     return MaskedContent(text=masked.text, details=masked_details, kinds=sorted(kinds))

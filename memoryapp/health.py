@@ -75,7 +75,9 @@ def metrics(request):
         raise Http404("Metrics are off: set METRICS_TOKEN.")
     presented = bearer_token(request.META.get("HTTP_AUTHORIZATION")) or ""
     if not hmac.compare_digest(presented.encode(), expected.encode()):
-        response = HttpResponse("A valid metrics token is required.\n", status=401, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            "A valid metrics token is required.\n", status=401, content_type="text/plain; charset=utf-8"
+        )
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     response = HttpResponse(prometheus.exposition(), content_type=prometheus.CONTENT_TYPE)

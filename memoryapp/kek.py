@@ -66,7 +66,9 @@ class Retirement:
 
     destroyed: list[str] = field(default_factory=list)  # ids removed from a key file
     destroyed_from: str = ""  # that key file
-    for_the_operator: list[str] = field(default_factory=list)  # ids configured in RETIRED_KEKS: the operator removes them
+    for_the_operator: list[str] = field(
+        default_factory=list
+    )  # ids configured in RETIRED_KEKS: the operator removes them
 
 
 class KekSource(Protocol):
@@ -111,7 +113,10 @@ class EnvironmentKeks:
         return self._keys
 
     def configured(self) -> list[ConfiguredKek]:
-        return [ConfiguredKek(self._keys.current_id, "current", self.origin), *(ConfiguredKek(kek_id(k), "retired", "RETIRED_KEKS (environment)") for k in self._keys.retired)]
+        return [
+            ConfiguredKek(self._keys.current_id, "current", self.origin),
+            *(ConfiguredKek(kek_id(k), "retired", "RETIRED_KEKS (environment)") for k in self._keys.retired),
+        ]
 
     def begin_rotation(self) -> bool:
         return False  # the operator sets the new key (MEMORY_KEK) and restarts every process
@@ -124,13 +129,21 @@ class EnvironmentKeks:
             if held and not ids & needed and self._keys.current_id not in ids:
                 destroy_file(self.leftover_file)
                 destroyed = sorted(ids)
-        return Retirement(destroyed=destroyed, destroyed_from=str(self.leftover_file), for_the_operator=sorted(kek_id(k) for k in self._keys.retired if kek_id(k) not in needed))
+        return Retirement(
+            destroyed=destroyed,
+            destroyed_from=str(self.leftover_file),
+            for_the_operator=sorted(kek_id(k) for k in self._keys.retired if kek_id(k) not in needed),
+        )
 
     def hints(self, missing: set[str]) -> list[str]:
         if self.leftover_file is None:
             return []
         held = {kek_id(k) for k in _readable(self.leftover_file)} & missing
-        return [f"The file {self.leftover_file} holds KEK {i}, which these keys need; MEMORY_KEK (environment) is used instead of it." for i in sorted(held)]
+        return [
+            f"The file {self.leftover_file} holds KEK {i}, which these keys need; MEMORY_KEK (environment) is used "
+            "instead of it."
+            for i in sorted(held)
+        ]
 
 
 class FileKeks:
@@ -158,7 +171,11 @@ class FileKeks:
                     # Deleted under a running process: keep what was read (it still opens every
                     # key), never write a new one; the next start refuses until it is restored.
                     if not self._warned_missing:
-                        logger.error("the key-encryption key file %s is missing: restore it from its backup before any process restarts", self.path)
+                        logger.error(
+                            "the key-encryption key file %s is missing: restore it from its backup before any process "
+                            "restarts",
+                            self.path,
+                        )
                         self._warned_missing = True
                     return self._keys
                 self._create_first()
@@ -180,8 +197,9 @@ class FileKeks:
             if self.path.exists():
                 return  # another process created it meanwhile (and stored keys under it)
             raise KekUnavailable(
-                f"The key-encryption key file {self.path} is missing and the key store holds data keys: restore the file from its backup "
-                "(or set MEMORY_KEK to the key). A new KEK would hide every memory, so none is made."
+                f"The key-encryption key file {self.path} is missing and the key store holds data keys: restore the "
+                "file from its backup (or set MEMORY_KEK to the key). A new KEK would hide every memory, so none is "
+                "made."
             )
         tmp = self._temporary(new_kek())
         try:
@@ -234,11 +252,18 @@ class FileKeks:
         destroyed = sorted(kek_id(k) for k in held[1:] if kek_id(k) not in needed)
         if destroyed:
             self._replace(*kept)
-        return Retirement(destroyed=destroyed, destroyed_from=str(self.path), for_the_operator=sorted(kek_id(k) for k in self._retired_env if kek_id(k) not in needed))
+        return Retirement(
+            destroyed=destroyed,
+            destroyed_from=str(self.path),
+            for_the_operator=sorted(kek_id(k) for k in self._retired_env if kek_id(k) not in needed),
+        )
 
     def hints(self, missing: set[str]) -> list[str]:
         if not self.path.exists():
-            return [f"The key-encryption key file {self.path} is missing: restore it from its backup (or set MEMORY_KEK to the key)."]
+            return [
+                f"The key-encryption key file {self.path} is missing: restore it from its backup (or set MEMORY_KEK "
+                "to the key)."
+            ]
         return []
 
     def _remove_stale_temporaries(self) -> None:
@@ -326,8 +351,10 @@ class MissingKeks:
                 f"The key store holds data keys wrapped by key-encryption key(s) that are not configured: {needed}.",
                 f"Configured: {configured}.",
                 *self.hints,
-                "Set MEMORY_KEK (or RETIRED_KEKS, comma-separated) to the key(s) with those ids, or restore the key file, then start again.",
-                "Refusing to start: every memory under those keys would read as missing, and new ones would go under another key.",
+                "Set MEMORY_KEK (or RETIRED_KEKS, comma-separated) to the key(s) with those ids, or restore the key "
+                "file, then start again.",
+                "Refusing to start: every memory under those keys would read as missing, and new ones would go under "
+                "another key.",
             ]
         )
 
@@ -341,4 +368,6 @@ def missing_keks(source: KekSource, store: StoredKeys) -> MissingKeks | None:
     missing = needed - {c.id for c in configured}
     if not missing:
         return None
-    return MissingKeks(needed={i: store.count_wrapped_by(i) for i in missing}, configured=configured, hints=source.hints(missing))
+    return MissingKeks(
+        needed={i: store.count_wrapped_by(i) for i in missing}, configured=configured, hints=source.hints(missing)
+    )

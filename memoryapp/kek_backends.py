@@ -157,7 +157,9 @@ def _pkcs11() -> Any:
     try:
         import pkcs11
     except ImportError:
-        raise KekUnavailable("KEK_BACKEND=pkcs11 needs python-pkcs11: pip install 'governed-agent-memory[hsm]'") from None
+        raise KekUnavailable(
+            "KEK_BACKEND=pkcs11 needs python-pkcs11: pip install 'governed-agent-memory[hsm]'"
+        ) from None
     return pkcs11
 
 
@@ -191,24 +193,39 @@ class _Token:
             token = lib.get_token(token_label=self.token_label)
         except pkcs11.NoSuchToken:
             labels = sorted(t.label for t in lib.get_tokens() if t.label)  # not the free slot's uninitialised token
-            raise KekUnavailable(f"PKCS11_TOKEN_LABEL: the module {self.module} has no token labelled {self.token_label!r} (tokens there: {', '.join(map(repr, labels)) or 'none'})") from None
+            raise KekUnavailable(
+                f"PKCS11_TOKEN_LABEL: the module {self.module} has no token labelled {self.token_label!r} (tokens "
+                f"there: {', '.join(map(repr, labels)) or 'none'})"
+            ) from None
         except pkcs11.PKCS11Error as exc:
-            raise KekUnavailable(f"the PKCS#11 module {self.module} did not list its tokens: {type(exc).__name__}") from None
+            raise KekUnavailable(
+                f"the PKCS#11 module {self.module} did not list its tokens: {type(exc).__name__}"
+            ) from None
         try:
             session = token.open(rw=True, user_pin=pin)
         except (pkcs11.PinIncorrect, pkcs11.PinInvalid, pkcs11.PinLenRange):
-            raise KekUnavailable(f"PKCS11_PIN is wrong for the token {self.token_label!r} ({self.module}): the token refused the log-in") from None
+            raise KekUnavailable(
+                f"PKCS11_PIN is wrong for the token {self.token_label!r} ({self.module}): the token refused the log-in"
+            ) from None
         except pkcs11.PinLocked:
-            raise KekUnavailable(f"the user PIN of the token {self.token_label!r} ({self.module}) is locked: the token's security officer must unlock it") from None
+            raise KekUnavailable(
+                f"the user PIN of the token {self.token_label!r} ({self.module}) is locked: the token's security "
+                "officer must unlock it"
+            ) from None
         except pkcs11.PKCS11Error as exc:
-            raise KekUnavailable(f"the token {self.token_label!r} ({self.module}) refused a session: {type(exc).__name__}") from None
+            raise KekUnavailable(
+                f"the token {self.token_label!r} ({self.module}) refused a session: {type(exc).__name__}"
+            ) from None
         self.session, self._pin = session, pin
         self.generation += 1
         return session
 
     def _library(self, pkcs11: Any, *, reinitialize: bool) -> Any:
         if not Path(self.module).is_file():
-            raise KekUnavailable(f"PKCS11_MODULE {self.module} does not exist: install the HSM's PKCS#11 library (SoftHSM2: /usr/lib/softhsm/libsofthsm2.so)")
+            raise KekUnavailable(
+                f"PKCS11_MODULE {self.module} does not exist: install the HSM's PKCS#11 library (SoftHSM2: "
+                "/usr/lib/softhsm/libsofthsm2.so)"
+            )
         try:
             lib = pkcs11.lib(self.module)
             if reinitialize:
@@ -289,7 +306,9 @@ class TokenKeys:
         if not self.current_id:
             raise KekUnavailable(self._source.no_kek_message())
         nonce = os.urandom(NONCE_BYTES)
-        sealed = self._source._call(self._generation, self._keks[self.current_id], "encrypt", dek, nonce, _dek_aad(key_id))
+        sealed = self._source._call(
+            self._generation, self._keks[self.current_id], "encrypt", dek, nonce, _dek_aad(key_id)
+        )
         return self.current_id, FORMAT + nonce + sealed
 
     def unwrap(self, key_id: UUID, wrapped_by: str, wrapped: bytes) -> bytes:
@@ -297,10 +316,15 @@ class TokenKeys:
         if kek is None:
             if self._retired is not None and self._retired.known(wrapped_by):
                 return self._retired.unwrap(key_id, wrapped_by, wrapped)
-            raise SealError(f"data key {key_id} is wrapped by a key-encryption key that is not in the {self._source.config.where} ({wrapped_by})")
+            raise SealError(
+                f"data key {key_id} is wrapped by a key-encryption key that is not in the {self._source.config.where} "
+                f"({wrapped_by})"
+            )
         if len(wrapped) < OVERHEAD or wrapped[:1] != FORMAT:
             raise SealError("not a wrapped key of format 1")
-        return self._source._call(self._generation, kek, "decrypt", wrapped[1 + NONCE_BYTES :], wrapped[1 : 1 + NONCE_BYTES], _dek_aad(key_id))
+        return self._source._call(
+            self._generation, kek, "decrypt", wrapped[1 + NONCE_BYTES :], wrapped[1 : 1 + NONCE_BYTES], _dek_aad(key_id)
+        )
 
 
 class Pkcs11Keks(_ThroughKeys):
@@ -345,24 +369,37 @@ class Pkcs11Keks(_ThroughKeys):
             session = self._session()
             generation = self._token.generation
             listed = self._listed
-            if not fresh and listed is not None and listed[1] == generation and time.monotonic() - listed[0] < self.refresh:
+            if (
+                not fresh
+                and listed is not None
+                and listed[1] == generation
+                and time.monotonic() - listed[0] < self.refresh
+            ):
                 return generation, listed[2]
             pkcs11 = _pkcs11()
             found = []
             try:
-                for obj in session.get_objects({pkcs11.Attribute.CLASS: pkcs11.ObjectClass.SECRET_KEY, pkcs11.Attribute.KEY_TYPE: pkcs11.KeyType.AES}):
+                for obj in session.get_objects(
+                    {
+                        pkcs11.Attribute.CLASS: pkcs11.ObjectClass.SECRET_KEY,
+                        pkcs11.Attribute.KEY_TYPE: pkcs11.KeyType.AES,
+                    }
+                ):
                     parsed = _parse_label(obj.label or "", self.config.key_label)
                     if parsed is None:
                         continue
                     if obj[pkcs11.Attribute.EXTRACTABLE] or not obj[pkcs11.Attribute.SENSITIVE]:
                         raise KekUnavailable(
-                            f"the KEK object {obj.label!r} in the {self.config.where} is extractable or not sensitive: its value could leave the token. "
-                            "Generate KEKs with CKA_SENSITIVE=true and CKA_EXTRACTABLE=false (let rotate_kek make one)."
+                            f"the KEK object {obj.label!r} in the {self.config.where} is extractable or not "
+                            "sensitive: its value could leave the token. Generate KEKs with CKA_SENSITIVE=true and "
+                            "CKA_EXTRACTABLE=false (let rotate_kek make one)."
                         )
                     found.append(TokenKek(id=parsed[1], generation=parsed[0], label=obj.label, key=obj))
             except pkcs11.PKCS11Error as exc:
                 self._token.close()
-                raise KekUnavailable(f"the {self.config.where} did not list its objects: {type(exc).__name__}") from None
+                raise KekUnavailable(
+                    f"the {self.config.where} did not list its objects: {type(exc).__name__}"
+                ) from None
             found.sort(key=lambda k: (k.generation, k.id), reverse=True)
             self._listed = (time.monotonic(), generation, found)
             return generation, found
@@ -383,8 +420,13 @@ class Pkcs11Keks(_ThroughKeys):
             except pkcs11.PKCS11Error as exc:
                 self._listed = None  # a destroyed object, a dropped session: list again next time
                 if operation == "encrypt":
-                    raise KekUnavailable(f"the {self.config.where} did not wrap with KEK {kek.id}: {type(exc).__name__}") from None
-                raise SealError(f"data key does not unwrap under KEK {kek.id} in the token ({type(exc).__name__}): corrupted, or bound to another key id") from None
+                    raise KekUnavailable(
+                        f"the {self.config.where} did not wrap with KEK {kek.id}: {type(exc).__name__}"
+                    ) from None
+                raise SealError(
+                    f"data key does not unwrap under KEK {kek.id} in the token ({type(exc).__name__}): corrupted, or "
+                    "bound to another key id"
+                ) from None
 
     def _may_create(self) -> bool:
         stored = self._stored_kek_ids()
@@ -408,8 +450,9 @@ class Pkcs11Keks(_ThroughKeys):
 
     def no_kek_message(self) -> str:
         return (
-            f"The {self.config.where} holds no KEK object labelled {self.config.key_label}:… and the key store holds data keys wrapped by another KEK: "
-            "restore the KEK object from the HSM's backup (or configure the token that has it). A new KEK would hide every memory, so none is made."
+            f"The {self.config.where} holds no KEK object labelled {self.config.key_label}:… and the key store holds "
+            "data keys wrapped by another KEK: restore the KEK object from the HSM's backup (or configure the token "
+            "that has it). A new KEK would hide every memory, so none is made."
         )
 
     def configured(self) -> list[ConfiguredKek]:
@@ -438,17 +481,26 @@ class Pkcs11Keks(_ThroughKeys):
             ids = {kek_id(k) for k in held}
             if held and not ids & needed:
                 destroy_file(self.leftover_file)
-        return Retirement(destroyed=sorted(destroyed), destroyed_from=self.origin, for_the_operator=sorted(kek_id(k) for k in self._retired_env if kek_id(k) not in needed))
+        return Retirement(
+            destroyed=sorted(destroyed),
+            destroyed_from=self.origin,
+            for_the_operator=sorted(kek_id(k) for k in self._retired_env if kek_id(k) not in needed),
+        )
 
     def hints(self, missing: set[str]) -> list[str]:
         hints = [
-            f"The {self.config.where} holds no KEK object with id {i} (label {self.config.key_label}:<generation>:{i}): restore it from the HSM's backup, "
-            "or point PKCS11_MODULE/PKCS11_TOKEN_LABEL at the token that has it."
+            f"The {self.config.where} holds no KEK object with id {i} (label "
+            f"{self.config.key_label}:<generation>:{i}): restore it from the HSM's backup, or point "
+            "PKCS11_MODULE/PKCS11_TOKEN_LABEL at the token that has it."
             for i in sorted(missing)
         ]
         if self.leftover_file is not None:
             held = {kek_id(k) for k in _readable(self.leftover_file)} & missing
-            hints += [f"The file {self.leftover_file} holds KEK {i}, which these keys need: put it in RETIRED_KEKS to migrate its keys into the token (rotate_kek)." for i in sorted(held)]
+            hints += [
+                f"The file {self.leftover_file} holds KEK {i}, which these keys need: put it in RETIRED_KEKS to "
+                "migrate its keys into the token (rotate_kek)."
+                for i in sorted(held)
+            ]
         return hints
 
     # --- KekBackend ----------------------------------------------------------------------------------
@@ -476,7 +528,9 @@ class Pkcs11Keks(_ThroughKeys):
                 attribute.DERIVE: False,
             }
             try:
-                self._session().generate_key(pkcs11.KeyType.AES, 256, id=bytes.fromhex(new_id), label=label, store=True, template=template)
+                self._session().generate_key(
+                    pkcs11.KeyType.AES, 256, id=bytes.fromhex(new_id), label=label, store=True, template=template
+                )
             except pkcs11.PKCS11Error as exc:
                 raise KekUnavailable(f"the {self.config.where} did not generate a KEK: {type(exc).__name__}") from None
             self._listed = None
@@ -490,13 +544,17 @@ class Pkcs11Keks(_ThroughKeys):
         with self._token.lock:
             _, found = self._list(fresh=True)
             if found and found[0].id == kek_id_:
-                raise CurrentKekNotDestroyed(f"KEK {kek_id_} is the current one in the {self.config.where}: generate a new one first")
+                raise CurrentKekNotDestroyed(
+                    f"KEK {kek_id_} is the current one in the {self.config.where}: generate a new one first"
+                )
             for kek in found:
                 if kek.id == kek_id_:
                     try:
                         kek.key.destroy()
                     except pkcs11.PKCS11Error as exc:
-                        raise KekUnavailable(f"the {self.config.where} did not destroy KEK {kek_id_}: {type(exc).__name__}") from None
+                        raise KekUnavailable(
+                            f"the {self.config.where} did not destroy KEK {kek_id_}: {type(exc).__name__}"
+                        ) from None
             self._listed = None
         logger.info("destroyed KEK %s in the %s", kek_id_, self.config.where)
 

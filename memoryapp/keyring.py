@@ -61,14 +61,21 @@ SPARE_MAX_AGE = KEY_GRACE / 2
 class DataKey(models.Model):
     """One data key, wrapped by a KEK. Holds no content and nothing a content could be guessed from."""
 
-    key_id = models.UUIDField(primary_key=True, help_text="The `key_id` of the row (memory version, consolidation) it encrypts.")
-    owner = models.CharField(max_length=40, help_text="The model whose row it encrypts (memoryapp.memoryversion, retention.consolidation).")
+    key_id = models.UUIDField(
+        primary_key=True, help_text="The `key_id` of the row (memory version, consolidation) it encrypts."
+    )
+    owner = models.CharField(
+        max_length=40, help_text="The model whose row it encrypts (memoryapp.memoryversion, retention.consolidation)."
+    )
     wrapped_by = models.CharField(max_length=16, help_text="Id of the key-encryption key that wrapped it.")
     wrapped = models.BinaryField()
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["owner", "created_at"], name="datakey_sweep"), models.Index(fields=["wrapped_by"], name="datakey_rewrap")]
+        indexes = [
+            models.Index(fields=["owner", "created_at"], name="datakey_sweep"),
+            models.Index(fields=["wrapped_by"], name="datakey_rewrap"),
+        ]
 
     def __str__(self) -> str:
         return f"data key {self.key_id}"
@@ -78,7 +85,9 @@ class KekRecordQuerySet(models.QuerySet):
     def observe(self, kek_id: str, *, origin: str = "", at: datetime | None = None) -> KekRecord:
         """The record of this KEK, made now if it has none: its creation instant is when a rotation
         made it, or (a KEK made before records existed, or set by the operator) when first seen."""
-        record, _ = self.get_or_create(kek_id=kek_id, defaults={"created_at": at or timezone.now(), "origin": origin[:200]})
+        record, _ = self.get_or_create(
+            kek_id=kek_id, defaults={"created_at": at or timezone.now(), "origin": origin[:200]}
+        )
         return record
 
     def mark_destroyed(self, kek_ids: Iterable[str], *, at: datetime | None = None) -> int:
@@ -92,7 +101,9 @@ class KekRecordQuerySet(models.QuerySet):
     def reconcile(self, live: Iterable[str], *, at: datetime | None = None) -> list[str]:
         """Records of KEKs no longer configured (a rotation destroyed them and crashed before
         recording it) are marked destroyed now: they were gone by then at the latest."""
-        gone = list(self.filter(destroyed_at__isnull=True).exclude(kek_id__in=list(live)).values_list("kek_id", flat=True))
+        gone = list(
+            self.filter(destroyed_at__isnull=True).exclude(kek_id__in=list(live)).values_list("kek_id", flat=True)
+        )
         if gone:
             self.filter(kek_id__in=gone, destroyed_at__isnull=True).update(destroyed_at=at or timezone.now())
         return gone
@@ -110,8 +121,14 @@ class KekRecord(models.Model):
     in the key store's database, beside the keys it wrapped; holds nothing of the KEK but its id."""
 
     kek_id = models.CharField(max_length=16, primary_key=True)
-    created_at = models.DateTimeField(help_text="When a rotation made it (or when first seen, for a KEK made before records existed).")
-    destroyed_at = models.DateTimeField(null=True, blank=True, help_text="When a rotation destroyed it: from then on nothing it wrapped can be unwrapped.")
+    created_at = models.DateTimeField(
+        help_text="When a rotation made it (or when first seen, for a KEK made before records existed)."
+    )
+    destroyed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a rotation destroyed it: from then on nothing it wrapped can be unwrapped.",
+    )
     origin = models.CharField(max_length=200, blank=True, default="")
 
     objects = KekRecordQuerySet.as_manager()
@@ -180,7 +197,12 @@ def pkcs11_keks() -> KekSource:
         pin_file=settings.PKCS11_PIN_FILE,
         key_label=settings.PKCS11_KEY_LABEL,
     )
-    return Pkcs11Keks(config, stored_kek_ids=lambda: key_store().kek_ids(), retired_env=tuple(settings.RETIRED_KEKS), leftover_file=Path(settings.MEMORY_KEK_FILE))
+    return Pkcs11Keks(
+        config,
+        stored_kek_ids=lambda: key_store().kek_ids(),
+        retired_env=tuple(settings.RETIRED_KEKS),
+        leftover_file=Path(settings.MEMORY_KEK_FILE),
+    )
 
 
 def kek_source() -> KekSource:
@@ -243,7 +265,9 @@ def _keks_missing_closing() -> MissingKeks | None:
     try:
         return keks_missing()
     except DatabaseError as exc:
-        logger.warning("key-encryption keys not checked at start-up: the key store cannot be reached (%s)", exc.__class__.__name__)
+        logger.warning(
+            "key-encryption keys not checked at start-up: the key store cannot be reached (%s)", exc.__class__.__name__
+        )
         return None
     finally:
         connections.close_all()
@@ -301,7 +325,11 @@ class DatabaseKeyStore:
             # from text. psycopg's own cursor on Django's connection, so Django's query log does not
             # list it (health-checked and its errors Django's: core.db).
             with native_cursor(connection) as cursor:
-                cursor.execute(f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%b)", [list(ids)], binary=True)
+                cursor.execute(
+                    f"SELECT key_id, wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = ANY(%b)",
+                    [list(ids)],
+                    binary=True,
+                )
                 return cursor.fetchall()
         return list(self._objects().filter(pk__in=ids).values_list("key_id", "wrapped_by", "wrapped"))
 
@@ -319,12 +347,20 @@ class DatabaseKeyStore:
         with connection.cursor() as cursor:
             for chunk in _chunked(ids, self.alias):
                 if connection.vendor == "postgresql":
-                    cursor.execute(f"DELETE FROM {table} WHERE key_id = ANY(%s) RETURNING key_id, wrapped_by, wrapped", [list(chunk)])
+                    cursor.execute(
+                        f"DELETE FROM {table} WHERE key_id = ANY(%s) RETURNING key_id, wrapped_by, wrapped",
+                        [list(chunk)],
+                    )
                 else:
                     marks = ", ".join(["%s"] * len(chunk))
-                    cursor.execute(f"DELETE FROM {table} WHERE key_id IN ({marks}) RETURNING key_id, wrapped_by, wrapped", [pk.get_db_prep_value(k, connection) for k in chunk])
+                    cursor.execute(
+                        f"DELETE FROM {table} WHERE key_id IN ({marks}) RETURNING key_id, wrapped_by, wrapped",
+                        [pk.get_db_prep_value(k, connection) for k in chunk],
+                    )
                 for key_id, wrapped_by, wrapped in cursor.fetchall():
-                    destroyed.append((key_id if isinstance(key_id, UUID) else UUID(str(key_id)), wrapped_by, bytes(wrapped)))
+                    destroyed.append(
+                        (key_id if isinstance(key_id, UUID) else UUID(str(key_id)), wrapped_by, bytes(wrapped))
+                    )
         if destroyed:
             self.checkpoint(attempts=1)  # never waits: an erase may hold the data's write lock here
         return destroyed
@@ -345,7 +381,11 @@ class DatabaseKeyStore:
 
     def present(self, key_ids: Iterable[UUID]) -> set[UUID]:
         ids = list(dict.fromkeys(key_ids))
-        return {key_id for chunk in _chunked(ids, self.alias) for key_id in self._objects().filter(pk__in=chunk).values_list("key_id", flat=True)}
+        return {
+            key_id
+            for chunk in _chunked(ids, self.alias)
+            for key_id in self._objects().filter(pk__in=chunk).values_list("key_id", flat=True)
+        }
 
     def rewrap(self, *, limit: int, after: UUID | None = None) -> tuple[int, UUID | None]:
         """Re-wrap up to `limit` keys (in key id order, after `after`) under the current KEK:
@@ -367,7 +407,11 @@ class DatabaseKeyStore:
                     logger.error("data key cannot be re-wrapped: %s", exc, extra={"key_id": str(key_id)})
                     continue
                 new_by, new_wrapped = keks.wrap(key_id, dek)
-                done += self._objects().filter(pk=key_id, wrapped_by=wrapped_by).update(wrapped_by=new_by, wrapped=new_wrapped)
+                done += (
+                    self._objects()
+                    .filter(pk=key_id, wrapped_by=wrapped_by)
+                    .update(wrapped_by=new_by, wrapped=new_wrapped)
+                )
         return done, (rows[-1][0] if rows else None)
 
     def not_current(self) -> int:
@@ -429,7 +473,11 @@ def fingerprint(wrapped: bytes) -> dict[str, str]:
     """What a receipt keeps of a destroyed wrapped key: its first 13 bytes (format and nonce,
     random and not secret) and the SHA-256 of the whole. Neither unwraps anything: the ciphertext
     and tag are not in it."""
-    return {"prefix": wrapped[:FINGERPRINT_PREFIX].hex(), "sha256": hashlib.sha256(wrapped).hexdigest(), "length": str(len(wrapped))}
+    return {
+        "prefix": wrapped[:FINGERPRINT_PREFIX].hex(),
+        "sha256": hashlib.sha256(wrapped).hexdigest(),
+        "length": str(len(wrapped)),
+    }
 
 
 def key_store() -> DatabaseKeyStore:
@@ -463,7 +511,13 @@ class SpareKeys:
     rolled back with it: `clear()` drops the spares then (tests/conftest.py does before each test).
     """
 
-    def __init__(self, *, store: Callable[[], KeyStore] | None = None, batch: int | None = None, clock: Callable[[], datetime] = timezone.now):
+    def __init__(
+        self,
+        *,
+        store: Callable[[], KeyStore] | None = None,
+        batch: int | None = None,
+        clock: Callable[[], datetime] = timezone.now,
+    ):
         self._store = store or key_store
         self._batch = batch
         self._clock = clock
@@ -511,7 +565,9 @@ class SpareKeys:
 
 
 _SPARES = SpareKeys()
-os.register_at_fork(after_in_child=_SPARES._forget_if_forked)  # the pid check in take() is the rule; this resets before any thread runs
+os.register_at_fork(
+    after_in_child=_SPARES._forget_if_forked
+)  # the pid check in take() is the rule; this resets before any thread runs
 
 
 def spare_keys() -> SpareKeys:

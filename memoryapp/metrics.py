@@ -26,7 +26,15 @@ from celery import current_app
 from django.db.models import Count, Min
 from django.utils import timezone
 from kombu.exceptions import ChannelError
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -40,30 +48,76 @@ _REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 _EMBEDDING_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0)
 _TASK_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 
-HTTP_REQUEST_SECONDS = Histogram("gam_http_request_duration_seconds", "Time to answer an HTTP request, by route name.", ["route", "method"], buckets=_REQUEST_BUCKETS)
-HTTP_RESPONSES = Counter("gam_http_responses_total", "HTTP responses by route name, status and error code (OK when none).", ["route", "method", "status", "code"])
-AGENT_OPERATION_SECONDS = Histogram("gam_agent_operation_duration_seconds", "Time to run an agent operation (REST or MCP tool call).", ["operation", "transport"], buckets=_REQUEST_BUCKETS)
-AGENT_OPERATIONS = Counter("gam_agent_operations_total", "Agent operations by outcome: OK or the error code (SPEC §2).", ["operation", "transport", "code"])
-MASKING_DETECTIONS = Counter("gam_masking_detections_total", "Memory writes in which the masker replaced at least one value of this kind.", ["kind"])
+HTTP_REQUEST_SECONDS = Histogram(
+    "gam_http_request_duration_seconds",
+    "Time to answer an HTTP request, by route name.",
+    ["route", "method"],
+    buckets=_REQUEST_BUCKETS,
+)
+HTTP_RESPONSES = Counter(
+    "gam_http_responses_total",
+    "HTTP responses by route name, status and error code (OK when none).",
+    ["route", "method", "status", "code"],
+)
+AGENT_OPERATION_SECONDS = Histogram(
+    "gam_agent_operation_duration_seconds",
+    "Time to run an agent operation (REST or MCP tool call).",
+    ["operation", "transport"],
+    buckets=_REQUEST_BUCKETS,
+)
+AGENT_OPERATIONS = Counter(
+    "gam_agent_operations_total",
+    "Agent operations by outcome: OK or the error code (SPEC §2).",
+    ["operation", "transport", "code"],
+)
+MASKING_DETECTIONS = Counter(
+    "gam_masking_detections_total",
+    "Memory writes in which the masker replaced at least one value of this kind.",
+    ["kind"],
+)
 RECALLS = Counter("gam_recalls_total", "Recalls answered.")
-RECALL_DEGRADED = Counter("gam_recall_degraded_total", "Recalls answered without a ranking (`degraded`), by ranking.", ["ranking"])
-QUERY_EMBEDDING_SECONDS = Histogram("gam_recall_query_embedding_seconds", "Time spent embedding a recall query (capped by its budget).", ["embedder", "outcome"], buckets=_EMBEDDING_BUCKETS)
-ERASED_VERSIONS = Counter("gam_erased_memory_versions_total", "Memory versions erased, by deletion operation (sweeps, cascades, forgets, …).", ["operation"])
+RECALL_DEGRADED = Counter(
+    "gam_recall_degraded_total", "Recalls answered without a ranking (`degraded`), by ranking.", ["ranking"]
+)
+QUERY_EMBEDDING_SECONDS = Histogram(
+    "gam_recall_query_embedding_seconds",
+    "Time spent embedding a recall query (capped by its budget).",
+    ["embedder", "outcome"],
+    buckets=_EMBEDDING_BUCKETS,
+)
+ERASED_VERSIONS = Counter(
+    "gam_erased_memory_versions_total",
+    "Memory versions erased, by deletion operation (sweeps, cascades, forgets, …).",
+    ["operation"],
+)
 RECEIPTS = Counter("gam_deletion_receipts_total", "Deletion receipts written, by operation.", ["operation"])
-VERIFICATION_FAILURES = Counter("gam_verification_failures_total", "Verifications that found something left (receipts, re-verifications, forgetting checks).", ["check", "operation"])
+VERIFICATION_FAILURES = Counter(
+    "gam_verification_failures_total",
+    "Verifications that found something left (receipts, re-verifications, forgetting checks).",
+    ["check", "operation"],
+)
 SEALED_UNREADABLE = Counter(
     "gam_sealed_content_unreadable_total",
-    "Stored rows left out of a read because their sealed content did not open (SPEC §8.2), by model and reason: missing_key (an erase's leftover), bad_key, corrupt.",
+    "Stored rows left out of a read because their sealed content did not open (SPEC §8.2), by model and reason: "
+    "missing_key (an erase's leftover), bad_key, corrupt.",
     ["model", "reason"],
 )
 KEYRING_SWEEP = Counter(
     "gam_keyring_sweep_total",
-    "What the keyring sweep repaired: orphaned_key (destroyed), orphaned_version (erased), orphaned_input (purged), receipt_reverified.",
+    "What the keyring sweep repaired: orphaned_key (destroyed), orphaned_version (erased), orphaned_input (purged), "
+    "receipt_reverified.",
     ["kind"],
 )
-TASK_SECONDS = Histogram("gam_celery_task_duration_seconds", "Celery task run time, by task name.", ["task"], buckets=_TASK_BUCKETS)
+TASK_SECONDS = Histogram(
+    "gam_celery_task_duration_seconds", "Celery task run time, by task name.", ["task"], buckets=_TASK_BUCKETS
+)
 TASKS = Counter("gam_celery_tasks_total", "Celery task runs by outcome (success, failure, retry).", ["task", "outcome"])
-TASK_LAST_SUCCESS = Gauge("gam_celery_task_last_success_timestamp_seconds", "When each task last succeeded (Unix time).", ["task"], multiprocess_mode="max")
+TASK_LAST_SUCCESS = Gauge(
+    "gam_celery_task_last_success_timestamp_seconds",
+    "When each task last succeeded (Unix time).",
+    ["task"],
+    multiprocess_mode="max",
+)
 
 
 def bounded(value: Any, fallback: str = "other") -> str:
@@ -116,7 +170,12 @@ def content_unreadable(model: str, reason: str, count: int) -> None:
 
 
 def keyring_swept(*, orphaned_keys: int, orphaned_versions: int, orphaned_inputs: int, reverified: int) -> None:
-    for kind, count in (("orphaned_key", orphaned_keys), ("orphaned_version", orphaned_versions), ("orphaned_input", orphaned_inputs), ("receipt_reverified", reverified)):
+    for kind, count in (
+        ("orphaned_key", orphaned_keys),
+        ("orphaned_version", orphaned_versions),
+        ("orphaned_input", orphaned_inputs),
+        ("receipt_reverified", reverified),
+    ):
         if count:
             KEYRING_SWEEP.labels(kind).inc(count)
 
@@ -151,7 +210,11 @@ class ScrapeTimeCollector:
 
 def _broker_families() -> Iterator[GaugeMetricFamily]:
     up = GaugeMetricFamily("gam_broker_up", "1 when the broker answered the scrape's queue-depth query.")
-    depth = GaugeMetricFamily("gam_broker_queue_depth", "Messages waiting in a broker queue (Redis LLEN, or the SQLAlchemy broker's visible rows).", labels=["queue"])
+    depth = GaugeMetricFamily(
+        "gam_broker_queue_depth",
+        "Messages waiting in a broker queue (Redis LLEN, or the SQLAlchemy broker's visible rows).",
+        labels=["queue"],
+    )
     try:
         with current_app.connection_for_read() as connection:
             connection.ensure_connection(max_retries=1, timeout=2)
@@ -171,8 +234,12 @@ def _broker_families() -> Iterator[GaugeMetricFamily]:
 
 
 def _backlog_families() -> Iterator[GaugeMetricFamily]:
-    pending = GaugeMetricFamily("gam_erase_backlog_versions", "Memory versions marked unreachable (a cascade) and not yet erased.")
-    age = GaugeMetricFamily("gam_erase_backlog_oldest_seconds", "Age of the oldest memory version waiting to be erased (0 when none).")
+    pending = GaugeMetricFamily(
+        "gam_erase_backlog_versions", "Memory versions marked unreachable (a cascade) and not yet erased."
+    )
+    age = GaugeMetricFamily(
+        "gam_erase_backlog_oldest_seconds", "Age of the oldest memory version waiting to be erased (0 when none)."
+    )
     try:
         row = MemoryVersion.objects.unreachable().aggregate(n=Count("pk"), oldest=Min("unreachable_at"))
     except Exception:  # the database is down: /readyz says so; the scrape still answers

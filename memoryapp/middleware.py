@@ -109,7 +109,9 @@ class BodySizeLimitMiddleware:
         except ValueError:
             return error_response(400, "VALIDATION_ERROR", "Content-Length is not a number.")
         if declared > limit:
-            return error_response(413, "PAYLOAD_TOO_LARGE", f"Request bodies are limited to {limit} bytes.", {"limit": limit})
+            return error_response(
+                413, "PAYLOAD_TOO_LARGE", f"Request bodies are limited to {limit} bytes.", {"limit": limit}
+            )
         return self.get_response(request)
 
 
@@ -146,7 +148,12 @@ def error_code(response: HttpResponse) -> str:
     if response.status_code < 400:
         return "OK"
     body = getattr(response, "data", None)  # a DRF Response, not yet parsed back
-    if body is None and not response.streaming and response.get("Content-Type", "").startswith("application/json") and len(response.content) <= 65536:
+    if (
+        body is None
+        and not response.streaming
+        and response.get("Content-Type", "").startswith("application/json")
+        and len(response.content) <= 65536
+    ):
         try:
             body = json.loads(response.content)
         except ValueError:
@@ -189,4 +196,11 @@ class RequestLogMiddleware:
         return response
 
 
-__all__ = ["BodySizeLimitMiddleware", "RequestLogMiddleware", "SecurityHeadersMiddleware", "error_code", "error_response", "route_name"]
+__all__ = [
+    "BodySizeLimitMiddleware",
+    "RequestLogMiddleware",
+    "SecurityHeadersMiddleware",
+    "error_code",
+    "error_response",
+    "route_name",
+]

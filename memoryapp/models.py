@@ -132,7 +132,11 @@ class MemoryVersionQuerySet(SealedQuerySet):
     def live(self, ask_history: AskHistorySettings, *, at: datetime | None = None) -> MemoryVersionQuerySet:
         """What a read may return: reachable, active, and not expired at `at` (now),
         whether or not a sweep ran. Expired memories are gone for every read and every asOf."""
-        return self.reachable().filter(state=MemoryState.ACTIVE).within_retention(ask_history.agent_memory_retention_days, at=at)
+        return (
+            self.reachable()
+            .filter(state=MemoryState.ACTIVE)
+            .within_retention(ask_history.agent_memory_retention_days, at=at)
+        )
 
     def kept_for_member(self, ask_history: AskHistorySettings, *, at: datetime | None = None) -> MemoryVersionQuerySet:
         """What the member still sees of their own memories (their export, their access log):
@@ -157,15 +161,26 @@ class MemoryVersionQuerySet(SealedQuerySet):
             return self.current()
         return self.filter(Q(valid_from__lte=as_of) & (current_q() | Q(valid_to__gt=as_of)))
 
-    def restrict(self, member: Member, action: str, *, ask_history: AskHistorySettings | None = None, at: datetime | None = None) -> MemoryVersionQuerySet:
+    def restrict(
+        self, member: Member, action: str, *, ask_history: AskHistorySettings | None = None, at: datetime | None = None
+    ) -> MemoryVersionQuerySet:
         """`core.restrict`. "view": the member's live versions at `at` (now), what any read of
         them may return (`live`; `ask_history`: the workspace's settings, read when not given).
         A member belongs to one workspace, so filtering by member alone is complete, and it lets
         PostgreSQL walk the ordered (member, -created_at, -id) index instead of AND-ing bitmaps."""
         check_action(action)
-        return self.filter(member=member).live(ask_history if ask_history is not None else member.workspace.ask_history, at=at)
+        return self.filter(member=member).live(
+            ask_history if ask_history is not None else member.workspace.ask_history, at=at
+        )
 
-    def matching(self, *, as_of: datetime | None = None, namespace: str | None = None, key: str | None = None, collection_id: int | None = None) -> MemoryVersionQuerySet:
+    def matching(
+        self,
+        *,
+        as_of: datetime | None = None,
+        namespace: str | None = None,
+        key: str | None = None,
+        collection_id: int | None = None,
+    ) -> MemoryVersionQuerySet:
         """The read filters of list and recall (the agent API; the member's agent-memory list in
         the API and on the page): the version current now (or at `as_of`), in that namespace,
         key and collection when given, newest first."""
@@ -212,10 +227,13 @@ class MemoryVersion(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memory_versions")
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="memory_versions")
-    credential = models.ForeignKey(Credential, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_versions")
+    credential = models.ForeignKey(
+        Credential, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_versions"
+    )
     source = models.CharField(max_length=24, choices=Source.choices, default=Source.AGENT)
     namespace = models.CharField(max_length=64)
-    key = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001 -- SPEC: a memory without a key is NULL, not "" (keys are unique per namespace when set)
+    # SPEC: a memory without a key is NULL, not "" (keys are unique per namespace when set
+    key = models.CharField(max_length=120, null=True, blank=True)  # noqa: DJ001
     # The id of the version's data key in the key store, chosen before the INSERT (the ciphertexts'
     # associated data names it); NULL only on a row stored before encryption (encrypt_memories).
     key_id = RowKeyField(null=True, blank=True, unique=True, editable=False)
@@ -231,7 +249,9 @@ class MemoryVersion(models.Model):
     masked_kinds = models.JSONField(default=list, blank=True)
     kind = SealedField(codec="text", default="", blank=True)
     details = SealedField(codec="text", default="", blank=True, help_text="Masked, sealed; one item per line.")
-    collection_id = models.BigIntegerField(null=True, blank=True, help_text="Plain id: a deleted collection hides, then erases, the memory.")
+    collection_id = models.BigIntegerField(
+        null=True, blank=True, help_text="Plain id: a deleted collection hides, then erases, the memory."
+    )
     version = models.PositiveIntegerField(default=1)
     valid_from = models.DateTimeField(default=timezone.now)
     valid_to = models.DateTimeField(null=True, blank=True)
@@ -248,7 +268,8 @@ class MemoryVersion(models.Model):
         null=True,
         blank=True,
         editable=False,
-        help_text="Plain id of the version a topic edit moved this memory from: erasing this chain erases that history too.",
+        help_text="Plain id of the version a topic edit moved this memory from: erasing this chain erases that "
+        "history too.",
     )
 
     objects = MemoryVersionQuerySet.as_manager()  # a SealedQuerySet: it opens what it fetches
@@ -270,7 +291,9 @@ class MemoryVersion(models.Model):
         ]
         indexes = [
             # recall/list: the newest current memories of one member
-            models.Index(fields=["member", "-created_at", "-id"], condition=Q(valid_to__isnull=True), name="current_by_member"),
+            models.Index(
+                fields=["member", "-created_at", "-id"], condition=Q(valid_to__isnull=True), name="current_by_member"
+            ),
             # asOf, the cap count and erasure by member
             models.Index(fields=["member", "-created_at", "-id"], name="versions_by_member"),
             models.Index(fields=["member", "namespace", "key"], name="chain_lookup"),
@@ -318,7 +341,9 @@ class MemoryVersion(models.Model):
     def is_live(self, ask_history: AskHistorySettings, at: datetime | None = None) -> bool:
         """The row-level `MemoryVersionQuerySet.live` for a version already read (reachability
         aside): active and not expired at `at`."""
-        return self.state == MemoryState.ACTIVE and self.retention_anchor > retention_cutoff(ask_history.agent_memory_retention_days, at)
+        return self.state == MemoryState.ACTIVE and self.retention_anchor > retention_cutoff(
+            ask_history.agent_memory_retention_days, at
+        )
 
 
 class Citation(models.Model):
@@ -355,7 +380,11 @@ class MemoryEmbedding(models.Model):
     dim = models.PositiveSmallIntegerField()
     vector = SealedField(codec="bytes")
     terms = SealedField(codec="text", default="", help_text="Space-separated recall tokens of the masked text, sealed.")
-    terms_format = models.CharField(max_length=24, db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.")
+    terms_format = models.CharField(
+        max_length=24,
+        db_default="t1",
+        help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.",
+    )
 
     objects = SealedManager()
 
@@ -368,7 +397,8 @@ class MemoryEmbedding(models.Model):
 
 class RateLimitSlot(models.Model):
     """One slot a credential's rolling-hour budget admitted (embedded mode; Redis keeps sorted
-    sets instead): a remember, in bucket "turn" a conversation turn, in bucket "read" a recall or list. Handed back (deleted) if
+    sets instead): a remember, in bucket "turn" a conversation turn, in bucket "read" a recall or list. Handed back
+    (deleted) if
     the work it admitted fails; purged by the cascade sweep once older than the window. The row
     counts for the credential and for its member (`member_id`: the anti-cycling bound of
     memoryapp/ratelimit.py, which a revoked credential's slots keep charging)."""
@@ -439,7 +469,21 @@ class AccessEntry(models.Model):
     # The credential's name is something the member wrote: the admin shows ids and counts only.
     content_fields = frozenset({"credential_name"})
     content_digests: frozenset[str] = frozenset()
-    metadata_fields = frozenset({"id", "workspace", "member", "credential_ref", "operation", "surface", "at", "returned", "hidden", "erased", "memories"})
+    metadata_fields = frozenset(
+        {
+            "id",
+            "workspace",
+            "member",
+            "credential_ref",
+            "operation",
+            "surface",
+            "at",
+            "returned",
+            "hidden",
+            "erased",
+            "memories",
+        }
+    )
 
     # The composite indexes below lead with these columns, so the foreign keys need none of their own.
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="access_entries", db_index=False)
@@ -452,9 +496,15 @@ class AccessEntry(models.Model):
     surface = models.CharField(max_length=4, choices=AccessSurface.choices)
     at = models.DateTimeField(default=timezone.now)
     returned = models.PositiveSmallIntegerField(help_text="Memories the read returned.")
-    hidden = models.PositiveIntegerField(default=0, help_text="Memories the read left out because a cited source is gone or unreadable.")
-    erased = models.PositiveSmallIntegerField(default=0, help_text="Returned memories erased since (their references are struck).")
-    memories = models.JSONField(default=list, help_text='[{"id": version id, "v": version number}], in the order returned.')
+    hidden = models.PositiveIntegerField(
+        default=0, help_text="Memories the read left out because a cited source is gone or unreadable."
+    )
+    erased = models.PositiveSmallIntegerField(
+        default=0, help_text="Returned memories erased since (their references are struck)."
+    )
+    memories = models.JSONField(
+        default=list, help_text='[{"id": version id, "v": version number}], in the order returned.'
+    )
 
     objects = AccessEntryQuerySet.as_manager()
 
@@ -462,7 +512,9 @@ class AccessEntry(models.Model):
         ordering = ["-at", "-id"]
         verbose_name_plural = "access entries"
         indexes = [
-            models.Index(fields=["member", "-at", "-id"], name="access_by_member"),  # the member's history, newest first
+            models.Index(
+                fields=["member", "-at", "-id"], name="access_by_member"
+            ),  # the member's history, newest first
             models.Index(fields=["workspace", "at"], name="access_by_workspace"),  # owners' counts per day
             models.Index(fields=["at"], name="access_expiry"),  # ACCESS_LOG_RETENTION_DAYS sweep
         ]

@@ -34,7 +34,9 @@ def task_started(sender: Any = None, task_id: str | None = None, task: Any = Non
         _running[key] = {"started": time.perf_counter(), "token": token, "error_type": None, "outcome": None}
 
 
-def task_failed(sender: Any = None, task_id: str | None = None, exception: BaseException | None = None, **_: Any) -> None:
+def task_failed(
+    sender: Any = None, task_id: str | None = None, exception: BaseException | None = None, **_: Any
+) -> None:
     with _running_lock:
         run = _running.get(_task_id(task_id, sender))
     if run is not None:
@@ -52,7 +54,9 @@ def task_retried(sender: Any = None, request: Any = None, reason: Any = None, **
             run["error_type"] = f"{type(reason).__module__}.{type(reason).__qualname__}"
 
 
-def task_ended(sender: Any = None, task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any) -> None:
+def task_ended(
+    sender: Any = None, task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any
+) -> None:
     key = _task_id(task_id, task)
     with _running_lock:
         run = _running.pop(key, None)
@@ -77,7 +81,9 @@ def task_ended(sender: Any = None, task_id: str | None = None, task: Any = None,
         logs.end(run["token"])
 
 
-def receipt_saved(sender: type[DeletionReceipt], instance: DeletionReceipt, created: bool, update_fields: Any = None, **_: Any) -> None:
+def receipt_saved(
+    sender: type[DeletionReceipt], instance: DeletionReceipt, created: bool, update_fields: Any = None, **_: Any
+) -> None:
     """Count a receipt once its transaction commits (a rolled-back erase wrote none); a
     re-verification that finds something left counts as a failed check of its own."""
     clean = bool((instance.verification or {}).get("clean", False))
@@ -94,9 +100,13 @@ def content_unreadable(sender: Any = None, reason: str = "", count: int = 0, **_
 
 
 def connect() -> None:
-    sealing.content_unreadable.connect(content_unreadable, weak=False, dispatch_uid="memoryapp.observers.content_unreadable")
+    sealing.content_unreadable.connect(
+        content_unreadable, weak=False, dispatch_uid="memoryapp.observers.content_unreadable"
+    )
     celery_signals.task_prerun.connect(task_started, weak=False, dispatch_uid="memoryapp.observers.task_started")
     celery_signals.task_failure.connect(task_failed, weak=False, dispatch_uid="memoryapp.observers.task_failed")
     celery_signals.task_retry.connect(task_retried, weak=False, dispatch_uid="memoryapp.observers.task_retried")
     celery_signals.task_postrun.connect(task_ended, weak=False, dispatch_uid="memoryapp.observers.task_ended")
-    post_save.connect(receipt_saved, sender=DeletionReceipt, weak=False, dispatch_uid="memoryapp.observers.receipt_saved")
+    post_save.connect(
+        receipt_saved, sender=DeletionReceipt, weak=False, dispatch_uid="memoryapp.observers.receipt_saved"
+    )

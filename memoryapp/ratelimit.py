@@ -55,7 +55,11 @@ class Slot:
     member_id: int = 0  # the member charged beside the credential (0: none)
 
     def headers(self) -> dict[str, str]:
-        headers = {"RateLimit-Limit": str(self.limit), "RateLimit-Remaining": str(self.remaining), "RateLimit-Reset": str(self.reset_seconds)}
+        headers = {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset_seconds),
+        }
         if not self.allowed:
             headers["Retry-After"] = str(max(1, self.reset_seconds))
         return headers
@@ -69,12 +73,23 @@ KNOWLEDGE_BUCKET = "knowledge"  # a member's knowledge writes (no credential: me
 def rate_limited(slot: Slot, operation: str, message: str) -> ApiError:
     """The 429 of an exhausted budget: ``details.operation`` names it ("remember", "read",
     "turn"), with the RateLimit-* headers and Retry-After."""
-    return ApiError(429, "AGENT_MEMORY_RATE_LIMITED", message, {"operation": operation, "retryAfterSeconds": slot.reset_seconds}, headers=slot.headers())
+    return ApiError(
+        429,
+        "AGENT_MEMORY_RATE_LIMITED",
+        message,
+        {"operation": operation, "retryAfterSeconds": slot.reset_seconds},
+        headers=slot.headers(),
+    )
 
 
 def unavailable() -> ApiError:
     # Writes never become unlimited: no counter, no remember.
-    return ApiError(503, "RATE_LIMIT_UNAVAILABLE", "The rate limiter is unavailable; try again shortly.", headers={"Retry-After": "5"})
+    return ApiError(
+        503,
+        "RATE_LIMIT_UNAVAILABLE",
+        "The rate limiter is unavailable; try again shortly.",
+        headers={"Retry-After": "5"},
+    )
 
 
 _LUA = """
@@ -145,9 +160,13 @@ class RedisRateLimiter:
         return f"ratelimit:{bucket}:member:{member_id}"
 
     def _keys(self, slot: Slot) -> list[str]:
-        return [self._key(slot.credential_id, slot.bucket)] + ([self._member_key(slot.member_id, slot.bucket)] if slot.member_id else [])
+        return [self._key(slot.credential_id, slot.bucket)] + (
+            [self._member_key(slot.member_id, slot.bucket)] if slot.member_id else []
+        )
 
-    def acquire(self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None) -> Slot:
+    def acquire(
+        self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None
+    ) -> Slot:
         import redis
 
         handle = uuid.uuid4().hex
@@ -159,7 +178,16 @@ class RedisRateLimiter:
             allowed, remaining, reset_us = self._script(keys=keys, args=args)
         except redis.RedisError as exc:
             raise unavailable() from exc
-        return Slot(bool(allowed), limit, max(0, int(remaining)), math.ceil(int(reset_us) / 1_000_000), handle, credential_id, bucket, member.member_id if member else 0)
+        return Slot(
+            bool(allowed),
+            limit,
+            max(0, int(remaining)),
+            math.ceil(int(reset_us) / 1_000_000),
+            handle,
+            credential_id,
+            bucket,
+            member.member_id if member else 0,
+        )
 
     def acquire_member(self, member_id: int, limit: int, bucket: str) -> Slot:
         """A budget of the member alone (no credential): the same script on one key."""
@@ -167,10 +195,21 @@ class RedisRateLimiter:
 
         handle = uuid.uuid4().hex
         try:
-            allowed, remaining, reset_us = self._script(keys=[self._member_key(member_id, bucket)], args=[window_seconds() * 1_000_000, limit, handle])
+            allowed, remaining, reset_us = self._script(
+                keys=[self._member_key(member_id, bucket)], args=[window_seconds() * 1_000_000, limit, handle]
+            )
         except redis.RedisError as exc:
             raise unavailable() from exc
-        return Slot(bool(allowed), limit, max(0, int(remaining)), math.ceil(int(reset_us) / 1_000_000), handle, 0, bucket, member_id)
+        return Slot(
+            bool(allowed),
+            limit,
+            max(0, int(remaining)),
+            math.ceil(int(reset_us) / 1_000_000),
+            handle,
+            0,
+            bucket,
+            member_id,
+        )
 
     def refund(self, slot: Slot) -> None:
         import redis
@@ -184,7 +223,9 @@ class RedisRateLimiter:
     def reset(self, credential_id: int, bucket: str = "remember") -> None:
         """Forget the credential's spending and its member's (tests and benches)."""
         member_id = Credential.objects.filter(pk=credential_id).values_list("member_id", flat=True).first()
-        self._client.delete(self._key(credential_id, bucket), *([self._member_key(member_id, bucket)] if member_id else []))
+        self._client.delete(
+            self._key(credential_id, bucket), *([self._member_key(member_id, bucket)] if member_id else [])
+        )
 
 
 class DatabaseRateLimiter:
@@ -198,7 +239,9 @@ class DatabaseRateLimiter:
 
     _TABLE = RateLimitSlot._meta.db_table
 
-    def acquire(self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None) -> Slot:
+    def acquire(
+        self, credential_id: int, limit: int, bucket: str = "remember", member: MemberBound | None = None
+    ) -> Slot:
         connection = transaction.get_connection()
         now = timezone.now()
         window = timedelta(seconds=window_seconds())
@@ -221,16 +264,26 @@ class DatabaseRateLimiter:
                     Credential.objects.select_for_update().filter(pk=credential_id).exists()
                 # The counts are read before the INSERT (one snapshot): the slot written is added.
                 row = self._run(
-                    f"WITH ins AS ({insert} RETURNING id), c AS (SELECT count(*) AS n, min(at) AS oldest {by_credential}), m AS (SELECT count(*) AS n, min(at) AS oldest {by_member})"
-                    " SELECT (SELECT id FROM ins), c.n + (SELECT count(*) FROM ins), c.oldest, m.n + (SELECT count(*) FROM ins), m.oldest FROM c, m",
+                    f"WITH ins AS ({insert} RETURNING id), c AS (SELECT count(*) AS n, min(at) AS oldest "
+                    f"{by_credential}), m AS (SELECT count(*) AS n, min(at) AS oldest {by_member}) SELECT (SELECT id "
+                    "FROM ins), c.n + (SELECT count(*) FROM ins), c.oldest, m.n + (SELECT count(*) FROM ins), "
+                    "m.oldest FROM c, m",
                     [*insert_params, *credential_params, *member_params],
                 )
         else:
             # RETURNING's subqueries see the row just inserted.
             counts = f"(SELECT count(*) {by_credential}), (SELECT min(at) {by_credential}), (SELECT count(*) {by_member}), (SELECT min(at) {by_member})"
-            row = self._run(f"{insert} RETURNING id, {counts}", [*insert_params, *credential_params, *credential_params, *member_params, *member_params])
+            row = self._run(
+                f"{insert} RETURNING id, {counts}",
+                [*insert_params, *credential_params, *credential_params, *member_params, *member_params],
+            )
             if row is None:  # refused, nothing written: the counts for the headers
-                row = (None, *self._run(f"SELECT {counts}", [*credential_params, *credential_params, *member_params, *member_params]))
+                row = (
+                    None,
+                    *self._run(
+                        f"SELECT {counts}", [*credential_params, *credential_params, *member_params, *member_params]
+                    ),
+                )
         handle, credential_count, credential_oldest, member_count, member_oldest = row
         remaining, oldest = limit - credential_count, credential_oldest
         if member is not None and member.limit - member_count < remaining:
@@ -238,7 +291,16 @@ class DatabaseRateLimiter:
         if isinstance(oldest, str):  # SQLite answers a text
             oldest = connection.ops.convert_datetimefield_value(oldest, None, connection)
         reset = math.ceil(((oldest or now) + window - now).total_seconds())
-        return Slot(handle is not None, limit, max(0, remaining), max(0, reset), "" if handle is None else str(handle), credential_id, bucket, member_id or 0)
+        return Slot(
+            handle is not None,
+            limit,
+            max(0, remaining),
+            max(0, reset),
+            "" if handle is None else str(handle),
+            credential_id,
+            bucket,
+            member_id or 0,
+        )
 
     def acquire_member(self, member_id: int, limit: int, bucket: str) -> Slot:
         """A budget of the member alone (no credential: `credential_id` 0), serialised by the
@@ -253,7 +315,9 @@ class DatabaseRateLimiter:
             remaining, oldest = limit - spent["count"], spent["oldest"] or now
             handle = ""
             if remaining > 0:
-                handle = str(RateLimitSlot.objects.create(credential_id=0, member_id=member_id, bucket=bucket, at=now).pk)
+                handle = str(
+                    RateLimitSlot.objects.create(credential_id=0, member_id=member_id, bucket=bucket, at=now).pk
+                )
                 remaining -= 1
         reset = math.ceil((oldest + window - now).total_seconds())
         return Slot(bool(handle), limit, max(0, remaining), max(0, reset), handle, 0, bucket, member_id)
@@ -286,7 +350,9 @@ def take_slot(credential: Credential, limit: int, *, bucket: str = "remember") -
 
 
 @contextmanager
-def spend_slot(credential: Credential, limit: int, *, bucket: str = "remember", what: str = "remembers") -> Iterator[Slot]:
+def spend_slot(
+    credential: Credential, limit: int, *, bucket: str = "remember", what: str = "remembers"
+) -> Iterator[Slot]:
     """Admit one unit of work against the credential's (and its member's) rolling-hour budget:
     429 `AGENT_MEMORY_RATE_LIMITED` (with `Retry-After`) when it is spent; the slot is handed back
     if the work inside fails, so the limit counts work done (a remember's 409 carries the headers).

@@ -4,7 +4,8 @@ versions it returned, in the same request. Both surfaces call these two function
 hand memories to an agent without counting and recording it.
 
 The read limit (MEMORY_READS_PER_HOUR per credential per rolling hour, recall and list together,
-charged to the member too so a fresh credential brings no fresh budget: ratelimit.take_slot) is taken once the request is admitted (gate rows 1–8, like row 11 for a remember), so a refused
+charged to the member too so a fresh credential brings no fresh budget: ratelimit.take_slot) is taken once the request
+is admitted (gate rows 1–8, like row 11 for a remember), so a refused
 request uses none; over it the answer is 429 AGENT_MEMORY_RATE_LIMITED with
 ``details.operation: "read"`` and the remember limit's headers. A read whose answer fails hands
 its slot back. If the limiter itself is down (Redis), reads go on without it — they write nothing,
@@ -61,7 +62,14 @@ def _read(admission: gates.Admission, operation: str, surface: str, run) -> Read
     slot = _read_slot(ctx)
     try:
         body = run(admission)
-        access_log.record(credential=ctx.credential, member=ctx.member, operation=operation, surface=surface, memories=body["memories"], hidden=body.get("hidden", 0))
+        access_log.record(
+            credential=ctx.credential,
+            member=ctx.member,
+            operation=operation,
+            surface=surface,
+            memories=body["memories"],
+            hidden=body.get("hidden", 0),
+        )
     except BaseException:
         if slot is not None:
             get_limiter().refund(slot)

@@ -17,7 +17,14 @@ def detail_lines(version: MemoryVersion) -> list[str]:
     return version.details.split("\n") if version.details else []
 
 
-def memory_json(version: MemoryVersion, checked: Recheck | None, ask_history: AskHistorySettings, *, assistant: bool = False, expired: bool = False) -> dict[str, Any]:
+def memory_json(
+    version: MemoryVersion,
+    checked: Recheck | None,
+    ask_history: AskHistorySettings,
+    *,
+    assistant: bool = False,
+    expired: bool = False,
+) -> dict[str, Any]:
     """The one shape of a memory for JSON. By default the memory object `M` of SPEC §3 (REST,
     MCP, the member API; `checked` is the live re-check that read its citations). `assistant`:
     the member's assistant-memory shape (seed 002): the key is its topic, the text its summary,
@@ -35,7 +42,12 @@ def memory_json(version: MemoryVersion, checked: Recheck | None, ask_history: As
         "masked": list(version.masked_kinds or []),
     }
     if assistant:
-        data.update(topic=version.key, summary=version.text, updatedAt=iso(version.retention_anchor), state="expired" if expired else "active")
+        data.update(
+            topic=version.key,
+            summary=version.text,
+            updatedAt=iso(version.retention_anchor),
+            state="expired" if expired else "active",
+        )
         if expired:
             data["erasedAt"] = iso(version.grace_ends_at(ask_history))
         return data
@@ -46,7 +58,15 @@ def memory_json(version: MemoryVersion, checked: Recheck | None, ask_history: As
             "key": version.key,
             "text": version.text,
             "collectionId": str(version.collection_id) if version.collection_id else None,
-            "citations": [{"passageId": str(c.citation.passage_id), "documentId": str(c.citation.document_id), "sha256": c.citation.sha256, "sourceState": c.state} for c in citations],
+            "citations": [
+                {
+                    "passageId": str(c.citation.passage_id),
+                    "documentId": str(c.citation.document_id),
+                    "sha256": c.citation.sha256,
+                    "sourceState": c.state,
+                }
+                for c in citations
+            ],
             "sourceState": checked.source_state(version.pk) if checked else None,
             "validFrom": iso(version.valid_from),
             "validTo": iso(version.valid_to),

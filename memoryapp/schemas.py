@@ -30,7 +30,9 @@ class ScreenedText(PlainText):
         return value
 
 
-@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 20}]})
+@extend_schema_field(
+    {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 20}]}
+)
 class DetailsField(serializers.Field):
     """`details`: a list of short strings, or one string with one item per line."""
 
@@ -58,7 +60,9 @@ class KindField(serializers.ChoiceField):
 
     def __init__(self, **kwargs):
         kinds = ", ".join(MEMORY_KINDS)
-        kwargs.setdefault("error_messages", {"invalid_choice": f"Must be one of {kinds}.", "invalid": f"Must be one of {kinds}."})
+        kwargs.setdefault(
+            "error_messages", {"invalid_choice": f"Must be one of {kinds}.", "invalid": f"Must be one of {kinds}."}
+        )
         super().__init__(choices=list(MEMORY_KINDS), **kwargs)
 
 
@@ -92,9 +96,23 @@ class RememberBody(StrictSerializer):
         namespace = attrs["namespace"]
         if source != "agent":
             if namespace != ASSISTANT_NAMESPACE or not attrs.get("key"):
-                raise serializers.ValidationError({"namespace": [f"A memory with source {source!r} belongs in namespace {ASSISTANT_NAMESPACE!r} with a key (its topic)."]})
+                raise serializers.ValidationError(
+                    {
+                        "namespace": [
+                            f"A memory with source {source!r} belongs in namespace {ASSISTANT_NAMESPACE!r} with a key "
+                            "(its topic)."
+                        ]
+                    }
+                )
         elif namespace == ASSISTANT_NAMESPACE:
-            raise serializers.ValidationError({"namespace": [f"{ASSISTANT_NAMESPACE!r} is reserved for assistant memories (source user_request or assistant_initiated)."]})
+            raise serializers.ValidationError(
+                {
+                    "namespace": [
+                        f"{ASSISTANT_NAMESPACE!r} is reserved for assistant memories (source user_request or "
+                        "assistant_initiated)."
+                    ]
+                }
+            )
         if len(set(attrs.get("citations", []))) != len(attrs.get("citations", [])):
             raise serializers.ValidationError({"citations": ["Each passage may be cited once."]})
         return attrs

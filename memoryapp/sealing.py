@@ -49,7 +49,18 @@ from django.db import migrations, models, transaction
 from django.db.models.query import ModelIterable
 from django.dispatch import Signal
 
-from memoryapp.crypto import FORMAT, OVERHEAD, DataKeyCipher, Owner, SealError, aad_prefix, field_aad, new_data_key, open_sealed, seal
+from memoryapp.crypto import (
+    FORMAT,
+    OVERHEAD,
+    DataKeyCipher,
+    Owner,
+    SealError,
+    aad_prefix,
+    field_aad,
+    new_data_key,
+    open_sealed,
+    seal,
+)
 from memoryapp.keyring import key_store, new_row_key
 
 logger = logging.getLogger(__name__)
@@ -167,7 +178,10 @@ class SealedField(models.BinaryField):
     def get_prep_value(self, value: Any) -> Any:
         if value is None or isinstance(value, Ciphertext):
             return value
-        raise TypeError(f"{self.model.__name__}.{self.name} is sealed: it is written by saving its row, never by update() or compared in a filter")
+        raise TypeError(
+            f"{self.model.__name__}.{self.name} is sealed: it is written by saving its row, never by update() or "
+            "compared in a filter"
+        )
 
     def to_python(self, value: Any) -> Any:
         return value
@@ -185,7 +199,10 @@ class RowKeyField(models.UUIDField):
     """The id of the row's data key, chosen (and the key stored) before the row is inserted."""
 
     def pre_save(self, model_instance: models.Model, add: bool) -> UUID | None:
-        if any(isinstance(getattr(model_instance, f.attname, None), (str, bytes, list, dict)) for f in sealed_fields(type(model_instance))):
+        if any(
+            isinstance(getattr(model_instance, f.attname, None), (str, bytes, list, dict))
+            for f in sealed_fields(type(model_instance))
+        ):
             row_cipher(model_instance)
         return getattr(model_instance, self.attname)
 
@@ -236,7 +253,10 @@ def row_cipher(instance: models.Model) -> tuple[UUID, DataKeyCipher]:
         return cached
     if holder.key_id is None:
         if holder.pk is not None and holder is not instance:
-            raise Unreadable(MISSING_KEY, f"{holder._meta.label} #{holder.pk} is stored unencrypted: run `manage.py encrypt_memories`")
+            raise Unreadable(
+                MISSING_KEY,
+                f"{holder._meta.label} #{holder.pk} is stored unencrypted: run `manage.py encrypt_memories`",
+            )
         holder.key_id, dek = new_row_key(owner_label(type(holder)))  # a spare, stored and committed in a batch
     else:
         dek = key_store().get_many([holder.key_id]).get(holder.key_id)
@@ -272,10 +292,19 @@ def fetch_keys(key_ids: Iterable[UUID | None]) -> dict[UUID, DataKeyCipher | Non
     wanted = [k for k in dict.fromkeys(key_ids) if k is not None]
     if not wanted:
         return {}
-    return {key_id: (DataKeyCipher(dek) if dek is not None else None) for key_id, dek in key_store().get_many(wanted).items()}
+    return {
+        key_id: (DataKeyCipher(dek) if dek is not None else None)
+        for key_id, dek in key_store().get_many(wanted).items()
+    }
 
 
-def open_values(model: type[models.Model], key_id: UUID | None, owner: Owner, keys: Mapping[UUID, DataKeyCipher | None], values: Mapping[str, Any]) -> dict[str, Any]:
+def open_values(
+    model: type[models.Model],
+    key_id: UUID | None,
+    owner: Owner,
+    keys: Mapping[UUID, DataKeyCipher | None],
+    values: Mapping[str, Any],
+) -> dict[str, Any]:
     """Open some sealed columns of one row of `model` (as `values_list` or a raw cursor gave
     them) with the ciphers `fetch_keys` returned; `owner` is its key holder's (workspace id,
     member id) as stored (`owner_of`). Raises Unreadable."""
@@ -286,7 +315,12 @@ def open_values(model: type[models.Model], key_id: UUID | None, owner: Owner, ke
     return dict(zip(names, opened))
 
 
-def open_rows(model: type[models.Model], rows: Iterable[tuple[UUID | None, Owner, Sequence[Any]]], names: Sequence[str], keys: Mapping[UUID, DataKeyCipher | None]) -> list[tuple | Unreadable]:
+def open_rows(
+    model: type[models.Model],
+    rows: Iterable[tuple[UUID | None, Owner, Sequence[Any]]],
+    names: Sequence[str],
+    keys: Mapping[UUID, DataKeyCipher | None],
+) -> list[tuple | Unreadable]:
     """`open_values` for many rows in one pass (recall's 300 index entries): each row is (key id,
     owner, its values of the sealed columns `names`, in that order); each answer is the opened
     values in the same order, or the Unreadable that row raised (returned, not raised: the
@@ -363,9 +397,16 @@ def _holder_key_ids(instances: list[models.Model]) -> dict[int, tuple[UUID | Non
             holder = getattr(instance, via)
             found[id(instance)] = (holder.key_id, owner_of(holder))
         else:
-            missing.setdefault(field.related_model, {}).setdefault(getattr(instance, field.attname), []).append(instance)
+            missing.setdefault(field.related_model, {}).setdefault(getattr(instance, field.attname), []).append(
+                instance
+            )
     for model, by_pk in missing.items():
-        holders = {pk: (key_id, (workspace_id, member_id)) for pk, key_id, workspace_id, member_id in model._base_manager.filter(pk__in=list(by_pk)).values_list("pk", "key_id", *OWNER_COLUMNS)}
+        holders = {
+            pk: (key_id, (workspace_id, member_id))
+            for pk, key_id, workspace_id, member_id in model._base_manager.filter(pk__in=list(by_pk)).values_list(
+                "pk", "key_id", *OWNER_COLUMNS
+            )
+        }
         for pk, waiting in by_pk.items():
             for instance in waiting:
                 found[id(instance)] = holders.get(pk, (None, (None, None)))
@@ -385,11 +426,17 @@ def _walk(instances: Iterable[models.Model]) -> Iterator[models.Model]:
         stack.extend(v for v in instance._state.fields_cache.values() if isinstance(v, models.Model))
 
 
-def open_instances(instances: list[models.Model], *, keys: Mapping[UUID, DataKeyCipher | None] | None = None) -> dict[int, str]:
+def open_instances(
+    instances: list[models.Model], *, keys: Mapping[UUID, DataKeyCipher | None] | None = None
+) -> dict[int, str]:
     """Decrypt, in place, every sealed field loaded on these instances (and on the instances
     loaded with them); one key-store query for all of them. Returns id(instance) -> reason for
     the ones that could not be opened (their sealed fields are set to None)."""
-    sealed = [i for i in _walk(instances) if sealed_fields(type(i)) and any(isinstance(i.__dict__.get(f.attname), Sealed) for f in sealed_fields(type(i)))]
+    sealed = [
+        i
+        for i in _walk(instances)
+        if sealed_fields(type(i)) and any(isinstance(i.__dict__.get(f.attname), Sealed) for f in sealed_fields(type(i)))
+    ]
     if not sealed:
         return {}
     holder_keys = _holder_key_ids(sealed)
@@ -402,14 +449,22 @@ def open_instances(instances: list[models.Model], *, keys: Mapping[UUID, DataKey
     for instance in sealed:
         model = type(instance)
         key_id, owner = holder_keys[id(instance)]
-        pending = {f.name: instance.__dict__[f.attname] for f in sealed_fields(model) if isinstance(instance.__dict__.get(f.attname), Sealed)}
+        pending = {
+            f.name: instance.__dict__[f.attname]
+            for f in sealed_fields(model)
+            if isinstance(instance.__dict__.get(f.attname), Sealed)
+        }
         try:
             opened = open_values(model, key_id, owner, known, pending)
         except Unreadable as exc:
             failed[id(instance)] = exc.reason
             counts[(model, exc.reason)] = counts.get((model, exc.reason), 0) + 1
             if exc.reason != MISSING_KEY:
-                logger.error("sealed content does not open: %s", exc, extra={"model": model._meta.label, "row": instance.pk, "reason": exc.reason})
+                logger.error(
+                    "sealed content does not open: %s",
+                    exc,
+                    extra={"model": model._meta.label, "row": instance.pk, "reason": exc.reason},
+                )
             for name in pending:
                 instance.__dict__[name] = None
             instance._sealing_unreadable = exc.reason
@@ -509,7 +564,10 @@ class SealColumn(migrations.AlterField):
         model = state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
-        table, column = schema_editor.quote_name(model._meta.db_table), schema_editor.quote_name(model._meta.get_field(self.name).column)
+        table, column = (
+            schema_editor.quote_name(model._meta.db_table),
+            schema_editor.quote_name(model._meta.get_field(self.name).column),
+        )
         if to_type == "bytea":
             using = f"convert_to({column}::text, 'UTF8')" if self.json else f"convert_to({column}, 'UTF8')"
         else:

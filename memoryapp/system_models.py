@@ -82,7 +82,14 @@ def estimate_input_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def memories_as_json(memories: list[ExtractedMemory]) -> str:
-    return json.dumps({"memories": [{"type": m.kind, "topic": m.topic, "summary": m.summary, "details": list(m.details)} for m in memories]}, ensure_ascii=False)
+    return json.dumps(
+        {
+            "memories": [
+                {"type": m.kind, "topic": m.topic, "summary": m.summary, "details": list(m.details)} for m in memories
+            ]
+        },
+        ensure_ascii=False,
+    )
 
 
 # --- shared helpers --------------------------------------------------------------------------------
@@ -119,25 +126,53 @@ _JA_LANG = "|".join(k for k in LANGUAGES if not k.isascii())
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 
-RULES_EN_REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind|note)(?:\s+that)?[\s,:]+(?P<what>.+)$", re.I)
-RULES_JA_REMEMBER_BEFORE = re.compile(r"^(?:これを)?覚えて(?:ください|おいて(?:ください)?|ね)?[。、:：\s]*(?P<what>.+)$")
-RULES_JA_REMEMBER_AFTER = re.compile(r"^(?P<what>.+?)(?:だ|です)?(?:ということ|こと)?(?:を|って|と)覚えて(?:ください|おいて(?:ください)?|ね)?$")
-RULES_EN_ANSWER_LANG = re.compile(rf"\b(?:answer|reply|respond|write|talk|speak)(?:\s+to\s+me)?\s+(?:always\s+)?in\s+(?P<lang>{_EN_LANG})\b", re.I)
+RULES_EN_REMEMBER = re.compile(
+    r"^(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind|note)(?:\s+that)?[\s,:]+(?P<what>.+)$", re.I
+)
+RULES_JA_REMEMBER_BEFORE = re.compile(
+    r"^(?:これを)?覚えて(?:ください|おいて(?:ください)?|ね)?[。、:：\s]*(?P<what>.+)$"
+)
+RULES_JA_REMEMBER_AFTER = re.compile(
+    r"^(?P<what>.+?)(?:だ|です)?(?:ということ|こと)?(?:を|って|と)覚えて(?:ください|おいて(?:ください)?|ね)?$"
+)
+RULES_EN_ANSWER_LANG = re.compile(
+    rf"\b(?:answer|reply|respond|write|talk|speak)(?:\s+to\s+me)?\s+(?:always\s+)?in\s+(?P<lang>{_EN_LANG})\b", re.I
+)
 RULES_EN_PREFER_LANG = re.compile(rf"\bI\s+prefer\s+(?P<lang>{_EN_LANG})\b", re.I)
 RULES_JA_ANSWER_LANG = re.compile(rf"(?P<lang>{_JA_LANG})で(?:回答|返信|返答|答え|応答|書い|話し)")
 RULES_EN_SPEAK = re.compile(rf"\bI\s+(?:can\s+)?speak\s+(?P<langs>(?:(?:{_EN_LANG})(?:\s*,\s*|\s+and\s+)?)+)", re.I)
 RULES_JA_SPEAK = re.compile(rf"(?P<langs>(?:(?:{_JA_LANG})(?:と|、)?)+)を話(?:せます|します)")
-RULES_EN_ROLE = re.compile(r"\b(?:I\s+work\s+as|I'm|I\s+am|my\s+(?:role|job|job\s+title|position)\s+is)\s+(?:a|an|the|our)\s+(?P<role>[A-Za-z][A-Za-z \-/&]{1,60}?)(?:\s+(?:at|in|for|on)\b.*)?$", re.I)
-RULES_EN_ROLE_PLAIN = re.compile(r"\bmy\s+(?:role|job|job\s+title|position)\s+is\s+(?P<role>[A-Za-z][A-Za-z \-/&]{1,60}?)(?:\s+(?:at|in|for|on)\b.*)?$", re.I)
-RULES_JA_ROLE = re.compile(r"(?:(?:私|わたし)の)?(?:役職|職業|職種|仕事|担当)は(?P<role>[^。、]{1,30}?)(?:です|だ|になります)")
+RULES_EN_ROLE = re.compile(
+    r"\b(?:I\s+work\s+as|I'm|I\s+am|my\s+(?:role|job|job\s+title|position)\s+is)\s+(?:a|an|the|our)\s+(?P<role>[A-Za-z][A-Za-z "
+    r"\-/&]{1,60}?)(?:\s+(?:at|in|for|on)\b.*)?$",
+    re.I,
+)
+RULES_EN_ROLE_PLAIN = re.compile(
+    r"\bmy\s+(?:role|job|job\s+title|position)\s+is\s+(?P<role>[A-Za-z][A-Za-z "
+    r"\-/&]{1,60}?)(?:\s+(?:at|in|for|on)\b.*)?$",
+    re.I,
+)
+RULES_JA_ROLE = re.compile(
+    r"(?:(?:私|わたし)の)?(?:役職|職業|職種|仕事|担当)は(?P<role>[^。、]{1,30}?)(?:です|だ|になります)"
+)
 RULES_JA_ROLE_AS = re.compile(r"(?P<role>[^。、はが]{1,30}?)として働いて(?:います|いる)")
-RULES_EN_TOOLS = re.compile(r"\bI\s+(?:often|usually|mostly|mainly|regularly)\s+(?:use|work\s+with|write)\s+(?P<what>[^.!?]{1,80})", re.I)
+RULES_EN_TOOLS = re.compile(
+    r"\bI\s+(?:often|usually|mostly|mainly|regularly)\s+(?:use|work\s+with|write)\s+(?P<what>[^.!?]{1,80})", re.I
+)
 RULES_JA_TOOLS = re.compile(r"(?:よく|普段|主に|いつも)(?P<what>[^。、]{1,40}?)を使(?:います|っています)")
-RULES_EN_PREFER = re.compile(r"\bI\s+(?:prefer|like|would\s+rather\s+have|'d\s+rather\s+have)\s+(?P<what>[^.!?]{2,120})", re.I)
-RULES_JA_PREFER = re.compile(r"(?P<what>[^。、]{2,60}?)(?:が好きです|を好みます|の方が好きです|がいいです|が望ましいです)")
-_INSTRUCTION_HINTS = re.compile(r"\b(?:always|never|use|call|refer|write|please)\b|使って|してください|書いて|呼んで", re.I)
+RULES_EN_PREFER = re.compile(
+    r"\bI\s+(?:prefer|like|would\s+rather\s+have|'d\s+rather\s+have)\s+(?P<what>[^.!?]{2,120})", re.I
+)
+RULES_JA_PREFER = re.compile(
+    r"(?P<what>[^。、]{2,60}?)(?:が好きです|を好みます|の方が好きです|がいいです|が望ましいです)"
+)
+_INSTRUCTION_HINTS = re.compile(
+    r"\b(?:always|never|use|call|refer|write|please)\b|使って|してください|書いて|呼んで", re.I
+)
 
-_ROLE_EXCLUDE = re.compile(r"^(?:bit|little|lot|big|fan|sure|not|very|also|going|trying|looking|working|happy|glad|sorry)\b", re.I)
+_ROLE_EXCLUDE = re.compile(
+    r"^(?:bit|little|lot|big|fan|sure|not|very|also|going|trying|looking|working|happy|glad|sorry)\b", re.I
+)
 
 
 def _sentences(text: str) -> list[str]:
@@ -162,7 +197,9 @@ def _identity(memory: ExtractedMemory) -> str:
 # A statement of its own says what something is ("X is Y", 「XはY」); a sentence that refers back
 # ("Use this codename…", 「今後、このコードネームを…」) or states nothing is a detail of the one before.
 _STATEMENT = re.compile(r"\s(?:is|are|was|were|will be)\s|=|は|が", re.I)
-_REFERS_BACK = re.compile(r"^(?:this|that|these|those|it|they|then|also|so|and)\b|^(?:この|その|それ|これ|あの|今後|また|なお)", re.I)
+_REFERS_BACK = re.compile(
+    r"^(?:this|that|these|those|it|they|then|also|so|and)\b|^(?:この|その|それ|これ|あの|今後|また|なお)", re.I
+)
 # Two statements in one sentence: "X is A and Y is B", "X is A; Y is B", 「XはAで、YはB」.
 _JOINED = re.compile(r"\s*;\s*|,?\s+and\s+(?=\S+(?:\s+\S+){0,5}\s+(?:is|are|was|were|will be)\s)|(?<=で)、", re.I)
 
@@ -170,7 +207,9 @@ _JOINED = re.compile(r"\s*;\s*|,?\s+and\s+(?=\S+(?:\s+\S+){0,5}\s+(?:is|are|was|
 def _statements(sentence: str) -> list[str]:
     pieces = _JOINED.split(sentence)
     # 「XはAで、」 ends its statement with the connective form: written as a sentence of its own, 「です」
-    parts = [clean_sentence(p[:-1] + "です" if i < len(pieces) - 1 and p.endswith("で") else p) for i, p in enumerate(pieces)]
+    parts = [
+        clean_sentence(p[:-1] + "です" if i < len(pieces) - 1 and p.endswith("で") else p) for i, p in enumerate(pieces)
+    ]
     parts = [p for p in parts if p]
     return parts if len(parts) > 1 and all(_STATEMENT.search(p) for p in parts) else [sentence]
 
@@ -232,12 +271,23 @@ class OfflineRulesModel:
         for statement, details in facts:
             kind = "instruction" if _INSTRUCTION_HINTS.search(" ".join([statement, *details])) else "fact"
             summary = _capitalised(statement)[:1000]
-            memories.append(ExtractedMemory(kind=kind, topic=classify(statement, kind), summary=summary, details=tuple(d[:500] for d in details[:20])))
+            memories.append(
+                ExtractedMemory(
+                    kind=kind,
+                    topic=classify(statement, kind),
+                    summary=summary,
+                    details=tuple(d[:500] for d in details[:20]),
+                )
+            )
         return memories
 
     def _facts(self, sentence: str) -> list[ExtractedMemory]:
         out: list[ExtractedMemory] = []
-        lang = RULES_EN_ANSWER_LANG.search(sentence) or RULES_EN_PREFER_LANG.search(sentence) or RULES_JA_ANSWER_LANG.search(sentence)
+        lang = (
+            RULES_EN_ANSWER_LANG.search(sentence)
+            or RULES_EN_PREFER_LANG.search(sentence)
+            or RULES_JA_ANSWER_LANG.search(sentence)
+        )
         if lang:
             name = _languages(lang.group("lang"))[0]
             out.append(ExtractedMemory("preference", "preferred_language", f"Prefers answers in {name}"))
@@ -257,7 +307,11 @@ class OfflineRulesModel:
         if tools:
             out.append(
                 ExtractedMemory(
-                    "fact", "frequently_used_tools", f"Often uses {clean_sentence(tools.group('what'))}" if tools.re is RULES_EN_TOOLS else f"よく使うもの: {clean_sentence(tools.group('what'))}"
+                    "fact",
+                    "frequently_used_tools",
+                    f"Often uses {clean_sentence(tools.group('what'))}"
+                    if tools.re is RULES_EN_TOOLS
+                    else f"よく使うもの: {clean_sentence(tools.group('what'))}",
                 )
             )
         if not lang:
@@ -289,14 +343,23 @@ class OpenAICompatibleModel:
     max_attempts = 3
     backoff_seconds = 0.5
 
-    def __init__(self, *, url: str | None = None, name: str | None = None, api_key: str | None = None, timeout: float | None = None):
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        name: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+    ):
         self.url = endpoint_url(url if url is not None else settings.SYSTEM_MODEL_URL)
         self.name = name or settings.SYSTEM_MODEL_NAME
         self.api_key = settings.SYSTEM_MODEL_API_KEY if api_key is None else api_key
         self.timeout = settings.SYSTEM_MODEL_TIMEOUT_SECONDS if timeout is None else timeout
 
     def request_body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        conversation = json.dumps({"messages": [{"role": m["role"], "content": m["content"]} for m in messages]}, ensure_ascii=False)
+        conversation = json.dumps(
+            {"messages": [{"role": m["role"], "content": m["content"]} for m in messages]}, ensure_ascii=False
+        )
         return {
             "model": self.name,
             "temperature": 0,
@@ -350,7 +413,9 @@ class OpenAICompatibleModel:
             input_tokens = estimate_input_tokens(self.request_body(messages)["messages"])
         if output_tokens is None:
             output_tokens = estimate_tokens(content if isinstance(content, str) else json.dumps(content))
-        return Extraction(model_name=self.name, input_tokens=input_tokens, output_tokens=output_tokens, memories=memories)
+        return Extraction(
+            model_name=self.name, input_tokens=input_tokens, output_tokens=output_tokens, memories=memories
+        )
 
 
 def endpoint_url(base: str) -> str:
@@ -361,7 +426,12 @@ def endpoint_url(base: str) -> str:
 
 
 def _int(usage: Any, key: str) -> int | None:
-    if isinstance(usage, dict) and isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool) and usage[key] >= 0:
+    if (
+        isinstance(usage, dict)
+        and isinstance(usage.get(key), int)
+        and not isinstance(usage.get(key), bool)
+        and usage[key] >= 0
+    ):
         return usage[key]
     return None
 
@@ -376,7 +446,13 @@ def coerce_memory(item: Any) -> ExtractedMemory | None:
     details = item.get("details") or []
     if isinstance(details, str):
         details = details.splitlines()
-    if not isinstance(summary, str) or not summary.strip() or not TOPIC_RE.match(topic) or len(topic) > 120 or not isinstance(details, list):
+    if (
+        not isinstance(summary, str)
+        or not summary.strip()
+        or not TOPIC_RE.match(topic)
+        or len(topic) > 120
+        or not isinstance(details, list)
+    ):
         return None
     kind = kind if kind in ALLOWED_KINDS else "fact"
     lines = tuple(str(d).strip()[:500] for d in details if isinstance(d, (str, int, float)) and str(d).strip())[:20]

@@ -33,10 +33,26 @@ class Topic:
 TOPICS: tuple[Topic, ...] = (
     Topic("preferred_language"),
     Topic("spoken_languages"),
-    Topic("product_codename", many=True, english=("code ?names?", "codenames?", "product names?"), japanese=("コードネーム", "製品名")),
-    Topic("deadline", many=True, english=("deadlines?", "due dates?", "launch date", "release date"), japanese=("締め切り", "締切", "期限", "納期", "リリース日")),
-    Topic("meeting_schedule", english=("meetings?", "stand-?ups?", "one-on-ones?", "1:1s?"), japanese=("会議", "打ち合わせ", "ミーティング", "定例")),
-    Topic("working_hours", english=("working hours", "work hours", "office hours"), japanese=("勤務時間", "始業", "終業")),
+    Topic(
+        "product_codename",
+        many=True,
+        english=("code ?names?", "codenames?", "product names?"),
+        japanese=("コードネーム", "製品名"),
+    ),
+    Topic(
+        "deadline",
+        many=True,
+        english=("deadlines?", "due dates?", "launch date", "release date"),
+        japanese=("締め切り", "締切", "期限", "納期", "リリース日"),
+    ),
+    Topic(
+        "meeting_schedule",
+        english=("meetings?", "stand-?ups?", "one-on-ones?", "1:1s?"),
+        japanese=("会議", "打ち合わせ", "ミーティング", "定例"),
+    ),
+    Topic(
+        "working_hours", english=("working hours", "work hours", "office hours"), japanese=("勤務時間", "始業", "終業")
+    ),
     Topic("timezone", english=("time ?zones?", "utc", "jst", "gmt"), japanese=("タイムゾーン", "時差")),
     Topic("location", english=("office", "based in", "live in", "located"), japanese=("オフィス", "拠点", "在住")),
     Topic("job_role", english=("job", "role", "position", "job title"), japanese=("役職", "職種", "肩書")),
@@ -45,16 +61,50 @@ TOPICS: tuple[Topic, ...] = (
     Topic("team", english=("team",), japanese=("チーム",)),
     Topic("department", english=("department", "division"), japanese=("部署", "部門")),
     Topic("employer", english=("employer", "company"), japanese=("勤務先", "会社")),
-    Topic("customer", many=True, english=("customers?", "clients?", "accounts?"), japanese=("顧客", "取引先", "お客様")),
+    Topic(
+        "customer", many=True, english=("customers?", "clients?", "accounts?"), japanese=("顧客", "取引先", "お客様")
+    ),
     Topic("project", many=True, english=("projects?",), japanese=("プロジェクト", "案件")),
-    Topic("response_length", english=("short", "shorter", "brief", "concise", "succinct", "lengthy", "detailed"), japanese=("簡潔", "短く", "詳しく")),
-    Topic("response_format", english=("bullets?", "bullet points?", "tables?", "markdown", "format"), japanese=("箇条書き", "表形式", "形式")),
-    Topic("tone", english=("tone", "formal", "informal", "casual", "polite"), japanese=("丁寧語", "敬語", "口調", "カジュアル")),
-    Topic("code_style", english=("code style", "indentation", "tabs", "type hints"), japanese=("コードスタイル", "インデント")),
-    Topic("preferred_editor", english=("editor", "ide", "vim", "emacs", "vs ?code", "neovim", "intellij"), japanese=("エディタ",)),
-    Topic("programming_languages", english=("python", "javascript", "typescript", "golang", "rust", "ruby", "kotlin", "swift", "php", "sql"), japanese=()),
-    Topic("dietary_preference", english=("food", "diet", "vegetarian", "vegan", "coffee", "tea", "milk", "lunch", "allerg(?:y|ies|ic)"), japanese=("食事", "コーヒー", "お茶", "紅茶", "ベジタリアン", "アレルギー")),
-    Topic("accessibility_needs", english=("font size", "screen reader", "colou?r ?blind", "large text"), japanese=("読み上げ", "文字サイズ")),
+    Topic(
+        "response_length",
+        english=("short", "shorter", "brief", "concise", "succinct", "lengthy", "detailed"),
+        japanese=("簡潔", "短く", "詳しく"),
+    ),
+    Topic(
+        "response_format",
+        english=("bullets?", "bullet points?", "tables?", "markdown", "format"),
+        japanese=("箇条書き", "表形式", "形式"),
+    ),
+    Topic(
+        "tone",
+        english=("tone", "formal", "informal", "casual", "polite"),
+        japanese=("丁寧語", "敬語", "口調", "カジュアル"),
+    ),
+    Topic(
+        "code_style",
+        english=("code style", "indentation", "tabs", "type hints"),
+        japanese=("コードスタイル", "インデント"),
+    ),
+    Topic(
+        "preferred_editor",
+        english=("editor", "ide", "vim", "emacs", "vs ?code", "neovim", "intellij"),
+        japanese=("エディタ",),
+    ),
+    Topic(
+        "programming_languages",
+        english=("python", "javascript", "typescript", "golang", "rust", "ruby", "kotlin", "swift", "php", "sql"),
+        japanese=(),
+    ),
+    Topic(
+        "dietary_preference",
+        english=("food", "diet", "vegetarian", "vegan", "coffee", "tea", "milk", "lunch", "allerg(?:y|ies|ic)"),
+        japanese=("食事", "コーヒー", "お茶", "紅茶", "ベジタリアン", "アレルギー"),
+    ),
+    Topic(
+        "accessibility_needs",
+        english=("font size", "screen reader", "colou?r ?blind", "large text"),
+        japanese=("読み上げ", "文字サイズ"),
+    ),
     Topic("notification_preferences", english=("notifications?", "reminders?"), japanese=("通知", "リマインド")),
     Topic("goals", english=("goals?", "objectives?", "okrs?"), japanese=("目標",)),
     Topic("interests", english=("interests?", "hobby", "hobbies"), japanese=("趣味", "興味")),
@@ -75,7 +125,7 @@ TOPICS: tuple[Topic, ...] = (
     Topic("user_note", many=True),
     Topic("general_preference", many=True),
     Topic("standing_instruction", many=True),
-)  # fmt: skip
+)
 
 BY_NAME = {topic.name: topic for topic in TOPICS}
 VOCABULARY = frozenset(BY_NAME)
@@ -87,7 +137,10 @@ _CUES = [
     (
         topic.name,
         re.compile(
-            "|".join([rf"\b(?:{'|'.join(topic.english)})\b"] * bool(topic.english) + [re.escape(word) for word in topic.japanese]),
+            "|".join(
+                [rf"\b(?:{'|'.join(topic.english)})\b"] * bool(topic.english)
+                + [re.escape(word) for word in topic.japanese]
+            ),
             re.IGNORECASE,
         ),
     )

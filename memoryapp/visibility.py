@@ -21,7 +21,10 @@ def filtered_versions(admission: gates.Admission) -> QuerySet[MemoryVersion]:
     (`MemoryVersion.objects.restrict`) matching the read filters and the credential's context set."""
     ctx, data = admission.ctx, admission.data
     queryset = MemoryVersion.objects.restrict(ctx.member, "view", ask_history=ctx.ask_history).matching(
-        as_of=data.get("asOf"), namespace=data.get("namespace"), key=data.get("key"), collection_id=data.get("collectionId")
+        as_of=data.get("asOf"),
+        namespace=data.get("namespace"),
+        key=data.get("key"),
+        collection_id=data.get("collectionId"),
     )
     if admission.scope is not None:
         queryset = queryset.filter(gates.in_scope_q(admission.scope))
@@ -52,7 +55,9 @@ class Recheck:
         return CHANGED if any(c.state == CHANGED for c in checked) else CURRENT
 
 
-def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None = None, *, cites: set[int] | None = None) -> Recheck:
+def recheck(
+    versions: list[MemoryVersion], member: Member, now: datetime | None = None, *, cites: set[int] | None = None
+) -> Recheck:
     """Hide memories whose sources are gone or unreadable; mark changed ones. At most three
     queries whatever the number of memories and citations. `cites`: the versions known to cite
     (recall reads it with its candidates, from the citation rows themselves); the citations of
@@ -71,12 +76,25 @@ def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None 
             p.pk: p
             for p in Passage.objects.filter(pk__in=passage_ids)
             .select_related("document")
-            .only("id", "sha256", "version_id", "document_id", "document__workspace_id", "document__collection_id", "document__current_version_id", "document__expires_at")
+            .only(
+                "id",
+                "sha256",
+                "version_id",
+                "document_id",
+                "document__workspace_id",
+                "document__collection_id",
+                "document__current_version_id",
+                "document__expires_at",
+            )
         }
-    collection_ids = {v.collection_id for v in versions if v.collection_id} | {p.document.collection_id for p in passages.values()}
+    collection_ids = {v.collection_id for v in versions if v.collection_id} | {
+        p.document.collection_id for p in passages.values()
+    }
     readable: set[int] = set()
     if collection_ids:
-        readable = set(Collection.objects.restrict(member, "view").filter(pk__in=collection_ids).values_list("pk", flat=True))
+        readable = set(
+            Collection.objects.restrict(member, "view").filter(pk__in=collection_ids).values_list("pk", flat=True)
+        )
     visible: list[MemoryVersion] = []
     checked_by_memory: dict[int, list[CheckedCitation]] = {}
     hidden = 0
@@ -89,7 +107,12 @@ def recheck(versions: list[MemoryVersion], member: Member, now: datetime | None 
         for citation in by_memory.get(version.pk, []):
             passage = passages.get(citation.passage_id)
             document = passage.document if passage else None
-            if document is None or document.workspace_id != member.workspace_id or document.is_expired(now) or document.collection_id not in readable:
+            if (
+                document is None
+                or document.workspace_id != member.workspace_id
+                or document.is_expired(now)
+                or document.collection_id not in readable
+            ):
                 ok = False
                 break
             changed = document.current_version_id != citation.document_version_id or passage.sha256 != citation.sha256

@@ -29,7 +29,13 @@ from memoryapp import sealing
 from memoryapp.crypto import SealError
 from memoryapp.keyring import KEYRING, DataKey, key_encryption_keys
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention.forgetting import CHECK_SEMANTIC_BUDGET_SECONDS, CheckCannotRun, ForgettingCheck, new_marker, occurrences_on_disk
+from retention.forgetting import (
+    CHECK_SEMANTIC_BUDGET_SECONDS,
+    CheckCannotRun,
+    ForgettingCheck,
+    new_marker,
+    occurrences_on_disk,
+)
 from retention.key_residue import inspect_receipt
 from retention.models import DeletionReceipt
 
@@ -68,7 +74,13 @@ class BackupProof(ForgettingCheck):
         vector = bytes(embedding.vector)
         terms = embedding.terms or ""
         distinctive_terms = [term for term in terms.split() if term.startswith("zqcanary")]
-        self.opened = {"text": version.text, "details": version.details, "kind": version.kind, "terms": terms, "vector": vector}
+        self.opened = {
+            "text": version.text,
+            "details": version.details,
+            "kind": version.kind,
+            "terms": terms,
+            "vector": vector,
+        }
         # What is looked for in the restored bytes: each field's plaintext, whole and by its
         # distinctive parts; the vector as bytes and as PostgreSQL's hex text of a bytea.
         self.plaintext = {
@@ -78,7 +90,10 @@ class BackupProof(ForgettingCheck):
             "vector": [vector, vector.hex().encode()],
         }
         if not distinctive_terms or self.detail_marker not in version.details:
-            raise CheckCannotRun("the canary's terms or details lost their marker (masking or the tokenizer changed): nothing distinctive to look for")
+            raise CheckCannotRun(
+                "the canary's terms or details lost their marker (masking or the tokenizer changed): nothing "
+                "distinctive to look for"
+            )
 
     # --- backups, the way operators take them ---------------------------------------------------
     def _pg(self, alias: str) -> dict[str, str]:
@@ -97,8 +112,9 @@ class BackupProof(ForgettingCheck):
         found = shutil.which(name)
         if found is None:
             raise CheckCannotRun(
-                f"{name} was not found on PATH: the backup proof on PostgreSQL backs up with the PostgreSQL client tools "
-                "(pg_dump, pg_restore, createdb, dropdb; the server's major version or newer) — install them (Debian: postgresql-client)"
+                f"{name} was not found on PATH: the backup proof on PostgreSQL backs up with the PostgreSQL client "
+                "tools (pg_dump, pg_restore, createdb, dropdb; the server's major version or newer) — install them "
+                "(Debian: postgresql-client)"
             )
         return found
 
@@ -128,10 +144,17 @@ class BackupProof(ForgettingCheck):
         scratch = f"{env['PGDATABASE'][:30]}_proof_{label}_{secrets.token_hex(4)}"
         self._run_tool("createdb", [scratch], env)
         self._scratch_databases.append(scratch)
-        self._run_tool("pg_restore", ["--no-owner", "--no-privileges", "--exit-on-error", "-d", scratch, str(backup)], env)
+        self._run_tool(
+            "pg_restore", ["--no-owner", "--no-privileges", "--exit-on-error", "-d", scratch, str(backup)], env
+        )
         params = connections[alias].settings_dict
         return psycopg.connect(
-            dbname=scratch, host=params.get("HOST") or None, port=params.get("PORT") or None, user=params.get("USER") or None, password=params.get("PASSWORD") or None, autocommit=True
+            dbname=scratch,
+            host=params.get("HOST") or None,
+            port=params.get("PORT") or None,
+            user=params.get("USER") or None,
+            password=params.get("PASSWORD") or None,
+            autocommit=True,
         )
 
     def restored_bytes(self, scratch_dir: Path, alias: str, backup: Path) -> list[Path]:
@@ -149,7 +172,9 @@ class BackupProof(ForgettingCheck):
             return
         env = self._pg(DEFAULT_DB_ALIAS)
         for name in self._scratch_databases:
-            subprocess.run([self._tool("dropdb"), "--if-exists", "--force", name], env=env, capture_output=True, timeout=120)
+            subprocess.run(
+                [self._tool("dropdb"), "--if-exists", "--force", name], env=env, capture_output=True, timeout=120
+            )
         self._scratch_databases = []
 
     # --- reading the restored canary --------------------------------------------------------------
@@ -170,14 +195,22 @@ class BackupProof(ForgettingCheck):
     def restored_rows(self, db: Any) -> dict[str, Any]:
         """The canary's sealed columns as the restored database holds them."""
         version_table, embedding_table = MemoryVersion._meta.db_table, MemoryEmbedding._meta.db_table
-        version = self._one(db, f"SELECT key_id, text, details, kind FROM {version_table} WHERE id = %s", [self.canary_id])
+        version = self._one(
+            db, f"SELECT key_id, text, details, kind FROM {version_table} WHERE id = %s", [self.canary_id]
+        )
         embedding = self._one(db, f"SELECT terms, vector FROM {embedding_table} WHERE memory_id = %s", [self.canary_id])
         rows: dict[str, Any] = {}
         if version is not None:
-            rows["version"] = dict(zip(("text", "details", "kind"), (bytes(v) if v is not None else None for v in version[1:]), strict=True))
+            rows["version"] = dict(
+                zip(
+                    ("text", "details", "kind"), (bytes(v) if v is not None else None for v in version[1:]), strict=True
+                )
+            )
             rows["versionKeyId"] = str(version[0]).replace("-", "")
         if embedding is not None:
-            rows["embedding"] = dict(zip(("terms", "vector"), (bytes(v) if v is not None else None for v in embedding), strict=True))
+            rows["embedding"] = dict(
+                zip(("terms", "vector"), (bytes(v) if v is not None else None for v in embedding), strict=True)
+            )
         return rows
 
     def try_open(self, rows: dict[str, Any], keys: dict[Any, Any]) -> dict[str, bool]:
@@ -196,7 +229,9 @@ class BackupProof(ForgettingCheck):
 
     def old_keyring_keys(self, db: Any) -> dict[Any, Any]:
         """The canary's cipher from the key-store snapshot taken before the erase (absent if not in it)."""
-        row = self._one(db, f"SELECT wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = %s", [self._key_param(db)])
+        row = self._one(
+            db, f"SELECT wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = %s", [self._key_param(db)]
+        )
         if row is None:
             return {}
         try:
@@ -207,9 +242,14 @@ class BackupProof(ForgettingCheck):
     # --- the proof --------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         if connection.in_atomic_block or connections[KEYRING].in_atomic_block:
-            raise CheckCannotRun("the backup proof must run outside a transaction: a backup sees only what is committed")
+            raise CheckCannotRun(
+                "the backup proof must run outside a transaction: a backup sees only what is committed"
+            )
         budget = max(settings.SEMANTIC_BUDGET_SECONDS, CHECK_SEMANTIC_BUDGET_SECONDS)
-        with override_settings(SEMANTIC_BUDGET_SECONDS=budget), tempfile.TemporaryDirectory(prefix="gam-backup-proof-") as scratch:
+        with (
+            override_settings(SEMANTIC_BUDGET_SECONDS=budget),
+            tempfile.TemporaryDirectory(prefix="gam-backup-proof-") as scratch,
+        ):
             try:
                 return self._prove(Path(scratch))
             finally:
@@ -234,18 +274,33 @@ class BackupProof(ForgettingCheck):
             self.advance("backed up")
             status, forgotten = self.agent("forget", {"memoryId": str(self.canary_id)})
             self.advance("forgotten")
-            erased = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 and forgotten.get("receiptId") else None
+            erased = (
+                DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first()
+                if status == 200 and forgotten.get("receiptId")
+                else None
+            )
             # issue 33: the key store's own files, searched for the canary's destroyed wrapped key
-            key_files = inspect_receipt(erased) if erased is not None else {"state": "not_inspectable", "notInspectable": "the forget wrote no receipt", "problem": None}
+            key_files = (
+                inspect_receipt(erased)
+                if erased is not None
+                else {"state": "not_inspectable", "notInspectable": "the forget wrote no receipt", "problem": None}
+            )
             restored = self.restore(DEFAULT_DB_ALIAS, data_backup, "data")
             opened_databases.append(restored)
             rows = self.restored_rows(restored)
             current = sealing.fetch_keys([self.key_id])  # the key store as it is now
             with_current = self.try_open(rows, current)
             grep_paths = self.restored_bytes(scratch_dir, DEFAULT_DB_ALIAS, data_backup)
-            plaintext_hits = {field: sum(occurrences_on_disk(grep_paths, needle) for needle in needles if needle) for field, needles in self.plaintext.items()}
+            plaintext_hits = {
+                field: sum(occurrences_on_disk(grep_paths, needle) for needle in needles if needle)
+                for field, needles in self.plaintext.items()
+            }
             # The control: the same search finds the canary's text as stored (ciphertext; hex in a plain dump).
-            ciphertext_hits = sum(occurrences_on_disk(grep_paths, needle) for needle in (self.sealed_text, self.sealed_text.hex().encode()) if needle)
+            ciphertext_hits = sum(
+                occurrences_on_disk(grep_paths, needle)
+                for needle in (self.sealed_text, self.sealed_text.hex().encode())
+                if needle
+            )
             self.advance("restored with the current key store")
             old_keyring = self.restore(KEYRING, keyring_backup, "keyring")
             opened_databases.append(old_keyring)
@@ -261,29 +316,53 @@ class BackupProof(ForgettingCheck):
         if status != 200:
             reasons.append(f"the forget answered {status}")
         if "version" not in rows or "embedding" not in rows:
-            reasons.append("the restored backup does not hold the canary's rows: it was not taken before the erase, and proves nothing")
+            reasons.append(
+                "the restored backup does not hold the canary's rows: it was not taken before the erase, and proves "
+                "nothing"
+            )
         elif rows.get("versionKeyId") != self.key_id.hex:
             reasons.append("the restored canary row names another data key")
         if not ciphertext_hits:
-            reasons.append("the restored database's bytes do not hold the canary's ciphertext: searching them proves nothing")
+            reasons.append(
+                "the restored database's bytes do not hold the canary's ciphertext: searching them proves nothing"
+            )
         if self.key_id in current:
             reasons.append("the current key store still holds the canary's data key")
-        reasons += [f"its {field} opens from the restored backup with the current key store" for field, readable in with_current.items() if readable]
-        reasons += [f"{hits} plaintext occurrence(s) of its {field} in the restored database" for field, hits in plaintext_hits.items() if hits]
+        reasons += [
+            f"its {field} opens from the restored backup with the current key store"
+            for field, readable in with_current.items()
+            if readable
+        ]
+        reasons += [
+            f"{hits} plaintext occurrence(s) of its {field} in the restored database"
+            for field, hits in plaintext_hits.items()
+            if hits
+        ]
         unreadable_with_old = [field for field, readable in with_old.items() if not readable]
         if not old_keys:
-            reasons.append("the key-store snapshot from before the erase lacks the canary's key: the snapshot proves nothing")
+            reasons.append(
+                "the key-store snapshot from before the erase lacks the canary's key: the snapshot proves nothing"
+            )
         elif unreadable_with_old:
-            reasons.append(f"with the key-store snapshot from before the erase its {', '.join(unreadable_with_old)} still do not open: the proof's control failed")
+            reasons.append(
+                f"with the key-store snapshot from before the erase its {', '.join(unreadable_with_old)} still do not "
+                "open: the proof's control failed"
+            )
         if key_files.get("problem"):
             reasons.append(key_files["problem"])
         clean = not reasons
         findings = {
             "keyStoreFiles": key_files,
             "backend": backend,
-            "backups": {"data": "sqlite3 backup API" if backend == "sqlite" else "pg_dump -Fc", "keyring": "sqlite3 backup API" if connections[KEYRING].vendor == "sqlite" else "pg_dump -Fc"},
+            "backups": {
+                "data": "sqlite3 backup API" if backend == "sqlite" else "pg_dump -Fc",
+                "keyring": "sqlite3 backup API" if connections[KEYRING].vendor == "sqlite" else "pg_dump -Fc",
+            },
             "restored": {
-                "ciphertextRows": {"memoryVersion": int("version" in rows), "memoryEmbedding": int("embedding" in rows)},
+                "ciphertextRows": {
+                    "memoryVersion": int("version" in rows),
+                    "memoryEmbedding": int("embedding" in rows),
+                },
                 "keyInCurrentKeyStore": int(self.key_id in current),
                 "readableWithCurrentKeyStore": with_current,
                 "plaintextOccurrences": plaintext_hits,
@@ -293,11 +372,20 @@ class BackupProof(ForgettingCheck):
             "reasons": reasons,
             "clean": clean,
         }
-        forget_receipt = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 and forgotten.get("receiptId") else None
+        forget_receipt = (
+            DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first()
+            if status == 200 and forgotten.get("receiptId")
+            else None
+        )
         receipt = self.record(
             forget_receipt,
             started=started,
             filters={"backupProof": True},
-            verification={"markerSha256": self.marker_sha256, "forgetStatus": status, "backupProof": findings, "clean": clean},
+            verification={
+                "markerSha256": self.marker_sha256,
+                "forgetStatus": status,
+                "backupProof": findings,
+                "clean": clean,
+            },
         )
         return {**self.report_head(forget_receipt, receipt), **findings}

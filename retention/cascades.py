@@ -31,7 +31,9 @@ def dependents_of_documents(workspace_id: int, document_ids) -> QuerySet[MemoryV
 
 def dependents_of_collection(workspace_id: int, collection_id: int, document_ids) -> QuerySet[MemoryVersion]:
     cited = Citation.objects.filter(document_id__in=document_ids).values("memory_id")
-    return MemoryVersion.objects.filter(Q(workspace_id=workspace_id) & (Q(collection_id=collection_id) | Q(pk__in=cited)))
+    return MemoryVersion.objects.filter(
+        Q(workspace_id=workspace_id) & (Q(collection_id=collection_id) | Q(pk__in=cited))
+    )
 
 
 def schedule_erase(workspace_id: int) -> None:
@@ -48,7 +50,9 @@ def schedule_erase(workspace_id: int) -> None:
     transaction.on_commit(enqueue)
 
 
-def erase_unreachable(workspace_id: int | None = None, *, actor_label: str = "system: cascade", chunk: int = CHUNK) -> int:
+def erase_unreachable(
+    workspace_id: int | None = None, *, actor_label: str = "system: cascade", chunk: int = CHUNK
+) -> int:
     """Erase every memory marked unreachable, one receipt per (workspace, member, cause) chunk.
     Safe to run twice at once: chunks are claimed with SKIP LOCKED (see `erase_in_chunks`)."""
     base = MemoryVersion.objects.unreachable()

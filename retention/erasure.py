@@ -63,7 +63,9 @@ def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
 DATA_KEY_ARTIFACT = "data_key"
 
 
-def residual_window(purged_at: datetime, *, unsealed: int = 0, wrapped_keys: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+def residual_window(
+    purged_at: datetime, *, unsealed: int = 0, wrapped_keys: Sequence[dict[str, str]] = ()
+) -> dict[str, Any]:
     """What may still hold the erased bytes, outside what the application can query, and until
     when. Content is stored sealed (SPEC §8.2): what database backups and WAL archives keep of it is
     ciphertext whose key the erase destroyed, so the window that bounds the content is the key
@@ -96,29 +98,46 @@ def _kek_residual(purged_at: datetime, wrapped_keys: Sequence[dict[str, str]]) -
         schedule = kek_schedule()
     except Exception as exc:  # the key store or the key file cannot be read: say so, promise nothing
         logger.error("KEK schedule unknown while writing a receipt: %s", type(exc).__name__)
-        return {"state": "unknown", "kekIds": [], "until": None, "statement": "The key-encryption keys could not be read: no instant can be named.", "wrappedKeys": list(wrapped_keys)}
+        return {
+            "state": "unknown",
+            "kekIds": [],
+            "until": None,
+            "statement": "The key-encryption keys could not be read: no instant can be named.",
+            "wrappedKeys": list(wrapped_keys),
+        }
     until = schedule.destroyed_by(purged_at)
     copies = (
-        "Until then, a copy of the key store's files made before the erase (a dead row not yet vacuumed, a write-ahead log segment, a replica, "
-        "a file-system snapshot, a key-store backup) may still hold the erased data keys wrapped by it, and whoever holds such a copy, "
-        "a database backup and that key-encryption key could read these memories."
+        "Until then, a copy of the key store's files made before the erase (a dead row not yet vacuumed, a "
+        "write-ahead log segment, a replica, a file-system snapshot, a key-store backup) may still hold the erased "
+        "data keys wrapped by it, and whoever holds such a copy, a database backup and that key-encryption key could "
+        "read these memories."
     )
     if schedule.state == SCHEDULED:
         statement = (
-            f"The erased data keys were wrapped by key-encryption key {', '.join(schedule.live)}. The scheduled rotation (every {schedule.hours} hours) "
-            f"destroys it by {iso(until)} (residualUntil). {copies} From residualUntil on, no copy of these memories can be read, whoever holds every disk and backup."
+            f"The erased data keys were wrapped by key-encryption key {', '.join(schedule.live)}. The scheduled "
+            f"rotation (every {schedule.hours} hours) destroys it by {iso(until)} (residualUntil). {copies} From "
+            "residualUntil on, no copy of these memories can be read, whoever holds every disk and backup."
         )
     elif schedule.state == OFF:
         statement = (
-            f"Key-encryption key rotation is off (KEK_ROTATION_HOURS is 0): the key {schedule.current} that wrapped the erased data keys is not destroyed on a schedule. "
-            f"{copies} No instant can be named after which no copy can be read (residualUntil is null)."
+            f"Key-encryption key rotation is off (KEK_ROTATION_HOURS is 0): the key {schedule.current} that wrapped "
+            f"the erased data keys is not destroyed on a schedule. {copies} No instant can be named after which no "
+            "copy can be read (residualUntil is null)."
         )
     else:
         statement = (
-            f"The key-encryption keys ({', '.join(schedule.live)}) are set by the operator (MEMORY_KEK, RETIRED_KEKS) and destroyed when the operator rotates them. "
-            f"{copies} No instant can be named here (residualUntil is null)."
+            f"The key-encryption keys ({', '.join(schedule.live)}) are set by the operator (MEMORY_KEK, RETIRED_KEKS) "
+            f"and destroyed when the operator rotates them. {copies} No instant can be named here (residualUntil is "
+            "null)."
         )
-    return {"state": schedule.state, "rotationHours": schedule.hours, "kekIds": list(schedule.live), "until": iso(until), "statement": statement, "wrappedKeys": list(wrapped_keys)}
+    return {
+        "state": schedule.state,
+        "rotationHours": schedule.hours,
+        "kekIds": list(schedule.live),
+        "until": iso(until),
+        "statement": statement,
+        "wrappedKeys": list(wrapped_keys),
+    }
 
 
 def _database_residual() -> dict[str, Any]:
@@ -126,17 +145,21 @@ def _database_residual() -> dict[str, Any]:
         return {
             "engine": "sqlite",
             "statement": (
-                "Erased rows are overwritten with zeros (secure_delete) and the write-ahead log is checkpointed and truncated when the erase commits, without waiting for readers: "
-                "if another connection (a backup or replication tool) holds a read open from before the erase, the WAL keeps the erased rows' frames until that read ends "
-                "and the WAL sweep (every 5 minutes) truncates it. Nothing of them remains in the database file."
+                "Erased rows are overwritten with zeros (secure_delete) and the write-ahead log is checkpointed and "
+                "truncated when the erase commits, without waiting for readers: if another connection (a backup or "
+                "replication tool) holds a read open from before the erase, the WAL keeps the erased rows' frames "
+                "until that read ends and the WAL sweep (every 5 minutes) truncates it. Nothing of them remains in "
+                "the database file."
             ),
         }
     return {
         "engine": "postgresql",
         "statement": (
-            "PostgreSQL keeps erased rows as dead tuples until VACUUM reclaims them (the periodic sweeps vacuum the memory tables after they erase, "
-            "autovacuum does otherwise); reclaimed space may keep the bytes until new rows overwrite it (VACUUM FULL rewrites the tables). "
-            "Write-ahead log segments keep them until the server recycles the segments, normally within a few checkpoints (checkpoint_timeout, max_wal_size, wal_keep_size)."
+            "PostgreSQL keeps erased rows as dead tuples until VACUUM reclaims them (the periodic sweeps vacuum the "
+            "memory tables after they erase, autovacuum does otherwise); reclaimed space may keep the bytes until new "
+            "rows overwrite it (VACUUM FULL rewrites the tables). Write-ahead log segments keep them until the server "
+            "recycles the segments, normally within a few checkpoints (checkpoint_timeout, max_wal_size, "
+            "wal_keep_size)."
         ),
     }
 
@@ -153,7 +176,9 @@ def _backups_residual(purged_at: datetime, *, unsealed: int = 0) -> dict[str, An
         settings.BACKUP_RETENTION_DAYS,
         purged_at,
         none="No database backups are configured; nothing remains in backups.",
-        kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days, " + _SEALED + _unsealed_note(unsealed),
+        kept="Database backups taken before the purge keep these rows until they rotate out, at most {days} days, "
+        + _SEALED
+        + _unsealed_note(unsealed),
     )
     window["content"] = "sealed" if not unsealed else "partly_unsealed"
     return window
@@ -164,7 +189,8 @@ def _wal_archive_residual(purged_at: datetime, *, unsealed: int = 0) -> dict[str
         settings.WAL_ARCHIVE_RETENTION_DAYS,
         purged_at,
         none="No WAL archiving is configured; no archived segment keeps these rows.",
-        kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at most {days} days, " + _SEALED + _unsealed_note(unsealed),
+        kept="Archived write-ahead log segments written before the purge keep these rows until they are removed, at "
+        "most {days} days, " + _SEALED + _unsealed_note(unsealed),
     )
     window["content"] = "sealed" if not unsealed else "partly_unsealed"
     return window
@@ -177,14 +203,23 @@ def _keyring_residual(purged_at: datetime) -> dict[str, Any]:
         purged_at,
         none=(
             "The data keys were destroyed in the key store (a database apart from the data's, never in its backups)"
-            + (", overwritten with zeros and its write-ahead log truncated (at once, or by the WAL sweep once a reader held open from before the erase has ended)" if engine == "sqlite" else "")
-            + "; no key-store backups are kept (KEYRING_BACKUP_RETENTION_DAYS is 0). The application can no longer read these memories;"
-            + " copies of the key store's files made before the erase can until the key-encryption key that wrapped the keys is destroyed (see kek: residualUntil)."
+            + (
+                ", overwritten with zeros and its write-ahead log truncated (at once, or by the WAL sweep once a "
+                "reader held open from before the erase has ended)"
+                if engine == "sqlite"
+                else ""
+            )
+            + "; no key-store backups are kept (KEYRING_BACKUP_RETENTION_DAYS is 0). The application can no longer "
+            "read these memories;"
+            + " copies of the key store's files made before the erase can until the key-encryption key that wrapped "
+            "the keys is destroyed (see kek: residualUntil)."
         ),
         kept=(
-            "The data keys were destroyed in the key store, but key-store backups taken before the purge keep them until they rotate out, at most {days} days, "
-            "or until the key-encryption key that wrapped them is destroyed (see kek: residualUntil), whichever comes first: "
-            "until then, a database backup restored together with such a key-store backup would read these memories. That is why key-store backups are kept briefly."
+            "The data keys were destroyed in the key store, but key-store backups taken before the purge keep them "
+            "until they rotate out, at most {days} days, or until the key-encryption key that wrapped them is "
+            "destroyed (see kek: residualUntil), whichever comes first: until then, a database backup restored "
+            "together with such a key-store backup would read these memories. That is why key-store backups are kept "
+            "briefly."
         ),
     )
     window["engine"] = engine
@@ -194,7 +229,11 @@ def _keyring_residual(purged_at: datetime) -> dict[str, Any]:
 def _kept_for(days: int, purged_at: datetime, *, none: str, kept: str) -> dict[str, Any]:
     if days <= 0:
         return {"retentionDays": 0, "until": None, "statement": none}
-    return {"retentionDays": days, "until": (purged_at + timedelta(days=days)).isoformat(), "statement": kept.format(days=days)}
+    return {
+        "retentionDays": days,
+        "until": (purged_at + timedelta(days=days)).isoformat(),
+        "statement": kept.format(days=days),
+    }
 
 
 def checkpoint_sqlite_wal(attempts: int = 3, *, wait_ms: int = 0) -> bool:
@@ -258,8 +297,8 @@ def count_remaining(ids: Sequence[int]) -> dict[str, int]:
         versions, citations, embeddings = _tables()
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT (SELECT count(*) FROM {versions} WHERE id = ANY(%s)), (SELECT count(*) FROM {citations} WHERE memory_id = ANY(%s)),"
-                f" (SELECT count(*) FROM {embeddings} WHERE memory_id = ANY(%s))",
+                f"SELECT (SELECT count(*) FROM {versions} WHERE id = ANY(%s)), (SELECT count(*) FROM {citations} "
+                f"WHERE memory_id = ANY(%s)), (SELECT count(*) FROM {embeddings} WHERE memory_id = ANY(%s))",
                 [list(ids)] * 3,
             )
             version_count, citation_count, embedding_count = cursor.fetchone()
@@ -302,7 +341,9 @@ def destroy_keys(key_ids: Sequence[UUID]) -> list[dict[str, str]]:
     try:
         return [fingerprint(wrapped) for _, _, wrapped in key_store().destroy_many(key_ids)]
     except Exception as exc:
-        logger.error("data keys of erased memories could not be destroyed (the keyring sweep retries): %s", type(exc).__name__)
+        logger.error(
+            "data keys of erased memories could not be destroyed (the keyring sweep retries): %s", type(exc).__name__
+        )
         return []
 
 
@@ -319,11 +360,19 @@ def vacuum_key_store() -> bool:
 def _lock(ids: list[int]) -> list[tuple[int, datetime | None, UUID | None]]:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, unreachable_at, key_id FROM {_tables()[0]} WHERE id = ANY(%s) ORDER BY id FOR UPDATE", [ids])
+            cursor.execute(
+                f"SELECT id, unreachable_at, key_id FROM {_tables()[0]} WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+                [ids],
+            )
             return cursor.fetchall()
     rows: list[tuple[int, datetime | None, UUID | None]] = []
     for chunk in _chunks(ids):
-        rows.extend(MemoryVersion.objects.select_for_update().filter(pk__in=chunk).order_by().values_list("pk", "unreachable_at", "key_id"))
+        rows.extend(
+            MemoryVersion.objects.select_for_update()
+            .filter(pk__in=chunk)
+            .order_by()
+            .values_list("pk", "unreachable_at", "key_id")
+        )
     return rows
 
 
@@ -333,7 +382,11 @@ def _delete(present: list[int]) -> dict[str, int]:
     if connection.vendor == "postgresql":
         versions, citations, embeddings = _tables()
         with connection.cursor() as cursor:
-            for key, table, column in (("citation", citations, "memory_id"), ("memory_embedding", embeddings, "memory_id"), ("memory_version", versions, "id")):
+            for key, table, column in (
+                ("citation", citations, "memory_id"),
+                ("memory_embedding", embeddings, "memory_id"),
+                ("memory_version", versions, "id"),
+            ):
                 cursor.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", [present])
                 counts[key] = cursor.rowcount
         return counts
@@ -455,7 +508,11 @@ def erase_in_chunks(
     requested_at = timezone.now()
 
     def step() -> tuple[int, int]:
-        rows = list(queryset.select_for_update(skip_locked=True, of=("self",)).order_by(*order_by).values_list("pk", "retention_anchor")[:chunk])
+        rows = list(
+            queryset.select_for_update(skip_locked=True, of=("self",))
+            .order_by(*order_by)
+            .values_list("pk", "retention_anchor")[:chunk]
+        )
         if not rows:
             return 0, 0
         unreachable_at = None

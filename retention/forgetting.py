@@ -127,7 +127,14 @@ class ForgettingCheck:
     def marker_sha256(self) -> str:
         return hashlib.sha256(self.marker.encode()).hexdigest()
 
-    def record(self, forget_receipt: DeletionReceipt | None, *, started: datetime, filters: dict[str, Any], verification: dict[str, Any]) -> DeletionReceipt:
+    def record(
+        self,
+        forget_receipt: DeletionReceipt | None,
+        *,
+        started: datetime,
+        filters: dict[str, Any],
+        verification: dict[str, Any],
+    ) -> DeletionReceipt:
         """The check's own receipt (operation `forgetting_check`): what the forget erased, when,
         and what was found after it. Without a forget receipt (the forget failed) it says now."""
         now = timezone.now()
@@ -138,7 +145,12 @@ class ForgettingCheck:
             actor_label=ACTOR,
             manifest={
                 "artifacts": forget_receipt.manifest.get("artifacts", {}) if forget_receipt else {},
-                "filters": {"canary": True, **filters, "namespace": NAMESPACE, "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None},
+                "filters": {
+                    "canary": True,
+                    **filters,
+                    "namespace": NAMESPACE,
+                    "forgetReceiptId": str(forget_receipt.pk) if forget_receipt else None,
+                },
             },
             memory_version_ids=[self.canary_id],
             requested_at=started,
@@ -161,7 +173,13 @@ class ForgettingCheck:
 
     # --- the agent API, in process -------------------------------------------------------------
     def agent(self, operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        response = self.client.post(f"/api/agent/v1/memories/{operation}", json.dumps(body), content_type="application/json", secure=True, HTTP_AUTHORIZATION=f"Bearer {self.token}")
+        response = self.client.post(
+            f"/api/agent/v1/memories/{operation}",
+            json.dumps(body),
+            content_type="application/json",
+            secure=True,
+            HTTP_AUTHORIZATION=f"Bearer {self.token}",
+        )
         try:
             data = response.json()
         except ValueError:
@@ -174,11 +192,21 @@ class ForgettingCheck:
     # --- setup and teardown --------------------------------------------------------------------
     def plant(self) -> None:
         if not scope_allowed_for_role("memory:write", self.member.role):
-            raise CheckCannotRun(f"member #{self.member.pk} cannot write memories (role {self.member.role}); pass --member")
-        self.collection = governance.create_collection(self.workspace, name="Forgetting check (temporary)", restricted=True, readers=[self.member])
-        document = governance.create_document(self.collection, title="Forgetting check source", text="Quarterly sales reports are delivered on Tuesday mornings.")
+            raise CheckCannotRun(
+                f"member #{self.member.pk} cannot write memories (role {self.member.role}); pass --member"
+            )
+        self.collection = governance.create_collection(
+            self.workspace, name="Forgetting check (temporary)", restricted=True, readers=[self.member]
+        )
+        document = governance.create_document(
+            self.collection,
+            title="Forgetting check source",
+            text="Quarterly sales reports are delivered on Tuesday mornings.",
+        )
         passage = document.passages.first()
-        self.credential, self.token = governance.create_credential(self.member, name="forgetting check (temporary)", scopes=["memory:read", "memory:write"])
+        self.credential, self.token = governance.create_credential(
+            self.member, name="forgetting check (temporary)", scopes=["memory:read", "memory:write"]
+        )
         body = {"namespace": NAMESPACE, "text": self.text, "citations": [str(passage.pk)]}
         if self.details:
             body["details"] = self.details
@@ -192,12 +220,23 @@ class ForgettingCheck:
             self.vector = np.frombuffer(bytes(embedding.vector), dtype="<f4").astype(np.float32)
         self.key_id, sealed = MemoryVersion.objects.filter(pk=self.canary_id).values_list("key_id", "text").first()
         self.sealed_text = sealed.raw if isinstance(sealed.raw, bytes) else b""
-        self.wrapped_key = bytes(DataKey.objects.filter(pk=self.key_id).values_list("wrapped", flat=True).first() or b"")
+        self.wrapped_key = bytes(
+            DataKey.objects.filter(pk=self.key_id).values_list("wrapped", flat=True).first() or b""
+        )
 
     def cleanup(self) -> None:
-        leftovers = list(MemoryVersion.objects.filter(pk=self.canary_id).values_list("pk", flat=True)) if self.canary_id else []
+        leftovers = (
+            list(MemoryVersion.objects.filter(pk=self.canary_id).values_list("pk", flat=True)) if self.canary_id else []
+        )
         if leftovers:  # the forget failed: do not leave a synthetic memory behind
-            erase_memories(leftovers, operation=Operation.FORGETTING_CHECK, workspace_id=self.workspace.pk, member_id=self.member.pk, actor_label=ACTOR, filters={"canaryCleanup": True})
+            erase_memories(
+                leftovers,
+                operation=Operation.FORGETTING_CHECK,
+                workspace_id=self.workspace.pk,
+                member_id=self.member.pk,
+                actor_label=ACTOR,
+                filters={"canaryCleanup": True},
+            )
         if self.credential is not None:
             governance.revoke_credential(self.credential, actor=None, reason="forgetting check finished")
         if self.collection is not None:
@@ -224,12 +263,18 @@ class ForgettingCheck:
             "memberApi": self.member_api,
             "tableMemoryVersionById": lambda: MemoryVersion.objects.filter(pk=self.canary_id).count(),
             # Content is sealed: the member's rows are opened and searched (no query can look into them).
-            "tableMemoryVersionByText": lambda: sum(self.marker in (v.text or "") for v in MemoryVersion.objects.filter(member=self.member).only("pk", "text").iterator(chunk_size=1000)),
+            "tableMemoryVersionByText": lambda: sum(
+                self.marker in (v.text or "")
+                for v in MemoryVersion.objects.filter(member=self.member).only("pk", "text").iterator(chunk_size=1000)
+            ),
             "tableCitation": lambda: Citation.objects.filter(memory_id=self.canary_id).count(),
             "tableMemoryEmbedding": lambda: MemoryEmbedding.objects.filter(memory_id=self.canary_id).count(),
             # The stored BM25 terms are stemmed ("…ies" → "…i"): look for the marker as it is indexed.
             "recallTermsByText": lambda: sum(
-                index_terms(self.marker)[0] in (e.terms or "").split() for e in MemoryEmbedding.objects.filter(memory__member=self.member).only("memory_id", "terms").iterator(chunk_size=1000)
+                index_terms(self.marker)[0] in (e.terms or "").split()
+                for e in MemoryEmbedding.objects.filter(memory__member=self.member)
+                .only("memory_id", "terms")
+                .iterator(chunk_size=1000)
             ),
             "keyringDataKey": lambda: len(key_store().present([self.key_id])) if self.key_id else 0,
             "accessLogEntries": lambda: count_listing([self.canary_id]),  # the reads above logged it
@@ -247,7 +292,11 @@ class ForgettingCheck:
         return found
 
     def member_api(self) -> int:
-        response = self.member_client.get(f"/api/w/{self.workspace.pk}/ask-history/agent-memories", {"namespace": NAMESPACE, "limit": 100}, secure=True)
+        response = self.member_client.get(
+            f"/api/w/{self.workspace.pk}/ask-history/agent-memories",
+            {"namespace": NAMESPACE, "limit": 100},
+            secure=True,
+        )
         if response.status_code != 200:
             raise RuntimeError(f"member API answered {response.status_code}")
         return self.hits(response.json().get("memories", []))
@@ -271,7 +320,11 @@ class ForgettingCheck:
         if self.vector is None:
             return 0
         matches = 0
-        for embedding in MemoryEmbedding.objects.filter(memory__member=self.member).only("memory_id", "vector", "dim").iterator(chunk_size=1000):
+        for embedding in (
+            MemoryEmbedding.objects.filter(memory__member=self.member)
+            .only("memory_id", "vector", "dim")
+            .iterator(chunk_size=1000)
+        ):
             if embedding.dim != self.vector.shape[0]:
                 continue
             other = np.frombuffer(bytes(embedding.vector), dtype="<f4").astype(np.float32)
@@ -296,7 +349,11 @@ class ForgettingCheck:
                     hits += 1
             return hits
         store = getattr(cache, "_cache", {})
-        return sum(1 for key, value in list(store.items()) if needle in str(key).encode() or needle in (value if isinstance(value, bytes) else b""))
+        return sum(
+            1
+            for key, value in list(store.items())
+            if needle in str(key).encode() or needle in (value if isinstance(value, bytes) else b"")
+        )
 
     def never_surfaces(self) -> dict[str, Callable[[], int]]:
         """Stores that must never hold memory content: empty before the forget as after it."""
@@ -310,7 +367,9 @@ class ForgettingCheck:
         }
         if [*sqlite_files(), *sqlite_files(KEYRING)] and not connection.in_atomic_block:
             # Memory content is stored only sealed (SPEC §8.2): its plaintext never reaches a file.
-            probes["plaintextInSqliteFiles"] = lambda: occurrences_on_disk([*sqlite_files(), *sqlite_files(KEYRING)], self.marker.encode())
+            probes["plaintextInSqliteFiles"] = lambda: occurrences_on_disk(
+                [*sqlite_files(), *sqlite_files(KEYRING)], self.marker.encode()
+            )
         return probes
 
     def observe(self, probes: dict[str, Callable[[], int]]) -> dict[str, Any]:
@@ -327,7 +386,9 @@ class ForgettingCheck:
     def run(self) -> dict[str, Any]:
         # The check asks whether the canary can be found, not how fast: a busy host must not let
         # the 800 ms query-embedding budget turn "not found by meaning" into a false pass or fail.
-        with override_settings(SEMANTIC_BUDGET_SECONDS=max(settings.SEMANTIC_BUDGET_SECONDS, CHECK_SEMANTIC_BUDGET_SECONDS)):
+        with override_settings(
+            SEMANTIC_BUDGET_SECONDS=max(settings.SEMANTIC_BUDGET_SECONDS, CHECK_SEMANTIC_BUDGET_SECONDS)
+        ):
             return self._run()
 
     def _run(self) -> dict[str, Any]:
@@ -340,7 +401,9 @@ class ForgettingCheck:
             before, never_before = self.observe(self.surfaces()), self.observe(self.never_surfaces())
             status, forgotten = self.agent("forget", {"memoryId": str(self.canary_id)})
             self.advance("forgotten")
-            forget_receipt = DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 else None
+            forget_receipt = (
+                DeletionReceipt.objects.filter(pk=int(forgotten["receiptId"])).first() if status == 200 else None
+            )
             after, never_after = self.observe(self.surfaces()), self.observe(self.never_surfaces())
         finally:
             self.cleanup()

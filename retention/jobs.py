@@ -1,5 +1,6 @@
 """The periodic jobs, by name: the one registry that Celery beat (through `retention.tasks`, and
-`credits.tasks` for the credit jobs) and `manage.py run_periodic_jobs` both run. A job takes no arguments and returns a JSON-able summary
+`credits.tasks` for the credit jobs) and `manage.py run_periodic_jobs` both run. A job takes no arguments and returns a
+JSON-able summary
 (counts, never content). It sits with the tasks, above the services whose jobs it names."""
 
 from __future__ import annotations

@@ -57,17 +57,34 @@ def key_store_files(alias: str = KEYRING) -> KeyStoreFiles:
         return KeyStoreFiles([p for p in (name, Path(f"{name}-wal"), Path(f"{name}-shm")) if p.exists()], "sqlite")
     host = str(connection.settings_dict.get("HOST") or "")
     if host not in LOCAL_HOSTS and not host.startswith("/"):
-        return KeyStoreFiles([], "postgresql", f"not inspectable: the key store's server ({host}) is not on this machine; inspect its data directory there")
+        return KeyStoreFiles(
+            [],
+            "postgresql",
+            f"not inspectable: the key store's server ({host}) is not on this machine; inspect its data directory "
+            "there",
+        )
     try:
         with connection.cursor() as cursor:
             cursor.execute("CHECKPOINT")
-            cursor.execute("SELECT current_setting('data_directory'), pg_relation_filepath(%s)", [DataKey._meta.db_table])
+            cursor.execute(
+                "SELECT current_setting('data_directory'), pg_relation_filepath(%s)", [DataKey._meta.db_table]
+            )
             data_directory, relation = cursor.fetchone()
     except DatabaseError as exc:
-        return KeyStoreFiles([], "postgresql", f"not inspectable: the server refused CHECKPOINT or data_directory to this role ({str(exc).strip().splitlines()[0]})")
+        return KeyStoreFiles(
+            [],
+            "postgresql",
+            "not inspectable: the server refused CHECKPOINT or data_directory to this role "
+            f"({str(exc).strip().splitlines()[0]})",
+        )
     base = Path(data_directory) / relation
     if not base.exists() or not _readable(base):
-        return KeyStoreFiles([], "postgresql", f"not inspectable: the key table's file {base} is not readable by this process (another machine, or another user)")
+        return KeyStoreFiles(
+            [],
+            "postgresql",
+            f"not inspectable: the key table's file {base} is not readable by this process (another machine, or "
+            "another user)",
+        )
     segments = [base]
     while (segment := Path(f"{base}.{len(segments)}")).exists():
         segments.append(segment)
@@ -121,7 +138,9 @@ def _unwraps_now(wrapped: bytes, key_ids: list[str]) -> str | None:
     return None
 
 
-def inspect_receipt(receipt: DeletionReceipt, *, files: KeyStoreFiles | None = None, now: datetime | None = None) -> dict[str, Any]:
+def inspect_receipt(
+    receipt: DeletionReceipt, *, files: KeyStoreFiles | None = None, now: datetime | None = None
+) -> dict[str, Any]:
     """What the key store's files hold of this receipt's erased keys, and whether that matters."""
     now = now or timezone.now()
     files = files or key_store_files()
@@ -149,9 +168,16 @@ def inspect_receipt(receipt: DeletionReceipt, *, files: KeyStoreFiles | None = N
     elif not unwrapping and closed_at is not None:
         state = "closed"  # bytes left on disk that no KEK in existence opens
     elif closed_at is not None:
-        state, problem = "broken", "a copy of an erased key still unwraps although its key-encryption key was recorded destroyed"
+        state, problem = (
+            "broken",
+            "a copy of an erased key still unwraps although its key-encryption key was recorded destroyed",
+        )
     elif receipt.residual_until is not None and now > receipt.residual_until:
-        state, problem = "overdue", f"a copy of an erased key still unwraps after residualUntil ({iso(receipt.residual_until)}): the KEK rotation is late"
+        state, problem = (
+            "overdue",
+            f"a copy of an erased key still unwraps after residualUntil ({iso(receipt.residual_until)}): the KEK "
+            "rotation is late",
+        )
     else:
         state = "residual"  # declared by the receipt: gone for good at residualUntil (or unbounded, if it names none)
     return {

@@ -70,7 +70,11 @@ def erase_orphaned_ciphertext(chunk: int = CHUNK) -> dict[str, int]:
     erased = receipts = 0
     last = 0
     while True:
-        rows = list(MemoryVersion.objects.filter(pk__gt=last, key_id__isnull=False).order_by("pk").values_list("pk", "key_id", "workspace_id", "member_id")[:chunk])
+        rows = list(
+            MemoryVersion.objects.filter(pk__gt=last, key_id__isnull=False)
+            .order_by("pk")
+            .values_list("pk", "key_id", "workspace_id", "member_id")[:chunk]
+        )
         if not rows:
             break
         present = store.present([key_id for _, key_id, _, _ in rows])
@@ -96,13 +100,19 @@ def erase_orphaned_ciphertext(chunk: int = CHUNK) -> dict[str, int]:
     purged = 0
     last = 0
     while True:
-        rows = list(Consolidation.objects.filter(pk__gt=last, key_id__isnull=False, messages__isnull=False).order_by("pk").values_list("pk", "key_id")[:chunk])
+        rows = list(
+            Consolidation.objects.filter(pk__gt=last, key_id__isnull=False, messages__isnull=False)
+            .order_by("pk")
+            .values_list("pk", "key_id")[:chunk]
+        )
         if not rows:
             break
         present = store.present([key_id for _, key_id in rows])
         lost_ids = [pk for pk, key_id in rows if key_id not in present]
         if lost_ids:
-            purged += Consolidation.objects.filter(pk__in=lost_ids).update(messages=None, input_purged_at=timezone.now())
+            purged += Consolidation.objects.filter(pk__in=lost_ids).update(
+                messages=None, input_purged_at=timezone.now()
+            )
         last = rows[-1][0]
         if len(rows) < chunk:
             break
@@ -116,7 +126,9 @@ def reverify_key_receipts(limit: int = CHUNK) -> int:
         remaining = (receipt.verification or {}).get("remaining", {})
         if not remaining.get(DATA_KEY_ARTIFACT):
             continue
-        result = reverify_receipt(receipt, actor=None, reason="keyring sweep: the erase's data keys were destroyed late")
+        result = reverify_receipt(
+            receipt, actor=None, reason="keyring sweep: the erase's data keys were destroyed late"
+        )
         done += 1 if result["clean"] else 0
     return done
 
@@ -127,5 +139,15 @@ def sweep_keyring(now: datetime | None = None) -> dict[str, Any]:
     ciphertext = erase_orphaned_ciphertext()
     reverified = reverify_key_receipts()
     names = receipt_names.destroy_orphaned()  # name keys of memberships that ended (a lost on-commit destruction)
-    metrics.keyring_swept(orphaned_keys=orphaned_keys, orphaned_versions=ciphertext["versionsErased"], orphaned_inputs=ciphertext["consolidationInputsPurged"], reverified=reverified)
-    return {"orphanedKeysDestroyed": orphaned_keys, **ciphertext, "receiptsReverified": reverified, "nameKeysDestroyed": names}
+    metrics.keyring_swept(
+        orphaned_keys=orphaned_keys,
+        orphaned_versions=ciphertext["versionsErased"],
+        orphaned_inputs=ciphertext["consolidationInputsPurged"],
+        reverified=reverified,
+    )
+    return {
+        "orphanedKeysDestroyed": orphaned_keys,
+        **ciphertext,
+        "receiptsReverified": reverified,
+        "nameKeysDestroyed": names,
+    }

@@ -51,7 +51,11 @@ EXPIRY_ORDER = ("retention_anchor", "pk")  # oldest first: the order of the swee
 
 
 def _workspace_settings() -> list[tuple[int, int, int]]:
-    return list(AskHistorySettings.objects.order_by("workspace_id").values_list("workspace_id", "agent_memory_retention_days", "expired_grace_days"))
+    return list(
+        AskHistorySettings.objects.order_by("workspace_id").values_list(
+            "workspace_id", "agent_memory_retention_days", "expired_grace_days"
+        )
+    )
 
 
 def members_with(queryset: QuerySet[MemoryVersion]) -> list[int]:
@@ -69,7 +73,16 @@ def _update_in_chunks(queryset: QuerySet[MemoryVersion], chunk: int, **changes: 
     return run_in_chunks(step, chunk=chunk)
 
 
-def _erase_expired(due: QuerySet[MemoryVersion], operation: str, workspace_id: int, days: int, chunk: int, filters: dict[str, Any], *, actor_label: str = SYSTEM_ACTOR) -> Tally:
+def _erase_expired(
+    due: QuerySet[MemoryVersion],
+    operation: str,
+    workspace_id: int,
+    days: int,
+    chunk: int,
+    filters: dict[str, Any],
+    *,
+    actor_label: str = SYSTEM_ACTOR,
+) -> Tally:
     """Erase what `due` selects in one workspace, one member at a time (a receipt per member and
     chunk), oldest first; the receipts' unreachable time is the computed expiry."""
     erased = Tally()
@@ -104,7 +117,12 @@ class RetentionScope:
     grace_cutoff: datetime
 
     def expiry_filters(self, days: int) -> dict[str, Any]:
-        return {"rule": "agentMemoryRetentionDays", "retentionDays": days, "createdBefore": self.cutoff.isoformat(), "namespaces": "every namespace except assistant"}
+        return {
+            "rule": "agentMemoryRetentionDays",
+            "retentionDays": days,
+            "createdBefore": self.cutoff.isoformat(),
+            "namespaces": "every namespace except assistant",
+        }
 
     def grace_filters(self, days: int, grace: int) -> dict[str, Any]:
         return {
@@ -131,7 +149,9 @@ def retention_scope(workspace_id: int, days: int, grace: int, now: datetime) -> 
 
 
 def _expire_assistant(scope: RetentionScope, days: int, chunk: int) -> tuple[int, int]:
-    expired = _update_in_chunks(scope.assistant_to_expire, chunk, state=MemoryState.EXPIRED, expired_at=expiry_expression(days))
+    expired = _update_in_chunks(
+        scope.assistant_to_expire, chunk, state=MemoryState.EXPIRED, expired_at=expiry_expression(days)
+    )
     restored = _update_in_chunks(scope.assistant_to_restore, chunk, state=MemoryState.ACTIVE, expired_at=None)
     return expired, restored
 
@@ -143,11 +163,19 @@ def expiry_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, i
     erased, expired, restored = Tally(), 0, 0
     for workspace_id, days, grace in _workspace_settings():
         scope = retention_scope(workspace_id, days, grace, now)
-        erased.add(_erase_expired(scope.agent_expired, Operation.EXPIRY, workspace_id, days, chunk, scope.expiry_filters(days)))
+        erased.add(
+            _erase_expired(scope.agent_expired, Operation.EXPIRY, workspace_id, days, chunk, scope.expiry_filters(days))
+        )
         moved, back = _expire_assistant(scope, days, chunk)
         expired += moved
         restored += back
-    return {"agentVersionsErased": erased.versions, "receipts": erased.receipts, "assistantExpired": expired, "assistantRestored": restored, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
+    return {
+        "agentVersionsErased": erased.versions,
+        "receipts": erased.receipts,
+        "assistantExpired": expired,
+        "assistantRestored": restored,
+        "vacuumed": erased.versions > 0 and reclaim_erased_space(),
+    }
 
 
 def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, int]:
@@ -157,17 +185,43 @@ def grace_purge(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, in
     erased = Tally()
     for workspace_id, days, grace in _workspace_settings():
         scope = retention_scope(workspace_id, days, grace, now)
-        erased.add(_erase_expired(scope.grace_due, Operation.GRACE_PURGE, workspace_id, days, chunk, scope.grace_filters(days, grace)))
-    return {"assistantVersionsErased": erased.versions, "receipts": erased.receipts, "vacuumed": erased.versions > 0 and reclaim_erased_space()}
+        erased.add(
+            _erase_expired(
+                scope.grace_due, Operation.GRACE_PURGE, workspace_id, days, chunk, scope.grace_filters(days, grace)
+            )
+        )
+    return {
+        "assistantVersionsErased": erased.versions,
+        "receipts": erased.receipts,
+        "vacuumed": erased.versions > 0 and reclaim_erased_space(),
+    }
 
 
-def apply_retention(workspace_id: int, days: int, grace: int, now: datetime, *, actor_label: str = SYSTEM_ACTOR, chunk: int = CHUNK) -> dict[str, int]:
+def apply_retention(
+    workspace_id: int, days: int, grace: int, now: datetime, *, actor_label: str = SYSTEM_ACTOR, chunk: int = CHUNK
+) -> dict[str, int]:
     """One workspace's retention, at once (a changed setting): the grace purge first, so what it
     erases is not also counted as moved to Expired, then the expiry erase and the assistant
     moves. What `retention.previews.plan_retention` counts for the same `now` and `chunk`."""
     scope = retention_scope(workspace_id, days, grace, now)
-    purged = _erase_expired(scope.grace_due, Operation.GRACE_PURGE, workspace_id, days, chunk, scope.grace_filters(days, grace), actor_label=actor_label)
-    erased = _erase_expired(scope.agent_expired, Operation.EXPIRY, workspace_id, days, chunk, scope.expiry_filters(days), actor_label=actor_label)
+    purged = _erase_expired(
+        scope.grace_due,
+        Operation.GRACE_PURGE,
+        workspace_id,
+        days,
+        chunk,
+        scope.grace_filters(days, grace),
+        actor_label=actor_label,
+    )
+    erased = _erase_expired(
+        scope.agent_expired,
+        Operation.EXPIRY,
+        workspace_id,
+        days,
+        chunk,
+        scope.expiry_filters(days),
+        actor_label=actor_label,
+    )
     expired, restored = _expire_assistant(scope, days, chunk)
     versions = purged.versions + erased.versions
     return {
@@ -188,7 +242,9 @@ def orphan_queries() -> dict[str, QuerySet[MemoryVersion]]:
     missing_passage = Citation.objects.filter(~Exists(Passage.objects.filter(pk=OuterRef("passage_id"))))
     return {
         Operation.CASCADE_DOCUMENT: pending.filter(pk__in=missing_passage.values("memory_id")),
-        Operation.CASCADE_COLLECTION: pending.filter(collection_id__isnull=False).filter(~Exists(Collection.objects.filter(pk=OuterRef("collection_id")))),
+        Operation.CASCADE_COLLECTION: pending.filter(collection_id__isnull=False).filter(
+            ~Exists(Collection.objects.filter(pk=OuterRef("collection_id")))
+        ),
         Operation.MEMBER_REMOVAL: pending.filter(member__in=Member.objects.removed()),
         Operation.NON_RETAINING: pending.filter(workspace__retains_history=False),
     }
@@ -198,7 +254,10 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
     """Mark what a lost on-commit task or a racing write left behind, erase every unreachable
     memory, and drop the rate-limit counters their window (RATE_LIMIT_WINDOW_SECONDS) has let go."""
     now = now or timezone.now()
-    marked = {str(reason): _update_in_chunks(queryset, chunk, unreachable_at=now, unreachable_reason=reason) for reason, queryset in orphan_queries().items()}
+    marked = {
+        str(reason): _update_in_chunks(queryset, chunk, unreachable_at=now, unreachable_reason=reason)
+        for reason, queryset in orphan_queries().items()
+    }
     erased = cascades.erase_unreachable(actor_label="system: cascade sweep", chunk=chunk)
     old_hits = ratelimit.expired_slots(now)
 
@@ -207,7 +266,12 @@ def cascade_sweep(now: datetime | None = None, chunk: int = CHUNK) -> dict[str, 
         return len(ids), RateLimitSlot.objects.filter(pk__in=ids)._raw_delete(RateLimitSlot.objects.db) if ids else 0
 
     counters = run_in_chunks(purge_counters, chunk=chunk)
-    return {"marked": marked, "versionsErased": erased, "rateLimitCountersPurged": counters, "vacuumed": erased > 0 and reclaim_erased_space()}
+    return {
+        "marked": marked,
+        "versionsErased": erased,
+        "rateLimitCountersPurged": counters,
+        "vacuumed": erased > 0 and reclaim_erased_space(),
+    }
 
 
 def wal_sweep() -> dict[str, Any]:

@@ -62,7 +62,8 @@ NOT_MEMORY_DERIVED: dict[str, str] = {
     "credits.CreditAccount": "Workspace credit balance.",
     "credits.MemberQuota": "Credit quota configuration and counter.",
     "credits.RoleQuota": "Credit quota configuration and counter.",
-    "memoryapp.KekRecord": "Key store: when each key-encryption key was made and destroyed (ids and instants, no key material).",
+    "memoryapp.KekRecord": "Key store: when each key-encryption key was made and destroyed (ids and instants, no key "
+    "material).",
     "memoryapp.KekRotationLease": "Key store: which process holds the scheduled KEK rotation, and until when.",
 }
 
@@ -77,28 +78,32 @@ def _every(entry: str) -> str:
 
 def _backups() -> str:
     return (
-        "SQLite: none in the database file (erased rows are overwritten, secure_delete); the WAL is checkpointed and truncated when the erase commits, "
-        "or by the WAL sweep (every 5 min) once a reader held open from before the erase has ended. "
-        "PostgreSQL: dead tuples until VACUUM (run after every sweep that erases, autovacuum otherwise), reclaimed page space until new rows overwrite it, "
-        "WAL segments until the server recycles them, archived WAL for WAL_ARCHIVE_RETENTION_DAYS (0 = no archiving). "
-        "Database backups taken before the purge keep the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
+        "SQLite: none in the database file (erased rows are overwritten, secure_delete); the WAL is checkpointed and "
+        "truncated when the erase commits, or by the WAL sweep (every 5 min) once a reader held open from before the "
+        "erase has ended. PostgreSQL: dead tuples until VACUUM (run after every sweep that erases, autovacuum "
+        "otherwise), reclaimed page space until new rows overwrite it, WAL segments until the server recycles them, "
+        "archived WAL for WAL_ARCHIVE_RETENTION_DAYS (0 = no archiving). Database backups taken before the purge keep "
+        "the rows until they rotate out: BACKUP_RETENTION_DAYS (0 = no backups configured)."
     )
 
 
 def _sealed_backups() -> str:
     return (
-        _backups() + " What any of these keep of the content is AES-256-GCM ciphertext under the version's data key, destroyed by the erase (SPEC §8.2): "
-        "unreadable once the key store's own residual window (data_key, KEYRING_BACKUP_RETENTION_DAYS) has passed."
+        _backups()
+        + " What any of these keep of the content is AES-256-GCM ciphertext under the version's data key, destroyed "
+        "by the erase (SPEC §8.2): unreadable once the key store's own residual window (data_key, "
+        "KEYRING_BACKUP_RETENTION_DAYS) has passed."
     )
 
 
 def _keyring_residual() -> str:
     return (
-        "SQLite (embedded default, var/keyring.sqlite3): none in the file (destroyed keys are overwritten, secure_delete); its WAL is truncated at once, "
-        "or by the WAL sweep (every 5 min) once a reader held open from before the erase has ended. "
-        "PostgreSQL (KEYRING_DATABASE_URL): dead tuples until VACUUM, WAL until recycled, as for the data. "
-        "Key-store backups taken before the erase keep the key until they rotate out: KEYRING_BACKUP_RETENTION_DAYS (default 0). "
-        "Until then a database backup restored together with such a key-store backup reads the memory: keep key-store backups separate and brief."
+        "SQLite (embedded default, var/keyring.sqlite3): none in the file (destroyed keys are overwritten, "
+        "secure_delete); its WAL is truncated at once, or by the WAL sweep (every 5 min) once a reader held open from "
+        "before the erase has ended. PostgreSQL (KEYRING_DATABASE_URL): dead tuples until VACUUM, WAL until recycled, "
+        "as for the data. Key-store backups taken before the erase keep the key until they rotate out: "
+        "KEYRING_BACKUP_RETENTION_DAYS (default 0). Until then a database backup restored together with such a "
+        "key-store backup reads the memory: keep key-store backups separate and brief."
     )
 
 
@@ -125,23 +130,35 @@ def artifact_classes() -> list[ArtifactClass]:
             name="Memory version",
             store="Database table memoryapp_memoryversion",
             models=("memoryapp.MemoryVersion",),
-            derived_from="Agent remember (REST, MCP), the member's AI-memory page and API, consolidation; masked text only, the unmasked original is never stored.",
-            scope="One workspace and one member (the credential's member); a chain of versions per (member, namespace, key).",
+            derived_from="Agent remember (REST, MCP), the member's AI-memory page and API, consolidation; masked text "
+            "only, the unmasked original is never stored.",
+            scope="One workspace and one member (the credential's member); a chain of versions per (member, "
+            "namespace, key).",
             retention=(
-                "agentMemoryRetentionDays (1-365, default 90) after creation; assistant memories after their last create, edit or reactivation. "
-                "Computed on every read, so a settings change applies at once, both ways. Assistant memories then stay 'expired' "
-                "(member only, reactivatable) for expiredGraceDays (0-90, default 30)."
+                "agentMemoryRetentionDays (1-365, default 90) after creation; assistant memories after their last "
+                "create, edit or reactivation. Computed on every read, so a settings change applies at once, both "
+                "ways. Assistant memories then stay 'expired' (member only, reactivatable) for expiredGraceDays "
+                "(0-90, default 30)."
             ),
-            delete_method=f"{erase}: rows deleted in the transaction that writes the deletion receipt; periodic jobs claim chunks of {CHUNK} with SELECT ... FOR UPDATE SKIP LOCKED.",
-            deleted_by=(erase, "retention.lifecycle.expiry_sweep", "retention.lifecycle.grace_purge", "retention.cascades.erase_unreachable", "memoryapp.actions.forget"),
+            delete_method=f"{erase}: rows deleted in the transaction that writes the deletion receipt; periodic jobs "
+            f"claim chunks of {CHUNK} with SELECT ... FOR UPDATE SKIP LOCKED.",
+            deleted_by=(
+                erase,
+                "retention.lifecycle.expiry_sweep",
+                "retention.lifecycle.grace_purge",
+                "retention.cascades.erase_unreachable",
+                "memoryapp.actions.forget",
+            ),
             unreachable=(
-                "Forget and deletes: at once. Expiry: at the computed expiry instant, before any sweep. "
-                "Cascades (document, collection, membership, workspace, non-retaining): in the cause's transaction (unreachable_at)."
+                "Forget and deletes: at once. Expiry: at the computed expiry instant, before any sweep. Cascades "
+                "(document, collection, membership, workspace, non-retaining): in the cause's transaction "
+                "(unreachable_at)."
             ),
             purged=(
                 f"Forget and deletes: at once. Agent memories at expiry: expiry sweep, {_every('expiry-sweep')}. "
                 f"Assistant memories: grace purge, {_every('grace-purge')}, once expiredGraceDays have passed. "
-                f"Cascades: a task started on commit; the cascade sweep, {_every('cascade-sweep')}, catches any it missed."
+                f"Cascades: a task started on commit; the cascade sweep, {_every('cascade-sweep')}, catches any it "
+                "missed."
             ),
             residual=_sealed_backups(),
         ),
@@ -150,7 +167,8 @@ def artifact_classes() -> list[ArtifactClass]:
             name="Citation",
             store="Database table memoryapp_citation",
             models=("memoryapp.Citation",),
-            derived_from="The passages a memory cites: passage, document and document-version ids and the SHA-256 of the passage text; never the text.",
+            derived_from="The passages a memory cites: passage, document and document-version ids and the SHA-256 of "
+            "the passage text; never the text.",
             scope="Its memory version.",
             retention="That of its memory version.",
             delete_method=f"{erase}, with its memory version.",
@@ -164,7 +182,8 @@ def artifact_classes() -> list[ArtifactClass]:
             name="Embedding and recall terms",
             store="Database table memoryapp_memoryembedding (the version's search index entry)",
             models=("memoryapp.MemoryEmbedding",),
-            derived_from="The masked memory text: its vector by the configured embedder (MEMORY_EMBEDDER, id stored with it) and its BM25 recall tokens; both sealed under the version's data key.",
+            derived_from="The masked memory text: its vector by the configured embedder (MEMORY_EMBEDDER, id stored "
+            "with it) and its BM25 recall tokens; both sealed under the version's data key.",
             scope="Its memory version.",
             retention="That of its memory version.",
             delete_method=f"{erase}, with its memory version.",
@@ -176,19 +195,27 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="data_key",
             name="Data key",
-            store="Key store: database alias `keyring`, table memoryapp_datakey (SQLite var/keyring.sqlite3, or KEYRING_DATABASE_URL); never in the data's database",
+            store="Key store: database alias `keyring`, table memoryapp_datakey (SQLite var/keyring.sqlite3, or "
+            "KEYRING_DATABASE_URL); never in the data's database",
             models=("memoryapp.DataKey",),
             derived_from=(
-                "A random 256-bit AES key per memory version (its text, details, kind, vector and recall terms are sealed under it) and per consolidation input, "
-                "stored wrapped (AES-256-GCM) by the key-encryption key MEMORY_KEK (docs/encryption.md). Nothing derived from content."
+                "A random 256-bit AES key per memory version (its text, details, kind, vector and recall terms are "
+                "sealed under it) and per consolidation input, stored wrapped (AES-256-GCM) by the key-encryption key "
+                "MEMORY_KEK (docs/encryption.md). Nothing derived from content."
             ),
             scope="One memory version (or one consolidation's input).",
             retention="That of what it seals.",
             delete_method=(
-                f"{erase}: destroyed after the version's rows are deleted and before the receipt is written (keysDestroyed); "
-                "a consolidation's when its input is purged; the keyring sweep destroys keys left by an interrupted erase and erases rows whose key is gone."
+                f"{erase}: destroyed after the version's rows are deleted and before the receipt is written "
+                "(keysDestroyed); a consolidation's when its input is purged; the keyring sweep destroys keys left "
+                "by an interrupted erase and erases rows whose key is gone."
             ),
-            deleted_by=(erase, "retention.erasure.destroy_keys", "memoryapp.consolidation.purge_input", "retention.keysweep.sweep_keyring"),
+            deleted_by=(
+                erase,
+                "retention.erasure.destroy_keys",
+                "memoryapp.consolidation.purge_input",
+                "retention.keysweep.sweep_keyring",
+            ),
             unreachable=same_as_memory_unreachable,
             purged=f"In the erase, before it commits; leftovers by the keyring sweep, {_every('keyring-sweep')}.",
             residual=_keyring_residual(),
@@ -199,21 +226,26 @@ def artifact_classes() -> list[ArtifactClass]:
             store="Database table memoryapp_accessentry (PostgreSQL: a GIN index on its memories list)",
             models=("memoryapp.AccessEntry",),
             derived_from=(
-                "Every agent read that returned memories (recall, list; REST and MCP), one per request: when, the credential's id and name, "
-                "operation, surface, the ids and version numbers of the memories returned and the hidden count. Never the query, never memory text. "
-                "A read that returned nothing is not logged."
+                "Every agent read that returned memories (recall, list; REST and MCP), one per request: when, the "
+                "credential's id and name, operation, surface, the ids and version numbers of the memories returned "
+                "and the hidden count. Never the query, never memory text. A read that returned nothing is not logged."
             ),
-            scope="One workspace and one member (the credential's member); the member sees theirs, owners counts per day, the admin ids and counts.",
-            retention="ACCESS_LOG_RETENTION_DAYS (default 90) after the read; read paths stop showing it then, before the sweep runs.",
+            scope="One workspace and one member (the credential's member); the member sees theirs, owners counts per "
+            "day, the admin ids and counts.",
+            retention="ACCESS_LOG_RETENTION_DAYS (default 90) after the read; read paths stop showing it then, before "
+            "the sweep runs.",
             delete_method=(
-                f"Erased with the memories it lists, in the transaction of their erase ({erase} -> memoryapp.access_log.strike_references): "
-                "an erased memory's reference is struck from every entry listing it, an entry left listing nothing is deleted, "
-                "and the receipt's manifest counts both (access_log_entry, access_log_reference). "
-                f"Expired entries: the access-log sweep, {_every('access-log-sweep')}, in chunks of {CHUNK}."
+                f"Erased with the memories it lists, in the transaction of their erase ({erase} -> "
+                "memoryapp.access_log.strike_references): an erased memory's reference is struck from every entry "
+                "listing it, an entry left listing nothing is deleted, and the receipt's manifest counts both "
+                "(access_log_entry, access_log_reference). Expired entries: the access-log sweep, "
+                f"{_every('access-log-sweep')}, in chunks of {CHUNK}."
             ),
             deleted_by=(erase, "memoryapp.access_log.strike_references", "retention.lifecycle.access_log_sweep"),
-            unreachable="With each listed memory's erase (forget, deletes, owner bulk delete, expiry, cascades, member removal, workspace deletion); at ACCESS_LOG_RETENTION_DAYS.",
-            purged=f"In the erase's transaction; expired entries by the access-log sweep, {_every('access-log-sweep')}; all of a workspace's with the workspace.",
+            unreachable="With each listed memory's erase (forget, deletes, owner bulk delete, expiry, cascades, "
+            "member removal, workspace deletion); at ACCESS_LOG_RETENTION_DAYS.",
+            purged="In the erase's transaction; expired entries by the access-log sweep, "
+            f"{_every('access-log-sweep')}; all of a workspace's with the workspace.",
             residual=_backups(),
         ),
         ArtifactClass(
@@ -222,10 +254,12 @@ def artifact_classes() -> list[ArtifactClass]:
             store="Database tables retention_deletionreceipt, retention_receiptchain (each workspace's chain head)",
             models=("retention.DeletionReceipt", "retention.ReceiptChain"),
             derived_from=(
-                "An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual window, verification results (each a signed record); "
-                "its place in the workspace's hash chain, SHA-256 and Ed25519 signature (docs/receipts.md). No memory content."
+                "An erase: operation, actor, artifact counts, filters, memory version ids, timestamps, residual "
+                "window, verification results (each a signed record); its place in the workspace's hash chain, "
+                "SHA-256 and Ed25519 signature (docs/receipts.md). No memory content."
             ),
-            scope="Workspace (plain id, kept after the workspace is deleted); member when every erased memory was theirs.",
+            scope="Workspace (plain id, kept after the workspace is deleted); member when every erased memory was "
+            "theirs.",
             retention="Kept: it is the proof of deletion.",
             delete_method="Not deleted by the application (read-only in the admin).",
             deleted_by=(),
@@ -238,9 +272,11 @@ def artifact_classes() -> list[ArtifactClass]:
             name="Usage record",
             store="Database tables retention_usagerecord, retention_ledgerentry, retention_usagerollup",
             models=("credits.UsageRecord", "credits.LedgerEntry", "credits.UsageRollup"),
-            derived_from="Token counts and costs of consolidations and replies (including how many input tokens were AI memory). No memory content.",
+            derived_from="Token counts and costs of consolidations and replies (including how many input tokens were "
+            "AI memory). No memory content.",
             scope="Workspace and the member charged.",
-            retention="Kept for accounting; the member link is cleared when the member row goes; deleted with the workspace.",
+            retention="Kept for accounting; the member link is cleared when the member row goes; deleted with the "
+            "workspace.",
             delete_method="Database CASCADE when the workspace is deleted.",
             deleted_by=("governance.actions.delete_workspace",),
             unreachable="Never while the workspace exists (usage history).",
@@ -250,26 +286,39 @@ def artifact_classes() -> list[ArtifactClass]:
         ArtifactClass(
             key="rate_limit_counter",
             name="Rate-limit counter",
-            store="Redis sorted sets ratelimit:<budget>:<credential id> and ratelimit:<budget>:member:<member id> (production) or table memoryapp_ratelimitslot, one bucket each, rows carrying credential and member ids (embedded)",
+            store="Redis sorted sets ratelimit:<budget>:<credential id> and ratelimit:<budget>:member:<member id> "
+            "(production) or table memoryapp_ratelimitslot, one bucket each, rows carrying credential and "
+            "member ids (embedded)",
             models=("memoryapp.RateLimitSlot",),
-            derived_from="Admitted remembers, reads and conversation turns: credential id, member id and time. Not memory content, and not reset by forgetting (SPEC §4.7).",
+            derived_from="Admitted remembers, reads and conversation turns: credential id, member id and time. Not "
+            "memory content, and not reset by forgetting (SPEC §4.7).",
             scope="One credential and its member.",
             retention=f"Rolling {amount}-{unit} window.",
-            delete_method=f"Redis: entries trimmed on every remember and the key expires one window after the last; database: rows older than the window deleted by the cascade sweep ({_every('cascade-sweep')}).",
+            delete_method="Redis: entries trimmed on every remember and the key expires one window after the last; "
+            "database: rows older than the window deleted by the cascade sweep "
+            f"({_every('cascade-sweep')}).",
             deleted_by=("retention.lifecycle.cascade_sweep",),
             unreachable=f"{amount} {unit}{'s' if amount != 1 else ''} after the remember (it stops counting).",
-            purged=f"Redis: on the next remember or key expiry; database: by the next cascade sweep, {_every('cascade-sweep')}.",
-            residual="Redis persistence snapshots, if enabled on the server, as configured there; database backups: BACKUP_RETENTION_DAYS.",
+            purged="Redis: on the next remember or key expiry; database: by the next cascade sweep, "
+            f"{_every('cascade-sweep')}.",
+            residual="Redis persistence snapshots, if enabled on the server, as configured there; database backups: "
+            "BACKUP_RETENTION_DAYS.",
         ),
         ArtifactClass(
             key="consolidation_input",
             name="Consolidation input",
             store="Database table retention_consolidation (messages), Celery task payload (ids only)",
             models=("credits.Consolidation",),
-            derived_from="A submitted conversation turn; only messages in which the masker found no personal data are stored (a turn with any is skipped and stores none).",
+            derived_from="A submitted conversation turn; only messages in which the masker found no personal data are "
+            "stored (a turn with any is skipped and stores none).",
             scope="Workspace and the member being remembered.",
-            retention="Messages are emptied as soon as the consolidation task finishes, whatever the outcome, or when the member's membership ends (removal, a deleted account: waiting turns are skipped, never consolidated into a later membership period); the row keeps status, counts and the ids of the memories written.",
-            delete_method="Consolidation task clears `messages` (input_purged_at); member removal clears them for the member's waiting turns (memoryapp.consolidation.discard_turns_of); the row is deleted with the workspace.",
+            retention="Messages are emptied as soon as the consolidation task finishes, whatever the outcome, or when "
+            "the member's membership ends (removal, a deleted account: waiting turns are skipped, never "
+            "consolidated into a later membership period); the row keeps status, counts and the ids of the "
+            "memories written.",
+            delete_method="Consolidation task clears `messages` (input_purged_at); member removal clears them for the "
+            "member's waiting turns (memoryapp.consolidation.discard_turns_of); the row is deleted "
+            "with the workspace.",
             deleted_by=("governance.actions.delete_workspace", "memoryapp.consolidation.discard_turns_of"),
             unreachable="When the task finishes, or when the member is removed.",
             purged="Messages: when the task finishes, or in the member removal's transaction. Row: with the workspace.",
@@ -280,7 +329,8 @@ def artifact_classes() -> list[ArtifactClass]:
             name="Audit event",
             store="Database table governance_auditevent",
             models=("governance.AuditEvent",),
-            derived_from="Governance changes: who, what, old -> new (settings, credentials, roles, bulk deletions with counts, admin content views). Never memory content.",
+            derived_from="Governance changes: who, what, old -> new (settings, credentials, roles, bulk deletions "
+            "with counts, admin content views). Never memory content.",
             scope="Workspace (plain id kept after the workspace is deleted).",
             retention="Kept (audit trail).",
             delete_method="Not deleted by the application (read-only in the admin).",
@@ -308,7 +358,8 @@ def artifact_classes() -> list[ArtifactClass]:
             name="In-process caches",
             store="None: no process keeps memory text, tokens or unmasked input between requests",
             models=(),
-            derived_from="Nothing. The masker and the embedder keep no caches of text (by design: an erase could not reach them); only the embedder's model weights and compiled patterns are cached.",
+            derived_from="Nothing. The masker and the embedder keep no caches of text (by design: an erase could not "
+            "reach them); only the embedder's model weights and compiled patterns are cached.",
             scope="One process.",
             retention="Not applicable: a request's text lives only while that request is handled.",
             delete_method="Not applicable.",

@@ -62,23 +62,32 @@ class DeletionReceipt(models.Model):
 
     operation = models.CharField(max_length=32, choices=Operation.choices, db_index=True)
     workspace_ref = models.BigIntegerField(db_index=True)
-    member_ref = models.BigIntegerField(null=True, blank=True, db_index=True, help_text="Set when every erased memory belonged to this member.")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    member_ref = models.BigIntegerField(
+        null=True, blank=True, db_index=True, help_text="Set when every erased memory belonged to this member."
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_label = models.CharField(max_length=200)
     manifest = models.JSONField(default=dict, help_text="Artifact classes with counts, and the filters used.")
     memory_version_ids = models.JSONField(default=list, help_text="Ids only, for re-verification.")
     requested_at = models.DateTimeField(default=timezone.now)
     unreachable_at = models.DateTimeField()
     purged_at = models.DateTimeField()
-    residual = models.JSONField(default=dict, help_text="What may remain outside the application (backups), and until when.")
+    residual = models.JSONField(
+        default=dict, help_text="What may remain outside the application (backups), and until when."
+    )
     residual_until = models.DateTimeField(
         null=True,
         blank=True,
         db_index=True,
-        help_text="When the last key-encryption key that may have wrapped the erased keys is destroyed (residual.kek.until): from then on no copy can be read. Null: rotation off or operator-run.",
+        help_text="When the last key-encryption key that may have wrapped the erased keys is destroyed "
+        "(residual.kek.until): from then on no copy can be read. Null: rotation off or operator-run.",
     )
     verification = models.JSONField(default=dict)
-    dedupe_key = models.CharField(max_length=120, null=True, blank=True, unique=True, help_text="Makes sweep receipts idempotent.")
+    dedupe_key = models.CharField(
+        max_length=120, null=True, blank=True, unique=True, help_text="Makes sweep receipts idempotent."
+    )
     # The workspace's hash chain (docs/receipts.md), written once by `retention.receipts.append`:
     # the position in the chain, the SHA-256 of the canonical JSON of the fields above that never
     # change (not `verification`, not `actor`), the previous receipt's hash, and the Ed25519
@@ -99,14 +108,23 @@ class DeletionReceipt(models.Model):
     # record's result, the one people read, and `verify_chain` checks that it is. Format 2 is
     # hashed into the receipt ("proofFormat"), so a receipt cannot pass for an older one whose
     # result no record covers (format 1: every receipt sealed before records existed).
-    proof_format = models.PositiveSmallIntegerField(default=2, help_text="2: its verifications are sealed records; 1: sealed before they were.")
-    verifications = models.JSONField(default=list, blank=True, help_text="Every verification result, each hashed, linked and signed.")
+    proof_format = models.PositiveSmallIntegerField(
+        default=2, help_text="2: its verifications are sealed records; 1: sealed before they were."
+    )
+    verifications = models.JSONField(
+        default=list, blank=True, help_text="Every verification result, each hashed, linked and signed."
+    )
     # Receipts written before their names were sealed (docs/receipts.md "Names in receipts"):
     # migration 0014 replaced the plain namespace and key in `manifest` with keyed digests, so the
     # fields no longer hash to `sha256` (which the signature, the next receipt's link and the
     # verification records keep covering); this signed record binds the hash they hash to now
     # (`redactedSha256`) to it. None on every receipt written since (its digests were hashed).
-    redaction = models.JSONField(null=True, blank=True, default=None, help_text="Set when the receipt's names were sealed after it was signed: the hash its fields have now, signed.")
+    redaction = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Set when the receipt's names were sealed after it was signed: the hash its fields have now, signed.",
+    )
 
     objects = DeletionReceiptQuerySet.as_manager()
 
@@ -115,9 +133,13 @@ class DeletionReceipt(models.Model):
         indexes = [
             models.Index(fields=["workspace_ref", "-purged_at"]),
             # the verify endpoint counts unproven results (format 1) without walking every receipt
-            models.Index(fields=["workspace_ref"], condition=models.Q(proof_format=1), name="receipt_format1_by_workspace"),
+            models.Index(
+                fields=["workspace_ref"], condition=models.Q(proof_format=1), name="receipt_format1_by_workspace"
+            ),
         ]
-        constraints = [models.UniqueConstraint(fields=["workspace_ref", "chain_seq"], name="one_receipt_per_chain_position")]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace_ref", "chain_seq"], name="one_receipt_per_chain_position")
+        ]
 
     def __str__(self) -> str:
         return f"receipt #{self.pk} ({self.operation})"
@@ -170,7 +192,11 @@ class DeletionReceipt(models.Model):
         """residualUntil as the APIs, the export and the admin show it: the promised instant, when
         it actually closed, and whether it has."""
         closed = self.residual_closed_at(destroyed)
-        return {"residualUntil": iso(self.residual_until), "residualClosedAt": iso(closed), "residualOpen": closed is None}
+        return {
+            "residualUntil": iso(self.residual_until),
+            "residualClosedAt": iso(closed),
+            "residualOpen": closed is None,
+        }
 
     @property
     def backups_until(self) -> str | None:
@@ -197,10 +223,18 @@ class ReceiptChain(models.Model):
     verified_hash = models.CharField(max_length=64, db_default="0" * 64)
     checkpoint_key_id = models.CharField(max_length=32, blank=True, db_default="")
     checkpoint_signature = models.CharField(max_length=128, blank=True, db_default="")
-    checkpoint_rev = models.PositiveBigIntegerField(db_default=0, help_text="Raised at every checkpoint write: writers update only the revision they read.")
-    sweep_seq = models.PositiveBigIntegerField(db_default=1, help_text="Where the next bounded check re-checks the verified prefix.")
+    checkpoint_rev = models.PositiveBigIntegerField(
+        db_default=0, help_text="Raised at every checkpoint write: writers update only the revision they read."
+    )
+    sweep_seq = models.PositiveBigIntegerField(
+        db_default=1, help_text="Where the next bounded check re-checks the verified prefix."
+    )
     verified_at = models.DateTimeField(null=True, blank=True)
-    full_check_at = models.DateTimeField(null=True, blank=True, help_text="When every receipt was last checked from the first (verify_receipts, the daily job).")
+    full_check_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When every receipt was last checked from the first (verify_receipts, the daily job).",
+    )
     # The verification anchor (docs/receipts.md "Verification records"): for every receipt given a
     # record after it was written (a re-verification), its chain position -> [record count, newest
     # record's hash], signed with the receipt signing key. The receipt's own hash cannot commit to

@@ -78,7 +78,10 @@ def plan_token(*plans: ErasePlan) -> str:
     """A fingerprint of exactly what the plans erase (operation, workspace, every batch's ids),
     carried from the preview to the confirmation. Keyed with SECRET_KEY: a bare hash of the ids
     would let the owner test guesses of another member's memory ids against it."""
-    body = json.dumps([[str(plan.operation), plan.workspace_id, [[b.member_id, b.ids] for b in plan.batches]] for plan in plans], separators=(",", ":"))
+    body = json.dumps(
+        [[str(plan.operation), plan.workspace_id, [[b.member_id, b.ids] for b in plan.batches]] for plan in plans],
+        separators=(",", ":"),
+    )
     return salted_hmac("retention.previews.plan", body, algorithm="sha256").hexdigest()
 
 
@@ -102,7 +105,15 @@ def execute(plan: ErasePlan, *, actor: Actor, actor_label: str) -> list[Deletion
     leave its new version behind). A batch a concurrent eraser emptied first writes no receipt."""
     receipts = []
     for batch in plan.batches:
-        receipt = erase_memories(batch.ids, operation=plan.operation, workspace_id=plan.workspace_id, member_id=batch.member_id, actor=actor, actor_label=actor_label, filters=plan.filters)
+        receipt = erase_memories(
+            batch.ids,
+            operation=plan.operation,
+            workspace_id=plan.workspace_id,
+            member_id=batch.member_id,
+            actor=actor,
+            actor_label=actor_label,
+            filters=plan.filters,
+        )
         if receipt is not None:
             receipts.append(receipt)
     return receipts
@@ -147,7 +158,9 @@ def _current_counts(ids: Sequence[int]) -> tuple[int, int]:
         versions = versions.extra(where=[f"{MemoryVersion._meta.db_table}.id = ANY(%s)"], params=[list(ids)])
     else:
         versions = versions.filter(pk__in=ids)
-    counts = versions.aggregate(current=Count("id", filter=current_q()), assistant=Count("id", filter=current_q() & assistant_q()))
+    counts = versions.aggregate(
+        current=Count("id", filter=current_q()), assistant=Count("id", filter=current_q() & assistant_q())
+    )
     return counts["current"], counts["assistant"]
 
 
@@ -165,19 +178,34 @@ def own_agent_memories(member: Member) -> QuerySet[MemoryVersion]:
 
 def plan_member_delete_all(member: Member) -> ErasePlan:
     ids = list(own_agent_memories(member).order_by("pk").values_list("pk", flat=True))
-    return ErasePlan(Operation.MEMBER_DELETE, member.workspace_id, [Batch(member.pk, ids)] if ids else [], {"scope": "all own agent memories"})
+    return ErasePlan(
+        Operation.MEMBER_DELETE,
+        member.workspace_id,
+        [Batch(member.pk, ids)] if ids else [],
+        {"scope": "all own agent memories"},
+    )
 
 
 def plan_owner_bulk_delete(workspace: Workspace) -> ErasePlan:
     """One receipt per member, so each member finds it among their own receipts."""
     queryset = MemoryVersion.objects.filter(workspace=workspace).agent()
-    return ErasePlan(Operation.OWNER_BULK_DELETE, workspace.pk, _by_member(queryset), {"scope": "every agent memory in the workspace"})
+    return ErasePlan(
+        Operation.OWNER_BULK_DELETE,
+        workspace.pk,
+        _by_member(queryset),
+        {"scope": "every agent memory in the workspace"},
+    )
 
 
 def plan_admin_erase(member: Member, reason: str = "") -> ErasePlan:
     """Every memory of the member, agent and assistant alike."""
     ids = list(MemoryVersion.objects.filter(member=member).order_by("pk").values_list("pk", flat=True))
-    return ErasePlan(Operation.ADMIN_ERASE, member.workspace_id, [Batch(member.pk, ids)] if ids else [], {"member": member.pk, "reason": reason})
+    return ErasePlan(
+        Operation.ADMIN_ERASE,
+        member.workspace_id,
+        [Batch(member.pk, ids)] if ids else [],
+        {"member": member.pk, "reason": reason},
+    )
 
 
 def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> int:
@@ -187,7 +215,14 @@ def erase_member_memories(member: Member, *, actor: Actor, reason: str = "") -> 
         Member.objects.filter(pk=member.pk).lock()
         receipts = execute(plan_admin_erase(member, reason), actor=actor, actor_label=label_of(actor))
         versions = sum(receipt.versions_erased for receipt in receipts)
-        audit("memories.admin_erased", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"versions": versions}, reason=reason)
+        audit(
+            "memories.admin_erased",
+            workspace=member.workspace,
+            actor=actor,
+            target=f"member #{member.pk}",
+            changes={"versions": versions},
+            reason=reason,
+        )
     return versions
 
 
@@ -195,7 +230,13 @@ def preview_member_erase(member: Member, *, actor: Actor) -> dict[str, Any]:
     """The admin's confirmation page: the manifest, and an audit event that it was shown (the
     one write a preview makes; counts only, no reason yet)."""
     manifest = plan_admin_erase(member).manifest()
-    audit("memories.admin_erase_previewed", workspace=member.workspace, actor=actor, target=f"member #{member.pk}", changes={"artifacts": manifest["artifacts"], "memories": manifest["memories"]})
+    audit(
+        "memories.admin_erase_previewed",
+        workspace=member.workspace,
+        actor=actor,
+        target=f"member #{member.pk}",
+        changes={"artifacts": manifest["artifacts"], "memories": manifest["memories"]},
+    )
     return manifest
 
 
@@ -253,15 +294,24 @@ class RetentionPlan:
             **({"assistantMemories": total["assistantMemories"]} if "assistantMemories" in total else {}),
             "members": total["members"],
             "receipts": total["receipts"],
-            "agentMemories": {"memories": expiry["memories"], "versions": expiry["artifacts"]["memory_version"], "members": expiry["members"]},
+            "agentMemories": {
+                "memories": expiry["memories"],
+                "versions": expiry["artifacts"]["memory_version"],
+                "members": expiry["members"],
+            },
             "expiredAssistantMemoriesErased": purge["artifacts"]["memory_version"],
             "assistantMemoriesToExpired": self.assistant_expired,
             "assistantMemoriesRestored": self.assistant_restored,
-            "erases": {Operation.EXPIRY.value: {**expiry, "filters": self.expiry.filters}, Operation.GRACE_PURGE.value: {**purge, "filters": self.grace_purge.filters}},
+            "erases": {
+                Operation.EXPIRY.value: {**expiry, "filters": self.expiry.filters},
+                Operation.GRACE_PURGE.value: {**purge, "filters": self.grace_purge.filters},
+            },
         }
 
 
-def plan_retention(ask_history: AskHistorySettings, *, days: int, grace: int, now: datetime, chunk: int = CHUNK) -> RetentionPlan:
+def plan_retention(
+    ask_history: AskHistorySettings, *, days: int, grace: int, now: datetime, chunk: int = CHUNK
+) -> RetentionPlan:
     """What `lifecycle.apply_retention(…, days, grace, now, chunk)` would do to the workspace."""
     scope: RetentionScope = retention_scope(ask_history.workspace_id, days, grace, now)
     return RetentionPlan(
@@ -271,8 +321,18 @@ def plan_retention(ask_history: AskHistorySettings, *, days: int, grace: int, no
         now=now,
         previous_days=ask_history.agent_memory_retention_days,
         previous_grace=ask_history.expired_grace_days,
-        expiry=ErasePlan(Operation.EXPIRY, ask_history.workspace_id, _sweep_batches(scope.agent_expired, chunk), scope.expiry_filters(days)),
-        grace_purge=ErasePlan(Operation.GRACE_PURGE, ask_history.workspace_id, _sweep_batches(scope.grace_due, chunk), scope.grace_filters(days, grace)),
+        expiry=ErasePlan(
+            Operation.EXPIRY,
+            ask_history.workspace_id,
+            _sweep_batches(scope.agent_expired, chunk),
+            scope.expiry_filters(days),
+        ),
+        grace_purge=ErasePlan(
+            Operation.GRACE_PURGE,
+            ask_history.workspace_id,
+            _sweep_batches(scope.grace_due, chunk),
+            scope.grace_filters(days, grace),
+        ),
         # the grace purge runs first: what it erases does not also move to Expired
         assistant_expired=scope.assistant_to_expire.within_grace(days, grace, at=now).count(),
         assistant_restored=scope.assistant_to_restore.count(),
@@ -301,7 +361,13 @@ def preview_summary(manifest: dict[str, Any]) -> dict[str, int]:
 
 
 def save_settings_and_apply_retention(
-    workspace: Workspace, changes: dict[str, Any], *, actor: Actor, dry_run: bool = False, confirmed: dict[str, int] | None = None, confirmed_plan: str | None = None
+    workspace: Workspace,
+    changes: dict[str, Any],
+    *,
+    actor: Actor,
+    dry_run: bool = False,
+    confirmed: dict[str, int] | None = None,
+    confirmed_plan: str | None = None,
 ) -> dict[str, Any]:
     """Save the ask-history settings and apply a changed retention at once (retroactive, SPEC §8):
     what the new setting erases is erased now, with receipts, and assistant memories move to
@@ -314,19 +380,41 @@ def save_settings_and_apply_retention(
     plan = _plan_for(ask_history, changes, now)
     manifest = plan.manifest()
     if dry_run:
-        return {"dryRun": True, "settings": settings_json(ask_history.with_api_changes(changes)), "manifest": manifest, "planToken": plan.token}
+        return {
+            "dryRun": True,
+            "settings": settings_json(ask_history.with_api_changes(changes)),
+            "manifest": manifest,
+            "planToken": plan.token,
+        }
     moved = confirmed is not None and confirmed != preview_summary(manifest)
     if moved or (confirmed_plan is not None and not constant_time_compare(str(confirmed_plan), plan.token)):
-        raise ApiError(409, PREVIEW_OUTDATED, "The memories this change erases changed since the preview; check the new preview and confirm again.", {"manifest": manifest, "planToken": plan.token})
+        raise ApiError(
+            409,
+            PREVIEW_OUTDATED,
+            "The memories this change erases changed since the preview; check the new preview and confirm again.",
+            {"manifest": manifest, "planToken": plan.token},
+        )
     saved = update_settings(workspace, changes, actor=actor)
     applied = None
-    retention_changed = any(name in changes for name in AskHistorySettings.RETENTION_API_FIELDS) and (plan.days, plan.grace) != (plan.previous_days, plan.previous_grace)
+    retention_changed = any(name in changes for name in AskHistorySettings.RETENTION_API_FIELDS) and (
+        plan.days,
+        plan.grace,
+    ) != (plan.previous_days, plan.previous_grace)
     if retention_changed:
-        applied = apply_retention(workspace.pk, plan.days, plan.grace, now, actor_label=f"{label_of(actor)} (retention setting changed)")
+        applied = apply_retention(
+            workspace.pk, plan.days, plan.grace, now, actor_label=f"{label_of(actor)} (retention setting changed)"
+        )
     return {"settings": settings_json(saved), "applied": applied, "manifest": manifest if retention_changed else None}
 
 
-def save_settings_or_ask_confirmation(workspace: Workspace, changes: dict[str, Any], *, actor: Actor, confirmed: dict[str, int] | None, confirmed_plan: str | None) -> dict[str, Any]:
+def save_settings_or_ask_confirmation(
+    workspace: Workspace,
+    changes: dict[str, Any],
+    *,
+    actor: Actor,
+    confirmed: dict[str, int] | None,
+    confirmed_plan: str | None,
+) -> dict[str, Any]:
     """The settings page's rule (SPEC §8.1 preview): a change not yet confirmed that would erase
     or move any memory saves nothing and answers `{"needsConfirmation": True, "manifest",
     "planToken"}` for the person to confirm; a change that moves nothing, or a confirmed one
@@ -337,4 +425,9 @@ def save_settings_or_ask_confirmation(workspace: Workspace, changes: dict[str, A
         if any(preview_summary(preview["manifest"]).values()):
             return {"needsConfirmation": True, "manifest": preview["manifest"], "planToken": preview["planToken"]}
         confirmed_plan = None
-    return {"needsConfirmation": False, **save_settings_and_apply_retention(workspace, changes, actor=actor, confirmed=confirmed, confirmed_plan=confirmed_plan)}
+    return {
+        "needsConfirmation": False,
+        **save_settings_and_apply_retention(
+            workspace, changes, actor=actor, confirmed=confirmed, confirmed_plan=confirmed_plan
+        ),
+    }

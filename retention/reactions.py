@@ -50,11 +50,16 @@ def erase_memories_of_deleted_member(sender: type, *, member: Member, actor: Act
     return cascades.erase_unreachable(member.workspace_id, actor_label=actor_label(actor))
 
 
-def erase_memories_depending_on_documents(sender: type, *, workspace_id: int, document_ids: list[int], collection_id: int | None = None, **kwargs: Any) -> None:
+def erase_memories_depending_on_documents(
+    sender: type, *, workspace_id: int, document_ids: list[int], collection_id: int | None = None, **kwargs: Any
+) -> None:
     if collection_id is None:
         dependents, cause = cascades.dependents_of_documents(workspace_id, document_ids), Operation.CASCADE_DOCUMENT
     else:
-        dependents, cause = cascades.dependents_of_collection(workspace_id, collection_id, document_ids), Operation.CASCADE_COLLECTION
+        dependents, cause = (
+            cascades.dependents_of_collection(workspace_id, collection_id, document_ids),
+            Operation.CASCADE_COLLECTION,
+        )
     cascades.mark_unreachable(dependents, cause)
     cascades.schedule_erase(workspace_id)
 
@@ -77,7 +82,11 @@ def connect() -> None:
     signals.member_deleting.connect(erase_memories_of_deleted_member, dispatch_uid="retention.member_deleting")
     signals.member_removed.connect(forget_names_of_ended_membership, dispatch_uid="retention.member_removed.names")
     signals.member_deleting.connect(forget_names_of_ended_membership, dispatch_uid="retention.member_deleting.names")
-    signals.workspace_deleting.connect(forget_names_of_deleted_workspace, dispatch_uid="retention.workspace_deleting.names")
-    signals.documents_deleting.connect(erase_memories_depending_on_documents, dispatch_uid="retention.documents_deleting")
+    signals.workspace_deleting.connect(
+        forget_names_of_deleted_workspace, dispatch_uid="retention.workspace_deleting.names"
+    )
+    signals.documents_deleting.connect(
+        erase_memories_depending_on_documents, dispatch_uid="retention.documents_deleting"
+    )
     signals.history_stopped.connect(erase_memories_of_non_retaining_workspace, dispatch_uid="retention.history_stopped")
     signals.workspace_deleting.connect(erase_memories_of_deleted_workspace, dispatch_uid="retention.workspace_deleting")

@@ -22,7 +22,11 @@ def chain_report_for(member: Member) -> dict[str, Any]:
     owner, `member_view` for anyone else."""
     keys = public_keys()
     workspace = verify_chain_bounded(member.workspace_id, keys=keys)
-    body = {**workspace, "scope": "workspace"} if member.has_perm(RECEIPTS_OF_WORKSPACE) else member_view(workspace, member.pk)
+    body = (
+        {**workspace, "scope": "workspace"}
+        if member.has_perm(RECEIPTS_OF_WORKSPACE)
+        else member_view(workspace, member.pk)
+    )
     return {**body, "checkedAt": iso(timezone.now()), "keyIds": list(keys), "publicKeyUrl": PUBLIC_KEY_PATH}
 
 
@@ -47,7 +51,11 @@ def receipt_json(receipt: DeletionReceipt, *, viewer: Member, resolver: Resolver
     own = receipt.member_ref == viewer.pk
     manifest = receipt.manifest if isinstance(receipt.manifest, dict) else {}
     if not own:
-        manifest = {"artifacts": manifest.get("artifacts", {}), "requestedIds": manifest.get("requestedIds"), "keysDestroyed": manifest.get("keysDestroyed")}  # never the key ids
+        manifest = {
+            "artifacts": manifest.get("artifacts", {}),
+            "requestedIds": manifest.get("requestedIds"),
+            "keysDestroyed": manifest.get("keysDestroyed"),
+        }  # never the key ids
     data = {
         "id": str(receipt.pk),
         "operation": receipt.operation,

@@ -15,7 +15,15 @@ from core.timestamps import iso
 from memoryapp import metrics
 from retention.models import DeletionReceipt, ReceiptChain
 from retention.receipt_keys import public_keys
-from retention.receipts import ZERO_HASH, _head_break, checkpoint_valid, head_anchors, save_checkpoint, verify_chain, walk
+from retention.receipts import (
+    ZERO_HASH,
+    _head_break,
+    checkpoint_valid,
+    head_anchors,
+    save_checkpoint,
+    verify_chain,
+    walk,
+)
 
 # --- the verified checkpoint and the bounded check ---------------------------------------------------
 #: Receipts of the verified prefix the endpoint re-checks per request, from `sweep_seq` on: a
@@ -41,7 +49,12 @@ def _stored_hash(workspace_ref: int, seq: int) -> str:
     """The stored hash of the receipt at `seq` (0: the chain's start), checked by an earlier request."""
     if seq == 0:
         return ZERO_HASH
-    return DeletionReceipt.objects.filter(workspace_ref=workspace_ref, chain_seq=seq).values_list("sha256", flat=True).first() or ZERO_HASH
+    return (
+        DeletionReceipt.objects.filter(workspace_ref=workspace_ref, chain_seq=seq)
+        .values_list("sha256", flat=True)
+        .first()
+        or ZERO_HASH
+    )
 
 
 def unproven_count(workspace_ref: int) -> int:
@@ -50,7 +63,9 @@ def unproven_count(workspace_ref: int) -> int:
     return DeletionReceipt.objects.filter(workspace_ref=workspace_ref, proof_format=1, verifications=[]).count()
 
 
-def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys: dict[str, Ed25519PublicKey] | None = None) -> dict[str, Any]:
+def verify_chain_bounded(
+    workspace_ref: int, *, window: int | None = None, keys: dict[str, Ed25519PublicKey] | None = None
+) -> dict[str, Any]:
     """The verify endpoint's check, bounded per request (docs/receipts.md): from the signed
     checkpoint, the receipts appended since (each request moves the checkpoint up to what it
     found intact, so they are checked once), plus a window of `window` receipts of the verified
@@ -74,7 +89,14 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
         sweep_from = head.sweep_seq if 1 <= head.sweep_seq <= verified else 1
         sweep_to = min(verified, sweep_from + window - 1)
         # the receipt before the window is its anchor: its hash and signature are checked, its link is not
-        swept = walk(_in_order(workspace_ref, max(1, sweep_from - 1), sweep_to), previous=ZERO_HASH, expected=1, keys=keys, anchored=sweep_from > 1, anchors=anchors)
+        swept = walk(
+            _in_order(workspace_ref, max(1, sweep_from - 1), sweep_to),
+            previous=ZERO_HASH,
+            expected=1,
+            keys=keys,
+            anchored=sweep_from > 1,
+            anchors=anchors,
+        )
         checked += swept.checked
         if swept.first_break is not None or swept.last_seq < sweep_to:
             # the prefix is intact only up to the receipt before the break (or the gap)
@@ -83,14 +105,26 @@ def verify_chain_bounded(workspace_ref: int, *, window: int | None = None, keys:
         else:
             next_sweep = sweep_to + 1 if sweep_to < verified else 1
     cap = APPEND_CAP
-    newer = walk(_in_order(workspace_ref, verified + 1, verified + cap), previous=verified_hash, expected=verified + 1, keys=keys, anchors=anchors)
+    newer = walk(
+        _in_order(workspace_ref, verified + 1, verified + cap),
+        previous=verified_hash,
+        expected=verified + 1,
+        keys=keys,
+        anchors=anchors,
+    )
     checked += newer.checked
     # stopped by the cap, not by the chain's end: what lies beyond is unverified, not missing
     capped = newer.first_break is None and newer.last_seq == verified + cap and head.seq > newer.last_seq
-    first_break = newer.first_break or anchor_break or (None if capped else _head_break(head, newer.last_seq, newer.last_hash))
+    first_break = (
+        newer.first_break or anchor_break or (None if capped else _head_break(head, newer.last_seq, newer.last_hash))
+    )
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
-    if not valid or (newer.last_seq, newer.last_hash, next_sweep) != (head.verified_seq, head.verified_hash, head.sweep_seq):
+    if not valid or (newer.last_seq, newer.last_hash, next_sweep) != (
+        head.verified_seq,
+        head.verified_hash,
+        head.sweep_seq,
+    ):
         save_checkpoint(head.pk, rev=head.checkpoint_rev, seq=newer.last_seq, sha256=newer.last_hash, sweep=next_sweep)
     report = {
         "workspaceId": str(workspace_ref),
@@ -119,7 +153,9 @@ def chained_workspaces() -> list[int]:
 
 def verify_chains(workspace_refs: Iterable[int] | None = None) -> dict[str, Any]:
     keys = public_keys()
-    reports = [verify_chain(ref, keys=keys) for ref in (workspace_refs if workspace_refs is not None else chained_workspaces())]
+    reports = [
+        verify_chain(ref, keys=keys) for ref in (workspace_refs if workspace_refs is not None else chained_workspaces())
+    ]
     return {
         "checkedAt": iso(timezone.now()),
         "intact": all(report["intact"] for report in reports),
@@ -134,7 +170,12 @@ def check_all_chains() -> dict[str, Any]:
     day even if nobody runs `verify_receipts`. Counts only."""
     report = verify_chains()
     broken = [chain["workspaceId"] for chain in report["workspaces"] if not chain["intact"]]
-    return {"workspaces": len(report["workspaces"]), "receipts": sum(chain["checked"] for chain in report["workspaces"]), "broken": len(broken), "brokenWorkspaceIds": broken}
+    return {
+        "workspaces": len(report["workspaces"]),
+        "receipts": sum(chain["checked"] for chain in report["workspaces"]),
+        "broken": len(broken),
+        "brokenWorkspaceIds": broken,
+    }
 
 
 def member_view(report: dict[str, Any], member_id: int) -> dict[str, Any]:
@@ -145,8 +186,18 @@ def member_view(report: dict[str, Any], member_id: int) -> dict[str, Any]:
     brk = report["firstBreak"]
     if brk is not None:
         mine = brk["receiptId"] is not None and own.filter(pk=int(brk["receiptId"])).exists()
-        brk = {**brk, "own": True} if mine else {"receiptId": None, "chainSeq": None, "reason": brk["reason"], "own": False}
-    body = {"workspaceId": report["workspaceId"], "scope": "member", "intact": report["intact"], "receipts": own.count(), "firstBreak": brk}
+        brk = (
+            {**brk, "own": True}
+            if mine
+            else {"receiptId": None, "chainSeq": None, "reason": brk["reason"], "own": False}
+        )
+    body = {
+        "workspaceId": report["workspaceId"],
+        "scope": "member",
+        "intact": report["intact"],
+        "receipts": own.count(),
+        "firstBreak": brk,
+    }
     if "complete" in report:  # the bounded check: whether it reached the head (positions are not the member's to see)
         body.update(complete=report["complete"], note=report["note"])
     return body

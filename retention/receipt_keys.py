@@ -25,7 +25,11 @@ def _decode_key(text: str, *, private: bool) -> Ed25519PrivateKey | Ed25519Publi
     kind = "RECEIPT_SIGNING_KEY" if private else "RECEIPT_VERIFY_KEYS"
     try:
         if text.startswith("-----BEGIN"):
-            key = serialization.load_pem_private_key(text.encode(), password=None) if private else serialization.load_pem_public_key(text.encode())
+            key = (
+                serialization.load_pem_private_key(text.encode(), password=None)
+                if private
+                else serialization.load_pem_public_key(text.encode())
+            )
         else:
             raw = base64.b64decode(text, validate=True)
             key = Ed25519PrivateKey.from_private_bytes(raw) if private else Ed25519PublicKey.from_public_bytes(raw)
@@ -80,7 +84,9 @@ def public_keys_json() -> dict[str, Any]:
                 "keyId": kid,
                 "current": kid == current,
                 "publicKey": base64.b64encode(raw_public(key)).decode(),
-                "publicKeyPem": key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode(),
+                "publicKeyPem": key.public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                ).decode(),
             }
             for kid, key in keys.items()
         ],

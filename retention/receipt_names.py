@@ -67,7 +67,9 @@ def _period(workspace_id: int, member_id: int | None) -> int | None:
     name key is destroyed then, and a receipt written for it names nothing anyone can resolve)."""
     if member_id is None:
         return 1
-    return Member.objects.filter(pk=member_id, workspace_id=workspace_id).active().values_list("period", flat=True).first()
+    return (
+        Member.objects.filter(pk=member_id, workspace_id=workspace_id).active().values_list("period", flat=True).first()
+    )
 
 
 def name_key(workspace_id: int, member_id: int | None, *, create: bool) -> bytes | None:
@@ -164,7 +166,10 @@ def sealed_manifest(manifest: dict[str, Any], *, workspace_id: int, member_id: i
         return manifest
     key = name_key(workspace_id, member_id, create=True)
     if key is None:
-        logger.warning("receipt names sealed under a one-time key (membership ended, or its name key does not unwrap)", extra={"workspace_id": workspace_id, "member_id": member_id})
+        logger.warning(
+            "receipt names sealed under a one-time key (membership ended, or its name key does not unwrap)",
+            extra={"workspace_id": workspace_id, "member_id": member_id},
+        )
     return {**manifest, "filters": seal_filters(filters, key=key)}
 
 
@@ -182,9 +187,13 @@ class Resolver:
         if key is None:
             return {}
         digester = Digester(key)
-        live = MemoryVersion.objects.filter(member=self.member, workspace_id=self.member.workspace_id).kept_for_member(self.member.workspace.ask_history)
+        live = MemoryVersion.objects.filter(member=self.member, workspace_id=self.member.workspace_id).kept_for_member(
+            self.member.workspace.ask_history
+        )
         table: dict[str, tuple[str, str]] = {}
-        for namespace, memory_key in live.order_by().values_list("namespace", "key").distinct().iterator(chunk_size=2000):
+        for namespace, memory_key in (
+            live.order_by().values_list("namespace", "key").distinct().iterator(chunk_size=2000)
+        ):
             table.setdefault(digester.digest("namespace", namespace), ("namespace", namespace))
             if memory_key is not None:
                 table[digester.digest("key", namespace, memory_key)] = ("key", memory_key)

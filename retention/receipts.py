@@ -98,7 +98,15 @@ VERIFICATION_CHANGED = "verification_changed"
 # The chain head's signed verification anchor (each re-verified receipt's record count and newest
 # record hash) does not verify: edited, cleared or moved from another workspace.
 ANCHOR_CHANGED = "anchor_changed"
-REASONS = (HASH_MISMATCH, BROKEN_LINK, UNKNOWN_KEY, BAD_SIGNATURE, VERIFICATION_CHANGED, ANCHOR_CHANGED, MISSING_RECEIPT)
+REASONS = (
+    HASH_MISMATCH,
+    BROKEN_LINK,
+    UNKNOWN_KEY,
+    BAD_SIGNATURE,
+    VERIFICATION_CHANGED,
+    ANCHOR_CHANGED,
+    MISSING_RECEIPT,
+)
 #: What each break means, for people: the receipts page (translated) and `verify_receipts` (English).
 REASON_LABELS = {
     HASH_MISMATCH: gettext_lazy("a receipt was changed after it was written (hash mismatch)"),
@@ -165,7 +173,17 @@ def digest_of(receipt: Any) -> bytes:
 def redaction_digest(workspace_ref: Any, chain_seq: int, sha256: str, redacted: str) -> bytes:
     """What a redaction record signs: the receipt (workspace, position), the hash it was signed
     with and the hash its fields have since its names were sealed."""
-    return hashlib.sha256(_canonical_json({"redaction": REDACTION_FORMAT, "workspaceRef": str(workspace_ref), "chainSeq": int(chain_seq), "sha256": sha256, "redactedSha256": redacted})).digest()
+    return hashlib.sha256(
+        _canonical_json(
+            {
+                "redaction": REDACTION_FORMAT,
+                "workspaceRef": str(workspace_ref),
+                "chainSeq": int(chain_seq),
+                "sha256": sha256,
+                "redactedSha256": redacted,
+            }
+        )
+    ).digest()
 
 
 def redact(receipt: Any, manifest: dict[str, Any], key: Ed25519PrivateKey | None = None) -> None:
@@ -194,7 +212,12 @@ def signed_digest(receipt: Any, keys: dict[str, Ed25519PublicKey]) -> tuple[byte
         signed = bytes.fromhex(receipt.sha256)
     except (KeyError, TypeError, ValueError):
         return None, HASH_MISMATCH
-    return signed, _signature_problem(keys, redaction.get("keyId"), redaction.get("signature"), redaction_digest(receipt.workspace_ref, receipt.chain_seq, receipt.sha256, redaction["redactedSha256"]))
+    return signed, _signature_problem(
+        keys,
+        redaction.get("keyId"),
+        redaction.get("signature"),
+        redaction_digest(receipt.workspace_ref, receipt.chain_seq, receipt.sha256, redaction["redactedSha256"]),
+    )
 
 
 def verification_digest(record: dict[str, Any]) -> bytes:
@@ -211,7 +234,9 @@ def seal(receipt: Any, key: Ed25519PrivateKey | None = None) -> None:
     receipt.signature = key.sign(digest).hex()
 
 
-def add_verification(receipt: DeletionReceipt, verification: dict[str, Any], *, trigger: str, key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+def add_verification(
+    receipt: DeletionReceipt, verification: dict[str, Any], *, trigger: str, key: Ed25519PrivateKey | None = None
+) -> dict[str, Any]:
     """Append a sealed record of this result to the receipt (sealed already: the first record
     links to its hash) and show it as the receipt's result. The caller saves both fields, under
     the receipt's row lock when the receipt exists (two re-verifications at once must not both
@@ -221,7 +246,12 @@ def add_verification(receipt: DeletionReceipt, verification: dict[str, Any], *, 
     records = list(receipt.verifications) if isinstance(receipt.verifications, list) else []
     last = records[-1] if records and isinstance(records[-1], dict) else {}
     previous = last.get("sha256", "") if records else receipt.sha256  # a tampered list stays reported as such
-    record = {"seq": len(records) + 1, "trigger": trigger, "previousHash": previous, "verification": _stored_json(verification)}
+    record = {
+        "seq": len(records) + 1,
+        "trigger": trigger,
+        "previousHash": previous,
+        "verification": _stored_json(verification),
+    }
     digest = verification_digest(record)
     record.update(sha256=digest.hex(), keyId=key_id(key.public_key()), signature=key.sign(digest).hex())
     receipt.verifications = [*records, record]
@@ -233,13 +263,21 @@ def add_verification(receipt: DeletionReceipt, verification: dict[str, Any], *, 
 
 # --- the verification anchor --------------------------------------------------------------------------
 def anchors_digest(workspace_ref: int, anchors: dict[str, Any]) -> bytes:
-    return hashlib.sha256(_canonical_json({"anchors": "receipt-verifications/v1", "workspaceRef": str(workspace_ref), "receipts": anchors})).digest()
+    return hashlib.sha256(
+        _canonical_json(
+            {"anchors": "receipt-verifications/v1", "workspaceRef": str(workspace_ref), "receipts": anchors}
+        )
+    ).digest()
 
 
 def signed_anchors(workspace_ref: int, anchors: dict[str, Any], key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
     """The chain head's anchor fields for this map (chain position -> [count, newest hash]), signed."""
     key = key or signing_key()
-    return {"verification_anchors": anchors, "anchors_key_id": key_id(key.public_key()), "anchors_signature": key.sign(anchors_digest(workspace_ref, anchors)).hex()}
+    return {
+        "verification_anchors": anchors,
+        "anchors_key_id": key_id(key.public_key()),
+        "anchors_signature": key.sign(anchors_digest(workspace_ref, anchors)).hex(),
+    }
 
 
 def anchor(receipt: DeletionReceipt, key: Ed25519PrivateKey | None = None) -> None:
@@ -252,7 +290,9 @@ def anchor(receipt: DeletionReceipt, key: Ed25519PrivateKey | None = None) -> No
     ReceiptChain.objects.filter(pk=head_id).update(**signed_anchors(int(receipt.workspace_ref), anchors, key))
 
 
-def head_anchors(head: ReceiptChain | None, keys: dict[str, Ed25519PublicKey]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def head_anchors(
+    head: ReceiptChain | None, keys: dict[str, Ed25519PublicKey]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(the anchor map, a break if its signature does not verify). A head holding receipts must
     carry a signed map (an empty one from its first receipt on, the migration for older heads),
     so clearing it is reported too. No head: nothing anchored (the walk still requires every
@@ -262,9 +302,15 @@ def head_anchors(head: ReceiptChain | None, keys: dict[str, Ed25519PublicKey]) -
     anchors = head.verification_anchors if head.verification_anchors is not None else {}
     if head.seq == 0 and not anchors and not head.anchors_signature:
         return {}, None
-    problem = not isinstance(anchors, dict) or _signature_problem(keys, head.anchors_key_id, head.anchors_signature, anchors_digest(head.workspace_ref, anchors))
+    problem = not isinstance(anchors, dict) or _signature_problem(
+        keys, head.anchors_key_id, head.anchors_signature, anchors_digest(head.workspace_ref, anchors)
+    )
     if problem:
-        return (anchors if isinstance(anchors, dict) else {}), {"receiptId": None, "chainSeq": None, "reason": ANCHOR_CHANGED}
+        return (anchors if isinstance(anchors, dict) else {}), {
+            "receiptId": None,
+            "chainSeq": None,
+            "reason": ANCHOR_CHANGED,
+        }
     return anchors, None
 
 
@@ -278,7 +324,9 @@ def anchor_problem(receipt: DeletionReceipt, anchors: dict[str, Any]) -> tuple[s
         return (VERIFICATION_CHANGED, late.get("seq") if isinstance(late, dict) else None) if late is not None else None
     newest = records[-1].get("sha256") if records and isinstance(records[-1], dict) else None
     if not isinstance(entry, list) or len(entry) != 2 or [len(records), newest] != entry:
-        return VERIFICATION_CHANGED, entry[0] if isinstance(entry, list) and entry and isinstance(entry[0], int) else None
+        return VERIFICATION_CHANGED, entry[0] if isinstance(entry, list) and entry and isinstance(
+            entry[0], int
+        ) else None
     return None
 
 
@@ -307,7 +355,8 @@ def lock_head(workspace_ref: int) -> tuple[int, int, str]:
         table = ReceiptChain._meta.db_table
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {table} (workspace_ref, seq, head_hash, updated_at) VALUES (%s, 0, %s, now()) ON CONFLICT (workspace_ref) DO UPDATE SET seq = {table}.seq RETURNING id, seq, head_hash",
+                f"INSERT INTO {table} (workspace_ref, seq, head_hash, updated_at) VALUES (%s, 0, %s, now()) ON "
+                f"CONFLICT (workspace_ref) DO UPDATE SET seq = {table}.seq RETURNING id, seq, head_hash",
                 [workspace_ref, ZERO_HASH],
             )
             return cursor.fetchone()
@@ -319,16 +368,33 @@ def lock_head(workspace_ref: int) -> tuple[int, int, str]:
 def append(*, verification: dict[str, Any], **fields: Any) -> DeletionReceipt:
     """Write one receipt at the end of its workspace's chain, sealed and signed, with its
     verification result as the first sealed record."""
-    fields["manifest"] = receipt_names.sealed_manifest(fields["manifest"], workspace_id=int(fields["workspace_ref"]), member_id=fields.get("member_ref"))  # before the chain's lock
+    fields["manifest"] = receipt_names.sealed_manifest(
+        fields["manifest"], workspace_id=int(fields["workspace_ref"]), member_id=fields.get("member_ref")
+    )  # before the chain's lock
     with transaction.atomic(savepoint=False):
         head_id, seq, head_hash = lock_head(int(fields["workspace_ref"]))
-        receipt = DeletionReceipt(**fields, chain_seq=seq + 1, previous_hash=head_hash, salt=secrets.token_hex(16), proof_format=PROOF_FORMAT, verifications=[])
+        receipt = DeletionReceipt(
+            **fields,
+            chain_seq=seq + 1,
+            previous_hash=head_hash,
+            salt=secrets.token_hex(16),
+            proof_format=PROOF_FORMAT,
+            verifications=[],
+        )
         key = signing_key()
         seal(receipt, key)
         add_verification(receipt, verification, trigger=RECEIPT_TRIGGER, key=key)
         receipt.save(force_insert=True)
-        first = signed_anchors(receipt.workspace_ref, {}, key) if seq == 0 else {}  # the head's anchor is signed from its first receipt on
-        ReceiptChain.objects.filter(pk=head_id).update(seq=receipt.chain_seq, head_hash=receipt.sha256, head_receipt_ref=receipt.pk, updated_at=timezone.now(), **first)
+        first = (
+            signed_anchors(receipt.workspace_ref, {}, key) if seq == 0 else {}
+        )  # the head's anchor is signed from its first receipt on
+        ReceiptChain.objects.filter(pk=head_id).update(
+            seq=receipt.chain_seq,
+            head_hash=receipt.sha256,
+            head_receipt_ref=receipt.pk,
+            updated_at=timezone.now(),
+            **first,
+        )
     return receipt
 
 
@@ -344,7 +410,9 @@ def _signature_problem(keys: dict[str, Ed25519PublicKey], kid: Any, signature: A
     return None
 
 
-def check(receipt: DeletionReceipt, *, previous_hash: str, expected_seq: int, keys: dict[str, Ed25519PublicKey]) -> str | None:
+def check(
+    receipt: DeletionReceipt, *, previous_hash: str, expected_seq: int, keys: dict[str, Ed25519PublicKey]
+) -> str | None:
     """Why this receipt breaks the chain, or None (its verification records: `check_verifications`)."""
     signed, problem = signed_digest(receipt, keys)
     if problem == HASH_MISMATCH or signed is None:
@@ -395,7 +463,15 @@ class Walk:
     last_hash: str = ZERO_HASH
 
 
-def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, keys: dict[str, Ed25519PublicKey], anchored: bool = False, anchors: dict[str, Any] | None = None) -> Walk:
+def walk(
+    receipts: Iterable[DeletionReceipt],
+    *,
+    previous: str,
+    expected: int,
+    keys: dict[str, Ed25519PublicKey],
+    anchored: bool = False,
+    anchors: dict[str, Any] | None = None,
+) -> Walk:
     """Check receipts in chain order, each linked to the one before (`previous`, `expected`: the
     hash and position the first must follow; `anchored`: the first is the anchor, its link not
     checked; `anchors`: the head's verification anchor), stopping at the first break."""
@@ -411,7 +487,12 @@ def walk(receipts: Iterable[DeletionReceipt], *, previous: str, expected: int, k
             break
         problem = check_verifications(receipt, keys) or anchor_problem(receipt, anchors)
         if problem:
-            found.first_break = {"receiptId": str(receipt.pk), "chainSeq": receipt.chain_seq, "reason": problem[0], "verificationSeq": problem[1]}
+            found.first_break = {
+                "receiptId": str(receipt.pk),
+                "chainSeq": receipt.chain_seq,
+                "reason": problem[0],
+                "verificationSeq": problem[1],
+            }
             break
         found.unproven += not receipt.verifications
         previous, expected = receipt.sha256, receipt.chain_seq + 1
@@ -426,11 +507,17 @@ def _head_break(head: ReceiptChain | None, last_seq: int, last_hash: str) -> dic
     if head is None:
         return {"receiptId": None, "chainSeq": last_seq, "reason": ANCHOR_CHANGED} if last_seq > 0 else None
     if head.seq != last_seq or head.head_hash != last_hash:
-        return {"receiptId": str(head.head_receipt_ref) if head.head_receipt_ref is not None else None, "chainSeq": head.seq, "reason": MISSING_RECEIPT}
+        return {
+            "receiptId": str(head.head_receipt_ref) if head.head_receipt_ref is not None else None,
+            "chainSeq": head.seq,
+            "reason": MISSING_RECEIPT,
+        }
     return None
 
 
-def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None, newest: int | None = None) -> dict[str, Any]:
+def verify_chain(
+    workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None = None, newest: int | None = None
+) -> dict[str, Any]:
     """Walk one workspace's chain from its first receipt; the report names the first break, and
     the verified checkpoint is rewritten from what was found (`save_checkpoint`).
     `newest`: check only the newest N receipts (a page's bounded check; no checkpoint written);
@@ -447,7 +534,14 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
         ordered = ordered.filter(chain_seq__gte=checked_from)
     head = ReceiptChain.objects.filter(workspace_ref=workspace_ref).first()
     anchors, anchor_break = head_anchors(head, keys)
-    found = walk(ordered.iterator(chunk_size=500), previous=ZERO_HASH, expected=1, keys=keys, anchored=checked_from > 1, anchors=anchors)
+    found = walk(
+        ordered.iterator(chunk_size=500),
+        previous=ZERO_HASH,
+        expected=1,
+        keys=keys,
+        anchored=checked_from > 1,
+        anchors=anchors,
+    )
     first_break = found.first_break or anchor_break or _head_break(head, found.last_seq, found.last_hash)
     if first_break is not None:
         metrics.verification_failed("chain", first_break["reason"])
@@ -460,7 +554,8 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
         "checked": found.checked,
         "headSeq": head.seq if head is not None else 0,
         "firstBreak": first_break,
-        "unprovenVerifications": found.unproven,  # checked receipts sealed before results were records, not re-verified since
+        # checked receipts sealed before results were records, not re-verified since
+        "unprovenVerifications": found.unproven,
     }
     if checked_from > 1:
         report["checkedFromSeq"] = checked_from
@@ -469,7 +564,11 @@ def verify_chain(workspace_ref: int, *, keys: dict[str, Ed25519PublicKey] | None
 
 # --- the verified checkpoint on the chain head (receipt_checks reads it) ------------------------------
 def checkpoint_digest(workspace_ref: int, seq: int, sha256: str) -> bytes:
-    return hashlib.sha256(_canonical_json({"checkpoint": "receipt-chain/v1", "workspaceRef": str(workspace_ref), "seq": int(seq), "sha256": sha256})).digest()
+    return hashlib.sha256(
+        _canonical_json(
+            {"checkpoint": "receipt-chain/v1", "workspaceRef": str(workspace_ref), "seq": int(seq), "sha256": sha256}
+        )
+    ).digest()
 
 
 def checkpoint_valid(head: ReceiptChain, keys: dict[str, Ed25519PublicKey]) -> bool:
@@ -477,7 +576,15 @@ def checkpoint_valid(head: ReceiptChain, keys: dict[str, Ed25519PublicKey]) -> b
     moves it is not): an invalid one counts as none."""
     if head.verified_seq == 0:
         return False
-    return _signature_problem(keys, head.checkpoint_key_id, head.checkpoint_signature, checkpoint_digest(head.workspace_ref, head.verified_seq, head.verified_hash)) is None
+    return (
+        _signature_problem(
+            keys,
+            head.checkpoint_key_id,
+            head.checkpoint_signature,
+            checkpoint_digest(head.workspace_ref, head.verified_seq, head.verified_hash),
+        )
+        is None
+    )
 
 
 def save_checkpoint(head_id: int, *, rev: int, seq: int, sha256: str, sweep: int, full: bool = False) -> bool:

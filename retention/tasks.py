@@ -18,7 +18,9 @@ from retention import cascades
 from retention.jobs import CREDIT_JOBS, JOBS
 
 
-@shared_task(name=cascades.ERASE_TASK, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5, acks_late=True)
+@shared_task(
+    name=cascades.ERASE_TASK, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5, acks_late=True
+)
 def erase_unreachable_task(workspace_id: int) -> int:
     return cascades.erase_unreachable(workspace_id)
 

@@ -44,7 +44,13 @@ def pytest_collection_modifyitems(items) -> None:
     test gets a marker that keeps its own options and names every database."""
     for item in items:
         marker = item.get_closest_marker("django_db")
-        wants_db = marker is not None or {"db", "transactional_db", "live_server", "django_db_reset_sequences", "django_db_serialized_rollback"} & set(getattr(item, "fixturenames", ()))
+        wants_db = marker is not None or {
+            "db",
+            "transactional_db",
+            "live_server",
+            "django_db_reset_sequences",
+            "django_db_serialized_rollback",
+        } & set(getattr(item, "fixturenames", ()))
         if not wants_db:
             continue
         kwargs = dict(marker.kwargs) if marker is not None else {}
@@ -104,7 +110,9 @@ def world(db) -> World:
 def docs(world):
     """A collection `Handbook` with one document of two passages: (collection, document, passages)."""
     collection = actions.create_collection(world.workspace, name="Handbook")
-    document = actions.create_document(collection, title="Shipping", text="Orders ship from Osaka.\n\nSupport answers in Japanese.")
+    document = actions.create_document(
+        collection, title="Shipping", text="Orders ship from Osaka.\n\nSupport answers in Japanese."
+    )
     return collection, document, list(document.current_version.passages.order_by("position"))
 
 
@@ -142,9 +150,13 @@ class Staff:
 def staff(db) -> Staff:
     # Idempotent: a transactional test elsewhere may have flushed the migration's rows.
     sync_staff_groups(django_apps)
-    auditor = User.objects.create_user("auditor@platform.test", "auditor@platform.test", "pw-auditor-123", is_staff=True)
+    auditor = User.objects.create_user(
+        "auditor@platform.test", "auditor@platform.test", "pw-auditor-123", is_staff=True
+    )
     auditor.groups.add(Group.objects.get(name=AUDITOR))
-    operator = User.objects.create_user("operator@platform.test", "operator@platform.test", "pw-operator-123", is_staff=True)
+    operator = User.objects.create_user(
+        "operator@platform.test", "operator@platform.test", "pw-operator-123", is_staff=True
+    )
     operator.groups.add(Group.objects.get(name=OPERATOR))
     superuser = User.objects.create_superuser("root@platform.test", "root@platform.test", "pw-root-123")
     return Staff(auditor, operator, superuser)

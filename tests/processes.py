@@ -74,7 +74,11 @@ def test_database_url(alias: str = "default") -> str:
 def test_database_env() -> dict[str, str]:
     """What a worker needs to read this test's rows: its database, its key store (memory content
     is sealed under keys kept there, SPEC §8.2) and the key-encryption key that unwraps them."""
-    return {"DATABASE_URL": test_database_url(), "KEYRING_DATABASE_URL": test_database_url("keyring"), "MEMORY_KEK": current_kek()}
+    return {
+        "DATABASE_URL": test_database_url(),
+        "KEYRING_DATABASE_URL": test_database_url("keyring"),
+        "MEMORY_KEK": current_kek(),
+    }
 
 
 test_database_url.__test__ = False  # a helper, not a test

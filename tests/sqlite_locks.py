@@ -18,7 +18,9 @@ def short_busy_timeout(seconds: int = 1) -> Iterator[None]:
         saved[alias] = dict(options)
         if connections[alias].vendor == "sqlite":
             options["timeout"] = seconds
-            options["init_command"] = options.get("init_command", "").replace("busy_timeout=30000", f"busy_timeout={seconds * 1000}")
+            options["init_command"] = options.get("init_command", "").replace(
+                "busy_timeout=30000", f"busy_timeout={seconds * 1000}"
+            )
     connections.close_all()
     try:
         yield

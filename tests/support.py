@@ -31,7 +31,13 @@ class AgentClient:
 
     def call(self, operation: str, body=None, *, raw: bytes | None = None, content_type: str = "application/json"):
         data = raw if raw is not None else json.dumps(body if body is not None else {})
-        return self.client.generic("POST", f"/api/agent/v1/memories/{operation}", data, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {self.token}")
+        return self.client.generic(
+            "POST",
+            f"/api/agent/v1/memories/{operation}",
+            data,
+            content_type=content_type,
+            HTTP_AUTHORIZATION=f"Bearer {self.token}",
+        )
 
     def remember(self, **body):
         return self.call("remember", body)
@@ -64,7 +70,9 @@ def _texts(response) -> list[str]:
     return [m["text"] for m in response.json()["memories"]]
 
 
-def routes(resolver: URLResolver | None = None, prefix: str = "", params: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
+def routes(
+    resolver: URLResolver | None = None, prefix: str = "", params: tuple[str, ...] = ()
+) -> list[tuple[str, list[str]]]:
     """(route template, its parameter names) for every URL pattern, flattened."""
     resolver = resolver or get_resolver()
     found = []

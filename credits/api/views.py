@@ -36,7 +36,9 @@ ROLES = [value for value, _ in ROLE_CHOICES]
 
 
 class QuotaBody(StrictSerializer):
-    limit = serializers.DecimalField(max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, min_value=0, coerce_to_string=True)
+    limit = serializers.DecimalField(
+        max_digits=CREDIT_DIGITS, decimal_places=CREDIT_PLACES, min_value=0, coerce_to_string=True
+    )
     period = serializers.ChoiceField(choices=QuotaPeriod.values, required=False, default=QuotaPeriod.MONTH)
 
 
@@ -79,7 +81,9 @@ class RoleQuotaView(WorkspaceAPIView):
     def put(self, request, ws_id, role):
         role = self._role(role)
         data = self.body(request, QuotaBody)
-        quota = quotas.set_role_quota(self.workspace, role, limit=data["limit"], period=data["period"], actor=request.user)
+        quota = quotas.set_role_quota(
+            self.workspace, role, limit=data["limit"], period=data["period"], actor=request.user
+        )
         return Response({"role": role, **quotas.quota_json(quota)})
 
     def delete(self, request, ws_id, role):
@@ -137,7 +141,10 @@ def parse_period(value: str) -> tuple[datetime, datetime]:
 
 class UsageView(WorkspaceAPIView):
     @extend_schema(
-        parameters=[OpenApiParameter(n, str, required=False) for n in ("member", "role", "category", "period", "since", "until", "limit", "offset")],
+        parameters=[
+            OpenApiParameter(n, str, required=False)
+            for n in ("member", "role", "category", "period", "since", "until", "limit", "offset")
+        ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, ws_id):
@@ -161,6 +168,9 @@ class UsageView(WorkspaceAPIView):
                     "outputCost": str(totals["outputCost"]),
                     "total": str(totals["total"]),
                 },
-                "series": [{"day": row["day"].isoformat(), "category": row["category"], "cost": str(row["cost"])} for row in series],
+                "series": [
+                    {"day": row["day"].isoformat(), "category": row["category"], "cost": str(row["cost"])}
+                    for row in series
+                ],
             }
         )

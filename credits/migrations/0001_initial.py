@@ -10,7 +10,16 @@ from django.db import migrations, models
 
 import memoryapp.sealing
 
-MOVED = ("creditaccount", "modelprice", "usagerecord", "ledgerentry", "consolidation", "usagerollup", "memberquota", "rolequota")
+MOVED = (
+    "creditaccount",
+    "modelprice",
+    "usagerecord",
+    "ledgerentry",
+    "consolidation",
+    "usagerollup",
+    "memberquota",
+    "rolequota",
+)
 
 
 def move_content_types(apps, schema_editor, source="retention", target="credits"):
@@ -53,12 +62,24 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="CreditAccount",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("balance", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
                         ("discrepancy", models.DecimalField(blank=True, decimal_places=6, max_digits=16, null=True)),
                         ("reconciled_at", models.DateTimeField(blank=True, null=True)),
                         ("updated_at", models.DateTimeField(auto_now=True)),
-                        ("workspace", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name="credit_account", to="governance.workspace")),
+                        (
+                            "workspace",
+                            models.OneToOneField(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="credit_account",
+                                to="governance.workspace",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "retention_creditaccount",
@@ -67,7 +88,12 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="ModelPrice",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("model_name", models.CharField(max_length=120, unique=True)),
                         ("input_per_1k", models.DecimalField(decimal_places=6, max_digits=16)),
                         ("output_per_1k", models.DecimalField(decimal_places=6, max_digits=16)),
@@ -76,27 +102,76 @@ class Migration(migrations.Migration):
                     options={
                         "db_table": "retention_modelprice",
                         "ordering": ["model_name"],
-                        "constraints": [models.CheckConstraint(condition=models.Q(("input_per_1k__gte", 0), ("output_per_1k__gte", 0)), name="price_not_negative")],
+                        "constraints": [
+                            models.CheckConstraint(
+                                condition=models.Q(("input_per_1k__gte", 0), ("output_per_1k__gte", 0)),
+                                name="price_not_negative",
+                            )
+                        ],
                     },
                 ),
                 migrations.CreateModel(
                     name="UsageRecord",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                        ("role", models.CharField(help_text="The member's role when charged (role quotas).", max_length=10)),
-                        ("category", models.CharField(choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], db_index=True, max_length=16)),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        (
+                            "role",
+                            models.CharField(help_text="The member's role when charged (role quotas).", max_length=10),
+                        ),
+                        (
+                            "category",
+                            models.CharField(
+                                choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")],
+                                db_index=True,
+                                max_length=16,
+                            ),
+                        ),
                         ("model_name", models.CharField(max_length=120)),
                         ("conversation_id", models.CharField(blank=True, max_length=120)),
                         ("input_tokens", models.PositiveIntegerField(default=0)),
                         ("output_tokens", models.PositiveIntegerField(default=0)),
-                        ("memory_tokens", models.PositiveIntegerField(default=0, help_text="AI-memory tokens already counted in input_tokens.")),
+                        (
+                            "memory_tokens",
+                            models.PositiveIntegerField(
+                                default=0, help_text="AI-memory tokens already counted in input_tokens."
+                            ),
+                        ),
                         ("input_cost", models.DecimalField(decimal_places=6, default=0, max_digits=14)),
                         ("output_cost", models.DecimalField(decimal_places=6, default=0, max_digits=14)),
-                        ("status", models.CharField(choices=[("pending", "Pending settlement"), ("settled", "Settled into the ledger")], db_index=True, default="pending", max_length=8)),
+                        (
+                            "status",
+                            models.CharField(
+                                choices=[("pending", "Pending settlement"), ("settled", "Settled into the ledger")],
+                                db_index=True,
+                                default="pending",
+                                max_length=8,
+                            ),
+                        ),
                         ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
                         ("settled_at", models.DateTimeField(blank=True, null=True)),
-                        ("member", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="usage_records", to="governance.member")),
-                        ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="usage_records", to="governance.workspace")),
+                        (
+                            "member",
+                            models.ForeignKey(
+                                blank=True,
+                                null=True,
+                                on_delete=django.db.models.deletion.SET_NULL,
+                                related_name="usage_records",
+                                to="governance.member",
+                            ),
+                        ),
+                        (
+                            "workspace",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="usage_records",
+                                to="governance.workspace",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "retention_usagerecord",
@@ -106,15 +181,43 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="LedgerEntry",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                        ("kind", models.CharField(choices=[("grant", "Credits granted"), ("usage", "Usage settled")], db_index=True, max_length=8)),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        (
+                            "kind",
+                            models.CharField(
+                                choices=[("grant", "Credits granted"), ("usage", "Usage settled")],
+                                db_index=True,
+                                max_length=8,
+                            ),
+                        ),
                         ("amount", models.DecimalField(decimal_places=6, max_digits=16)),
                         ("member_ref", models.BigIntegerField(blank=True, null=True)),
                         ("actor_label", models.CharField(blank=True, max_length=200)),
                         ("note", models.CharField(blank=True, max_length=200)),
                         ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                        ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="ledger_entries", to="governance.workspace")),
-                        ("usage_record", models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="ledger_entry", to="credits.usagerecord")),
+                        (
+                            "workspace",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="ledger_entries",
+                                to="governance.workspace",
+                            ),
+                        ),
+                        (
+                            "usage_record",
+                            models.OneToOneField(
+                                blank=True,
+                                null=True,
+                                on_delete=django.db.models.deletion.SET_NULL,
+                                related_name="ledger_entry",
+                                to="credits.usagerecord",
+                            ),
+                        ),
                     ],
                     options={
                         "verbose_name_plural": "ledger entries",
@@ -125,10 +228,20 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="Consolidation",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         (
                             "member_period",
-                            models.PositiveIntegerField(blank=True, help_text="The partner's membership period when the turn was submitted: a turn is never consolidated into a later one.", null=True),
+                            models.PositiveIntegerField(
+                                blank=True,
+                                help_text="The partner's membership period when the turn was submitted: a turn is "
+                                "never consolidated into a later one.",
+                                null=True,
+                            ),
                         ),
                         ("credential_ref", models.BigIntegerField(blank=True, null=True)),
                         ("conversation_id", models.CharField(max_length=120)),
@@ -136,10 +249,26 @@ class Migration(migrations.Migration):
                         (
                             "status",
                             models.CharField(
-                                choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("skipped", "Skipped"), ("failed", "Failed")], db_index=True, default="queued", max_length=8
+                                choices=[
+                                    ("queued", "Queued"),
+                                    ("running", "Running"),
+                                    ("done", "Done"),
+                                    ("skipped", "Skipped"),
+                                    ("failed", "Failed"),
+                                ],
+                                db_index=True,
+                                default="queued",
+                                max_length=8,
                             ),
                         ),
-                        ("reason", models.CharField(blank=True, help_text="Why it was skipped or failed (a code, never content).", max_length=32)),
+                        (
+                            "reason",
+                            models.CharField(
+                                blank=True,
+                                help_text="Why it was skipped or failed (a code, never content).",
+                                max_length=32,
+                            ),
+                        ),
                         ("key_id", memoryapp.sealing.RowKeyField(blank=True, editable=False, null=True, unique=True)),
                         ("messages", memoryapp.sealing.SealedField(blank=True, codec="json", default=None, null=True)),
                         ("message_count", models.PositiveSmallIntegerField(default=0)),
@@ -150,7 +279,16 @@ class Migration(migrations.Migration):
                         ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
                         ("finished_at", models.DateTimeField(blank=True, null=True)),
                         ("input_purged_at", models.DateTimeField(blank=True, null=True)),
-                        ("agent", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="consolidations", to="governance.agent")),
+                        (
+                            "agent",
+                            models.ForeignKey(
+                                blank=True,
+                                null=True,
+                                on_delete=django.db.models.deletion.SET_NULL,
+                                related_name="consolidations",
+                                to="governance.agent",
+                            ),
+                        ),
                         (
                             "member",
                             models.ForeignKey(
@@ -162,8 +300,24 @@ class Migration(migrations.Migration):
                                 to="governance.member",
                             ),
                         ),
-                        ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="consolidations", to="governance.workspace")),
-                        ("usage_record", models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="consolidation", to="credits.usagerecord")),
+                        (
+                            "workspace",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="consolidations",
+                                to="governance.workspace",
+                            ),
+                        ),
+                        (
+                            "usage_record",
+                            models.OneToOneField(
+                                blank=True,
+                                null=True,
+                                on_delete=django.db.models.deletion.SET_NULL,
+                                related_name="consolidation",
+                                to="credits.usagerecord",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "retention_consolidation",
@@ -174,11 +328,21 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="UsageRollup",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("day", models.DateField()),
                         ("member_ref", models.BigIntegerField(default=0, help_text="0 when the member row is gone.")),
                         ("role", models.CharField(max_length=10)),
-                        ("category", models.CharField(choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], max_length=16)),
+                        (
+                            "category",
+                            models.CharField(
+                                choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], max_length=16
+                            ),
+                        ),
                         ("records", models.PositiveIntegerField(default=0)),
                         ("input_tokens", models.PositiveBigIntegerField(default=0)),
                         ("output_tokens", models.PositiveBigIntegerField(default=0)),
@@ -186,7 +350,14 @@ class Migration(migrations.Migration):
                         ("input_cost", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
                         ("output_cost", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
                         ("computed_at", models.DateTimeField(default=django.utils.timezone.now)),
-                        ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="usage_rollups", to="governance.workspace")),
+                        (
+                            "workspace",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="usage_rollups",
+                                to="governance.workspace",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "retention_usagerollup",
@@ -196,43 +367,89 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="MemberQuota",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("limit", models.DecimalField(decimal_places=6, max_digits=16)),
                         ("used", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
-                        ("period", models.CharField(choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")], default="month", max_length=8)),
+                        (
+                            "period",
+                            models.CharField(
+                                choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")],
+                                default="month",
+                                max_length=8,
+                            ),
+                        ),
                         ("period_start", models.DateTimeField()),
                         ("updated_at", models.DateTimeField(auto_now=True)),
-                        ("member", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name="credit_quota", to="governance.member")),
+                        (
+                            "member",
+                            models.OneToOneField(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="credit_quota",
+                                to="governance.member",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "retention_memberquota",
-                        "constraints": [models.CheckConstraint(condition=models.Q(("limit__gte", 0)), name="member_quota_limit_not_negative")],
+                        "constraints": [
+                            models.CheckConstraint(
+                                condition=models.Q(("limit__gte", 0)), name="member_quota_limit_not_negative"
+                            )
+                        ],
                     },
                 ),
                 migrations.CreateModel(
                     name="RoleQuota",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("role", models.CharField(max_length=10)),
                         ("limit", models.DecimalField(decimal_places=6, max_digits=16)),
                         ("used", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
-                        ("period", models.CharField(choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")], default="month", max_length=8)),
+                        (
+                            "period",
+                            models.CharField(
+                                choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")],
+                                default="month",
+                                max_length=8,
+                            ),
+                        ),
                         ("period_start", models.DateTimeField()),
                         ("updated_at", models.DateTimeField(auto_now=True)),
-                        ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="role_quotas", to="governance.workspace")),
+                        (
+                            "workspace",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="role_quotas",
+                                to="governance.workspace",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "retention_rolequota",
                         "ordering": ["workspace_id", "role"],
                         "constraints": [
                             models.UniqueConstraint(fields=("workspace", "role"), name="one_quota_per_role"),
-                            models.CheckConstraint(condition=models.Q(("limit__gte", 0)), name="role_quota_limit_not_negative"),
+                            models.CheckConstraint(
+                                condition=models.Q(("limit__gte", 0)), name="role_quota_limit_not_negative"
+                            ),
                         ],
                     },
                 ),
                 migrations.AddIndex(
                     model_name="usagerecord",
-                    index=models.Index(fields=["workspace", "member", "-created_at"], name="retention_u_workspa_af5f0c_idx"),
+                    index=models.Index(
+                        fields=["workspace", "member", "-created_at"], name="retention_u_workspa_af5f0c_idx"
+                    ),
                 ),
                 migrations.AddIndex(
                     model_name="ledgerentry",
@@ -240,11 +457,16 @@ class Migration(migrations.Migration):
                 ),
                 migrations.AddIndex(
                     model_name="consolidation",
-                    index=models.Index(fields=["workspace", "member", "-created_at"], name="retention_c_workspa_ffc7a4_idx"),
+                    index=models.Index(
+                        fields=["workspace", "member", "-created_at"], name="retention_c_workspa_ffc7a4_idx"
+                    ),
                 ),
                 migrations.AddConstraint(
                     model_name="usagerollup",
-                    constraint=models.UniqueConstraint(fields=("workspace", "day", "member_ref", "role", "category"), name="one_rollup_per_day_member_role_category"),
+                    constraint=models.UniqueConstraint(
+                        fields=("workspace", "day", "member_ref", "role", "category"),
+                        name="one_rollup_per_day_member_role_category",
+                    ),
                 ),
             ],
         ),

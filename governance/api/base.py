@@ -39,7 +39,8 @@ class WorkspaceAPIView(APIView):
             raise ApiError(
                 401,
                 "UNAUTHENTICATED",
-                "This token or session was issued before your current membership of the workspace began: log in again or issue a new personal token.",
+                "This token or session was issued before your current membership of the workspace began: log in again "
+                "or issue a new personal token.",
                 {"reason": "membership_restarted"},
             ) from None
         if member is None:

@@ -45,10 +45,14 @@ class SettingsView(WorkspaceAPIView):
         if isinstance(body, dict):
             body = {k: v for k, v in body.items() if k not in (DRY_RUN, PLAN_TOKEN)}
         changes = self.body_of(body, s.SettingsBody)
-        result = previews.save_settings_and_apply_retention(self.workspace, changes, actor=request.user, dry_run=dry_run, confirmed_plan=token)
+        result = previews.save_settings_and_apply_retention(
+            self.workspace, changes, actor=request.user, dry_run=dry_run, confirmed_plan=token
+        )
         if dry_run:
             return Response(result)
-        return Response({**result["settings"], **({"retentionApplied": result["applied"]} if result["applied"] else {})})
+        return Response(
+            {**result["settings"], **({"retentionApplied": result["applied"]} if result["applied"] else {})}
+        )
 
 
 class CredentialsView(WorkspaceAPIView):
@@ -59,7 +63,13 @@ class CredentialsView(WorkspaceAPIView):
     @extend_schema(request=s.CredentialBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CredentialBody)
-        credential, token = actions.create_credential(self.member, name=data["name"], scopes=data["scopes"], context_set_id=data.get("contextSetId"), expires_at=data.get("expiresAt"))
+        credential, token = actions.create_credential(
+            self.member,
+            name=data["name"],
+            scopes=data["scopes"],
+            context_set_id=data.get("contextSetId"),
+            expires_at=data.get("expiresAt"),
+        )
         return Response({**actions.credential_json(credential), "token": token}, status=201)
 
 
@@ -126,12 +136,20 @@ class CollectionsView(KnowledgeWriteView):
 
     def get(self, request, ws_id):
         collections = Collection.objects.restrict(self.member, "view")
-        return Response({"collections": [{"id": str(c.pk), "name": c.name, "restricted": c.restricted} for c in collections]})
+        return Response(
+            {"collections": [{"id": str(c.pk), "name": c.name, "restricted": c.restricted} for c in collections]}
+        )
 
     @extend_schema(request=s.CollectionBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.CollectionBody)
-        collection = actions.create_collection(self.workspace, name=data["name"], restricted=data["restricted"], reader_ids=data["memberIds"], creator=self.member)
+        collection = actions.create_collection(
+            self.workspace,
+            name=data["name"],
+            restricted=data["restricted"],
+            reader_ids=data["memberIds"],
+            creator=self.member,
+        )
         return Response({"id": str(collection.pk)}, status=201)
 
 
@@ -159,13 +177,30 @@ class DocumentsView(KnowledgeWriteView):
     def get(self, request, ws_id):
         documents = Document.objects.restrict(self.member, "view").order_by("id")
         return Response(
-            {"documents": [{"id": str(d.pk), "title": d.title, "collectionId": str(d.collection_id), "versionId": str(d.current_version_id), "expiresAt": iso(d.expires_at)} for d in documents]}
+            {
+                "documents": [
+                    {
+                        "id": str(d.pk),
+                        "title": d.title,
+                        "collectionId": str(d.collection_id),
+                        "versionId": str(d.current_version_id),
+                        "expiresAt": iso(d.expires_at),
+                    }
+                    for d in documents
+                ]
+            }
         )
 
     @extend_schema(request=s.DocumentBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.DocumentBody)
-        document = actions.create_document(collection_id=data["collectionId"], title=data["title"], text=data["text"], expires_at=data.get("expiresAt"), by=self.member)
+        document = actions.create_document(
+            collection_id=data["collectionId"],
+            title=data["title"],
+            text=data["text"],
+            expires_at=data.get("expiresAt"),
+            by=self.member,
+        )
         return Response(version_json(document, document.current_version), status=201)
 
 
@@ -200,18 +235,35 @@ class DocumentVersionsView(DocumentView):
 
 class PassageView(WorkspaceAPIView):
     def get(self, request, ws_id, passage_id):
-        passage = Passage.objects.filter(pk=passage_id, document__in=Document.objects.restrict(self.member, "view")).first()
+        passage = Passage.objects.filter(
+            pk=passage_id, document__in=Document.objects.restrict(self.member, "view")
+        ).first()
         if passage is None:
             raise not_found("passage")
         entity_ids = _ids(passage.entities.values_list("pk", flat=True))
-        return Response({"id": str(passage.pk), "documentId": str(passage.document_id), "versionId": str(passage.version_id), "text": passage.text, "entityIds": entity_ids})
+        return Response(
+            {
+                "id": str(passage.pk),
+                "documentId": str(passage.document_id),
+                "versionId": str(passage.version_id),
+                "text": passage.text,
+                "entityIds": entity_ids,
+            }
+        )
 
 
 class EntitiesView(KnowledgeWriteView):
     permissions = {"POST": "knowledge:write"}
 
     def get(self, request, ws_id):
-        return Response({"entities": [{"id": str(e.pk), "name": e.name, "aliases": e.aliases, "links": e.links_status} for e in self.scoped(Entity.objects.all())]})
+        return Response(
+            {
+                "entities": [
+                    {"id": str(e.pk), "name": e.name, "aliases": e.aliases, "links": e.links_status}
+                    for e in self.scoped(Entity.objects.all())
+                ]
+            }
+        )
 
     @extend_schema(request=s.EntityBody, responses={201: dict})
     def post(self, request, ws_id):
@@ -239,7 +291,14 @@ class ContextSetsView(WorkspaceAPIView):
     @extend_schema(request=s.ContextSetBody, responses={201: dict})
     def post(self, request, ws_id):
         data = self.body(request, s.ContextSetBody)
-        context_set = actions.create_context_set(self.workspace, name=data["name"], collection_ids=data["collectionIds"], document_ids=data["documentIds"], active=data["active"], by=self.member)
+        context_set = actions.create_context_set(
+            self.workspace,
+            name=data["name"],
+            collection_ids=data["collectionIds"],
+            document_ids=data["documentIds"],
+            active=data["active"],
+            by=self.member,
+        )
         return Response({"id": str(context_set.pk)}, status=201)
 
 
@@ -253,7 +312,9 @@ class ContextSetView(WorkspaceAPIView):
     def patch(self, request, ws_id, set_id):
         context_set = self._set(set_id)
         data = self.body(request, s.ContextSetPatchBody)
-        return Response(context_set_json(actions.set_context_set_active(context_set, data["active"], actor=request.user)))
+        return Response(
+            context_set_json(actions.set_context_set_active(context_set, data["active"], actor=request.user))
+        )
 
     def delete(self, request, ws_id, set_id):
         actions.delete_context_set(self._set(set_id), actor=request.user)

@@ -31,8 +31,16 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("name", models.CharField(max_length=200)),
-                ("ai_memory_available", models.BooleanField(default=True, help_text="Platform feature flag (platform admins).")),
-                ("retains_history", models.BooleanField(default=True, help_text="Off: no history is kept and every memory operation is refused.")),
+                (
+                    "ai_memory_available",
+                    models.BooleanField(default=True, help_text="Platform feature flag (platform admins)."),
+                ),
+                (
+                    "retains_history",
+                    models.BooleanField(
+                        default=True, help_text="Off: no history is kept and every memory operation is refused."
+                    ),
+                ),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
@@ -46,7 +54,14 @@ class Migration(migrations.Migration):
                 ("title", models.CharField(max_length=300)),
                 ("expires_at", models.DateTimeField(blank=True, null=True)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("collection", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="documents", to="governance.collection")),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="documents",
+                        to="governance.collection",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["id"],
@@ -60,9 +75,22 @@ class Migration(migrations.Migration):
                 ("active", models.BooleanField(default=True)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("deleted_at", models.DateTimeField(blank=True, null=True)),
-                ("collections", models.ManyToManyField(blank=True, related_name="context_sets", to="governance.collection")),
-                ("documents", models.ManyToManyField(blank=True, related_name="context_sets", to="governance.document")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="context_sets", to="governance.workspace")),
+                (
+                    "collections",
+                    models.ManyToManyField(blank=True, related_name="context_sets", to="governance.collection"),
+                ),
+                (
+                    "documents",
+                    models.ManyToManyField(blank=True, related_name="context_sets", to="governance.document"),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="context_sets",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["id"],
@@ -74,7 +102,12 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("number", models.PositiveIntegerField()),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("document", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="governance.document")),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="governance.document"
+                    ),
+                ),
             ],
             options={
                 "ordering": ["document_id", "number"],
@@ -83,18 +116,43 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="document",
             name="current_version",
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="governance.documentversion"),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="governance.documentversion",
+            ),
         ),
         migrations.CreateModel(
             name="Member",
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("role", models.CharField(choices=[("viewer", "Viewer"), ("editor", "Editor"), ("admin", "Admin"), ("owner", "Owner")], default="viewer", max_length=10)),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("viewer", "Viewer"), ("editor", "Editor"), ("admin", "Admin"), ("owner", "Owner")],
+                        default="viewer",
+                        max_length=10,
+                    ),
+                ),
                 ("remember_me", models.BooleanField(default=True, help_text='"Let the assistant remember me".')),
                 ("joined_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("left_at", models.DateTimeField(blank=True, null=True)),
-                ("user", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to=settings.AUTH_USER_MODEL)),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="members", to="governance.workspace")),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="members", to="governance.workspace"
+                    ),
+                ),
             ],
             options={
                 "ordering": ["id"],
@@ -112,8 +170,20 @@ class Migration(migrations.Migration):
                 ("position", models.PositiveIntegerField()),
                 ("text", models.TextField()),
                 ("sha256", models.CharField(max_length=64)),
-                ("document", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="passages", to="governance.document")),
-                ("version", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="passages", to="governance.documentversion")),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="passages", to="governance.document"
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="passages",
+                        to="governance.documentversion",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["version_id", "position"],
@@ -128,7 +198,14 @@ class Migration(migrations.Migration):
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("last_used_at", models.DateTimeField(blank=True, null=True)),
                 ("revoked_at", models.DateTimeField(blank=True, null=True)),
-                ("user", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="personal_tokens", to=settings.AUTH_USER_MODEL)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="personal_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-id"],
@@ -142,7 +219,12 @@ class Migration(migrations.Migration):
                 ("aliases", models.JSONField(blank=True, default=list)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("passages", models.ManyToManyField(blank=True, related_name="entities", to="governance.passage")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="entities", to="governance.workspace")),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="entities", to="governance.workspace"
+                    ),
+                ),
             ],
             options={
                 "verbose_name_plural": "entities",
@@ -152,7 +234,9 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="document",
             name="workspace",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="documents", to="governance.workspace"),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="documents", to="governance.workspace"
+            ),
         ),
         migrations.CreateModel(
             name="Credential",
@@ -166,9 +250,30 @@ class Migration(migrations.Migration):
                 ("last_used_at", models.DateTimeField(blank=True, null=True)),
                 ("expires_at", models.DateTimeField(blank=True, null=True)),
                 ("revoked_at", models.DateTimeField(blank=True, null=True)),
-                ("context_set", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.RESTRICT, related_name="credentials", to="governance.contextset")),
-                ("member", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="credentials", to="governance.member")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="credentials", to="governance.workspace")),
+                (
+                    "context_set",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.RESTRICT,
+                        related_name="credentials",
+                        to="governance.contextset",
+                    ),
+                ),
+                (
+                    "member",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="credentials", to="governance.member"
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="credentials",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-id"],
@@ -177,21 +282,46 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="collection",
             name="workspace",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="collections", to="governance.workspace"),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="collections", to="governance.workspace"
+            ),
         ),
         migrations.CreateModel(
             name="AuditEvent",
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("workspace_ref", models.BigIntegerField(blank=True, db_index=True, help_text="Kept after the workspace is deleted.", null=True)),
+                (
+                    "workspace_ref",
+                    models.BigIntegerField(
+                        blank=True, db_index=True, help_text="Kept after the workspace is deleted.", null=True
+                    ),
+                ),
                 ("actor_label", models.CharField(blank=True, max_length=200)),
                 ("action", models.CharField(db_index=True, max_length=64)),
                 ("target", models.CharField(blank=True, max_length=200)),
                 ("changes", models.JSONField(blank=True, default=dict)),
                 ("reason", models.TextField(blank=True)),
                 ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ("actor", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL)),
-                ("workspace", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="audit_events", to="governance.workspace")),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="audit_events",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-created_at", "-id"],
@@ -205,7 +335,14 @@ class Migration(migrations.Migration):
                 ("agent_memory_retention_days", models.PositiveSmallIntegerField(default=90)),
                 ("expired_grace_days", models.PositiveSmallIntegerField(default=30)),
                 ("updated_at", models.DateTimeField(auto_now=True)),
-                ("workspace", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name="ask_history", to="governance.workspace")),
+                (
+                    "workspace",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="ask_history",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "verbose_name": "ask-history settings",
@@ -230,10 +367,16 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name="askhistorysettings",
-            constraint=models.CheckConstraint(condition=models.Q(("agent_memory_retention_days__gte", 1), ("agent_memory_retention_days__lte", 365)), name="retention_days_range"),
+            constraint=models.CheckConstraint(
+                condition=models.Q(("agent_memory_retention_days__gte", 1), ("agent_memory_retention_days__lte", 365)),
+                name="retention_days_range",
+            ),
         ),
         migrations.AddConstraint(
             model_name="askhistorysettings",
-            constraint=models.CheckConstraint(condition=models.Q(("expired_grace_days__gte", 0), ("expired_grace_days__lte", 90)), name="expired_grace_days_range"),
+            constraint=models.CheckConstraint(
+                condition=models.Q(("expired_grace_days__gte", 0), ("expired_grace_days__lte", 90)),
+                name="expired_grace_days_range",
+            ),
         ),
     ]

@@ -16,9 +16,21 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("name", models.CharField(max_length=120)),
-                ("vector_memory", models.BooleanField(default=False, help_text='"Vector memory": conversations with this agent may be consolidated into AI memories.')),
+                (
+                    "vector_memory",
+                    models.BooleanField(
+                        default=False,
+                        help_text='"Vector memory": conversations with this agent may be consolidated into AI '
+                        "memories.",
+                    ),
+                ),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="agents", to="governance.workspace")),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="agents", to="governance.workspace"
+                    ),
+                ),
             ],
             options={
                 "ordering": ["id"],

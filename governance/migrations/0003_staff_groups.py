@@ -11,7 +11,9 @@ def create_staff_groups(apps, schema_editor):
 
 
 def remove_staff_groups(apps, schema_editor):
-    apps.get_model("auth", "Group").objects.using(schema_editor.connection.alias).filter(name__in=[AUDITOR, OPERATOR]).delete()
+    apps.get_model("auth", "Group").objects.using(schema_editor.connection.alias).filter(
+        name__in=[AUDITOR, OPERATOR]
+    ).delete()
 
 
 class Migration(migrations.Migration):

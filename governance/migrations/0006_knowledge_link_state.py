@@ -41,7 +41,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="passage",
-            index=models.Index(condition=models.Q(("links_pending", True)), fields=["id"], name="passage_links_pending"),
+            index=models.Index(
+                condition=models.Q(("links_pending", True)), fields=["id"], name="passage_links_pending"
+            ),
         ),
         migrations.RunPython(count_passage_chars, migrations.RunPython.noop),
     ]

@@ -17,7 +17,8 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 default=None,
-                help_text="ISO 3166 alpha-2 (DK, PL…): this country's mobiles are masked in any grouping, without a phone word.",
+                help_text="ISO 3166 alpha-2 (DK, PL…): this country's mobiles are masked in any grouping, without a "
+                "phone word.",
                 max_length=2,
                 null=True,
                 validators=[governance.models.validate_phone_region],

@@ -26,4 +26,9 @@ def governance_dashboard(context) -> dict | None:
     if chart_list is None:
         chart_list = charts()
         cache.set(CHARTS_CACHE_KEY, chart_list, CHARTS_CACHE_SECONDS)
-    return {"workspaces": rows, "charts": chart_list, "limited": len(rows) >= LIMIT, "show_balance": any(row.balance is not None for row in rows)}
+    return {
+        "workspaces": rows,
+        "charts": chart_list,
+        "limited": len(rows) >= LIMIT,
+        "show_balance": any(row.balance is not None for row in rows),
+    }

@@ -84,7 +84,9 @@ class ExportSchemaView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="JSON Schema of the member export (docs/export.schema.json)")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, summary="JSON Schema of the member export (docs/export.schema.json)"
+    )
     def get(self, request: Request):
         return FileResponse(SCHEMA_FILE.open("rb"), content_type="application/schema+json")
 
@@ -112,7 +114,8 @@ class ExportView(WorkspaceAPIView):
         responses={
             200: OpenApiResponse(
                 as_openapi(export_json_schema()),
-                description="One JSON document with everything the workspace keeps about you; schema also at /api/schema/export.json, explained in docs/export.md.",
+                description="One JSON document with everything the workspace keeps about you; schema also at "
+                "/api/schema/export.json, explained in docs/export.md.",
             )
         },
         summary="Export everything kept about me in this workspace (streamed JSON)",
@@ -121,7 +124,9 @@ class ExportView(WorkspaceAPIView):
         chunks = export.start_export(self.member, actor=request.user)
         response = StreamingHttpResponse(stream(request, chunks), content_type="application/json; charset=utf-8")
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        response["Content-Disposition"] = f'attachment; filename="memory-export-w{self.workspace.pk}-m{self.member.pk}-{stamp}.json"'
+        response["Content-Disposition"] = (
+            f'attachment; filename="memory-export-w{self.workspace.pk}-m{self.member.pk}-{stamp}.json"'
+        )
         response["Cache-Control"] = "no-store"
         return response
 
@@ -147,7 +152,13 @@ def _instant(day: date) -> datetime:
 class AccessLogView(WorkspaceAPIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("scope", str, required=False, enum=["member", "workspace"], description="workspace: counts per day for the whole workspace (ask_history:manage)"),
+            OpenApiParameter(
+                "scope",
+                str,
+                required=False,
+                enum=["member", "workspace"],
+                description="workspace: counts per day for the whole workspace (ask_history:manage)",
+            ),
             OpenApiParameter("credential", str, required=False, description="a credential id (your own entries only)"),
             OpenApiParameter("operation", str, required=False, enum=list(AccessOperation.values)),
             OpenApiParameter("from", str, required=False, description="first day, YYYY-MM-DD (UTC), inclusive"),
@@ -171,7 +182,11 @@ class AccessLogView(WorkspaceAPIView):
             raise validation_error({"from": ["Must not be after to."]})
         if scope == "workspace":
             member_only = [name for name in ("credential", "cursor") if params.get(name)]
-            return Response(access_log.daily_counts_for(self.member, since=since, until=until, operation=operation, member_only=member_only))
+            return Response(
+                access_log.daily_counts_for(
+                    self.member, since=since, until=until, operation=operation, member_only=member_only
+                )
+            )
         credential_id = None
         if params.get("credential"):
             credential_id = parse_id(params["credential"])
@@ -184,7 +199,9 @@ class AccessLogView(WorkspaceAPIView):
             until=_instant(until + timedelta(days=1)) if until else None,
         )
         limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
-        entries, next_cursor = access_log.page_of(access_log.member_entries(self.member, filters), self.member, limit=limit, cursor=params.get("cursor"))
+        entries, next_cursor = access_log.page_of(
+            access_log.member_entries(self.member, filters), self.member, limit=limit, cursor=params.get("cursor")
+        )
         visible, hidden = access_log.readable_versions(self.member, entries)
         return Response(
             {

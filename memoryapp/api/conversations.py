@@ -58,7 +58,9 @@ class TurnBody(StrictSerializer):
         # Every message is screened for personal data, so the total bounds the time a turn costs.
         total = sum(len(m["content"]) for m in attrs["messages"])
         if total > MAX_MASKED_CHARS:
-            raise serializers.ValidationError({"messages": [f"At most {MAX_MASKED_CHARS} characters of messages per turn (this turn has {total})."]})
+            raise serializers.ValidationError(
+                {"messages": [f"At most {MAX_MASKED_CHARS} characters of messages per turn (this turn has {total})."]}
+            )
         return attrs
 
 
@@ -71,7 +73,9 @@ class ReplyUsageBody(StrictSerializer):
 
     def validate(self, attrs):
         if attrs["memoryTokens"] > attrs["inputTokens"]:
-            raise serializers.ValidationError({"memoryTokens": ["AI-memory tokens are part of the input, so at most inputTokens."]})
+            raise serializers.ValidationError(
+                {"memoryTokens": ["AI-memory tokens are part of the input, so at most inputTokens."]}
+            )
         return attrs
 
 
@@ -88,10 +92,20 @@ class TurnsView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=TurnBody, responses={200: TurnResponse, 202: TurnResponse, **AGENT_ERRORS}, summary="Submit a conversation turn for consolidation into AI memories")
+    @extend_schema(
+        request=TurnBody,
+        responses={200: TurnResponse, 202: TurnResponse, **AGENT_ERRORS},
+        summary="Submit a conversation turn for consolidation into AI memories",
+    )
     def post(self, request):
         ctx, data = _admit(request, "remember", TurnBody)
-        submitted, slot = submit_agent_turn(ctx, agent_id=data["agentId"], conversation_id=data["conversationId"], anonymous=data["anonymous"], messages=[dict(m) for m in data["messages"]])
+        submitted, slot = submit_agent_turn(
+            ctx,
+            agent_id=data["agentId"],
+            conversation_id=data["conversationId"],
+            anonymous=data["anonymous"],
+            messages=[dict(m) for m in data["messages"]],
+        )
         queued = submitted.consolidation.status == "queued"
         return Response(submitted.json(), status=202 if queued else 200, headers=slot.headers())
 
@@ -100,7 +114,11 @@ class ReplyUsageView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=ReplyUsageBody, responses={201: OpenApiTypes.OBJECT}, summary="Report a reply's token usage (AI-memory tokens included in input)")
+    @extend_schema(
+        request=ReplyUsageBody,
+        responses={201: OpenApiTypes.OBJECT},
+        summary="Report a reply's token usage (AI-memory tokens included in input)",
+    )
     def post(self, request):
         ctx, data = _admit(request, "recall", ReplyUsageBody)
         record = charging.record_reply_usage(

@@ -33,7 +33,12 @@ def body_error(exc: drf.ParseError | drf.UnsupportedMediaType) -> ApiError:
         return ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
     if isinstance(exc, NotText):
         return ApiError(400, "VALIDATION_ERROR", "The request is not valid.", {"fields": exc.fields})
-    return ApiError(400, "VALIDATION_ERROR", "The request is not valid.", {"fields": {"non_field_errors": ["The body is not valid JSON."]}})
+    return ApiError(
+        400,
+        "VALIDATION_ERROR",
+        "The request is not valid.",
+        {"fields": {"non_field_errors": ["The body is not valid JSON."]}},
+    )
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -19,7 +19,13 @@ class _MemoryType(serializers.Field):
     """Always "memory". (Only its schema is used: it describes answers, never parses input.)"""
 
 
-@extend_schema_field({"type": "boolean", "enum": [False], "description": "Always false: a memory is an untrusted note, never evidence (SPEC §4.6)."})
+@extend_schema_field(
+    {
+        "type": "boolean",
+        "enum": [False],
+        "description": "Always false: a memory is an untrusted note, never evidence (SPEC §4.6).",
+    }
+)
 class _NotEvidence(serializers.Field):
     """Always false. (Only its schema is used: it describes answers, never parses input.)"""
 
@@ -60,7 +66,9 @@ class MemoryObject(serializers.Serializer):
     trust = _Untrusted()
     namespace = serializers.CharField()
     key = serializers.CharField(**_NULLABLE_STRING)
-    text = serializers.CharField(help_text="The masked text: personal data is replaced by placeholders such as [EMAIL].")
+    text = serializers.CharField(
+        help_text="The masked text: personal data is replaced by placeholders such as [EMAIL]."
+    )
     kind = serializers.ChoiceField(choices=list(MEMORY_KINDS), **_NULLABLE_STRING)
     details = serializers.ListField(child=serializers.CharField())
     source = serializers.ChoiceField(choices=Source.choices)
@@ -72,7 +80,9 @@ class MemoryObject(serializers.Serializer):
     validTo = _NullableInstant()
     createdAt = _Instant()
     expiresAt = _NullableInstant()
-    masked = serializers.ListField(child=serializers.CharField(), help_text="The kinds of personal data that were replaced (EMAIL, PHONE, …).")
+    masked = serializers.ListField(
+        child=serializers.CharField(), help_text="The kinds of personal data that were replaced (EMAIL, PHONE, …)."
+    )
 
 
 class RankObject(serializers.Serializer):
@@ -82,7 +92,9 @@ class RankObject(serializers.Serializer):
 
 
 class RecalledMemoryObject(MemoryObject):
-    score = serializers.FloatField(help_text="Reciprocal rank fusion: the sum of 1 / (60 + rank) over the rankings that hold the memory.")
+    score = serializers.FloatField(
+        help_text="Reciprocal rank fusion: the sum of 1 / (60 + rank) over the rankings that hold the memory."
+    )
     ranks = RankObject()
 
 
@@ -137,6 +149,8 @@ class ErrorResponse(serializers.Serializer):
     error = ErrorObject()
 
 
-ERROR = OpenApiResponse(ErrorResponse, description='{"error": {"code", "message", "details"}} with the codes of SPEC §2')
+ERROR = OpenApiResponse(
+    ErrorResponse, description='{"error": {"code", "message", "details"}} with the codes of SPEC §2'
+)
 #: The answers every agent operation may give besides its success.
 AGENT_ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 413: ERROR, 429: ERROR, 503: ERROR}

@@ -39,7 +39,12 @@ class PersonalTokenScheme(OpenApiAuthenticationExtension):
     name = "personalToken"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "header", "name": "Authorization", "description": "`Token <personal token>` from `manage.py issue_api_token`."}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <personal token>` from `manage.py issue_api_token`.",
+        }
 
 
 class AgentBearerScheme(OpenApiAuthenticationExtension):
@@ -47,4 +52,8 @@ class AgentBearerScheme(OpenApiAuthenticationExtension):
     name = "agentCredential"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description": "An agent credential token (Settings → Agent access)."}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An agent credential token (Settings → Agent access).",
+        }

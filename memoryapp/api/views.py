@@ -54,16 +54,28 @@ class AgentOperationView(APIView):
 class RememberView(AgentOperationView):
     operation = "remember"
 
-    @extend_schema(request=RememberBody, responses={201: RememberResponse, **AGENT_ERRORS}, summary="Remember a note about the credential's member")
+    @extend_schema(
+        request=RememberBody,
+        responses={201: RememberResponse, **AGENT_ERRORS},
+        summary="Remember a note about the credential's member",
+    )
     def post(self, request):
         result = actions.remember(self.admit(request))
-        return Response({"memory": result.json, "superseded": result.superseded}, status=201, headers=result.slot.headers() if result.slot else None)
+        return Response(
+            {"memory": result.json, "superseded": result.superseded},
+            status=201,
+            headers=result.slot.headers() if result.slot else None,
+        )
 
 
 class RecallView(AgentOperationView):
     operation = "recall"
 
-    @extend_schema(request=RecallBody, responses={200: RecallResponse, **AGENT_ERRORS}, summary="Recall the memories that best match a query")
+    @extend_schema(
+        request=RecallBody,
+        responses={200: RecallResponse, **AGENT_ERRORS},
+        summary="Recall the memories that best match a query",
+    )
     def post(self, request):
         read = reads.recall_memories(self.admit(request), surface=AccessSurface.REST)
         return Response(read.body, headers=read.headers)
@@ -72,7 +84,9 @@ class RecallView(AgentOperationView):
 class ListView(AgentOperationView):
     operation = "list"
 
-    @extend_schema(request=ListBody, responses={200: ListResponse, **AGENT_ERRORS}, summary="List memories, newest first")
+    @extend_schema(
+        request=ListBody, responses={200: ListResponse, **AGENT_ERRORS}, summary="List memories, newest first"
+    )
     def post(self, request):
         read = reads.list_memories(self.admit(request), surface=AccessSurface.REST)
         return Response(read.body, headers=read.headers)
@@ -81,18 +95,29 @@ class ListView(AgentOperationView):
 class ForgetView(AgentOperationView):
     operation = "forget"
 
-    @extend_schema(request=ForgetBody, responses={200: ForgetResponse, **AGENT_ERRORS}, summary="Forget a memory (every version of its key)")
+    @extend_schema(
+        request=ForgetBody,
+        responses={200: ForgetResponse, **AGENT_ERRORS},
+        summary="Forget a memory (every version of its key)",
+    )
     def post(self, request):
         return Response(actions.forget(self.admit(request)))
 
 
 # --- member and owner endpoints ----------------------------------------------------------------
-DRY_RUN_PARAMETER = OpenApiParameter(DRY_RUN, str, required=False, enum=["1", "true", "0", "false"], description="1 or true: answer {dryRun, manifest, planToken} and erase nothing")
+DRY_RUN_PARAMETER = OpenApiParameter(
+    DRY_RUN,
+    str,
+    required=False,
+    enum=["1", "true", "0", "false"],
+    description="1 or true: answer {dryRun, manifest, planToken} and erase nothing",
+)
 PLAN_TOKEN_PARAMETER = OpenApiParameter(
     "planToken",
     str,
     required=False,
-    description="planToken of a dry run: erase only if exactly what it previewed is still what would be erased, else 409 PREVIEW_OUTDATED (with the new manifest and token) and nothing erased",
+    description="planToken of a dry run: erase only if exactly what it previewed is still what would be erased, else "
+    "409 PREVIEW_OUTDATED (with the new manifest and token) and nothing erased",
 )
 
 
@@ -100,23 +125,37 @@ class AgentMemoriesView(WorkspaceAPIView):
     """The member's own agent memories (never anyone else's, whatever the role)."""
 
     @extend_schema(
-        parameters=[OpenApiParameter(n, str, required=False) for n in ("namespace", "key", "collectionId", "cursor", "limit")],
+        parameters=[
+            OpenApiParameter(n, str, required=False) for n in ("namespace", "key", "collectionId", "cursor", "limit")
+        ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, ws_id):
         ask_history = self.workspace.ask_history
         params = request.query_params
         collection_id = parse_id(params["collectionId"]) if params.get("collectionId") else None
-        queryset = MemoryVersion.objects.restrict(self.member, "view", ask_history=ask_history).agent().matching(namespace=params.get("namespace"), key=params.get("key"), collection_id=collection_id)
+        queryset = (
+            MemoryVersion.objects.restrict(self.member, "view", ask_history=ask_history)
+            .agent()
+            .matching(namespace=params.get("namespace"), key=params.get("key"), collection_id=collection_id)
+        )
         if params.get("collectionId") and collection_id is None:
             queryset = queryset.none()  # a malformed id names no collection
         limit = query_int(params, "limit", default=20, minimum=1, maximum=100)
         return Response(actions.paginate(queryset, self.member, ask_history, limit=limit, cursor=params.get("cursor")))
 
-    @extend_schema(parameters=[DRY_RUN_PARAMETER, PLAN_TOKEN_PARAMETER], responses={200: OpenApiTypes.OBJECT}, summary="Delete all your agent memories (?dryRun=1: the manifest, nothing erased)")
+    @extend_schema(
+        parameters=[DRY_RUN_PARAMETER, PLAN_TOKEN_PARAMETER],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Delete all your agent memories (?dryRun=1: the manifest, nothing erased)",
+    )
     def delete(self, request, ws_id):
         params = request.query_params
-        return Response(actions.delete_all_own_agent_memories(self.member, dry_run=query_dry_run(params), confirmed=params.get("planToken")))
+        return Response(
+            actions.delete_all_own_agent_memories(
+                self.member, dry_run=query_dry_run(params), confirmed=params.get("planToken")
+            )
+        )
 
 
 class AgentMemoryView(WorkspaceAPIView):
@@ -134,7 +173,11 @@ class BulkDeleteAgentMemoriesView(WorkspaceAPIView):
     )
     def delete(self, request, ws_id):
         params = request.query_params
-        return Response(actions.delete_all_agent_memories(self.workspace, actor=request.user, dry_run=query_dry_run(params), confirmed=params.get("planToken")))
+        return Response(
+            actions.delete_all_agent_memories(
+                self.workspace, actor=request.user, dry_run=query_dry_run(params), confirmed=params.get("planToken")
+            )
+        )
 
 
 # --- AI memory (assistant memories) ------------------------------------------------------------
@@ -174,15 +217,31 @@ class AssistantMemoriesView(WorkspaceAPIView):
     @extend_schema(request=AssistantMemoryBody, responses={201: OpenApiTypes.OBJECT})
     def post(self, request, ws_id):
         data = self.body(request, AssistantMemoryBody)
-        version, superseded = assistant.add_assistant_memory(self.member, kind=data["kind"], topic=data["topic"], summary=data["summary"], details=data.get("details", []))
-        return Response({"memory": assistant.assistant_json(version, self.member, expired=False), "superseded": superseded}, status=201)
+        version, superseded = assistant.add_assistant_memory(
+            self.member,
+            kind=data["kind"],
+            topic=data["topic"],
+            summary=data["summary"],
+            details=data.get("details", []),
+        )
+        return Response(
+            {"memory": assistant.assistant_json(version, self.member, expired=False), "superseded": superseded},
+            status=201,
+        )
 
 
 class AssistantMemoryView(WorkspaceAPIView):
     @extend_schema(request=AssistantMemoryPatchBody, responses={200: OpenApiTypes.OBJECT})
     def patch(self, request, ws_id, memory_id):
         data = self.body(request, AssistantMemoryPatchBody)
-        version = assistant.edit_assistant_memory(self.member, memory_id, kind=data.get("kind"), summary=data.get("summary"), details=data.get("details"), topic=data.get("topic"))
+        version = assistant.edit_assistant_memory(
+            self.member,
+            memory_id,
+            kind=data.get("kind"),
+            summary=data.get("summary"),
+            details=data.get("details"),
+            topic=data.get("topic"),
+        )
         return Response({"memory": assistant.assistant_json(version, self.member, expired=False)})
 
     def delete(self, request, ws_id, memory_id):

@@ -136,7 +136,9 @@ def is_national_id(compact: str, written: str | None = None, *, whole: bool = Fa
 # A group holds a digit (up to six letters before it, letters and digits after); a run is up to
 # eight groups joined by one separator, optionally ending in a single check letter ("… 19 T").
 _GROUP = r"[A-Za-z]{0,6}+[0-9][A-Za-z0-9]{0,17}+"
-_CANDIDATE_RE = re.compile(r"(?<![A-Za-z0-9\[])" + _GROUP + r"(?:[-./ ]" + _GROUP + r"){0,7}+(?:[- ][A-Z](?![A-Za-z0-9]))?(?![A-Za-z0-9\]])")
+_CANDIDATE_RE = re.compile(
+    r"(?<![A-Za-z0-9\[])" + _GROUP + r"(?:[-./ ]" + _GROUP + r"){0,7}+(?:[- ][A-Z](?![A-Za-z0-9]))?(?![A-Za-z0-9\]])"
+)
 _GROUP_SPLIT_RE = re.compile(r"[-./ ]")
 _MAX_WINDOW = 6
 # UK National Insurance number (HMRC's shape; python-stdnum has no module): two letters, six
@@ -144,9 +146,14 @@ _MAX_WINDOW = 6
 _NINO_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[A-Z](?![A-Za-z0-9])")
 
 
-_DATE_RE = re.compile(r"(?<![0-9])(?:[0-9]{4}[-./][0-9]{1,2}[-./][0-9]{1,2}|[0-9]{1,2}[-./][0-9]{1,2}[-./][0-9]{2,4})(?![0-9])")
+_DATE_RE = re.compile(
+    r"(?<![0-9])(?:[0-9]{4}[-./][0-9]{1,2}[-./][0-9]{1,2}|[0-9]{1,2}[-./][0-9]{1,2}[-./][0-9]{2,4})(?![0-9])"
+)
 _YEARS_RE = re.compile(r"(?:19|20)[0-9]{2}[-/ ](?:19|20)[0-9]{2}")
-_VERSION_BEFORE_RE = re.compile(r"(?i:(?<![A-Za-z])(?:v|ver|version|build|release|rev|python|node|ios|android|windows|macos|kernel|firmware))\.?[ \t]*\Z")
+_VERSION_BEFORE_RE = re.compile(
+    r"(?i:(?<![A-Za-z])(?:v|ver|version|build|release|rev|python|node|ios|android|windows|macos|kernel|firmware))\.?[ "
+    r"\t]*\Z"
+)
 
 
 def _not_an_id(work: str, s: int, e: int) -> bool:
@@ -187,7 +194,11 @@ def _windows(work: str, s: int, e: int) -> list[tuple[int, int]]:
                 continue
             if len(compact) < _MIN_LEN:
                 break
-            if count_digits(compact) >= 6 and not _not_an_id(work, ws, we) and is_national_id(compact.upper(), work[ws:we].upper()):
+            if (
+                count_digits(compact) >= 6
+                and not _not_an_id(work, ws, we)
+                and is_national_id(compact.upper(), work[ws:we].upper())
+            ):
                 found = (ws, we, j)
                 break
         if found is None:
@@ -210,9 +221,9 @@ def stage_national_id(work: str) -> list[Span]:
 
 # -- SSNs after a label -----------------------------------------------------------------------
 _SSN_LABEL_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:ssn|ss#|social[ \t]+security(?:[ \t]+(?:number|num|no\.?|#))?|soc\.?[ \t]*sec\.?(?:[ \t]*(?:no\.?|#))?))"
-    r"[\"']?[ \t]{0,3}(?:[:=#]|(?i:is|was|number|no\.?)[ \t])?[ \t]{0,3}(?:(?i:is)[ \t]{1,3})?[\"'“]?"
-    r"(?P<v>[0-9]{3}(?P<s>[ \-]?)[0-9]{2}(?P=s)[0-9]{4})(?![0-9])"
+    r"(?i:(?<![A-Za-z])(?:ssn|ss#|social[ \t]+security(?:[ \t]+(?:number|num|no\.?|#))?|soc\.?[ \t]*sec\.?(?:[ "
+    r"\t]*(?:no\.?|#))?))[\"']?[ \t]{0,3}(?:[:=#]|(?i:is|was|number|no\.?)[ \t])?[ \t]{0,3}(?:(?i:is)[ "
+    r"\t]{1,3})?[\"'“]?(?P<v>[0-9]{3}(?P<s>[ \-]?)[0-9]{2}(?P=s)[0-9]{4})(?![0-9])"
 )
 
 
@@ -226,7 +237,25 @@ def stage_ssn_label(work: str) -> list[Span]:
 # -- digit groups joined by ", " ----------------------------------------------------------------
 #: regions whose phone numbers are read in digit groups joined by ", " (the countries of the
 #: users' locales; numbers with a trunk "0" or "+" are phones in any case)
-COMMA_PHONE_REGIONS = ("US", "GB", "IL", "JP", "DE", "FR", "ES", "IT", "NL", "PL", "DK", "SE", "NO", "FI", "BR", "KR", "CN")
+COMMA_PHONE_REGIONS = (
+    "US",
+    "GB",
+    "IL",
+    "JP",
+    "DE",
+    "FR",
+    "ES",
+    "IT",
+    "NL",
+    "PL",
+    "DK",
+    "SE",
+    "NO",
+    "FI",
+    "BR",
+    "KR",
+    "CN",
+)
 
 
 @lru_cache(maxsize=1024)
@@ -240,7 +269,10 @@ def _is_phone_digits(digits: str) -> bool:
             number = phonenumbers.parse(digits, region)
         except phonenumbers.NumberParseException:
             continue
-        if phonenumbers.is_valid_number_for_region(number, region) and str(number.national_number) in (digits, digits[1:]):
+        if phonenumbers.is_valid_number_for_region(number, region) and str(number.national_number) in (
+            digits,
+            digits[1:],
+        ):
             return True
     return False
 
@@ -252,7 +284,9 @@ def is_progression(groups: list[str]) -> bool:
     values = [int(g) for g in groups]
     step = values[1] - values[0]
     # the steps lists are counted in (1, 2, 10, 100…), not any constant ("12 34 56 78 90")
-    return (0 < abs(step) <= 10 or abs(step) in (20, 25, 50, 100, 1000)) and all(b - a == step for a, b in zip(values, values[1:]))
+    return (0 < abs(step) <= 10 or abs(step) in (20, 25, 50, 100, 1000)) and all(
+        b - a == step for a, b in zip(values, values[1:])
+    )
 
 
 def _is_ascending_short(groups: list[str]) -> bool:
@@ -268,7 +302,12 @@ def _is_ascending_short(groups: list[str]) -> bool:
 def comma_groups_kind(groups: list[str]) -> str | None:
     """Digit groups that were joined by ", ": the kind when together they are personal data."""
     digits = "".join(groups)
-    if len(digits) < 10 or is_progression(groups) or _is_ascending_short(groups) or all(len(g) == 4 and g[:2] in ("19", "20") for g in groups):
+    if (
+        len(digits) < 10
+        or is_progression(groups)
+        or _is_ascending_short(groups)
+        or all(len(g) == 4 and g[:2] in ("19", "20") for g in groups)
+    ):
         return None
     if all(g[0] != "0" and g[-1] == "0" and len(g.rstrip("0")) <= 2 for g in groups):
         return None  # round amounts one after another ("100, 100, 1000", "250, 1500, 20000"): a list
@@ -288,29 +327,39 @@ def _stdnum_luhn_valid(digits: str) -> bool:
 
 
 # -- what is left alone -------------------------------------------------------------------------
-_NUMBER_LIST_RE = re.compile(r"(?<![0-9.,\-/])[0-9]{1,4}+(?:(?:, |,|[ /]| and | - )[0-9]{1,4}+){2,40}+(?![0-9]|[.,][0-9])")
+_NUMBER_LIST_RE = re.compile(
+    r"(?<![0-9.,\-/])[0-9]{1,4}+(?:(?:, |,|[ /]| and | - )[0-9]{1,4}+){2,40}+(?![0-9]|[.,][0-9])"
+)
 _LIST_SPLIT_RE = re.compile(r"[^0-9]+")
 _TIME_WORDS = (
-    "timestamp|time[ _]?stamp|ts|epoch|unix(?:[ _]time)?|time|mtime|ctime|atime|created(?:_at|At)?|updated(?:_at|At)?|modified(?:_at|At)?"
-    "|last_modified|lastModified|date|datetime|iat|exp|nbf|expires(?:_at|At)?|since|until|(?:created|updated|modified|logged|seen|sent|received|started|ended|expired|deleted|happened|occurred|posted)[ _]at|seen|logged"
+    "timestamp|time[ _]?stamp|ts|epoch|unix(?:[ "
+    "_]time)?|time|mtime|ctime|atime|created(?:_at|At)?|updated(?:_at|At)?|modified(?:_at|At)?|last_modified|lastModified|date|datetime|iat|exp|nbf|expires(?:_at|At)?|since|until|(?:created|updated|modified|logged|seen|sent|received|started|ended|expired|deleted|happened|occurred|posted)[ "
+    "_]at|seen|logged"
 )
-_TIMESTAMP_RE = re.compile(r"(?i:(?<![A-Za-z])(?:" + _TIME_WORDS + r"))[\"']?[ \t]{0,3}[:=]?[ \t]{0,3}[\"']?(?P<v>[12][0-9]{9}(?:[0-9]{3})?)(?![0-9])")
+_TIMESTAMP_RE = re.compile(
+    r"(?i:(?<![A-Za-z])(?:"
+    + _TIME_WORDS
+    + r"))[\"']?[ \t]{0,3}[:=]?[ \t]{0,3}[\"']?(?P<v>[12][0-9]{9}(?:[0-9]{3})?)(?![0-9])"
+)
 _TS_MIN, _TS_MAX = 978_307_200, 2_114_380_800  # 2001-01-01 .. 2037-01-01
 _ORDER_WORDS = (
-    "order|orders|order no\\.?|order number|order id|invoice|invoice no\\.?|booking|booking ref|reservation|ticket|tracking(?: number)?|ref|reference|confirmation(?: number)?"
-    "|bestellung|bestellnummer|rechnung|rechnungsnummer|auftrag|commande|commande n°|facture|pedido|factura|ordine|fattura|zamówienie|zamowienie|faktura|bestelling|factuur"
+    "order|orders|order no\\.?|order number|order id|invoice|invoice no\\.?|booking|booking "
+    "ref|reservation|ticket|tracking(?: number)?|ref|reference|confirmation(?: "
+    "number)?|bestellung|bestellnummer|rechnung|rechnungsnummer|auftrag|commande|commande "
+    "n°|facture|pedido|factura|ordine|fattura|zamówienie|zamowienie|faktura|bestelling|factuur"
 )
 _ORDER_RE = re.compile(
     r"(?i:(?<![A-Za-z])(?:"
     + _ORDER_WORDS
-    + r"))[ \t]{0,3}(?:[:#=]|no\.?|n°|nr\.?)?[ \t]{0,3}#?(?P<v>[0-9]{1,9}+)(?![0-9])|(?:注文番号|注文|주문번호|订单号|订单)[ \t:：は]{0,3}(?P<w>[0-9]{1,9}+)(?![0-9])"
+    + r"))[ \t]{0,3}(?:[:#=]|no\.?|n°|nr\.?)?[ \t]{0,3}#?(?P<v>[0-9]{1,9}+)(?![0-9])|(?:注文番号|注文|주문번호|订单号|订单)[ "
+    r"\t:：は]{0,3}(?P<w>[0-9]{1,9}+)(?![0-9])"
 )
 
 
 # "pages 519 617 832": three numbers in order after a word that announces a list of them
 _LIST_NOUN_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:pages|pp\.?|p\.|seiten|s\.|pages|páginas|pagine|strony|pagina's|rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|chapitres|items|lines|zeilen|slides|folien|tracks|exercises|aufgaben|questions|fragen))[ \t:]*\Z"
-    r"|(?:ページ|頁|쪽|页|부屋|部屋|座席|問)[ \t:：]*\Z"
+    r"(?i:(?<![A-Za-z])(?:pages|pp\.?|p\.|seiten|s\.|pages|páginas|pagine|strony|pagina's|rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|chapitres|items|lines|zeilen|slides|folien|tracks|exercises|aufgaben|questions|fragen))[ "
+    r"\t:]*\Z|(?:ページ|頁|쪽|页|부屋|部屋|座席|問)[ \t:：]*\Z"
 )
 
 
@@ -329,7 +378,11 @@ def _is_small_numbers(work: str, start: int, run: str, groups: list[str], region
     some of one or two digits, that are together no card, mobile (of the users' countries, or of
     the workspace's `region` unless a word before announces a list: "scores were 106 64 103 47"
     has a Korean mobile's digits) or identifier ("scores were 115 114 38 40")."""
-    if len(groups) < 4 or not _BLANK_JOINED_RE.fullmatch(run) or any(len(g) > 3 or (len(g) > 1 and g[0] == "0") for g in groups):
+    if (
+        len(groups) < 4
+        or not _BLANK_JOINED_RE.fullmatch(run)
+        or any(len(g) > 3 or (len(g) > 1 and g[0] == "0") for g in groups)
+    ):
         return False
     if min(map(len, groups)) > 2 or len({len(g) for g in groups}) == 1:
         return False
@@ -350,9 +403,17 @@ def protected_spans(work: str, region: str | None = None) -> list[tuple[int, int
     out: list[tuple[int, int]] = []
     for m in _NUMBER_LIST_RE.finditer(work):
         groups = _LIST_SPLIT_RE.split(m.group())
-        if is_progression(groups) or _is_ascending_short(groups) or _is_small_numbers(work, m.start(), m.group(), groups, region):
+        if (
+            is_progression(groups)
+            or _is_ascending_short(groups)
+            or _is_small_numbers(work, m.start(), m.group(), groups, region)
+        ):
             out.append(m.span())
-        elif len(groups) == 3 and _is_ascending_three(groups) and _LIST_NOUN_RE.search(work, max(0, m.start() - 16), m.start()):
+        elif (
+            len(groups) == 3
+            and _is_ascending_three(groups)
+            and _LIST_NOUN_RE.search(work, max(0, m.start() - 16), m.start())
+        ):
             out.append(m.span())
     for m in _TIMESTAMP_RE.finditer(work):
         value = int(m.group("v"))

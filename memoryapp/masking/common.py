@@ -31,9 +31,13 @@ JOINERS = "-.,/"
 #: look-alike joiners, folded between digits by text.Work (dashes of category Pd are folded
 #: everywhere): full stops, commas, slashes (the middle dots are folded to "-", as before)
 JOINER_LOOK_ALIKES: dict[str, str] = {
-    **dict.fromkeys("\u2024\ufe52\uff0e\u3002\uff61\u06d4", "."),  # one-dot leader, small / full-width / ideographic full stops
+    **dict.fromkeys(
+        "\u2024\ufe52\uff0e\u3002\uff61\u06d4", "."
+    ),  # one-dot leader, small / full-width / ideographic full stops
     **dict.fromkeys("\u3001\uff0c\ufe50\ufe51\uff64\u060c\u066c", ","),  # ideographic, full-width, small, Arabic commas
-    **dict.fromkeys("\u2215\u2044\uff0f\u29f8\u2571", "/"),  # division slash, fraction slash, full-width solidus, big solidus
+    **dict.fromkeys(
+        "\u2215\u2044\uff0f\u29f8\u2571", "/"
+    ),  # division slash, fraction slash, full-width solidus, big solidus
     **dict.fromkeys("\u00b7\u30fb\uff65\u2022\u2219\u2027\u22c5", "-"),  # middle dots and bullets (054·123·4567)
 }
 #: a line break: LF, CR LF, CR, VT, FF, NEL, the Unicode line and paragraph separators
@@ -46,7 +50,19 @@ _GAP = H_SPACE + r"{0,3}(?:" + LINE_BREAK + H_SPACE + r"{0,3})?"
 #: Atomic, never empty, never a digit, so ``(?:[0-9]++ DIGIT_SEP)++`` scans in linear time.
 DIGIT_SEP = r"(?=[\s" + re.escape(JOINERS) + r"])(?>" + _GAP + r"(?:[" + re.escape(JOINERS) + r"]" + _GAP + r")?)"
 #: the same on one line (no line break inside)
-DIGIT_SEP_ONE_LINE = r"(?=[\s" + re.escape(JOINERS) + r"])(?>" + H_SPACE + r"{0,3}(?:[" + re.escape(JOINERS) + r"]" + H_SPACE + r"{0,3})?)(?!" + LINE_BREAK + ")"
+DIGIT_SEP_ONE_LINE = (
+    r"(?=[\s"
+    + re.escape(JOINERS)
+    + r"])(?>"
+    + H_SPACE
+    + r"{0,3}(?:["
+    + re.escape(JOINERS)
+    + r"]"
+    + H_SPACE
+    + r"{0,3})?)(?!"
+    + LINE_BREAK
+    + ")"
+)
 LINE_BREAK_RE = re.compile(LINE_BREAK)
 
 
@@ -62,7 +78,9 @@ DATE_LIKE_RE = re.compile(
     r"(?:[ T][0-9]{1,2})?"
 )
 # a date anywhere inside a candidate ("01.01.1900 - 1900/1/1") disqualifies it
-DATE_INSIDE_RE = re.compile(r"(?<![0-9])(?:[0-9]{4}([-./])[0-9]{1,2}\1[0-9]{1,2}|[0-9]{1,2}([-./])[0-9]{1,2}\2[0-9]{2,4})(?![0-9])")
+DATE_INSIDE_RE = re.compile(
+    r"(?<![0-9])(?:[0-9]{4}([-./])[0-9]{1,2}\1[0-9]{1,2}|[0-9]{1,2}([-./])[0-9]{1,2}\2[0-9]{2,4})(?![0-9])"
+)
 IPV4_RE = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
 
 

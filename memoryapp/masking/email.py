@@ -85,7 +85,15 @@ _DIS_CH = r"(?:(?![" + _CJK + r"])[\w%+\-])"
 _DIS_LOCAL_WORD = _DIS_CH + r"++"
 _DIS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}+)"
 _DIS_DOT = (
-    r"(?:[ \t]*+\.[ \t]*+(?=[A-Za-z0-9])|[ \t]++" + _DOTW + r"[ \t]++|[ \t]*+" + _OPEN + r"[ \t]*+(?:\.|" + _DOTW + r")[ \t]*+" + _CLOSE + r"[ \t]*+"
+    r"(?:[ \t]*+\.[ \t]*+(?=[A-Za-z0-9])|[ \t]++"
+    + _DOTW
+    + r"[ \t]++|[ \t]*+"
+    + _OPEN
+    + r"[ \t]*+(?:\.|"
+    + _DOTW
+    + r")[ \t]*+"
+    + _CLOSE
+    + r"[ \t]*+"
     r"|[ \t]*+(?:ドット|どっと|ﾄﾞｯﾄ)[ \t]*+)"
 )
 _DIS_AT = (
@@ -111,7 +119,9 @@ _EMAIL_DISGUISED_RE = re.compile(
 )
 _DIS_DOT_RE = re.compile(_DIS_DOT)
 _SPELLED_DOT_RE = re.compile(r"ドット|どっと|ﾄﾞｯﾄ|\s")
-_EMAIL_QUOTED_RE = re.compile(r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9\-])")
+_EMAIL_QUOTED_RE = re.compile(
+    r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9\-])"
+)
 # Words that stand before "at" + a web address in ordinary sentences ("look at example.com",
 # "available at www.example.com", "it at amazon.com"): with a spelled "at" they are no local part.
 _NOT_A_MAILBOX = frozenset(

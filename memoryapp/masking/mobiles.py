@@ -52,7 +52,9 @@ MOBILE_REGIONS: tuple[str, ...] = (
     "CA",
     "US",
 )
-_MOBILE_CANDIDATE_RE = re.compile(r"(?<![0-9+\-./])(?<![0-9],)[0-9]{2,4}+(?:[ \-.][0-9]{2,4}+){1,4}+(?![0-9]|[\-.,/][0-9])")
+_MOBILE_CANDIDATE_RE = re.compile(
+    r"(?<![0-9+\-./])(?<![0-9],)[0-9]{2,4}+(?:[ \-.][0-9]{2,4}+){1,4}+(?![0-9]|[\-.,/][0-9])"
+)
 _MOBILE_GROUP_RE = re.compile(r"[0-9]+")
 
 
@@ -81,7 +83,11 @@ def is_mobile(run: str) -> bool:
             number = phonenumbers.parse(digits, region)
         except phonenumbers.NumberParseException:
             continue
-        if phonenumbers.is_valid_number_for_region(number, region) and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE and _national_groups(number) == shape:
+        if (
+            phonenumbers.is_valid_number_for_region(number, region)
+            and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+            and _national_groups(number) == shape
+        ):
             return True
     return False
 
@@ -89,7 +95,11 @@ def is_mobile(run: str) -> bool:
 def stage_mobile(work: str) -> list[Span]:
     if count_digits(work) < 8:
         return []
-    return [(m.start(), m.end(), "PHONE") for m in _MOBILE_CANDIDATE_RE.finditer(work) if 8 <= count_digits(m.group()) <= 11 and not is_date(m.group()) and is_mobile(m.group())]
+    return [
+        (m.start(), m.end(), "PHONE")
+        for m in _MOBILE_CANDIDATE_RE.finditer(work)
+        if 8 <= count_digits(m.group()) <= 11 and not is_date(m.group()) and is_mobile(m.group())
+    ]
 
 
 # -- mobiles of the workspace's region ----------------------------------------------------------
@@ -113,12 +123,14 @@ def stage_mobile(work: str) -> list[Span]:
 _REGION_TYPES = (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)
 _SEPARATOR_RE = re.compile(r"[^0-9]")
 _LIST_WORD_BEFORE_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:scores?|points|punkte|puntos|punti|punkty|punten|poäng|pisteet|results|ergebnisse|résultats|resultados|risultati|wyniki|pages|pp\.?|seiten|páginas|pagine|strony"
-    r"|rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|items|lines|tracks|exercises|aufgaben|questions|fragen))"
-    r"(?:[ \t]+(?:were|are|was|is|sind|waren|sont|étaient|son|sono|są|zijn|var|er|är))?[ \t:=]*\Z"
-    r"|(?:得点|点数|スコア|ページ|頁|쪽|页|部屋|座席|점수|分数)[ \t:：は는]*\Z"
+    r"(?i:(?<![A-Za-z])(?:scores?|points|punkte|puntos|punti|punkty|punten|poäng|pisteet|results|ergebnisse|résultats|resultados|risultati|wyniki|pages|pp\.?|seiten|páginas|pagine|strony|rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|items|lines|tracks|exercises|aufgaben|questions|fragen))(?:[ "
+    r"\t]+(?:were|are|was|is|sind|waren|sont|étaient|son|sono|są|zijn|var|er|är))?[ "
+    r"\t:=]*\Z|(?:得点|点数|スコア|ページ|頁|쪽|页|部屋|座席|점수|分数)[ \t:：は는]*\Z"
 )
-_VERSION_WORD_BEFORE_RE = re.compile(r"(?i:(?<![A-Za-z])(?:v|ver|version|build|release|rev|python|node|ios|android|windows|macos|kernel|firmware|update))\.?[ \t]*\Z")
+_VERSION_WORD_BEFORE_RE = re.compile(
+    r"(?i:(?<![A-Za-z])(?:v|ver|version|build|release|rev|python|node|ios|android|windows|macos|kernel|firmware|update))\.?[ "
+    r"\t]*\Z"
+)
 _YEAR_RE = re.compile(r"(?:19|20)[0-9]{2}")
 _GLUED_BEFORE_RE = re.compile(r"[^\W\d_][\-/_#]\Z")
 _GLUED_AFTER_RE = re.compile(r"[\-/_#][^\W\d_]")
@@ -150,12 +162,18 @@ def is_region_mobile(run: str, region: str) -> bool:
         number = phonenumbers.parse(digits, region)
     except phonenumbers.NumberParseException:
         return False
-    if not phonenumbers.is_valid_number_for_region(number, region) or phonenumbers.number_type(number) not in _REGION_TYPES:
+    if (
+        not phonenumbers.is_valid_number_for_region(number, region)
+        or phonenumbers.number_type(number) not in _REGION_TYPES
+    ):
         return False
     shape = [len(g) for g in groups]
     values = [int(g) for g in groups]
     blanks = " " in run  # lists are written with blanks; "612-679-790" is no list
-    list_shape = blanks and (all(n == 2 for n in shape) or (len(groups) >= 3 and all(n == 3 for n in shape) and all(a < b for a, b in zip(values, values[1:]))))
+    list_shape = blanks and (
+        all(n == 2 for n in shape)
+        or (len(groups) >= 3 and all(n == 3 for n in shape) and all(a < b for a, b in zip(values, values[1:])))
+    )
     return not list_shape or _national_groups(number) == shape
 
 

@@ -1,7 +1,8 @@
 """Numbers that identify a person or an account (SPEC §4.1).
 
 - ``BANK_ACCOUNT``  IBANs (mod-97 validated by ``stdnum.iban``), written compact or in groups of
-                    four joined by a separator of the class (``common.DIGIT_SEP``, on one line); bank/branch/account shapes (``12-345-678901``) and
+                    four joined by a separator of the class (``common.DIGIT_SEP``, on one line); bank/branch/account
+                    shapes (``12-345-678901``) and
                     digits after words such as "account", "acct", "a/c", 口座, חשבון.
 - ``CARD``          12–19 digit payment card numbers passing Luhn (``stdnum.luhn``), contiguous
                     or in groups joined by separators of the class (``common.DIGIT_SEP``: blanks,
@@ -32,7 +33,17 @@ from stdnum import luhn as _stdnum_luhn
 from stdnum.il import idnr as _stdnum_il_idnr
 
 from memoryapp.masking.catalogue import comma_groups_kind
-from memoryapp.masking.common import DATE_INSIDE_RE, DATE_LIKE_RE, DIGIT_SEP, DIGIT_SEP_ONE_LINE, H_SPACE, IPV4_RE, Span, count_digits, has_line_break
+from memoryapp.masking.common import (
+    DATE_INSIDE_RE,
+    DATE_LIKE_RE,
+    DIGIT_SEP,
+    DIGIT_SEP_ONE_LINE,
+    H_SPACE,
+    IPV4_RE,
+    Span,
+    count_digits,
+    has_line_break,
+)
 
 # -- IBAN ---------------------------------------------------------------------------------------
 # candidate: 2 letters, 2 digits, then groups of 4 (optionally joined by a separator of the class,
@@ -56,7 +67,9 @@ def stage_iban(work: str) -> list[Span]:
         # right until the IBAN validates: at group boundaries for grouped candidates, character
         # by character for compact ones.
         if _IBAN_SEP_RE.search(work, s, end):
-            ends = [end] + [i for i in range(end - 1, s + 14, -1) if _IBAN_SEP_RE.match(work, i) and work[i - 1].isalnum()]
+            ends = [end] + [
+                i for i in range(end - 1, s + 14, -1) if _IBAN_SEP_RE.match(work, i) and work[i - 1].isalnum()
+            ]
         else:
             ends = list(range(end, s + 14, -1))
         for e in ends:
@@ -100,7 +113,9 @@ def stage_cards(work: str) -> list[Span]:
 
 # -- Israeli ID ---------------------------------------------------------------------------------
 _IL_ID_RE = re.compile(r"[0-9](?<![0-9+][0-9])(?<![0-9][.,][0-9])(?:[0-9]{8}|[0-9]{6,7}-[0-9])(?![0-9])(?![.,][0-9])")
-_IL_ID_GROUPED_RE = re.compile(r"[0-9](?<![0-9+][0-9])(?<![0-9][ \-.][0-9])[0-9]{2}(?P<s>[ \-])[0-9]{3}(?P=s)[0-9]{3}(?![0-9])(?![ \-.][0-9])")
+_IL_ID_GROUPED_RE = re.compile(
+    r"[0-9](?<![0-9+][0-9])(?<![0-9][ \-.][0-9])[0-9]{2}(?P<s>[ \-])[0-9]{3}(?P=s)[0-9]{3}(?![0-9])(?![ \-.][0-9])"
+)
 
 
 def stage_il_id(work: str) -> list[Span]:
@@ -151,7 +166,9 @@ def stage_bank_keyword(work: str) -> list[Span]:
 
 
 # -- US social security numbers -----------------------------------------------------------------
-_SSN_RE = re.compile(r"[0-9](?<![0-9\-][0-9])(?<![0-9][ \t][0-9])[0-9]{2}(?P<s>[ \t\-])[0-9]{2}(?P=s)[0-9]{4}(?![0-9]|[ \t\-][0-9])")
+_SSN_RE = re.compile(
+    r"[0-9](?<![0-9\-][0-9])(?<![0-9][ \t][0-9])[0-9]{2}(?P<s>[ \t\-])[0-9]{2}(?P=s)[0-9]{4}(?![0-9]|[ \t\-][0-9])"
+)
 
 
 def stage_ssn(work: str) -> list[Span]:
@@ -176,7 +193,10 @@ _LIST_SEP_RE = re.compile(r"[,.]\s+")
 _CURRENCY_NEAR_RE = re.compile(r"[ \t]?(?:[€$£¥₪₩₹]|円|万|(?i:eur|usd|jpy|ils|gbp|chf|nis)\b|,[0-9]{2}(?![0-9]))")
 _CURRENCY_BEFORE_RE = re.compile(r"(?:[€$£¥₪₩₹]|(?i:eur|usd|jpy|ils|gbp|chf|nis))[ \t]?\Z")
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:([ .,])[0-9]{3})(?:\1[0-9]{3})*(?:[.,][0-9]{1,2})?")
-_VERSION_BEFORE_RE = re.compile(r"(?i:\b(?:v|ver|version|build|release|rev|revision|python|node|ios|android|windows|macos|kernel|firmware))\.?[ \t]*\Z")
+_VERSION_BEFORE_RE = re.compile(
+    r"(?i:\b(?:v|ver|version|build|release|rev|revision|python|node|ios|android|windows|macos|kernel|firmware))\.?[ "
+    r"\t]*\Z"
+)
 _GROUP_RE = re.compile(r"[0-9]+")
 # digit groups joined by ", " and nothing else ("072, 902, 227, 918")
 _COMMA_GROUPS_RE = re.compile(r"[0-9]{1,5}+(?:, [0-9]{1,5}+)++")
@@ -210,11 +230,15 @@ def _group_run_kind(work: str, s: int, e: int) -> str | None:
     if "." in dotted and re.search(r"[\s\-/,]", dotted) is None:
         if _dotted_is_not_a_number(work, s, run, groups):
             return None
-    if _THOUSANDS_RE.fullmatch(run) and (_CURRENCY_NEAR_RE.match(work, e) or _CURRENCY_BEFORE_RE.search(work, max(0, s - 5), s)):
+    if _THOUSANDS_RE.fullmatch(run) and (
+        _CURRENCY_NEAR_RE.match(work, e) or _CURRENCY_BEFORE_RE.search(work, max(0, s - 5), s)
+    ):
         return None  # an amount of money: "1 234 567 890 €", "$1,234,567,890.00"
     compact = "".join(groups)
     if len(compact) in (10, 13) and _stdnum_isbn.is_valid(compact):
-        if re.search(r"(?i)isbn[ \t:\-]*\Z", work[max(0, s - 8) : s]) or (len(compact) == 13 and compact[:3] in ("978", "979") and "-" in run):
+        if re.search(r"(?i)isbn[ \t:\-]*\Z", work[max(0, s - 8) : s]) or (
+            len(compact) == 13 and compact[:3] in ("978", "979") and "-" in run
+        ):
             return None
     if run[0] in "+(" or compact.startswith("0"):
         return "PHONE"
@@ -230,7 +254,9 @@ def dates_inside(work: str, s: int, e: int) -> list[tuple[int, int]]:
     for d in DATE_INSIDE_RE.finditer(work, s, e):
         sep = d.group(1) or d.group(2)
         ds, de = d.span()
-        if (de + 1 < len(work) and work[de] == sep and work[de + 1].isdigit()) or (ds >= 2 and work[ds - 1] == sep and work[ds - 2].isdigit()):
+        if (de + 1 < len(work) and work[de] == sep and work[de + 1].isdigit()) or (
+            ds >= 2 and work[ds - 1] == sep and work[ds - 2].isdigit()
+        ):
             continue
         out.append((ds, de))
     return out
@@ -276,7 +302,12 @@ def _list_cuts(work: str, s: int, e: int) -> list[tuple[int, int]]:
     # (years one after another are a list even when they pass Luhn; a card across ", " starts as
     # cards do, 2–6, like catalogue.comma_groups_kind: "INV-1900-0580, 1500" is an id and a count)
     joined = "".join(groups)
-    if [len(g) for g in groups] in _CARD_SHAPES and joined[:1] in tuple("23456") and _stdnum_luhn.is_valid(joined) and not all(_is_year(g) for g in groups):
+    if (
+        [len(g) for g in groups] in _CARD_SHAPES
+        and joined[:1] in tuple("23456")
+        and _stdnum_luhn.is_valid(joined)
+        and not all(_is_year(g) for g in groups)
+    ):
         return []
     lines_join: bool | None = None
     cuts: list[tuple[int, int]] = []
@@ -299,7 +330,15 @@ _NUMERIC_PLACEHOLDER = r"\[(?:PHONE|IL_ID|CARD|BANK_ACCOUNT|NUMBER)\]"
 # not a list "[PHONE]\n3\n4")
 _LINE_SEP_BETWEEN_GROUPS = r"(?:(?<=[0-9]{4})|(?<=\]))" + DIGIT_SEP + r"(?=[0-9]{4}|\[)"
 _JOINED_TO_PLACEHOLDER_RE = re.compile(
-    r"(?<![0-9\]])(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++)(?:(?:" + DIGIT_SEP_ONE_LINE + "|" + _LINE_SEP_BETWEEN_GROUPS + r")(?:" + _NUMERIC_PLACEHOLDER + r"|[0-9]++))++"
+    r"(?<![0-9\]])(?:"
+    + _NUMERIC_PLACEHOLDER
+    + r"|[0-9]++)(?:(?:"
+    + DIGIT_SEP_ONE_LINE
+    + "|"
+    + _LINE_SEP_BETWEEN_GROUPS
+    + r")(?:"
+    + _NUMERIC_PLACEHOLDER
+    + r"|[0-9]++))++"
 )
 _MIN_JOINED_DIGITS = 4
 

@@ -49,7 +49,10 @@ from memoryapp.masking.words import PHONE_CONNECTORS, PHONE_WORDS, word_pattern
 #: Default regions used to interpret phone numbers written without "+".
 PHONE_REGIONS: tuple[str, ...] = ("IL", "JP", "US", "GB")
 
-_EXTENSION_RE = re.compile(r"[ \t]*+(?:[,;][ \t]*+)?\(?(?:(?i:x|ext|extn|extension|ext\s*no)\.?|内線|#|שלוחה)[ \t]*+[:.]?[ \t]*+[0-9]{1,6}(?![0-9])\)?")
+_EXTENSION_RE = re.compile(
+    r"[ \t]*+(?:[,;][ \t]*+)?\(?(?:(?i:x|ext|extn|extension|ext\s*no)\.?|内線|#|שלוחה)[ \t]*+[:.]?[ "
+    r"\t]*+[0-9]{1,6}(?![0-9])\)?"
+)
 
 # -- phones ---------------------------------------------------------------------
 # A window is a maximal run of characters that can appear inside a phone
@@ -71,7 +74,9 @@ _DATE_LIKE_RE = re.compile(
     r"(?:[ T][0-9]{1,2})?"
 )
 # a date anywhere inside a candidate ("01.01.1900 - 1900/1/1") disqualifies it
-_DATE_INSIDE_RE = re.compile(r"(?<![0-9])(?:[0-9]{4}([-./])[0-9]{1,2}\1[0-9]{1,2}|[0-9]{1,2}([-./])[0-9]{1,2}\2[0-9]{2,4})(?![0-9])")
+_DATE_INSIDE_RE = re.compile(
+    r"(?<![0-9])(?:[0-9]{4}([-./])[0-9]{1,2}\1[0-9]{1,2}|[0-9]{1,2}([-./])[0-9]{1,2}\2[0-9]{2,4})(?![0-9])"
+)
 _IPV4_RE = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
 _NANP_SHAPE_RE = re.compile(r"(?:\+?1[-. ]?)?(?:\([2-9][0-9]{2}\)[ ]?|[2-9][0-9]{2}[-. ])[0-9]{3}[-. ][0-9]{4}")
 
@@ -133,7 +138,11 @@ def _regions_for(snippet: str) -> tuple[str, ...]:
     starts with the trunk prefix 0 in IL, JP and GB (IL toll-free numbers with 1), and never
     with 0 in the NANP (except the 011 international call prefix). International numbers do not
     depend on the region, so one region reads them."""
-    starts = {snippet[i] for i in range(len(snippet)) if "0" <= snippet[i] <= "9" and (i == 0 or not "0" <= snippet[i - 1] <= "9")}
+    starts = {
+        snippet[i]
+        for i in range(len(snippet))
+        if "0" <= snippet[i] <= "9" and (i == 0 or not "0" <= snippet[i - 1] <= "9")
+    }
     regions = []
     for region in PHONE_REGIONS:
         if region == "US":
@@ -265,7 +274,9 @@ def _raw_phone_ok(raw: str) -> bool:
     return False
 
 
-def _segment_leftovers(work: str, ws: int, we: int, spans: list[tuple[int, int]], budget: list[int]) -> list[tuple[int, int]]:
+def _segment_leftovers(
+    work: str, ws: int, we: int, spans: list[tuple[int, int]], budget: list[int]
+) -> list[tuple[int, int]]:
     """Second chance for digits the matcher left in a window.
 
     PhoneNumberMatcher cannot split space-separated lists of numbers that
@@ -336,7 +347,13 @@ def _drop_glued_token(work: str, s: int, e: int) -> tuple[int, int]:
     tail_start = first.end() if first is not None else e
     while tail_start < e and work[tail_start] in " \t":
         tail_start += 1
-    if first is not None and first.group().startswith("00") and len(first.group()) <= 5 and tail_start < e and _phone_good(work[tail_start:e]):
+    if (
+        first is not None
+        and first.group().startswith("00")
+        and len(first.group()) <= 5
+        and tail_start < e
+        and _phone_good(work[tail_start:e])
+    ):
         # "0020 050-234-0000": the end of the previous number read as the
         # "00" international call prefix; the rest is a number of its own
         return tail_start, e

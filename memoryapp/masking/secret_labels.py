@@ -62,7 +62,26 @@ _TOKEN_WORDS = (
     "cookie",
     "sessionid",
 ) + tuple(w.replace("_?", "") for w in _DS_KEYWORDS if "_?" in w)  # detect-secrets' keyword list
-_TOKEN_SEGMENTS = frozenset({"key", "auth", "sig", "signature", "salt", "session", "sid", "jwt", "cvv", "cvc", "license", "otp", "totp", "hmac", "sasl", "creds"})
+_TOKEN_SEGMENTS = frozenset(
+    {
+        "key",
+        "auth",
+        "sig",
+        "signature",
+        "salt",
+        "session",
+        "sid",
+        "jwt",
+        "cvv",
+        "cvc",
+        "license",
+        "otp",
+        "totp",
+        "hmac",
+        "sasl",
+        "creds",
+    }
+)
 
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # one scan for "any of these words inside the label" (labels are read once per "label=" / "label:")
@@ -83,7 +102,9 @@ def label_class(label: str) -> str | None:
         return None  # max_tokens, token_limit, session_timeout, tokenizer: settings, not secrets
     if _PASSWORD_WORDS_RE.search(flat) or any(s in _PASSWORD_SEGMENTS for s in segments):
         return "password"
-    if _TOKEN_WORDS_RE.search(flat) or any(s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments):
+    if _TOKEN_WORDS_RE.search(flat) or any(
+        s.endswith("key") and len(s) > 3 and s[:-3] in _KEY_PREFIXES for s in segments
+    ):
         return "token"
     if any(s in _TOKEN_SEGMENTS for s in segments):
         return "key"
@@ -136,7 +157,27 @@ def value_is_secret(cls: str, value: str) -> bool:
     return looks_like_token(value)
 
 
-_KEY_PREFIXES = frozenset({"api", "access", "secret", "private", "account", "auth", "client", "master", "signing", "encryption", "ssh", "gpg", "pgp", "license", "app", "consumer", "session"})
+_KEY_PREFIXES = frozenset(
+    {
+        "api",
+        "access",
+        "secret",
+        "private",
+        "account",
+        "auth",
+        "client",
+        "master",
+        "signing",
+        "encryption",
+        "ssh",
+        "gpg",
+        "pgp",
+        "license",
+        "app",
+        "consumer",
+        "session",
+    }
+)
 
 # --------------------------------------------------------------------------------------------
 # Values
@@ -146,7 +187,9 @@ _NEXT_PAIR_RE = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_.\-]{0,63}\s*(?:=|:(?!//))")
 _VALUE_MAX = 300
 
 
-_QUOTED_BODY_RE = {opener: re.compile(r"(?:[^" + re.escape(closer) + r"\\\n]|\\[^\n])*+") for opener, closer in CLOSERS.items()}
+_QUOTED_BODY_RE = {
+    opener: re.compile(r"(?:[^" + re.escape(closer) + r"\\\n]|\\[^\n])*+") for opener, closer in CLOSERS.items()
+}
 
 
 def _quoted_end(work: str, i: int, quote: str) -> int:
@@ -227,8 +270,28 @@ def read_value(work: str, i: int, *, words: bool) -> tuple[int, int] | None:
 HAS_DIGIT_RE = re.compile(r"[0-9]")
 _HAS_LETTER_RE = re.compile(r"[A-Za-z]")
 _HAS_SYMBOL_RE = re.compile(r"[^A-Za-z0-9\s]")
-NOT_A_VALUE = frozenset({"", "none", "null", "nil", "true", "false", "undefined", "required", "optional", "n/a", "na", "tbd", "todo", "redacted", "hidden"})
-TEMPLATE_RE = re.compile(r"^(?:\$\{?[A-Z_][A-Z0-9_]*\}?|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\{\{.*\}\}|<[^<>]*>|\*+|x+|X+|\.\.\.|…)$")
+NOT_A_VALUE = frozenset(
+    {
+        "",
+        "none",
+        "null",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "required",
+        "optional",
+        "n/a",
+        "na",
+        "tbd",
+        "todo",
+        "redacted",
+        "hidden",
+    }
+)
+TEMPLATE_RE = re.compile(
+    r"^(?:\$\{?[A-Z_][A-Z0-9_]*\}?|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\{\{.*\}\}|<[^<>]*>|\*+|x+|X+|\.\.\.|…)$"
+)
 
 
 def looks_like_token(value: str) -> bool:

@@ -86,7 +86,9 @@ _SUPERLINEAR = {
     NpmDetector.denylist[0].pattern,
     AWSKeyDetector.denylist[1].pattern,
 }
-_SHAPES: tuple[re.Pattern, ...] = tuple(rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist if rx.pattern not in _SUPERLINEAR) + (
+_SHAPES: tuple[re.Pattern, ...] = tuple(
+    rx for plugin in _DETECT_SECRETS_PLUGINS for rx in plugin.denylist if rx.pattern not in _SUPERLINEAR
+) + (
     re.compile(r"_authToken(?<![A-Za-z0-9]_authToken)[ \t]*+=[ \t]*+(?!\[[A-Z_]+\])(\S++)"),  # .npmrc
     # shapes detect-secrets does not list (or lists narrower)
     re.compile(r"sk-(?<![A-Za-z0-9_]sk-)(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{16,}"),  # OpenAI / Anthropic
@@ -158,7 +160,9 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     TwilioKeyDetector.denylist[1].pattern: ("SK",),
     **{rx.pattern: ("gl", "GR1348941") for rx in GitLabTokenDetector.denylist},
 }
-_SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = tuple((rx, _TRIGGERS.get(rx.pattern), bool(rx.flags & re.IGNORECASE)) for rx in _SHAPES)
+_SHAPE_TRIGGERS: tuple[tuple[re.Pattern, tuple[str, ...] | None, bool], ...] = tuple(
+    (rx, _TRIGGERS.get(rx.pattern), bool(rx.flags & re.IGNORECASE)) for rx in _SHAPES
+)
 
 
 def stage_token_shapes(work: str) -> list[Span]:
@@ -222,7 +226,14 @@ def stage_high_entropy(work: str) -> list[Span]:
         blob = m.group()
         if not (re.search(r"[a-z]", blob) and re.search(r"[A-Z]", blob)):
             continue
-        if "/" in blob and sum(len(seg) >= 3 and seg.replace("-", "").replace("_", "").isalpha() and seg.islower() for seg in blob.split("/")) >= 2:
+        if (
+            "/" in blob
+            and sum(
+                len(seg) >= 3 and seg.replace("-", "").replace("_", "").isalpha() and seg.islower()
+                for seg in blob.split("/")
+            )
+            >= 2
+        ):
             continue  # a path
         digits = sum(ch.isdigit() for ch in blob)
         base64_marks = "+" in blob or "/" in blob

@@ -26,8 +26,26 @@ from collections.abc import Callable
 from functools import cache
 
 from memoryapp.masking import words
-from memoryapp.masking.secret_labels import CLOSERS, HAS_DIGIT_RE, NOT_A_VALUE, PROSE_ENDS, TEMPLATE_RE, label_class, looks_like_password, looks_like_token, read_value, trim_bare, value_is_secret
-from memoryapp.masking.secret_shapes import PLACEHOLDER_START_RE, stage_high_entropy, stage_private_keys, stage_token_shapes, trigger_text
+from memoryapp.masking.secret_labels import (
+    CLOSERS,
+    HAS_DIGIT_RE,
+    NOT_A_VALUE,
+    PROSE_ENDS,
+    TEMPLATE_RE,
+    label_class,
+    looks_like_password,
+    looks_like_token,
+    read_value,
+    trim_bare,
+    value_is_secret,
+)
+from memoryapp.masking.secret_shapes import (
+    PLACEHOLDER_START_RE,
+    stage_high_entropy,
+    stage_private_keys,
+    stage_token_shapes,
+    trigger_text,
+)
 
 Span = tuple[int, int, str]
 
@@ -104,7 +122,9 @@ def _stage_cli_flags(work: str) -> list[Span]:
         if span is None:
             continue
         value = work[span[0] : span[1]]
-        if (cls == "password" and len(value) >= 3 and looks_like_password(value, prose=True)) or looks_like_token(value):
+        if (cls == "password" and len(value) >= 3 and looks_like_password(value, prose=True)) or looks_like_token(
+            value
+        ):
             out.append((span[0], span[1], "SECRET"))
     return out
 
@@ -114,26 +134,74 @@ def _stage_cli_flags(work: str) -> list[Span]:
 # the command's own part of the line (up to the next command, ";", "|", "&&" or line end), so
 # "ssh -p 22" or "mkdir -p" is never a password.
 _CLI_PASSWORD_FLAGS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlsh", "mariadb", "mariadb-dump", "mariadb-admin"), ("p",)),
+    **dict.fromkeys(
+        (
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlshow",
+            "mysqlcheck",
+            "mysqlsh",
+            "mariadb",
+            "mariadb-dump",
+            "mariadb-admin",
+        ),
+        ("p",),
+    ),
     "sshpass": ("p",),
     **dict.fromkeys(("redis-cli", "valkey-cli", "keydb-cli"), ("a",)),
     "login": ("p",),  # docker / podman / helm / az / oc / cf / buildah / skopeo … login -p
     **dict.fromkeys(("sqlcmd", "bcp", "osql", "isql", "ipmitool"), ("P",)),
     **dict.fromkeys(("zip", "unzip", "zipcloak"), ("P",)),
     **dict.fromkeys(("7z", "7za", "7zr", "rar", "unrar"), ("p",)),
-    **dict.fromkeys(("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd", "ldapcompare", "ldapmodrdn"), ("w",)),
-    **dict.fromkeys(("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop"), ("p",)),
+    **dict.fromkeys(
+        ("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd", "ldapcompare", "ldapmodrdn"),
+        ("w",),
+    ),
+    **dict.fromkeys(
+        ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop"), ("p",)
+    ),
     "openssl": ("k", "pass", "passin", "passout"),
     **dict.fromkeys(("rdesktop", "xfreerdp"), ("p",)),
 }
 _CLI_GLUED = frozenset(
-    {"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlsh", "mariadb", "mariadb-dump", "mariadb-admin", "sshpass", "7z", "7za", "7zr", "rar", "unrar"}
+    {
+        "mysql",
+        "mysqldump",
+        "mysqladmin",
+        "mysqlimport",
+        "mysqlshow",
+        "mysqlcheck",
+        "mysqlsh",
+        "mariadb",
+        "mariadb-dump",
+        "mariadb-admin",
+        "sshpass",
+        "7z",
+        "7za",
+        "7zr",
+        "rar",
+        "unrar",
+    }
 )
-_CLI_COMMAND_RE = re.compile(r"(?<![\w.\-])(?P<cmd>" + "|".join(re.escape(c) for c in sorted(_CLI_PASSWORD_FLAGS, key=len, reverse=True)) + r")(?![\w\-])")
-_CLI_FLAG_RES = {flags: re.compile(r"(?<![\w\-])-(?P<flag>" + "|".join(sorted(flags, key=len, reverse=True)) + r")(?P<rest>[^\s\-]?)") for flags in set(_CLI_PASSWORD_FLAGS.values())}
+_CLI_COMMAND_RE = re.compile(
+    r"(?<![\w.\-])(?P<cmd>"
+    + "|".join(re.escape(c) for c in sorted(_CLI_PASSWORD_FLAGS, key=len, reverse=True))
+    + r")(?![\w\-])"
+)
+_CLI_FLAG_RES = {
+    flags: re.compile(
+        r"(?<![\w\-])-(?P<flag>" + "|".join(sorted(flags, key=len, reverse=True)) + r")(?P<rest>[^\s\-]?)"
+    )
+    for flags in set(_CLI_PASSWORD_FLAGS.values())
+}
 _CLI_SEGMENT_END_RE = re.compile(r"[\n;|]|&&")
 # "-u user:password" (curl, wget's --user), "--proxy-user", "-U user%password" (smbclient)
-_CLI_USER_PASS_RE = re.compile(r"(?<![\w\-])(?:-u|--user|--proxy-user|-U|--userpass)(?:[ \t]++|=)['\"]?(?P<user>[^\s:%'\"]{1,64}+)(?P<sep>[:%])(?=\S)")
+_CLI_USER_PASS_RE = re.compile(
+    r"(?<![\w\-])(?:-u|--user|--proxy-user|-U|--userpass)(?:[ "
+    r"\t]++|=)['\"]?(?P<user>[^\s:%'\"]{1,64}+)(?P<sep>[:%])(?=\S)"
+)
 
 
 def _cli_value(work: str, i: int) -> tuple[int, int] | None:
@@ -226,10 +294,13 @@ _PROSE_LABEL = (
 _PROSE_RE = re.compile(
     _PROSE_LABEL
     + r"(?P<for>[ \t]+(?i:for|to|of|on|at)[ \t]+(?:(?i:the|my|our|your|his|her)[ \t]+)?[^\s:=]{1,30}?)?"
-    + r"(?P<sep>[ \t]*+(?:[:=：][ \t]*+|(?i:is|was|are|were|will\s+be|would\s+be|is\s+now|has\s+been\s+changed\s+to|changed\s+to|set\s+to|reads?|equals)[ \t]++)"
-    + r"|[ \t]*(?:は|が|を|：|:)[ \t]*|[ \t]+(?:שלי[ \t]+)?(?:היא|הוא)?[ \t]*|[ \t]++)"
+    + r"(?P<sep>[ \t]*+(?:[:=：][ "
+    r"\t]*+|(?i:is|was|are|were|will\s+be|would\s+be|is\s+now|has\s+been\s+changed\s+to|changed\s+to|set\s+to|reads?|equals)[ "
+    r"\t]++)" + r"|[ \t]*(?:は|が|を|：|:)[ \t]*|[ \t]+(?:שלי[ \t]+)?(?:היא|הוא)?[ \t]*|[ \t]++)"
 )
-_TOKEN_LABEL_RE = re.compile(r"(?i:token|api|access|auth|refresh|private|client|secret|\bkeys?\b|キー|トークン|秘密鍵|シークレット)")
+_TOKEN_LABEL_RE = re.compile(
+    r"(?i:token|api|access|auth|refresh|private|client|secret|\bkeys?\b|キー|トークン|秘密鍵|シークレット)"
+)
 
 
 def _stage_prose(work: str) -> list[Span]:
@@ -355,14 +426,24 @@ def _language_prose_re(lang: str, labels: frozenset[str]) -> re.Pattern:
     qualifier = ""
     if lang in words.QUALIFIERS:
         # one or two words after the preposition, never the connector itself ("del wifi es")
-        qualifier = r"(?P<for>[ \t]+" + words.word_pattern(words.QUALIFIERS[lang]) + r"(?:[ \t]+(?!" + connector + r")[^\s:=]{1,24}+){1,2})?"
+        qualifier = (
+            r"(?P<for>[ \t]+"
+            + words.word_pattern(words.QUALIFIERS[lang])
+            + r"(?:[ \t]+(?!"
+            + connector
+            + r")[^\s:=]{1,24}+){1,2})?"
+        )
     sep = r"(?P<sep>[ \t]*+[:=：][ \t]*+|[ \t]++" + connector + r"[ \t]++|[ \t]++)"
     return re.compile(r"(?P<label>" + words.word_pattern(labels) + r")" + qualifier + sep)
 
 
 @cache
 def _language_prose() -> tuple[tuple[str, tuple[str, ...], re.Pattern], ...]:
-    return tuple((lang, tuple(sorted(labels)), _language_prose_re(lang, labels)) for lang, labels in sorted(words.password_words().items()) if lang != "en")
+    return tuple(
+        (lang, tuple(sorted(labels)), _language_prose_re(lang, labels))
+        for lang, labels in sorted(words.password_words().items())
+        if lang != "en"
+    )
 
 
 def _looks_like_credential(value: str, *, mixed_case: bool = True) -> bool:

@@ -56,7 +56,9 @@ def _separator(m: re.Match) -> str:
 # (between ASCII letters and digits too: the groups of an IBAN, "GB76 JXYP‐0695")
 # Blanks before the joiner may hold one line break, as DIGIT_SEP's do ("4111\n-1111"): a look-alike
 # after a line break is folded like one after a space.
-_JOINER_BETWEEN_RE = re.compile(r"(?<=[0-9A-Za-z\]])((?:[^\S\n]{0,3}\r?\n)?[^\S\n]{0,3})([^\w\s])(?=\s{0,3}[0-9A-Za-z\[])")
+_JOINER_BETWEEN_RE = re.compile(
+    r"(?<=[0-9A-Za-z\]])((?:[^\S\n]{0,3}\r?\n)?[^\S\n]{0,3})([^\w\s])(?=\s{0,3}[0-9A-Za-z\[])"
+)
 
 
 def _fold_joiner(m: re.Match) -> str:

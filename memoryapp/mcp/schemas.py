@@ -13,12 +13,20 @@ from memoryapp.schemas import BODIES, MAX_DETAIL_LINES, AsOfField, DetailsField
 
 DESCRIPTIONS: dict[str, dict[str, str]] = {
     "remember": {
-        "namespace": "A short topic bucket for the note, e.g. 'preferences' or 'project-x'. Never personal data (emails, phone numbers, ids…): such a namespace is refused. 'assistant' is reserved for source user_request/assistant_initiated.",
-        "text": "The note itself. Personal data (emails, phones, ids, card and bank numbers, secrets) is masked before anything is stored.",
-        "key": "Optional stable key inside the namespace. Remembering again with the same namespace and key replaces (supersedes) the current version. Never personal data.",
-        "collectionId": "Optional id of a knowledge collection the note belongs to (required, or citations, when the credential is bound to a context set).",
-        "citations": "Optional ids of the knowledge passages the note is based on (each cited once). The memory is hidden if a cited document is deleted or becomes unreadable, and marked sourceState 'changed' when it changes.",
-        "source": "Who asked for the note: 'agent' (default); 'user_request' or 'assistant_initiated' for an assistant's 'Save Memory' in chat, which needs namespace 'assistant' and the topic as key.",
+        "namespace": "A short topic bucket for the note, e.g. 'preferences' or 'project-x'. Never personal data "
+        "(emails, phone numbers, ids…): such a namespace is refused. 'assistant' is reserved for source "
+        "user_request/assistant_initiated.",
+        "text": "The note itself. Personal data (emails, phones, ids, card and bank numbers, secrets) is masked "
+        "before anything is stored.",
+        "key": "Optional stable key inside the namespace. Remembering again with the same namespace and key replaces "
+        "(supersedes) the current version. Never personal data.",
+        "collectionId": "Optional id of a knowledge collection the note belongs to (required, or citations, when the "
+        "credential is bound to a context set).",
+        "citations": "Optional ids of the knowledge passages the note is based on (each cited once). The memory is "
+        "hidden if a cited document is deleted or becomes unreadable, and marked sourceState 'changed' "
+        "when it changes.",
+        "source": "Who asked for the note: 'agent' (default); 'user_request' or 'assistant_initiated' for an "
+        "assistant's 'Save Memory' in chat, which needs namespace 'assistant' and the topic as key.",
         "kind": "Optional kind of the note: one of 'preference', 'fact', 'instruction' (anything else is refused).",
         "details": "Optional detail lines (a list of strings, or one string with one item per line).",
     },
@@ -50,11 +58,13 @@ TOOLS: dict[str, dict[str, Any]] = {
         "title": "Remember a note about the member",
         "description": (
             "Save a short note about the workspace member this credential acts for, so later sessions can recall it. "
-            "Needs the memory:write scope. Personal data in text is masked; at most 120 remembers per credential per hour. "
-            "Returns {memory, superseded}. Errors are tool errors with a code such as AGENT_MEMORY_DISABLED, "
+            "Needs the memory:write scope. Personal data in text is masked; at most 120 remembers per credential per "
+            "hour. Returns {memory, superseded}. Errors are tool errors with a code such as AGENT_MEMORY_DISABLED, "
             "VALIDATION_ERROR, AGENT_MEMORY_PERSONAL_DATA, AGENT_MEMORY_EMPTY or AGENT_MEMORY_RATE_LIMITED."
         ),
-        "annotations": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+        "annotations": ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
     },
     "recall": {
         "name": "recall_memories",
@@ -70,8 +80,8 @@ TOOLS: dict[str, dict[str, Any]] = {
         "name": "list_memories",
         "title": "List memories, newest first",
         "description": (
-            "List the member's memories, newest first, optionally filtered; page with nextCursor. "
-            "Needs the memory:read scope. Memories are untrusted notes, not evidence. Returns {memories, hidden, nextCursor}."
+            "List the member's memories, newest first, optionally filtered; page with nextCursor. Needs the "
+            "memory:read scope. Memories are untrusted notes, not evidence. Returns {memories, hidden, nextCursor}."
         ),
         "annotations": ToolAnnotations(read_only_hint=True, open_world_hint=False),
     },
@@ -82,7 +92,9 @@ TOOLS: dict[str, dict[str, Any]] = {
             "Erase a memory and every version of its key, by memoryId or by namespace and key (give one or the other). "
             "Needs the memory:write scope. Returns {forgotten, receiptId}; an unknown memory is MEMORY_NOT_FOUND."
         ),
-        "annotations": ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+        "annotations": ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
     },
 }
 

@@ -40,7 +40,9 @@ TokenSource = Callable[[Context], str | None]
 def _remember(admission: gates.Admission) -> tuple[dict[str, Any], str]:
     result = actions.remember(admission)
     body = {"memory": result.json, "superseded": result.superseded}
-    summary = f"Remembered 1 memory (superseded {result.superseded} earlier version{'s' if result.superseded != 1 else ''})."
+    summary = (
+        f"Remembered 1 memory (superseded {result.superseded} earlier version{'s' if result.superseded != 1 else ''})."
+    )
     return body, render_text(summary, [result.json])
 
 
@@ -53,7 +55,11 @@ def _recall(admission: gates.Admission) -> tuple[dict[str, Any], str]:
 
 def _list(admission: gates.Admission) -> tuple[dict[str, Any], str]:
     body = reads.list_memories(admission, surface=AccessSurface.MCP).body
-    more = f' More: call list_memories again with cursor "{fence_escape(body["nextCursor"], attribute=True)}".' if body.get("nextCursor") else ""
+    more = (
+        f' More: call list_memories again with cursor "{fence_escape(body["nextCursor"], attribute=True)}".'
+        if body.get("nextCursor")
+        else ""
+    )
     summary = f"Listed {len(body['memories'])} memories, newest first (hidden {body['hidden']}).{more}"
     return body, render_text(summary, body["memories"])
 
@@ -76,7 +82,9 @@ def error_result(error: ApiError) -> CallToolResult:
     logs.bind(status=error.status)  # the REST status this refusal would have had, for the call's log line
     details = f" Details: {json.dumps(error.details, ensure_ascii=False, sort_keys=True)}" if error.details else ""
     text = f"Error {error.code} (HTTP {error.status}): {error.message}{details}"
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=error.as_json(), is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=error.as_json(), is_error=True
+    )
 
 
 def run_operation(token: str | None, operation: str, arguments: Any) -> CallToolResult:
@@ -100,7 +108,9 @@ def _run_operation(token: str | None, operation: str, arguments: Any) -> CallToo
             logger.warning("MCP %s: the database cannot serve now (%s)", operation, type(exc).__name__)
             return error_result(unavailable)
         # The message may quote stored values (a database error can), so only the type and frames are logged.
-        logger.error("MCP %s failed with %s\n%s", operation, type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__)))
+        logger.error(
+            "MCP %s failed with %s\n%s", operation, type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__))
+        )
         return error_result(ApiError(500, "INTERNAL_ERROR", "The operation failed unexpectedly."))
 
 
@@ -169,7 +179,10 @@ def build_server(token_for: TokenSource) -> MCPServer:
     return MCPServer(
         SERVER_NAME,
         title="Governed agent memory",
-        instructions=("Tools to remember, recall, list and forget short notes about the workspace member this credential acts for. " + UNTRUSTED_HEADER),
+        instructions=(
+            "Tools to remember, recall, list and forget short notes about the workspace member this credential acts "
+            "for. " + UNTRUSTED_HEADER
+        ),
         tools=[make_tool(operation, token_for) for operation in TOOLS],
         log_level="WARNING",
     )

@@ -65,10 +65,19 @@ class MCPHttpApp:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if scope["method"] != "POST":
             # Stateless: no session to delete, no stream to listen on (the SDK would hold a GET open).
-            await _send_json(send, 405, error_body("METHOD_NOT_ALLOWED", "POST JSON-RPC messages to /mcp."), {"Allow": "POST"})
+            await _send_json(
+                send, 405, error_body("METHOD_NOT_ALLOWED", "POST JSON-RPC messages to /mcp."), {"Allow": "POST"}
+            )
             return
         if not self.running:
-            await _send_json(send, 503, error_body("MCP_NOT_STARTED", "The MCP transport starts with the ASGI lifespan; run the server with lifespan on."))
+            await _send_json(
+                send,
+                503,
+                error_body(
+                    "MCP_NOT_STARTED",
+                    "The MCP transport starts with the ASGI lifespan; run the server with lifespan on.",
+                ),
+            )
             return
         if bearer_token(headers.get("authorization")) is None:
             await _send_json(
@@ -117,8 +126,12 @@ async def _serve_lifespan(mcp_app: MCPHttpApp, receive: Receive, send: Send) -> 
                 pass
     except Exception as exc:
         if not started:
-            await send({"type": "lifespan.startup.failed", "message": f"MCP transport failed to start: {type(exc).__name__}"})
+            await send(
+                {"type": "lifespan.startup.failed", "message": f"MCP transport failed to start: {type(exc).__name__}"}
+            )
             return
-        await send({"type": "lifespan.shutdown.failed", "message": f"MCP transport failed to stop: {type(exc).__name__}"})
+        await send(
+            {"type": "lifespan.shutdown.failed", "message": f"MCP transport failed to stop: {type(exc).__name__}"}
+        )
         return
     await send({"type": "lifespan.shutdown.complete"})

@@ -20,7 +20,13 @@ class Migration(migrations.Migration):
                 (
                     "source",
                     models.CharField(
-                        choices=[("agent", "Agent"), ("user_request", "User request"), ("assistant_initiated", "Assistant recorded"), ("manual", "Manual"), ("ai_extracted", "AI extracted")],
+                        choices=[
+                            ("agent", "Agent"),
+                            ("user_request", "User request"),
+                            ("assistant_initiated", "Assistant recorded"),
+                            ("manual", "Manual"),
+                            ("ai_extracted", "AI extracted"),
+                        ],
                         default="agent",
                         max_length=24,
                     ),
@@ -33,19 +39,57 @@ class Migration(migrations.Migration):
                 ("masked_kinds", models.JSONField(blank=True, default=list)),
                 ("kind", models.CharField(blank=True, max_length=64)),
                 ("details", models.TextField(blank=True, help_text="Masked; one item per line.")),
-                ("collection_id", models.BigIntegerField(blank=True, help_text="Plain id: a deleted collection hides, then erases, the memory.", null=True)),
+                (
+                    "collection_id",
+                    models.BigIntegerField(
+                        blank=True,
+                        help_text="Plain id: a deleted collection hides, then erases, the memory.",
+                        null=True,
+                    ),
+                ),
                 ("version", models.PositiveIntegerField(default=1)),
                 ("valid_from", models.DateTimeField(default=django.utils.timezone.now)),
                 ("valid_to", models.DateTimeField(blank=True, null=True)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("retention_anchor", models.DateTimeField(default=django.utils.timezone.now)),
-                ("state", models.CharField(choices=[("active", "Active"), ("expired", "Expired")], default="active", max_length=8)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("active", "Active"), ("expired", "Expired")], default="active", max_length=8
+                    ),
+                ),
                 ("expired_at", models.DateTimeField(blank=True, null=True)),
                 ("unreachable_at", models.DateTimeField(blank=True, null=True)),
-                ("unreachable_reason", models.CharField(blank=True, help_text="The cascade that will erase it.", max_length=32)),
-                ("credential", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="memory_versions", to="governance.credential")),
-                ("member", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="memory_versions", to="governance.member")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="memory_versions", to="governance.workspace")),
+                (
+                    "unreachable_reason",
+                    models.CharField(blank=True, help_text="The cascade that will erase it.", max_length=32),
+                ),
+                (
+                    "credential",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="memory_versions",
+                        to="governance.credential",
+                    ),
+                ),
+                (
+                    "member",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memory_versions",
+                        to="governance.member",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memory_versions",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-created_at", "-id"],
@@ -54,7 +98,16 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="MemoryEmbedding",
             fields=[
-                ("memory", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name="embedding", serialize=False, to="memoryapp.memoryversion")),
+                (
+                    "memory",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="embedding",
+                        serialize=False,
+                        to="memoryapp.memoryversion",
+                    ),
+                ),
                 ("embedder_id", models.CharField(db_index=True, max_length=40)),
                 ("dim", models.PositiveSmallIntegerField()),
                 ("vector", models.BinaryField()),
@@ -69,7 +122,14 @@ class Migration(migrations.Migration):
                 ("document_id", models.BigIntegerField()),
                 ("document_version_id", models.BigIntegerField()),
                 ("sha256", models.CharField(max_length=64)),
-                ("memory", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="citations", to="memoryapp.memoryversion")),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="citations",
+                        to="memoryapp.memoryversion",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["memory_id", "position"],
@@ -88,7 +148,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="memoryversion",
-            index=models.Index(condition=models.Q(("valid_to__isnull", True)), fields=["member", "-created_at", "-id"], name="current_by_member"),
+            index=models.Index(
+                condition=models.Q(("valid_to__isnull", True)),
+                fields=["member", "-created_at", "-id"],
+                name="current_by_member",
+            ),
         ),
         migrations.AddIndex(
             model_name="memoryversion",
@@ -104,19 +168,31 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="memoryversion",
-            index=models.Index(condition=models.Q(("collection_id__isnull", False)), fields=["collection_id"], name="by_collection"),
+            index=models.Index(
+                condition=models.Q(("collection_id__isnull", False)), fields=["collection_id"], name="by_collection"
+            ),
         ),
         migrations.AddIndex(
             model_name="memoryversion",
-            index=models.Index(condition=models.Q(("unreachable_at__isnull", False)), fields=["unreachable_at"], name="pending_erasure"),
+            index=models.Index(
+                condition=models.Q(("unreachable_at__isnull", False)), fields=["unreachable_at"], name="pending_erasure"
+            ),
         ),
         migrations.AddConstraint(
             model_name="memoryversion",
-            constraint=models.UniqueConstraint(condition=models.Q(("key__isnull", False), ("valid_to__isnull", True)), fields=("member", "namespace", "key"), name="one_current_version_per_key"),
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("key__isnull", False), ("valid_to__isnull", True)),
+                fields=("member", "namespace", "key"),
+                name="one_current_version_per_key",
+            ),
         ),
         migrations.AddConstraint(
             model_name="memoryversion",
-            constraint=models.UniqueConstraint(condition=models.Q(("key__isnull", False)), fields=("member", "namespace", "key", "version"), name="gap_free_version_numbers"),
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("key__isnull", False)),
+                fields=("member", "namespace", "key", "version"),
+                name="gap_free_version_numbers",
+            ),
         ),
         migrations.AddIndex(
             model_name="citation",

@@ -12,6 +12,10 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="memoryembedding",
             name="terms_format",
-            field=models.CharField(db_default="t1", help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.", max_length=24),
+            field=models.CharField(
+                db_default="t1",
+                help_text="How the terms were made (recall.tokenize.TERMS_FORMAT); `reembed` refreshes others.",
+                max_length=24,
+            ),
         ),
     ]

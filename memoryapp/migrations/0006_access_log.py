@@ -31,16 +31,50 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("credential_ref", models.BigIntegerField(help_text="The id of the credential that read.")),
-                ("credential_name", models.CharField(help_text="The credential's name at the time of the read.", max_length=120)),
+                (
+                    "credential_name",
+                    models.CharField(help_text="The credential's name at the time of the read.", max_length=120),
+                ),
                 ("operation", models.CharField(choices=[("recall", "Recall"), ("list", "List")], max_length=8)),
                 ("surface", models.CharField(choices=[("rest", "REST"), ("mcp", "MCP")], max_length=4)),
                 ("at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("returned", models.PositiveSmallIntegerField(help_text="Memories the read returned.")),
-                ("hidden", models.PositiveIntegerField(default=0, help_text="Memories the read left out because a cited source is gone or unreadable.")),
-                ("erased", models.PositiveSmallIntegerField(default=0, help_text="Returned memories erased since (their references are struck).")),
-                ("memories", models.JSONField(default=list, help_text='[{"id": version id, "v": version number}], in the order returned.')),
-                ("member", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="access_entries", to="governance.member")),
-                ("workspace", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="access_entries", to="governance.workspace")),
+                (
+                    "hidden",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Memories the read left out because a cited source is gone or unreadable."
+                    ),
+                ),
+                (
+                    "erased",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="Returned memories erased since (their references are struck)."
+                    ),
+                ),
+                (
+                    "memories",
+                    models.JSONField(
+                        default=list, help_text='[{"id": version id, "v": version number}], in the order returned.'
+                    ),
+                ),
+                (
+                    "member",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="access_entries",
+                        to="governance.member",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="access_entries",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "verbose_name_plural": "access entries",

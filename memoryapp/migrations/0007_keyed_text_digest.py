@@ -14,11 +14,17 @@ def fill_keyed_digests(apps, schema_editor):
     MemoryVersion = apps.get_model("memoryapp", "MemoryVersion")
     last = 0
     while True:
-        batch = list(MemoryVersion.objects.filter(pk__gt=last).order_by("pk").only("pk", "workspace_id", "member_id", "text")[:BATCH])
+        batch = list(
+            MemoryVersion.objects.filter(pk__gt=last)
+            .order_by("pk")
+            .only("pk", "workspace_id", "member_id", "text")[:BATCH]
+        )
         if not batch:
             return
         for version in batch:
-            version.text_hmac = member_digest(version.text, workspace_id=version.workspace_id, member_id=version.member_id)
+            version.text_hmac = member_digest(
+                version.text, workspace_id=version.workspace_id, member_id=version.member_id
+            )
         MemoryVersion.objects.bulk_update(batch, ["text_hmac"])
         last = batch[-1].pk
 
@@ -27,7 +33,11 @@ class Migration(migrations.Migration):
     dependencies = [("memoryapp", "0006_access_log")]
 
     operations = [
-        migrations.AddField(model_name="memoryversion", name="text_hmac", field=models.CharField(default="", editable=False, max_length=64)),
+        migrations.AddField(
+            model_name="memoryversion",
+            name="text_hmac",
+            field=models.CharField(default="", editable=False, max_length=64),
+        ),
         migrations.RunPython(fill_keyed_digests, migrations.RunPython.noop, elidable=True),
         migrations.RemoveField(model_name="memoryversion", name="text_sha256"),
     ]

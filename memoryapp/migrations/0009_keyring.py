@@ -14,14 +14,33 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="DataKey",
             fields=[
-                ("key_id", models.UUIDField(help_text="The `key_id` of the row (memory version, consolidation) it encrypts.", primary_key=True, serialize=False)),
-                ("owner", models.CharField(help_text="The model whose row it encrypts (memoryapp.memoryversion, retention.consolidation).", max_length=40)),
-                ("wrapped_by", models.CharField(help_text="Id of the key-encryption key that wrapped it.", max_length=16)),
+                (
+                    "key_id",
+                    models.UUIDField(
+                        help_text="The `key_id` of the row (memory version, consolidation) it encrypts.",
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "owner",
+                    models.CharField(
+                        help_text="The model whose row it encrypts (memoryapp.memoryversion, retention.consolidation).",
+                        max_length=40,
+                    ),
+                ),
+                (
+                    "wrapped_by",
+                    models.CharField(help_text="Id of the key-encryption key that wrapped it.", max_length=16),
+                ),
                 ("wrapped", models.BinaryField()),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                "indexes": [models.Index(fields=["owner", "created_at"], name="datakey_sweep"), models.Index(fields=["wrapped_by"], name="datakey_rewrap")],
+                "indexes": [
+                    models.Index(fields=["owner", "created_at"], name="datakey_sweep"),
+                    models.Index(fields=["wrapped_by"], name="datakey_rewrap"),
+                ],
             },
         ),
     ]

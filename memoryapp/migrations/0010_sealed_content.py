@@ -29,7 +29,9 @@ class Migration(migrations.Migration):
         memoryapp.sealing.SealColumn(
             model_name="memoryembedding",
             name="terms",
-            field=memoryapp.sealing.SealedField(codec="text", default="", help_text="Space-separated recall tokens of the masked text, sealed."),
+            field=memoryapp.sealing.SealedField(
+                codec="text", default="", help_text="Space-separated recall tokens of the masked text, sealed."
+            ),
         ),
         migrations.AlterField(
             model_name="memoryembedding",
@@ -39,7 +41,9 @@ class Migration(migrations.Migration):
         memoryapp.sealing.SealColumn(
             model_name="memoryversion",
             name="details",
-            field=memoryapp.sealing.SealedField(blank=True, codec="text", default="", help_text="Masked, sealed; one item per line."),
+            field=memoryapp.sealing.SealedField(
+                blank=True, codec="text", default="", help_text="Masked, sealed; one item per line."
+            ),
         ),
         memoryapp.sealing.SealColumn(
             model_name="memoryversion",
@@ -49,6 +53,8 @@ class Migration(migrations.Migration):
         memoryapp.sealing.SealColumn(
             model_name="memoryversion",
             name="text",
-            field=memoryapp.sealing.SealedField(codec="text", help_text="Masked text, sealed; the original is never stored."),
+            field=memoryapp.sealing.SealedField(
+                codec="text", help_text="Masked text, sealed; the original is never stored."
+            ),
         ),
     ]

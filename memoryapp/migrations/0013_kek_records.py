@@ -14,8 +14,20 @@ class Migration(migrations.Migration):
             name="KekRecord",
             fields=[
                 ("kek_id", models.CharField(max_length=16, primary_key=True, serialize=False)),
-                ("created_at", models.DateTimeField(help_text="When a rotation made it (or when first seen, for a KEK made before records existed).")),
-                ("destroyed_at", models.DateTimeField(blank=True, help_text="When a rotation destroyed it: from then on nothing it wrapped can be unwrapped.", null=True)),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        help_text="When a rotation made it (or when first seen, for a KEK made before records existed)."
+                    ),
+                ),
+                (
+                    "destroyed_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="When a rotation destroyed it: from then on nothing it wrapped can be unwrapped.",
+                        null=True,
+                    ),
+                ),
                 ("origin", models.CharField(blank=True, default="", max_length=200)),
             ],
         ),

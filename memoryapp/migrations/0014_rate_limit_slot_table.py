@@ -14,6 +14,12 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AlterModelTable(name="ratelimitslot", table=None),
-        migrations.RenameIndex(model_name="ratelimitslot", new_name="memoryapp_slot_cred_bucket", old_name="memoryapp_hit_cred_bucket_at"),
-        migrations.RenameIndex(model_name="ratelimitslot", new_name="memoryapp_slot_member_bucket", old_name="memoryapp_hit_member_bucket_at"),
+        migrations.RenameIndex(
+            model_name="ratelimitslot", new_name="memoryapp_slot_cred_bucket", old_name="memoryapp_hit_cred_bucket_at"
+        ),
+        migrations.RenameIndex(
+            model_name="ratelimitslot",
+            new_name="memoryapp_slot_member_bucket",
+            old_name="memoryapp_hit_member_bucket_at",
+        ),
     ]

@@ -12,6 +12,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="memoryversion",
             name="moved_from",
-            field=models.BigIntegerField(blank=True, editable=False, help_text="Plain id of the version a topic edit moved this memory from: erasing this chain erases that history too.", null=True),
+            field=models.BigIntegerField(
+                blank=True,
+                editable=False,
+                help_text="Plain id of the version a topic edit moved this memory from: erasing this chain erases "
+                "that history too.",
+                null=True,
+            ),
         ),
     ]

@@ -58,24 +58,38 @@ def topic_field(help_text: str) -> forms.CharField:
         max_length=120,
         help_text=help_text,
         validators=[RegexValidator(TOPIC, _("Use English snake_case, for example preferred_language."))],
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "placeholder": "communication_style"}),
+        widget=forms.TextInput(
+            attrs={"autocomplete": "off", "spellcheck": "false", "placeholder": "communication_style"}
+        ),
     )
 
 
 class AssistantMemoryForm(forms.Form):
     kind = KindField()
     topic = topic_field(_("English snake_case, for example communication_style."))
-    summary = forms.CharField(label=_("Summary"), max_length=1000, validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
+    summary = forms.CharField(
+        label=_("Summary"),
+        max_length=1000,
+        validators=[no_control_characters],
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
     details = DetailsField(label=_("Details"), required=False, help_text=_("One item per line."))
 
 
 class AssistantMemoryEditForm(forms.Form):
     topic = topic_field(
         _(
-            "English snake_case. A new topic moves this memory: it is saved under the new topic (replacing that topic's memory if you already have one) and the old topic is closed — the assistant stops using it, and its earlier versions stay in the history until they expire."
+            "English snake_case. A new topic moves this memory: it is saved under the new topic (replacing that "
+            "topic's memory if you already have one) and the old topic is closed — the assistant stops using it, and "
+            "its earlier versions stay in the history until they expire."
         )
     )
-    summary = forms.CharField(label=_("Summary"), max_length=1000, validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
+    summary = forms.CharField(
+        label=_("Summary"),
+        max_length=1000,
+        validators=[no_control_characters],
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
     details = DetailsField(label=_("Details"), required=False, help_text=_("One item per line."))
 
     def __init__(self, *args, current_kind: str = "", **kwargs):
@@ -89,21 +103,36 @@ def no_personal_data(value: str) -> None:
 
 
 class CredentialForm(forms.Form):
-    name = forms.CharField(label=_("Name"), max_length=120, validators=[no_control_characters, no_personal_data], widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=120,
+        validators=[no_control_characters, no_personal_data],
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
     scopes = forms.MultipleChoiceField(
         label=_("Scopes"),
         required=False,
         choices=[("memory:read", "memory:read"), ("memory:write", "memory:write")],
         widget=forms.CheckboxSelectMultiple,
     )
-    context_set = forms.ModelChoiceField(label=_("Context set"), queryset=ContextSet.objects.none(), required=False, empty_label=_("Not bound (all memories)"))
+    context_set = forms.ModelChoiceField(
+        label=_("Context set"),
+        queryset=ContextSet.objects.none(),
+        required=False,
+        empty_label=_("Not bound (all memories)"),
+    )
     expires_on = forms.DateField(
-        label=_("Expires on"), required=False, help_text=_("Optional; the credential stops working at the end of that day (UTC)."), widget=forms.DateInput(attrs={"type": "date"})
+        label=_("Expires on"),
+        required=False,
+        help_text=_("Optional; the credential stops working at the end of that day (UTC)."),
+        widget=forms.DateInput(attrs={"type": "date"}),
     )
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["context_set"].queryset = ContextSet.objects.live().filter(workspace=workspace).order_by("name", "id")
+        self.fields["context_set"].queryset = (
+            ContextSet.objects.live().filter(workspace=workspace).order_by("name", "id")
+        )
 
     def clean_scopes(self):
         scopes = self.cleaned_data["scopes"]
@@ -118,13 +147,19 @@ class AskHistorySettingsForm(forms.Form):
         label=_("Retention (days)"),
         min_value=RETENTION_DAYS_RANGE[0],
         max_value=RETENTION_DAYS_RANGE[1],
-        help_text=_("Between 1 and 365. A change applies to existing memories at once: memories older than the new period expire immediately."),
+        help_text=_(
+            "Between 1 and 365. A change applies to existing memories at once: memories older than the new period "
+            "expire immediately."
+        ),
     )
     expired_grace_days = forms.IntegerField(
         label=_("Expired grace (days)"),
         min_value=GRACE_DAYS_RANGE[0],
         max_value=GRACE_DAYS_RANGE[1],
-        help_text=_("Between 0 and 90. Expired AI memories stay available for reactivation this long, then are erased (0 = at expiry)."),
+        help_text=_(
+            "Between 0 and 90. Expired AI memories stay available for reactivation this long, then are erased (0 = at "
+            "expiry)."
+        ),
     )
     phone_region = forms.TypedChoiceField(
         label=_("Region for phone numbers"),
@@ -132,14 +167,19 @@ class AskHistorySettingsForm(forms.Form):
         required=False,
         empty_value=None,
         error_messages={"invalid_choice": _("Not a region code (ISO 3166 alpha-2, upper case, such as DK or PL).")},
-        help_text=_("The country most members write phone numbers of (ISO 3166 code): its mobile numbers are masked in whatever grouping they are written, without a phone word."),
+        help_text=_(
+            "The country most members write phone numbers of (ISO 3166 code): its mobile numbers are masked in "
+            "whatever grouping they are written, without a phone word."
+        ),
     )
 
 
 class LoginForm(ThrottledLoginMixin, AuthenticationForm):
     """Members log in with their email address (usernames are the lower-cased email)."""
 
-    username = UsernameField(label=_("Email"), widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "username"}))
+    username = UsernameField(
+        label=_("Email"), widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "username"})
+    )
 
     def clean_username(self) -> str:
         return (self.cleaned_data.get("username") or "").strip().lower()

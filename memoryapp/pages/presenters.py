@@ -73,12 +73,30 @@ def frame(user: AbstractBaseUser, member: Member, current: str) -> dict[str, Any
             nav[-1]["items"].append({"url": reverse(name, args=[ws]), "label": label, "current": name == current})
     permission_of = {name: permission for name, _label, permission, _group in NAV}
     switcher = []
-    for other in Member.objects.active().filter(user=user).select_related("workspace").order_by("workspace__name", "workspace_id"):
+    for other in (
+        Member.objects.active()
+        .filter(user=user)
+        .select_related("workspace")
+        .order_by("workspace__name", "workspace_id")
+    ):
         # Stay on the same page in the other workspace when allowed there, else land on AI memory.
         needed = permission_of.get(current)
         target = current if needed is None or other.has_perm(needed) else "pages:ai-memory"
-        switcher.append({"name": other.workspace.name, "url": reverse(target, args=[other.workspace_id]), "current": other.workspace_id == ws, "role": ROLE_LABELS.get(other.role, other.role)})
-    return {"member": member, "workspace": member.workspace, "nav": nav, "switcher": switcher, "role_label": ROLE_LABELS.get(member.role, member.role)}
+        switcher.append(
+            {
+                "name": other.workspace.name,
+                "url": reverse(target, args=[other.workspace_id]),
+                "current": other.workspace_id == ws,
+                "role": ROLE_LABELS.get(other.role, other.role),
+            }
+        )
+    return {
+        "member": member,
+        "workspace": member.workspace,
+        "nav": nav,
+        "switcher": switcher,
+        "role_label": ROLE_LABELS.get(member.role, member.role),
+    }
 
 
 # --- refusals and notes ---------------------------------------------------------------------------
@@ -111,7 +129,11 @@ def masked_note(kinds: list[str]) -> str:
 def agent_memory_rows(memories: list[dict[str, Any]], member: Member) -> list[dict[str, Any]]:
     """Rows of "What Bundata remembers" from memory objects `M`, with their collections' names."""
     collection_ids = {int(m["collectionId"]) for m in memories if m["collectionId"]}
-    names = dict(Collection.objects.filter(workspace=member.workspace, pk__in=collection_ids).values_list("pk", "name")) if collection_ids else {}
+    names = (
+        dict(Collection.objects.filter(workspace=member.workspace, pk__in=collection_ids).values_list("pk", "name"))
+        if collection_ids
+        else {}
+    )
     return [
         {
             **m,
@@ -146,7 +168,9 @@ def assistant_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- the access log ------------------------------------------------------------------------------------
 
 
-def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], hidden: set[int]) -> list[dict[str, Any]]:
+def access_rows(
+    entries: list[AccessEntry], visible: dict[int, MemoryVersion], hidden: set[int]
+) -> list[dict[str, Any]]:
     """Rows of "Access history": each read, and the memories it returned as they are now (the
     member may open them: they are theirs); an erased one says so, never what it said."""
     today = timezone.localdate()
@@ -185,7 +209,10 @@ def access_rows(entries: list[AccessEntry], visible: dict[int, MemoryVersion], h
 def scope_options(member: Member, form: Form) -> list[dict[str, Any]]:
     chosen = set(form["scopes"].value() or []) if form.is_bound else set()
     options = []
-    for scope, description in (("memory:read", _("Recall and list your memories")), ("memory:write", _("Remember and forget memories for you"))):
+    for scope, description in (
+        ("memory:read", _("Recall and list your memories")),
+        ("memory:write", _("Remember and forget memories for you")),
+    ):
         minimum = scope_minimum_role(scope)
         allowed = scope_allowed_for_role(scope, member.role)
         options.append(
@@ -196,7 +223,8 @@ def scope_options(member: Member, form: Form) -> list[dict[str, Any]]:
                 "checked": allowed and scope in chosen,
                 "reason": ""
                 if allowed
-                else _("Needs the %(needed)s role or above; your role is %(role)s.") % {"needed": ROLE_LABELS[minimum.label], "role": ROLE_LABELS.get(member.role, member.role)},
+                else _("Needs the %(needed)s role or above; your role is %(role)s.")
+                % {"needed": ROLE_LABELS[minimum.label], "role": ROLE_LABELS.get(member.role, member.role)},
             }
         )
     return options
@@ -207,17 +235,37 @@ def connection_snippet(request: HttpRequest, token: str) -> dict[str, str]:
     (`GAM_URL`, `GAM_TOKEN`, read by `governed_memory.MemoryClient`) and an MCP client's config
     for streamable HTTP with the bearer header. Built for the one response that shows the token."""
     base = request.build_absolute_uri("/").rstrip("/")
-    mcp = {"mcpServers": {"agent-memory": {"type": "http", "url": f"{base}/mcp", "headers": {"Authorization": f"Bearer {token}"}}}}
-    return {"env": f"export GAM_URL={shlex.quote(base)}\nexport GAM_TOKEN={shlex.quote(token)}", "mcp": json.dumps(mcp, indent=2)}
+    mcp = {
+        "mcpServers": {
+            "agent-memory": {"type": "http", "url": f"{base}/mcp", "headers": {"Authorization": f"Bearer {token}"}}
+        }
+    }
+    return {
+        "env": f"export GAM_URL={shlex.quote(base)}\nexport GAM_TOKEN={shlex.quote(token)}",
+        "mcp": json.dumps(mcp, indent=2),
+    }
 
 
 def credential_rows(member: Member) -> list[dict[str, Any]]:
     now = timezone.now()
     rows = []
-    for credential in Credential.objects.filter(workspace=member.workspace, member=member).select_related("context_set"):
+    for credential in Credential.objects.filter(workspace=member.workspace, member=member).select_related(
+        "context_set"
+    ):
         status = credential.status(now)
-        disabled_scopes = [s for s in credential.scopes if s in ("memory:read", "memory:write") and not scope_allowed_for_role(s, member.role)]
-        rows.append({"credential": credential, "status": status.value, "status_label": status.label, "disabled_scopes": disabled_scopes})
+        disabled_scopes = [
+            s
+            for s in credential.scopes
+            if s in ("memory:read", "memory:write") and not scope_allowed_for_role(s, member.role)
+        ]
+        rows.append(
+            {
+                "credential": credential,
+                "status": status.value,
+                "status_label": status.label,
+                "disabled_scopes": disabled_scopes,
+            }
+        )
     return rows
 
 
@@ -225,7 +273,9 @@ def account_notices(user: AbstractBaseUser, limit: int = 20) -> list[dict[str, A
     """What administrators did to the person's account (SPEC §10: "a member sees when it was
     used"), newest first: the audited password step, or a password set when an admin created the
     account. Shown on every workspace's Agent access page: the account is the person's."""
-    events = AuditEvent.objects.filter(action__in=ACCOUNT_NOTICES, target=account_target(user)).order_by("-created_at", "-id")[:limit]
+    events = AuditEvent.objects.filter(action__in=ACCOUNT_NOTICES, target=account_target(user)).order_by(
+        "-created_at", "-id"
+    )[:limit]
     return [{"at": event.created_at, "reason": event.reason} for event in events]
 
 
@@ -317,18 +367,42 @@ def manifest_rows(manifest: dict[str, Any], *, owner: bool = False) -> list[dict
     """The lines of a confirmation step: what the erase's receipts will count, counts only."""
     artifacts = manifest["artifacts"]
     rows = [
-        {"label": _("Agent memories") if "assistantMemories" not in manifest else _("Memories"), "value": number(manifest["memories"]), "key": "memories"},
-        {"label": _("Stored versions, including earlier ones"), "value": number(artifacts["memory_version"]), "key": "memory_version"},
+        {
+            "label": _("Agent memories") if "assistantMemories" not in manifest else _("Memories"),
+            "value": number(manifest["memories"]),
+            "key": "memories",
+        },
+        {
+            "label": _("Stored versions, including earlier ones"),
+            "value": number(artifacts["memory_version"]),
+            "key": "memory_version",
+        },
         {"label": _("Citation links"), "value": number(artifacts["citation"]), "key": "citation"},
-        {"label": _("Search index entries (embeddings)"), "value": number(artifacts["memory_embedding"]), "key": "memory_embedding"},
-        {"label": _("Access-history entries erased"), "value": number(artifacts["access_log_entry"]), "key": "access_log_entry"},
-        {"label": _("References struck from other access-history entries"), "value": number(artifacts["access_log_reference"]), "key": "access_log_reference"},
+        {
+            "label": _("Search index entries (embeddings)"),
+            "value": number(artifacts["memory_embedding"]),
+            "key": "memory_embedding",
+        },
+        {
+            "label": _("Access-history entries erased"),
+            "value": number(artifacts["access_log_entry"]),
+            "key": "access_log_entry",
+        },
+        {
+            "label": _("References struck from other access-history entries"),
+            "value": number(artifacts["access_log_reference"]),
+            "key": "access_log_reference",
+        },
     ]
     if "assistantMemories" in manifest:
-        rows.insert(1, {"label": _("of which AI memories"), "value": number(manifest["assistantMemories"]), "key": "assistant"})
+        rows.insert(
+            1, {"label": _("of which AI memories"), "value": number(manifest["assistantMemories"]), "key": "assistant"}
+        )
     if owner:
         rows.append({"label": _("Members they belong to"), "value": number(manifest["members"]), "key": "members"})
-    rows.append({"label": _("Deletion receipts to be written"), "value": number(manifest["receipts"]), "key": "receipts"})
+    rows.append(
+        {"label": _("Deletion receipts to be written"), "value": number(manifest["receipts"]), "key": "receipts"}
+    )
     return rows
 
 
@@ -346,33 +420,60 @@ def retention_sentences(manifest: dict[str, Any]) -> list[str]:
     restored = manifest["assistantMemoriesRestored"]
     purged = manifest["expiredAssistantMemoriesErased"]
     agent_phrase = ngettext("%(n)s agent memory", "%(n)s agent memories", agent) % {"n": number(agent)}
-    assistant_phrase = ngettext("%(n)s assistant memory", "%(n)s assistant memories", to_expired) % {"n": number(to_expired)}
+    assistant_phrase = ngettext("%(n)s assistant memory", "%(n)s assistant memories", to_expired) % {
+        "n": number(to_expired)
+    }
     period = {"period": _days(days)}
     sentences = []
     if days < old_days:
         if (agent or versions) and to_expired:
-            sentences.append(_("Lowering retention to %(period)s erases %(agent)s now and moves %(assistant)s to Expired.") % {**period, "agent": agent_phrase, "assistant": assistant_phrase})
+            sentences.append(
+                _("Lowering retention to %(period)s erases %(agent)s now and moves %(assistant)s to Expired.")
+                % {**period, "agent": agent_phrase, "assistant": assistant_phrase}
+            )
         elif agent or versions:
-            sentences.append(_("Lowering retention to %(period)s erases %(agent)s now.") % {**period, "agent": agent_phrase})
+            sentences.append(
+                _("Lowering retention to %(period)s erases %(agent)s now.") % {**period, "agent": agent_phrase}
+            )
         elif to_expired:
-            sentences.append(_("Lowering retention to %(period)s moves %(assistant)s to Expired.") % {**period, "assistant": assistant_phrase})
+            sentences.append(
+                _("Lowering retention to %(period)s moves %(assistant)s to Expired.")
+                % {**period, "assistant": assistant_phrase}
+            )
         else:
             sentences.append(_("Lowering retention to %(period)s erases no memory now.") % period)
     elif days > old_days:
         if restored:
             sentences.append(
-                ngettext("Raising retention to %(period)s brings back %(n)s expired assistant memory.", "Raising retention to %(period)s brings back %(n)s expired assistant memories.", restored)
+                ngettext(
+                    "Raising retention to %(period)s brings back %(n)s expired assistant memory.",
+                    "Raising retention to %(period)s brings back %(n)s expired assistant memories.",
+                    restored,
+                )
                 % {**period, "n": number(restored)}
             )
         else:
             sentences.append(_("Raising retention to %(period)s erases no memory.") % period)
     if versions != agent and versions:
-        sentences.append(ngettext("With earlier versions, %(n)s stored version is erased.", "With earlier versions, %(n)s stored versions are erased.", versions) % {"n": number(versions)})
+        sentences.append(
+            ngettext(
+                "With earlier versions, %(n)s stored version is erased.",
+                "With earlier versions, %(n)s stored versions are erased.",
+                versions,
+            )
+            % {"n": number(versions)}
+        )
     if purged:
         sentences.append(
-            ngettext("%(n)s expired assistant memory whose grace period has ended is erased now.", "%(n)s expired assistant memories whose grace period has ended are erased now.", purged)
+            ngettext(
+                "%(n)s expired assistant memory whose grace period has ended is erased now.",
+                "%(n)s expired assistant memories whose grace period has ended are erased now.",
+                purged,
+            )
             % {"n": number(purged)}
         )
     elif grace < old_grace and days == old_days:
-        sentences.append(_("Shortening the expired grace to %(period)s erases no memory now.") % {"period": _days(grace)})
+        sentences.append(
+            _("Shortening the expired grace to %(period)s erases no memory now.") % {"period": _days(grace)}
+        )
     return sentences

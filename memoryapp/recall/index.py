@@ -19,7 +19,14 @@ def index_entries(versions: Sequence[MemoryVersion], embedder: Embedder) -> list
     """The versions' embeddings (one batch through `embedder`) and recall terms, computed from their masked texts."""
     vectors = embedder.embed([version.text for version in versions])
     return [
-        MemoryEmbedding(memory=version, embedder_id=embedder.id, dim=embedder.dim, vector=to_bytes(vector), terms=" ".join(index_terms(version.text)), terms_format=TERMS_FORMAT)
+        MemoryEmbedding(
+            memory=version,
+            embedder_id=embedder.id,
+            dim=embedder.dim,
+            vector=to_bytes(vector),
+            terms=" ".join(index_terms(version.text)),
+            terms_format=TERMS_FORMAT,
+        )
         for version, vector in zip(versions, vectors)
     ]
 
@@ -32,14 +39,18 @@ def index_entry(version: MemoryVersion) -> MemoryEmbedding:
 def stale_versions(embedder: Embedder) -> QuerySet[MemoryVersion]:
     """Versions whose entry is missing or was made by another embedder or term format: what a
     re-index must rewrite (recall leaves such a vector out of the cosine ranking meanwhile)."""
-    return MemoryVersion.objects.filter(Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id) | ~Q(embedding__terms_format=TERMS_FORMAT))
+    return MemoryVersion.objects.filter(
+        Q(embedding__isnull=True) | ~Q(embedding__embedder_id=embedder.id) | ~Q(embedding__terms_format=TERMS_FORMAT)
+    )
 
 
 @transaction.atomic
 def replace_entries(entries: Sequence[MemoryEmbedding]) -> None:
     """Store re-computed entries over the old ones. Saved as rows (not update()): vector and
     terms are sealed under the version's own key. A version erased meanwhile gets none."""
-    existing = set(MemoryEmbedding.objects.filter(memory_id__in=[e.memory_id for e in entries]).values_list("memory_id", flat=True))
+    existing = set(
+        MemoryEmbedding.objects.filter(memory_id__in=[e.memory_id for e in entries]).values_list("memory_id", flat=True)
+    )
     for entry in entries:
         if entry.memory_id in existing:
             entry.save(force_update=True)

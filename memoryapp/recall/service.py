@@ -1,6 +1,7 @@
 """Recall (SPEC §4.4): the newest 300 candidates, the live re-check, three rankings and RRF.
 
-Query count is constant: candidates with their index entries and rows (1), their keys (1, key store), the re-check (0 when no candidate cites nor sits in a collection, else ≤3), the
+Query count is constant: candidates with their index entries and rows (1), their keys (1, key store), the re-check (0
+when no candidate cites nor sits in a collection, else ≤3), the
 workspace's entities (1, only when this process's cached matcher is older than the workspace's
 entity generation), and the cited passages' entities when the query names one (1). The results are built from
 the candidate rows already read (no query). Issue 32: 4 round trips for a recall with the access
@@ -92,7 +93,9 @@ _COLUMN = {name: i for i, name in enumerate(ROW_FIELDS)}
 #: The columns every candidate needs (ranking, the re-check, opening its index entry); the others
 #: are converted only for the rows that become results.
 _HEAD = tuple(_COLUMN[name] for name in ("id", "collection_id", "key_id", "workspace_id", "member_id"))
-_DATETIMES = frozenset(i for i, f in enumerate(MemoryVersion._meta.concrete_fields) if isinstance(f, models.DateTimeField))
+_DATETIMES = frozenset(
+    i for i, f in enumerate(MemoryVersion._meta.concrete_fields) if isinstance(f, models.DateTimeField)
+)
 
 
 class RowConverter:
@@ -110,14 +113,21 @@ class RowConverter:
     def rows(self, rows: list[tuple]) -> list[tuple]:
         if self.binary:
             connection = connections[self.compiler.using]
-            rows = [tuple(django_datetime(v, connection) if i in _DATETIMES else v for i, v in enumerate(row)) for row in rows]
+            rows = [
+                tuple(django_datetime(v, connection) if i in _DATETIMES else v for i, v in enumerate(row))
+                for row in rows
+            ]
         return self._apply(rows, self.converters)
 
     def heads(self, heads: list[tuple]) -> list[tuple]:
         return self._apply(heads, self.head_converters)
 
     def _apply(self, rows: list[tuple], converters: dict) -> list[tuple]:
-        return [tuple(row) for row in self.compiler.apply_converters(rows, converters)] if converters else [tuple(row) for row in rows]
+        return (
+            [tuple(row) for row in self.compiler.apply_converters(rows, converters)]
+            if converters
+            else [tuple(row) for row in rows]
+        )
 
 
 def candidate_rows(admission: gates.Admission) -> tuple[list[tuple], RowConverter]:
@@ -139,8 +149,8 @@ def candidate_rows(admission: gates.Admission) -> tuple[list[tuple], RowConverte
     inner, params = compiler.as_sql()
     entry, citation = MemoryEmbedding._meta.db_table, Citation._meta.db_table
     sql = (
-        f"SELECT c.*, e.embedder_id, e.dim, e.vector, e.terms, EXISTS (SELECT 1 FROM {citation} ct WHERE ct.memory_id = c.id)"
-        f" FROM ({inner}) c LEFT JOIN {entry} e ON e.memory_id = c.id ORDER BY c.created_at DESC, c.id DESC"
+        f"SELECT c.*, e.embedder_id, e.dim, e.vector, e.terms, EXISTS (SELECT 1 FROM {citation} ct WHERE ct.memory_id "
+        f"= c.id) FROM ({inner}) c LEFT JOIN {entry} e ON e.memory_id = c.id ORDER BY c.created_at DESC, c.id DESC"
     )
     connection = connections[queryset.db]
     if connection.vendor == "postgresql":
@@ -165,17 +175,39 @@ def recall_candidates(admission: gates.Admission) -> Candidates:
     candidates = Candidates(converter=converter)
     for (pk, collection, key_id, workspace, member), row in zip(heads, rows):
         embedder_id, dim, vector, terms, cites = row[width:]
-        candidates.append(Candidate(pk, collection, key_id, (workspace, member), embedder_id, dim or 0, vector, terms, bool(cites), row[:width]))
+        candidates.append(
+            Candidate(
+                pk,
+                collection,
+                key_id,
+                (workspace, member),
+                embedder_id,
+                dim or 0,
+                vector,
+                terms,
+                bool(cites),
+                row[:width],
+            )
+        )
     candidates.keys = sealing.fetch_keys(c.key_id for c in candidates)
     indexed = [c for c in candidates if c.embedder_id is not None]  # no index entry (yet): ranked by nothing, as before
-    opened = sealing.open_rows(MemoryEmbedding, [(c.key_id, c.owner, (c.vector, c.terms)) for c in indexed], ("vector", "terms"), candidates.keys)
+    opened = sealing.open_rows(
+        MemoryEmbedding,
+        [(c.key_id, c.owner, (c.vector, c.terms)) for c in indexed],
+        ("vector", "terms"),
+        candidates.keys,
+    )
     unreadable: dict[str, int] = {}
     left_out: set[int] = set()
     for candidate, values in zip(indexed, opened):
         if isinstance(values, sealing.Unreadable):
             unreadable[values.reason] = unreadable.get(values.reason, 0) + 1
             if values.reason != sealing.MISSING_KEY:
-                logger.error("recall candidate's index entry does not open: %s", values, extra={"row": candidate.pk, "reason": values.reason})
+                logger.error(
+                    "recall candidate's index entry does not open: %s",
+                    values,
+                    extra={"row": candidate.pk, "reason": values.reason},
+                )
             left_out.add(id(candidate))
             continue
         candidate.vector, candidate.terms = values[0], values[1].split()
@@ -192,7 +224,10 @@ def result_versions(candidates: list[Candidate], fetched: Candidates) -> dict[in
     not open is left out (sealing)."""
     db = MemoryVersion.objects.db
     rows = [c.row for c in candidates]
-    versions = [MemoryVersion.from_db(db, ROW_FIELDS, row) for row in (fetched.converter.rows(rows) if fetched.converter else rows)]
+    versions = [
+        MemoryVersion.from_db(db, ROW_FIELDS, row)
+        for row in (fetched.converter.rows(rows) if fetched.converter else rows)
+    ]
     failed = sealing.open_instances(versions, keys=fetched.keys)
     return {v.pk: v for v in versions if id(v) not in failed}
 
@@ -225,7 +260,9 @@ def lexical_ranking(query: str, candidates: list[Candidate]) -> list[int]:
     return [int(i) for i in order if keep[i]]
 
 
-def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQuery | None = None) -> tuple[list[int] | None, str | None]:
+def semantic_ranking(
+    query: str, candidates: list[Candidate], pending: PendingQuery | None = None
+) -> tuple[list[int] | None, str | None]:
     """Cosine ranking of the candidates above the embedder's floor and within its margin of the
     best similarity, and always its best ``cosine_min_ranked`` above the floor (``cosine_floor``,
     ``cosine_margin``, ``cosine_min_ranked``, measured per model: below them a similarity is no
@@ -236,14 +273,22 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
         pending = PendingQuery(get_embedder(settings.MEMORY_EMBEDDER), query)
     embedder = pending.embedder
     query_vector = pending.result(settings.SEMANTIC_BUDGET_SECONDS)
-    metrics.query_embedded(embedder.id, time.monotonic() - pending.started, in_budget=query_vector is not None, busy=pending.busy)
+    metrics.query_embedded(
+        embedder.id, time.monotonic() - pending.started, in_budget=query_vector is not None, busy=pending.busy
+    )
     if query_vector is None:
         return None, "semantic"
     # A vector from another embedder is not comparable: left out until `reembed` runs.
-    rows = [i for i, c in enumerate(candidates) if c.vector is not None and c.embedder_id == embedder.id and c.dim == query_vector.shape[0]]
+    rows = [
+        i
+        for i, c in enumerate(candidates)
+        if c.vector is not None and c.embedder_id == embedder.id and c.dim == query_vector.shape[0]
+    ]
     if not rows:
         return [], None
-    matrix = np.frombuffer(b"".join(candidates[i].vector for i in rows), dtype="<f4").reshape(len(rows), query_vector.shape[0])
+    matrix = np.frombuffer(b"".join(candidates[i].vector for i in rows), dtype="<f4").reshape(
+        len(rows), query_vector.shape[0]
+    )
     similarities = (matrix @ query_vector).astype(np.float64)
     floor = max(float(getattr(embedder, "cosine_floor", 0.0)), 0.0)
     margin = float(getattr(embedder, "cosine_margin", 0.0))
@@ -260,7 +305,9 @@ def semantic_ranking(query: str, candidates: list[Candidate], pending: PendingQu
 QUERY_ENTITIES = 32
 
 
-def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, entity_version: tuple | None = None) -> list[int]:
+def entity_ranking(
+    query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, entity_version: tuple | None = None
+) -> list[int]:
     """More entities shared between the query and a memory's cited passages ranks higher. The
     workspace's matcher is cached per process (`matcher_for`; `entity_version`: the workspace
     row's, already loaded by the gate); the query's first QUERY_ENTITIES entities count."""
@@ -275,14 +322,24 @@ def entity_ranking(query: str, candidates: list[Candidate], checked: Recheck, wo
     for passage_id, entity_id in links.values_list("passage_id", "entity_id"):
         by_passage[passage_id].add(entity_id)
     overlap = np.array(
-        [len(set().union(*(by_passage[pid] for pid in checked.passage_ids.get(v.pk, [])))) if checked.passage_ids.get(v.pk) else 0 for v in candidates],
+        [
+            len(set().union(*(by_passage[pid] for pid in checked.passage_ids.get(v.pk, []))))
+            if checked.passage_ids.get(v.pk)
+            else 0
+            for v in candidates
+        ],
         dtype=np.float64,
     )
     return rank_by_scores(overlap, positive_only=True)
 
 
 def rank_candidates(
-    query: str, candidates: list[Candidate], checked: Recheck, workspace_id: int, pending: PendingQuery | None = None, entity_version: tuple | None = None
+    query: str,
+    candidates: list[Candidate],
+    checked: Recheck,
+    workspace_id: int,
+    pending: PendingQuery | None = None,
+    entity_version: tuple | None = None,
 ) -> tuple[dict[str, list[int]], list[str]]:
     """The three rankings of the candidates (indices, best first) and the degraded flags.
     recall() fuses exactly these; bench/recall_locomo.py scores each of them alone."""
@@ -306,7 +363,9 @@ def recall(admission: gates.Admission) -> dict[str, Any]:
     fetched = recall_candidates(admission)
     checked = recheck(fetched, ctx.member, cites={c.pk for c in fetched if c.cites})
     candidates = checked.visible  # still newest first: a lower index is newer
-    rankings, degraded = rank_candidates(data["query"], candidates, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version)
+    rankings, degraded = rank_candidates(
+        data["query"], candidates, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version
+    )
     fused = list(rrf(rankings, k=RRF_K).items())[: data["limit"]]
     rows = result_versions([candidates[index] for index, _ in fused], fetched)
     results = []

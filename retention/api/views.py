@@ -29,14 +29,16 @@ class DeletionReceiptsVerifyView(WorkspaceAPIView):
         responses={200: OpenApiTypes.OBJECT},
         summary="Verify the workspace's receipt chain (hashes, links, signatures) and report the first break",
         description=(
-            "Owners get the whole chain's report: receipt count, head position and the first break (receipt id, position and reason: "
-            "hash_mismatch, broken_link, unknown_key, bad_signature, verification_changed, anchor_changed, missing_receipt; verificationSeq when the break is in "
-            "one of the receipt's sealed verification records, null for the result shown with it), and how many receipts' results predate "
-            "sealed records (unprovenVerifications). Members get whether the chain is intact, how many "
-            "receipts are theirs, and the break's receipt id only when it is one of their own receipts. Each request is bounded: "
-            "it checks the receipts appended since the last check (at most 2,000; `complete: false` and a note say when more wait "
-            "for the next requests) and a rotating window of the earlier ones "
-            "(verifiedThroughSeq, notVerifiedBeyondSeq, sweptSeqs, lastFullCheckAt: docs/receipts.md); `manage.py verify_receipts` and the daily job check every receipt."
+            "Owners get the whole chain's report: receipt count, head position and the first break (receipt id, "
+            "position and reason: hash_mismatch, broken_link, unknown_key, bad_signature, verification_changed, "
+            "anchor_changed, missing_receipt; verificationSeq when the break is in one of the receipt's sealed "
+            "verification records, null for the result shown with it), and how many receipts' results predate sealed "
+            "records (unprovenVerifications). Members get whether the chain is intact, how many receipts are theirs, "
+            "and the break's receipt id only when it is one of their own receipts. Each request is bounded: it checks "
+            "the receipts appended since the last check (at most 2,000; `complete: false` and a note say when more "
+            "wait for the next requests) and a rotating window of the earlier ones (verifiedThroughSeq, "
+            "notVerifiedBeyondSeq, sweptSeqs, lastFullCheckAt: docs/receipts.md); `manage.py verify_receipts` and the "
+            "daily job check every receipt."
         ),
     )
     def get(self, request, ws_id):
@@ -50,7 +52,10 @@ class ReceiptSigningKeyView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Public Ed25519 keys that verify deletion receipts (docs/receipts.md)")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Public Ed25519 keys that verify deletion receipts (docs/receipts.md)",
+    )
     def get(self, request: Request):
         return Response(receipt_keys.public_keys_json())
 
@@ -88,7 +93,10 @@ class DeletionReceiptsView(WorkspaceAPIView):
 
 
 class LifecycleView(WorkspaceAPIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Lifecycle matrix of every stored artifact class, with current counts")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Lifecycle matrix of every stored artifact class, with current counts",
+    )
     def get(self, request, ws_id):
         ask_history = self.workspace.ask_history
         scope, counts = counts_for(self.member)

@@ -41,21 +41,53 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("workspace_ref", models.BigIntegerField(db_index=True)),
-                ("member_ref", models.BigIntegerField(blank=True, db_index=True, help_text="Set when every erased memory belonged to this member.", null=True)),
+                (
+                    "member_ref",
+                    models.BigIntegerField(
+                        blank=True,
+                        db_index=True,
+                        help_text="Set when every erased memory belonged to this member.",
+                        null=True,
+                    ),
+                ),
                 ("actor_label", models.CharField(max_length=200)),
-                ("manifest", models.JSONField(default=dict, help_text="Artifact classes with counts, and the filters used.")),
+                (
+                    "manifest",
+                    models.JSONField(default=dict, help_text="Artifact classes with counts, and the filters used."),
+                ),
                 ("memory_version_ids", models.JSONField(default=list, help_text="Ids only, for re-verification.")),
                 ("requested_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("unreachable_at", models.DateTimeField()),
                 ("purged_at", models.DateTimeField()),
-                ("residual", models.JSONField(default=dict, help_text="What may remain outside the application (backups), and until when.")),
+                (
+                    "residual",
+                    models.JSONField(
+                        default=dict, help_text="What may remain outside the application (backups), and until when."
+                    ),
+                ),
                 ("verification", models.JSONField(default=dict)),
-                ("dedupe_key", models.CharField(blank=True, help_text="Makes sweep receipts idempotent.", max_length=120, null=True, unique=True)),
-                ("actor", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL)),
+                (
+                    "dedupe_key",
+                    models.CharField(
+                        blank=True, help_text="Makes sweep receipts idempotent.", max_length=120, null=True, unique=True
+                    ),
+                ),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-purged_at", "-id"],
-                "indexes": [models.Index(fields=["workspace_ref", "-purged_at"], name="retention_d_workspa_016acf_idx")],
+                "indexes": [
+                    models.Index(fields=["workspace_ref", "-purged_at"], name="retention_d_workspa_016acf_idx")
+                ],
             },
         ),
         migrations.CreateModel(
@@ -63,23 +95,59 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("role", models.CharField(help_text="The member's role when charged (role quotas).", max_length=10)),
-                ("category", models.CharField(choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], db_index=True, max_length=16)),
+                (
+                    "category",
+                    models.CharField(
+                        choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], db_index=True, max_length=16
+                    ),
+                ),
                 ("model_name", models.CharField(max_length=120)),
                 ("conversation_id", models.CharField(blank=True, max_length=120)),
                 ("input_tokens", models.PositiveIntegerField(default=0)),
                 ("output_tokens", models.PositiveIntegerField(default=0)),
-                ("memory_tokens", models.PositiveIntegerField(default=0, help_text="AI-memory tokens already counted in input_tokens.")),
+                (
+                    "memory_tokens",
+                    models.PositiveIntegerField(
+                        default=0, help_text="AI-memory tokens already counted in input_tokens."
+                    ),
+                ),
                 ("input_cost", models.DecimalField(decimal_places=6, default=0, max_digits=14)),
                 ("output_cost", models.DecimalField(decimal_places=6, default=0, max_digits=14)),
-                ("status", models.CharField(choices=[("pending", "Pending settlement"), ("settled", "Settled into the ledger")], db_index=True, default="pending", max_length=8)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending settlement"), ("settled", "Settled into the ledger")],
+                        db_index=True,
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
                 ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
                 ("settled_at", models.DateTimeField(blank=True, null=True)),
-                ("member", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="usage_records", to="governance.member")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="usage_records", to="governance.workspace")),
+                (
+                    "member",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="usage_records",
+                        to="governance.member",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="usage_records",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-created_at", "-id"],
-                "indexes": [models.Index(fields=["workspace", "member", "-created_at"], name="retention_u_workspa_af5f0c_idx")],
+                "indexes": [
+                    models.Index(fields=["workspace", "member", "-created_at"], name="retention_u_workspa_af5f0c_idx")
+                ],
             },
         ),
     ]

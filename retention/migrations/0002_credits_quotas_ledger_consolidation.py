@@ -20,7 +20,14 @@ class Migration(migrations.Migration):
                 ("discrepancy", models.DecimalField(blank=True, decimal_places=6, max_digits=16, null=True)),
                 ("reconciled_at", models.DateTimeField(blank=True, null=True)),
                 ("updated_at", models.DateTimeField(auto_now=True)),
-                ("workspace", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name="credit_account", to="governance.workspace")),
+                (
+                    "workspace",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="credit_account",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
@@ -34,7 +41,12 @@ class Migration(migrations.Migration):
             ],
             options={
                 "ordering": ["model_name"],
-                "constraints": [models.CheckConstraint(condition=models.Q(("input_per_1k__gte", 0), ("output_per_1k__gte", 0)), name="price_not_negative")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("input_per_1k__gte", 0), ("output_per_1k__gte", 0)),
+                        name="price_not_negative",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
@@ -47,10 +59,24 @@ class Migration(migrations.Migration):
                 (
                     "status",
                     models.CharField(
-                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("skipped", "Skipped"), ("failed", "Failed")], db_index=True, default="queued", max_length=8
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("skipped", "Skipped"),
+                            ("failed", "Failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=8,
                     ),
                 ),
-                ("reason", models.CharField(blank=True, help_text="Why it was skipped or failed (a code, never content).", max_length=32)),
+                (
+                    "reason",
+                    models.CharField(
+                        blank=True, help_text="Why it was skipped or failed (a code, never content).", max_length=32
+                    ),
+                ),
                 ("messages", models.JSONField(blank=True, default=list)),
                 ("message_count", models.PositiveSmallIntegerField(default=0)),
                 ("model_name", models.CharField(blank=True, max_length=120)),
@@ -60,7 +86,16 @@ class Migration(migrations.Migration):
                 ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
                 ("finished_at", models.DateTimeField(blank=True, null=True)),
                 ("input_purged_at", models.DateTimeField(blank=True, null=True)),
-                ("agent", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="consolidations", to="governance.agent")),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="consolidations",
+                        to="governance.agent",
+                    ),
+                ),
                 (
                     "member",
                     models.ForeignKey(
@@ -72,26 +107,65 @@ class Migration(migrations.Migration):
                         to="governance.member",
                     ),
                 ),
-                ("usage_record", models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="consolidation", to="retention.usagerecord")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="consolidations", to="governance.workspace")),
+                (
+                    "usage_record",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="consolidation",
+                        to="retention.usagerecord",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="consolidations",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-created_at", "-id"],
-                "indexes": [models.Index(fields=["workspace", "member", "-created_at"], name="retention_c_workspa_ffc7a4_idx")],
+                "indexes": [
+                    models.Index(fields=["workspace", "member", "-created_at"], name="retention_c_workspa_ffc7a4_idx")
+                ],
             },
         ),
         migrations.CreateModel(
             name="LedgerEntry",
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("kind", models.CharField(choices=[("grant", "Credits granted"), ("usage", "Usage settled")], db_index=True, max_length=8)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("grant", "Credits granted"), ("usage", "Usage settled")], db_index=True, max_length=8
+                    ),
+                ),
                 ("amount", models.DecimalField(decimal_places=6, max_digits=16)),
                 ("member_ref", models.BigIntegerField(blank=True, null=True)),
                 ("actor_label", models.CharField(blank=True, max_length=200)),
                 ("note", models.CharField(blank=True, max_length=200)),
                 ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ("usage_record", models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="ledger_entry", to="retention.usagerecord")),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="ledger_entries", to="governance.workspace")),
+                (
+                    "usage_record",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="ledger_entry",
+                        to="retention.usagerecord",
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="ledger_entries",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "verbose_name_plural": "ledger entries",
@@ -105,13 +179,29 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("limit", models.DecimalField(decimal_places=6, max_digits=16)),
                 ("used", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
-                ("period", models.CharField(choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")], default="month", max_length=8)),
+                (
+                    "period",
+                    models.CharField(
+                        choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")],
+                        default="month",
+                        max_length=8,
+                    ),
+                ),
                 ("period_start", models.DateTimeField()),
                 ("updated_at", models.DateTimeField(auto_now=True)),
-                ("member", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name="credit_quota", to="governance.member")),
+                (
+                    "member",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="credit_quota", to="governance.member"
+                    ),
+                ),
             ],
             options={
-                "constraints": [models.CheckConstraint(condition=models.Q(("limit__gte", 0)), name="member_quota_limit_not_negative")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("limit__gte", 0)), name="member_quota_limit_not_negative"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
@@ -121,10 +211,24 @@ class Migration(migrations.Migration):
                 ("role", models.CharField(max_length=10)),
                 ("limit", models.DecimalField(decimal_places=6, max_digits=16)),
                 ("used", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
-                ("period", models.CharField(choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")], default="month", max_length=8)),
+                (
+                    "period",
+                    models.CharField(
+                        choices=[("day", "Daily"), ("week", "Weekly"), ("month", "Monthly")],
+                        default="month",
+                        max_length=8,
+                    ),
+                ),
                 ("period_start", models.DateTimeField()),
                 ("updated_at", models.DateTimeField(auto_now=True)),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="role_quotas", to="governance.workspace")),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="role_quotas",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["workspace_id", "role"],
@@ -141,7 +245,10 @@ class Migration(migrations.Migration):
                 ("day", models.DateField()),
                 ("member_ref", models.BigIntegerField(default=0, help_text="0 when the member row is gone.")),
                 ("role", models.CharField(max_length=10)),
-                ("category", models.CharField(choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], max_length=16)),
+                (
+                    "category",
+                    models.CharField(choices=[("ai_memory", "AI memory"), ("reply", "Assistant reply")], max_length=16),
+                ),
                 ("records", models.PositiveIntegerField(default=0)),
                 ("input_tokens", models.PositiveBigIntegerField(default=0)),
                 ("output_tokens", models.PositiveBigIntegerField(default=0)),
@@ -149,11 +256,23 @@ class Migration(migrations.Migration):
                 ("input_cost", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
                 ("output_cost", models.DecimalField(decimal_places=6, default=0, max_digits=16)),
                 ("computed_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("workspace", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="usage_rollups", to="governance.workspace")),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="usage_rollups",
+                        to="governance.workspace",
+                    ),
+                ),
             ],
             options={
                 "ordering": ["-day", "workspace_id", "member_ref", "role", "category"],
-                "constraints": [models.UniqueConstraint(fields=("workspace", "day", "member_ref", "role", "category"), name="one_rollup_per_day_member_role_category")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("workspace", "day", "member_ref", "role", "category"),
+                        name="one_rollup_per_day_member_role_category",
+                    )
+                ],
             },
         ),
     ]

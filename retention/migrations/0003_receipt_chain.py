@@ -17,8 +17,16 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("workspace_ref", models.BigIntegerField(unique=True)),
-                ("seq", models.PositiveBigIntegerField(default=0, help_text="Position of the last receipt (0: none yet).")),
-                ("head_hash", models.CharField(default="0000000000000000000000000000000000000000000000000000000000000000", max_length=64)),
+                (
+                    "seq",
+                    models.PositiveBigIntegerField(default=0, help_text="Position of the last receipt (0: none yet)."),
+                ),
+                (
+                    "head_hash",
+                    models.CharField(
+                        default="0000000000000000000000000000000000000000000000000000000000000000", max_length=64
+                    ),
+                ),
                 ("head_receipt_ref", models.BigIntegerField(blank=True, null=True)),
                 ("updated_at", models.DateTimeField(auto_now=True)),
             ],

@@ -12,6 +12,8 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddConstraint(
             model_name="deletionreceipt",
-            constraint=models.UniqueConstraint(fields=("workspace_ref", "chain_seq"), name="one_receipt_per_chain_position"),
+            constraint=models.UniqueConstraint(
+                fields=("workspace_ref", "chain_seq"), name="one_receipt_per_chain_position"
+            ),
         ),
     ]

@@ -15,16 +15,22 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="deletionreceipt",
             name="proof_format",
-            field=models.PositiveSmallIntegerField(default=1, help_text="2: its verifications are sealed records; 1: sealed before they were."),
+            field=models.PositiveSmallIntegerField(
+                default=1, help_text="2: its verifications are sealed records; 1: sealed before they were."
+            ),
         ),
         migrations.AlterField(
             model_name="deletionreceipt",
             name="proof_format",
-            field=models.PositiveSmallIntegerField(default=2, help_text="2: its verifications are sealed records; 1: sealed before they were."),
+            field=models.PositiveSmallIntegerField(
+                default=2, help_text="2: its verifications are sealed records; 1: sealed before they were."
+            ),
         ),
         migrations.AddField(
             model_name="deletionreceipt",
             name="verifications",
-            field=models.JSONField(blank=True, default=list, help_text="Every verification result, each hashed, linked and signed."),
+            field=models.JSONField(
+                blank=True, default=list, help_text="Every verification result, each hashed, linked and signed."
+            ),
         ),
     ]

@@ -19,7 +19,9 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="receiptchain",
             name="checkpoint_rev",
-            field=models.PositiveBigIntegerField(db_default=0, help_text="Raised at every checkpoint write: writers update only the revision they read."),
+            field=models.PositiveBigIntegerField(
+                db_default=0, help_text="Raised at every checkpoint write: writers update only the revision they read."
+            ),
         ),
         migrations.AddField(
             model_name="receiptchain",
@@ -29,12 +31,18 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="receiptchain",
             name="full_check_at",
-            field=models.DateTimeField(blank=True, help_text="When every receipt was last checked from the first (verify_receipts, the daily job).", null=True),
+            field=models.DateTimeField(
+                blank=True,
+                help_text="When every receipt was last checked from the first (verify_receipts, the daily job).",
+                null=True,
+            ),
         ),
         migrations.AddField(
             model_name="receiptchain",
             name="sweep_seq",
-            field=models.PositiveBigIntegerField(db_default=1, help_text="Where the next bounded check re-checks the verified prefix."),
+            field=models.PositiveBigIntegerField(
+                db_default=1, help_text="Where the next bounded check re-checks the verified prefix."
+            ),
         ),
         migrations.AddField(
             model_name="receiptchain",
@@ -44,7 +52,9 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="receiptchain",
             name="verified_hash",
-            field=models.CharField(db_default="0000000000000000000000000000000000000000000000000000000000000000", max_length=64),
+            field=models.CharField(
+                db_default="0000000000000000000000000000000000000000000000000000000000000000", max_length=64
+            ),
         ),
         migrations.AddField(
             model_name="receiptchain",
@@ -53,6 +63,8 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="deletionreceipt",
-            index=models.Index(condition=models.Q(("proof_format", 1)), fields=["workspace_ref"], name="receipt_format1_by_workspace"),
+            index=models.Index(
+                condition=models.Q(("proof_format", 1)), fields=["workspace_ref"], name="receipt_format1_by_workspace"
+            ),
         ),
     ]

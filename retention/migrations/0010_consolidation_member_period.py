@@ -12,6 +12,11 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="consolidation",
             name="member_period",
-            field=models.PositiveIntegerField(blank=True, help_text="The partner's membership period when the turn was submitted: a turn is never consolidated into a later one.", null=True),
+            field=models.PositiveIntegerField(
+                blank=True,
+                help_text="The partner's membership period when the turn was submitted: a turn is never consolidated "
+                "into a later one.",
+                null=True,
+            ),
         ),
     ]

@@ -17,10 +17,16 @@ def anchor_existing(apps, schema_editor):
     key = None
     for head in ReceiptChain.objects.order_by("workspace_ref").iterator(chunk_size=500):
         anchors = {}
-        stored = DeletionReceipt.objects.filter(workspace_ref=head.workspace_ref).order_by("chain_seq").values_list("chain_seq", "verifications")
+        stored = (
+            DeletionReceipt.objects.filter(workspace_ref=head.workspace_ref)
+            .order_by("chain_seq")
+            .values_list("chain_seq", "verifications")
+        )
         for chain_seq, records in stored.iterator(chunk_size=500):
             records = records if isinstance(records, list) else []
-            if any(not isinstance(r, dict) or r.get("trigger") != RECEIPT_TRIGGER for r in records) and isinstance(records[-1], dict):
+            if any(not isinstance(r, dict) or r.get("trigger") != RECEIPT_TRIGGER for r in records) and isinstance(
+                records[-1], dict
+            ):
                 anchors[str(chain_seq)] = [len(records), records[-1].get("sha256")]
         key = key or signing_key()
         ReceiptChain.objects.filter(pk=head.pk).update(**signed_anchors(head.workspace_ref, anchors, key))

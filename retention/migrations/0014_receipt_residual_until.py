@@ -15,7 +15,9 @@ class Migration(migrations.Migration):
             field=models.DateTimeField(
                 blank=True,
                 db_index=True,
-                help_text="When the last key-encryption key that may have wrapped the erased keys is destroyed (residual.kek.until): from then on no copy can be read. Null: rotation off or operator-run.",
+                help_text="When the last key-encryption key that may have wrapped the erased keys is destroyed "
+                "(residual.kek.until): from then on no copy can be read. Null: rotation off or "
+                "operator-run.",
                 null=True,
             ),
         ),

@@ -21,7 +21,9 @@ from retention.receipts import digest_of, redact
 def seal_names(apps, schema_editor):
     DeletionReceipt = apps.get_model("retention", "DeletionReceipt")
     Member = apps.get_model("governance", "Member")
-    named = DeletionReceipt.objects.filter(models.Q(manifest__filters__has_key="namespace") | models.Q(manifest__filters__has_key="key"))
+    named = DeletionReceipt.objects.filter(
+        models.Q(manifest__filters__has_key="namespace") | models.Q(manifest__filters__has_key="key")
+    )
     signer, keys = None, {}
     for receipt in named.order_by("pk").iterator(chunk_size=500):
         filters = receipt.manifest.get("filters") if isinstance(receipt.manifest, dict) else None
@@ -30,9 +32,19 @@ def seal_names(apps, schema_editor):
         holder = (receipt.workspace_ref, receipt.member_ref)
         if holder not in keys:
             period = (
-                1 if receipt.member_ref is None else Member.objects.filter(pk=receipt.member_ref, workspace_id=receipt.workspace_ref, left_at__isnull=True).values_list("period", flat=True).first()
+                1
+                if receipt.member_ref is None
+                else Member.objects.filter(
+                    pk=receipt.member_ref, workspace_id=receipt.workspace_ref, left_at__isnull=True
+                )
+                .values_list("period", flat=True)
+                .first()
             )
-            keys[holder] = None if period is None else receipt_names.stored_key(receipt_names.name_key_id(*holder, period), create=True)
+            keys[holder] = (
+                None
+                if period is None
+                else receipt_names.stored_key(receipt_names.name_key_id(*holder, period), create=True)
+            )
         manifest = {**receipt.manifest, "filters": receipt_names.seal_filters(filters, key=keys[holder])}
         if receipt.sha256 and receipt.redaction is None and digest_of(receipt).hex() == receipt.sha256:
             signer = signer or signing_key()
@@ -52,7 +64,13 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="deletionreceipt",
             name="redaction",
-            field=models.JSONField(blank=True, default=None, help_text="Set when the receipt's names were sealed after it was signed: the hash its fields have now, signed.", null=True),
+            field=models.JSONField(
+                blank=True,
+                default=None,
+                help_text="Set when the receipt's names were sealed after it was signed: the hash its fields have "
+                "now, signed.",
+                null=True,
+            ),
         ),
         migrations.RunPython(seal_names, migrations.RunPython.noop),
     ]

@@ -11,7 +11,8 @@ Moves the statements defining NAME (with decorators, the comment lines above the
 `# --` section header, and `NAME.attr = ...` lines) from SRC to DST (created if missing, with
 the module docstring given in the environment as DST_DOC, which a new DST requires), copies the
 imports they use, imports back into SRC what it still uses, and rewrites every `from SRC import
-...` line under tests/ and bench/. It refuses when the moved code uses a definition of SRC left behind (add it to NAME..., or set ALLOW_SRC_IMPORT=1 when SRC is a
+...` line under tests/ and bench/. It refuses when the moved code uses a definition of SRC left behind (add it to
+NAME..., or set ALLOW_SRC_IMPORT=1 when SRC is a
 helper module DST may import). A fixture's importers need their import line deleted by hand, and
 multi-line imports are left alone (it prints them). Then run `ruff check --fix`, `ruff format`,
 `ruff check --select F821` and tests/layers/test_test_layout.py.
@@ -73,7 +74,12 @@ for node in tree.body:
         moved.append(node)
     elif d & names:
         sys.exit(f"statement at line {node.lineno} defines {d}, only part moved")
-    elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Attribute) and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id in names:
+    elif (
+        isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Attribute)
+        and isinstance(node.targets[0].value, ast.Name)
+        and node.targets[0].value.id in names
+    ):
         moved.append(node)
     else:
         kept.append(node)
@@ -119,7 +125,9 @@ for imp in imports:
     if isinstance(imp, ast.ImportFrom):
         mod = "." * imp.level + (imp.module or "")
         aliases = [a for a in imp.names if (a.asname or a.name) in b]
-        need_imports.append(f"from {mod} import " + ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in aliases) + "\n")
+        need_imports.append(
+            f"from {mod} import " + ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in aliases) + "\n"
+        )
     else:
         for a in imp.names:
             if (a.asname or a.name.split(".")[0]) in b:
@@ -159,7 +167,9 @@ if dst_path.exists():
     dst_path.write_text("".join(dl).rstrip("\n") + "\n\n\n" + body)
 else:
     doc = os.environ["DST_DOC"].strip()
-    dst_path.write_text(f'"""{doc}"""\n\nfrom __future__ import annotations\n\n' + "".join(need_imports) + "\n\n" + body)
+    dst_path.write_text(
+        f'"""{doc}"""\n\nfrom __future__ import annotations\n\n' + "".join(need_imports) + "\n\n" + body
+    )
 
 # importers
 pat = re.compile(r"^(\s*)from " + re.escape(src_mod) + r" import (.+?)(\s*#.*)?$")

@@ -79,8 +79,11 @@ MODULE_MOVES: dict[str, str] = {
 }
 
 PACKAGE_DOCS = {
-    WIRING: '"""The Django project\'s wiring: settings, the URLconf, the ASGI/WSGI entry points and the Celery\napp. It imports the apps; no app imports it (import-linter\'s layers contract)."""\n',
-    CORE: '"""The leaf helpers every app uses: errors, instants, ids and limits, signed cursors, JSON text,\nenvironment settings, log lines, progress bars, queueing by name, the chunked loop. Core imports\nno app (import-linter\'s "core-imports-no-app" contract), so any app may import it."""\n',
+    WIRING: '"""The Django project\'s wiring: settings, the URLconf, the ASGI/WSGI entry points and the Celery\napp. '
+    'It imports the apps; no app imports it (import-linter\'s layers contract)."""\n',
+    CORE: '"""The leaf helpers every app uses: errors, instants, ids and limits, signed cursors, JSON '
+    "text,\nenvironment settings, log lines, progress bars, queueing by name, the chunked loop. Core "
+    'imports\nno app (import-linter\'s "core-imports-no-app" contract), so any app may import it."""\n',
 }
 
 SUFFIXES = (".py", ".toml", ".sh", ".md", ".cfg", ".ini", ".txt", ".html", ".yml", ".yaml", ".po", ".json")
@@ -189,7 +192,9 @@ def _whole_lines(node: ast.stmt, lines: list[str]) -> tuple[str, str] | None:
     return before, after.rstrip()
 
 
-def _plan_import_from(node: ast.ImportFrom, lines: list[str], module: str, is_package: bool, in_moved_file: bool, plan: PythonRewrite) -> Edit | None:
+def _plan_import_from(
+    node: ast.ImportFrom, lines: list[str], module: str, is_package: bool, in_moved_file: bool, plan: PythonRewrite
+) -> Edit | None:
     target = resolve(node, module, is_package)
     moved_whole = _moved(target)
     split = {a.name: MODULE_MOVES[f"{target}.{a.name}"] for a in node.names if f"{target}.{a.name}" in MODULE_MOVES}
@@ -207,12 +212,21 @@ def _plan_import_from(node: ast.ImportFrom, lines: list[str], module: str, is_pa
         # A relative import whose package moves (or any inside a moved file) is spelt absolute:
         # its dots would otherwise point into the new package.
         original = "." * node.level + (node.module or "")
-        statements.append(_statement(moved_whole or (target if in_moved_file and node.level else original), kept, indent))
+        statements.append(
+            _statement(moved_whole or (target if in_moved_file and node.level else original), kept, indent)
+        )
     by_parent: dict[str, list[ast.alias]] = {}
     for alias in node.names:
         if alias.name in split:
             parent, _, leaf = split[alias.name].rpartition(".")
-            by_parent.setdefault(parent, []).append(ast.alias(name=leaf, asname=alias.asname if alias.asname and alias.asname != leaf else (alias.name if leaf != alias.name else None)))
+            by_parent.setdefault(parent, []).append(
+                ast.alias(
+                    name=leaf,
+                    asname=alias.asname
+                    if alias.asname and alias.asname != leaf
+                    else (alias.name if leaf != alias.name else None),
+                )
+            )
     for parent, aliases in by_parent.items():
         statements.append(_statement(parent, aliases, indent))
     if comment:
@@ -226,7 +240,9 @@ def _plan_bare_import(node: ast.Import, lines: list[str], used_attributes: set[s
     extra = []
     for alias in node.names:
         if alias.asname is None and "." not in alias.name:
-            extra += sorted({MODULE_MOVES[a] for a in used_attributes if a in MODULE_MOVES and a.startswith(alias.name + ".")})
+            extra += sorted(
+                {MODULE_MOVES[a] for a in used_attributes if a in MODULE_MOVES and a.startswith(alias.name + ".")}
+            )
     if not extra:
         return None
     place = _whole_lines(node, lines)
@@ -344,7 +360,10 @@ def _rewrite_layers(text: str) -> str:
         block[i] = f'{indent}"{" : ".join(out)}"{tail}' if out else None
     last_indent = items[-1][1][: len(items[-1][1]) - len(items[-1][1].lstrip())]
     if not any(line is not None and line.strip() == f'"{CORE}",' for line in block):
-        block += [f"{last_indent}# the leaf helpers every app uses; core imports no app (contract {CORE_CONTRACT_ID})", f'{last_indent}"{CORE}",']
+        block += [
+            f"{last_indent}# the leaf helpers every app uses; core imports no app (contract {CORE_CONTRACT_ID})",
+            f'{last_indent}"{CORE}",',
+        ]
     block = [line for line in block if line is not None]
     return text[:start] + "\n".join(block) + text[end:]
 
@@ -366,7 +385,9 @@ def _ensure_core_contract(text: str) -> str:
     if marker in text:
         start = text.index(marker)
         end = _block_end(text, start)
-        fixed = re.sub(r"^forbidden_modules\s*=.*$", lambda m: _ensure_in_list(m.group(0), others), text[start:end], flags=re.M)
+        fixed = re.sub(
+            r"^forbidden_modules\s*=.*$", lambda m: _ensure_in_list(m.group(0), others), text[start:end], flags=re.M
+        )
         return text[:start] + fixed + text[end:]
     contract = (
         "[[tool.importlinter.contracts]]\n"
@@ -388,7 +409,9 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
-APP_LIST = re.compile(r"""\(\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\)|\[\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\]""")
+APP_LIST = re.compile(
+    r"""\(\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\)|\[\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\]"""
+)
 
 
 def run(root: Path, *, check: bool, ruff: bool) -> int:
@@ -414,7 +437,9 @@ def run(root: Path, *, check: bool, ruff: bool) -> int:
         for listed in APP_LIST.findall(text):
             names = set(re.findall(r"[\w]+", listed))
             if len(names & {"governance", "memoryapp", "retention"}) >= 2 and not names & set(NEW_ROOTS):
-                notes.append(f"{path}: left alone (app labels, or add config/core by hand?): {' '.join(listed.split())}")
+                notes.append(
+                    f"{path}: left alone (app labels, or add config/core by hand?): {' '.join(listed.split())}"
+                )
         if text != source:
             changed.append(path)
             if not check:
@@ -428,7 +453,11 @@ def run(root: Path, *, check: bool, ruff: bool) -> int:
     kept, wiring = split_wiring_init(init_text, wiring_init.read_text() if wiring_init.exists() else None)
     init_changes = kept != init_text or (wiring_init.exists() and wiring != wiring_init.read_text())
     if check:
-        pending = sorted(set(changed)) + [f"git mv {o} {n}" for o, n in todo_moves] + [f"create {p}/__init__.py" for p in new_inits]
+        pending = (
+            sorted(set(changed))
+            + [f"git mv {o} {n}" for o, n in todo_moves]
+            + [f"create {p}/__init__.py" for p in new_inits]
+        )
         pending += [f"{OLD_WIRING_APP}/__init__.py → {WIRING}/__init__.py"] if init_changes else []
         for item in pending:
             print(f"would change: {item}")
@@ -464,7 +493,9 @@ def run(root: Path, *, check: bool, ruff: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a run would change something")
     parser.add_argument("--no-ruff", action="store_true", help="do not re-sort imports and format with ruff afterwards")
     parser.add_argument("--root", type=Path, default=None, help="the repository (default: the one this script is in)")

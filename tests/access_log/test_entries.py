@@ -54,7 +54,12 @@ def test_a_recall_over_rest_records_one_entry_with_ids_and_versions_never_the_qu
     assert response.status_code == 200
     returned = response.json()["memories"]
     entry = AccessEntry.objects.get()
-    assert (entry.member_id, entry.workspace_id, entry.operation, entry.surface) == (world.editor.pk, world.workspace.pk, "recall", "rest")
+    assert (entry.member_id, entry.workspace_id, entry.operation, entry.surface) == (
+        world.editor.pk,
+        world.workspace.pk,
+        "recall",
+        "rest",
+    )
     assert entry.credential_name == "test agent" and entry.credential_ref == world.editor.credentials.get().pk
     assert entry.memories == [{"id": int(m["id"]), "v": m["version"]} for m in returned]
     assert {m["id"] for m in returned} == {second, other} and first not in entry.memory_ids
@@ -88,7 +93,10 @@ def test_a_read_over_mcp_is_recorded_with_its_surface(world, agent):
     assert not result.is_error
     result = mcp.run_operation(agent.token, "list", {})
     assert not result.is_error
-    assert list(AccessEntry.objects.order_by("id").values_list("operation", "surface")) == [("recall", "mcp"), ("list", "mcp")]
+    assert list(AccessEntry.objects.order_by("id").values_list("operation", "surface")) == [
+        ("recall", "mcp"),
+        ("list", "mcp"),
+    ]
 
 
 def test_the_entry_is_one_insert_inside_the_request(world, agent):
@@ -127,8 +135,22 @@ def test_the_member_sees_their_entries_with_filters_and_a_signed_cursor(world, a
     body = member.get(url(world)).json()
     assert body["scope"] == "member" and len(body["entries"]) == 4 and body["nextCursor"] is None
     entry = body["entries"][0]
-    assert entry["operation"] == "list" and entry["credential"]["name"] == "test agent" and entry["memories"][0]["state"] == "readable"
-    assert set(entry) == {"id", "at", "credential", "operation", "surface", "returned", "hidden", "erasedSince", "memories"}
+    assert (
+        entry["operation"] == "list"
+        and entry["credential"]["name"] == "test agent"
+        and entry["memories"][0]["state"] == "readable"
+    )
+    assert set(entry) == {
+        "id",
+        "at",
+        "credential",
+        "operation",
+        "surface",
+        "returned",
+        "hidden",
+        "erasedSince",
+        "memories",
+    }
     by_credential = member.get(url(world, credential=entry["credential"]["id"])).json()["entries"]
     assert [e["id"] for e in by_credential] == [entry["id"]]
     assert len(member.get(url(world, operation="recall")).json()["entries"]) == 3
@@ -145,7 +167,16 @@ def test_the_member_sees_their_entries_with_filters_and_a_signed_cursor(world, a
 
 @pytest.mark.parametrize(
     "params",
-    [{"operation": "forget"}, {"from": "yesterday"}, {"to": "2026-13-01"}, {"from": "2026-02-02", "to": "2026-02-01"}, {"credential": "x"}, {"limit": "0"}, {"scope": "all"}, {"cursor": "garbage"}],
+    [
+        {"operation": "forget"},
+        {"from": "yesterday"},
+        {"to": "2026-13-01"},
+        {"from": "2026-02-02", "to": "2026-02-01"},
+        {"credential": "x"},
+        {"limit": "0"},
+        {"scope": "all"},
+        {"cursor": "garbage"},
+    ],
 )
 def test_bad_filters_are_refused_with_a_validation_error(world, params):
     response = client_for(world.editor).get(url(world, **params))
@@ -171,7 +202,13 @@ def test_owners_see_counts_per_day_only(world, agent):
     body = response.json()
     assert body["scope"] == "workspace"
     (day,) = body["days"]
-    assert day == {"date": timezone.now().date().isoformat(), "reads": 2, "memoriesReturned": 2, "byOperation": {"list": 1, "recall": 1}, "bySurface": {"rest": 2}}
+    assert day == {
+        "date": timezone.now().date().isoformat(),
+        "reads": 2,
+        "memoriesReturned": 2,
+        "byOperation": {"list": 1, "recall": 1},
+        "bySurface": {"rest": 2},
+    }
     # the day above is the whole answer about the member's reads: no id, name or memory in it
     assert set(body) == {"scope", "retentionDays", "from", "to", "days"}
     assert "test agent" not in response.content.decode() and "private" not in response.content.decode()
@@ -182,23 +219,47 @@ def test_owners_see_counts_per_day_only(world, agent):
 def test_the_workspace_scope_needs_the_manage_permission_and_takes_no_credential(world):
     assert client_for(world.editor).get(url(world, scope="workspace")).status_code == 403
     assert error_code(client_for(world.owner).get(url(world, scope="workspace", credential="1"))) == "VALIDATION_ERROR"
-    assert error_code(client_for(world.owner).get(url(world, scope="workspace", **{"from": "2020-01-01", "to": "2026-01-01"}))) == "VALIDATION_ERROR"
+    assert (
+        error_code(
+            client_for(world.owner).get(url(world, scope="workspace", **{"from": "2020-01-01", "to": "2026-01-01"}))
+        )
+        == "VALIDATION_ERROR"
+    )
 
 
 def test_the_workspace_scope_refuses_in_this_order_with_these_answers(world):
     """Bad parameters, then the permission (403 naming it), then a member-only filter (the one
     named: credential before cursor), then a window over 366 days."""
-    forbidden = client_for(world.editor).get(url(world, scope="workspace", cursor="x", **{"from": "2020-01-01", "to": "2026-01-01"}))
+    forbidden = client_for(world.editor).get(
+        url(world, scope="workspace", cursor="x", **{"from": "2020-01-01", "to": "2026-01-01"})
+    )
     assert forbidden.status_code == 403
-    assert forbidden.json() == {"error": {"code": "FORBIDDEN", "message": "This needs the ask_history:manage permission.", "details": {"permission": "ask_history:manage"}}}
-    assert error_code(client_for(world.editor).get(url(world, scope="workspace", operation="forget"))) == "VALIDATION_ERROR"
+    assert forbidden.json() == {
+        "error": {
+            "code": "FORBIDDEN",
+            "message": "This needs the ask_history:manage permission.",
+            "details": {"permission": "ask_history:manage"},
+        }
+    }
+    assert (
+        error_code(client_for(world.editor).get(url(world, scope="workspace", operation="forget")))
+        == "VALIDATION_ERROR"
+    )
     owner = client_for(world.owner)
     only_counts = ["Not available with scope=workspace: it answers counts per day only."]
-    for params, field in (({"credential": "1", "cursor": "x"}, "credential"), ({"cursor": "x"}, "cursor"), ({"credential": "", "cursor": "x"}, "cursor")):
+    for params, field in (
+        ({"credential": "1", "cursor": "x"}, "credential"),
+        ({"cursor": "x"}, "cursor"),
+        ({"credential": "", "cursor": "x"}, "cursor"),
+    ):
         response = owner.get(url(world, scope="workspace", **params, **{"from": "2020-01-01", "to": "2026-01-01"}))
-        assert response.status_code == 400 and response.json()["error"]["details"] == {"fields": {field: only_counts}}, params
+        assert response.status_code == 400 and response.json()["error"]["details"] == {
+            "fields": {field: only_counts}
+        }, params
     too_long = owner.get(url(world, scope="workspace", **{"from": "2025-01-01", "to": "2026-01-02"}))
-    assert too_long.status_code == 400 and too_long.json()["error"]["details"] == {"fields": {"from": ["At most 366 days at once."]}}
+    assert too_long.status_code == 400 and too_long.json()["error"]["details"] == {
+        "fields": {"from": ["At most 366 days at once."]}
+    }
     longest = owner.get(url(world, scope="workspace", **{"from": "2025-01-01", "to": "2026-01-01"})).json()
     assert (longest["from"], longest["to"]) == ("2025-01-01", "2026-01-01")
 
@@ -208,7 +269,11 @@ def test_the_workspace_scope_answers_the_30_utc_days_to_today_unless_told(world,
     settings.TIME_ZONE = "Asia/Tokyo"  # already 3 March there: the window is still the UTC days
     owner = client_for(world.owner)
     window = owner.get(url(world, scope="workspace")).json()
-    assert (window["from"], window["to"], window["retentionDays"]) == ("2026-02-01", "2026-03-02", settings.ACCESS_LOG_RETENTION_DAYS)
+    assert (window["from"], window["to"], window["retentionDays"]) == (
+        "2026-02-01",
+        "2026-03-02",
+        settings.ACCESS_LOG_RETENTION_DAYS,
+    )
     until = owner.get(url(world, scope="workspace", to="2026-01-31")).json()
     assert (until["from"], until["to"]) == ("2026-01-02", "2026-01-31")
     since = owner.get(url(world, scope="workspace", **{"from": "2026-02-20"})).json()
@@ -225,17 +290,27 @@ def test_daily_counts_for_holds_the_owners_rule_and_the_window(world, agent):
     assert access_log.daily_counts_for(world.owner, operation="list")["days"] == []
     assert access_log.daily_counts_for(world.owner, until=date(2026, 3, 1))["days"] == []
     widest = access_log.daily_counts_for(world.owner, since=date(2025, 3, 2), until=date(2026, 3, 2))
-    assert (widest["from"], len(widest["days"])) == ("2025-03-02", 1) and access_log.MAX_DAYS == 366 and access_log.DEFAULT_DAYS == 30
+    assert (
+        (widest["from"], len(widest["days"])) == ("2025-03-02", 1)
+        and access_log.MAX_DAYS == 366
+        and access_log.DEFAULT_DAYS == 30
+    )
     with pytest.raises(ApiError) as refused:
         access_log.daily_counts_for(world.owner, since=date(2025, 3, 1), until=date(2026, 3, 2))
     assert (refused.value.status, refused.value.details) == (400, {"fields": {"from": ["At most 366 days at once."]}})
     for member in (world.editor, world.viewer):
         with pytest.raises(ApiError) as forbidden:
             access_log.daily_counts_for(member, member_only=["cursor"])
-        assert (forbidden.value.status, forbidden.value.code, forbidden.value.details) == (403, "FORBIDDEN", {"permission": "ask_history:manage"})
+        assert (forbidden.value.status, forbidden.value.code, forbidden.value.details) == (
+            403,
+            "FORBIDDEN",
+            {"permission": "ask_history:manage"},
+        )
     with pytest.raises(ApiError) as member_only:
         access_log.daily_counts_for(world.owner, since=date(2020, 1, 1), member_only=["credential", "cursor"])
-    assert member_only.value.details == {"fields": {"credential": ["Not available with scope=workspace: it answers counts per day only."]}}
+    assert member_only.value.details == {
+        "fields": {"credential": ["Not available with scope=workspace: it answers counts per day only."]}
+    }
 
 
 # --- erased with the memories ----------------------------------------------------------------------
@@ -247,7 +322,10 @@ def test_forgetting_one_of_several_listed_memories_strikes_it_from_the_entry(wor
     receipt = DeletionReceipt.objects.get(pk=response.json()["receiptId"])
     entry = AccessEntry.objects.get()
     assert entry.memory_ids == [int(keep)] and entry.returned == 2 and entry.erased == 1
-    assert receipt.manifest["artifacts"]["access_log_entry"] == 0 and receipt.manifest["artifacts"]["access_log_reference"] == 1
+    assert (
+        receipt.manifest["artifacts"]["access_log_entry"] == 0
+        and receipt.manifest["artifacts"]["access_log_reference"] == 1
+    )
     assert receipt.verification["remaining"]["access_log_entry"] == 0 and receipt.verification["clean"] is True
     listed = client_for(world.editor).get(url(world)).json()["entries"][0]
     assert listed["erasedSince"] == 1 and [m["id"] for m in listed["memories"]] == [keep]
@@ -264,9 +342,17 @@ def test_a_preview_counts_exactly_what_the_erase_then_strikes(world, agent):
     agent.list(limit=1)  # the newest only
     preview = access_log.strike_counts(ids[1:], member_id=world.editor.pk)
     assert AccessEntry.objects.count() == 2  # nothing written
-    receipt = DeletionReceipt.objects.get(pk=client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[2]}").json()["receiptId"])
+    receipt = DeletionReceipt.objects.get(
+        pk=client_for(world.editor)
+        .delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[2]}")
+        .json()["receiptId"]
+    )
     struck = receipt.manifest["artifacts"]
-    receipt = DeletionReceipt.objects.get(pk=client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[1]}").json()["receiptId"])
+    receipt = DeletionReceipt.objects.get(
+        pk=client_for(world.editor)
+        .delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[1]}")
+        .json()["receiptId"]
+    )
     assert preview == {"access_log_entry": 1, "access_log_reference": 2}
     assert struck["access_log_entry"] + receipt.manifest["artifacts"]["access_log_entry"] == 1
     assert struck["access_log_reference"] + receipt.manifest["artifacts"]["access_log_reference"] == 2
@@ -287,7 +373,10 @@ def test_the_members_delete_all_erases_entries_of_agent_memories_and_keeps_assis
     agent.list(namespace="prefs")  # the agent note only
     result = client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories").json()
     receipt = DeletionReceipt.objects.get(pk=result["receiptId"])
-    assert receipt.manifest["artifacts"]["access_log_entry"] == 1 and receipt.manifest["artifacts"]["access_log_reference"] == 1
+    assert (
+        receipt.manifest["artifacts"]["access_log_entry"] == 1
+        and receipt.manifest["artifacts"]["access_log_reference"] == 1
+    )
     (entry,) = AccessEntry.objects.all()
     assert entry.memory_ids == [version.pk] and entry.erased == 1
 
@@ -337,7 +426,9 @@ def test_deleting_the_workspace_erases_its_entries(world, agent):
 def test_expiry_erases_listed_memories_and_the_entries_with_them(world, agent):
     remember(agent, "Will expire")
     agent.list()
-    MemoryVersion.objects.update(retention_anchor=timezone.now() - timedelta(days=91), created_at=timezone.now() - timedelta(days=91))
+    MemoryVersion.objects.update(
+        retention_anchor=timezone.now() - timedelta(days=91), created_at=timezone.now() - timedelta(days=91)
+    )
     lifecycle.expiry_sweep()
     assert AccessEntry.objects.count() == 0
     assert DeletionReceipt.objects.get(operation="expiry").manifest["artifacts"]["access_log_entry"] == 1
@@ -422,7 +513,9 @@ def test_an_expired_or_pending_memory_is_not_opened_from_the_history(world, agen
 
 
 def test_a_credential_name_is_escaped_on_the_page(world):
-    _, token = g.create_credential(world.editor, name="<script>alert(1)</script>", scopes=["memory:read", "memory:write"])
+    _, token = g.create_credential(
+        world.editor, name="<script>alert(1)</script>", scopes=["memory:read", "memory:write"]
+    )
     agent = AgentClient(token)
     remember(agent, "A note")
     agent.list()
@@ -452,7 +545,9 @@ def test_nobody_else_sees_the_members_history_on_their_page(world, agent):
 # --- the admin ------------------------------------------------------------------------------------
 @pytest.fixture
 def admin_client(db):
-    user = get_user_model().objects.create_user("root@x.test", "root@x.test", "pw-root-123", is_staff=True, is_superuser=True)
+    user = get_user_model().objects.create_user(
+        "root@x.test", "root@x.test", "pw-root-123", is_staff=True, is_superuser=True
+    )
     client = Client()
     client.force_login(user)
     return client
@@ -499,6 +594,8 @@ def test_concurrent_forgets_of_memories_listed_in_the_same_entries_lose_no_strik
         statuses = list(pool.map(forget, ids[:8]))
     assert statuses == [200] * 8
     entries = list(AccessEntry.objects.all())
-    assert len(entries) == 5 and all(sorted(e.memory_ids) == sorted(int(i) for i in ids[8:]) and e.erased == 8 for e in entries)
+    assert len(entries) == 5 and all(
+        sorted(e.memory_ids) == sorted(int(i) for i in ids[8:]) and e.erased == 8 for e in entries
+    )
     receipts = DeletionReceipt.objects.filter(operation="forget")
     assert sum(r.manifest["artifacts"]["access_log_reference"] for r in receipts) == 40

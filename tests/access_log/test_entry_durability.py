@@ -61,7 +61,9 @@ def test_an_erase_between_the_read_and_its_entry_leaves_no_reference_to_what_it_
     erase_before_the_entry(monkeypatch, lambda: statuses.append(agent.forget(memoryId=str(forgotten)).status_code))
     response = agent.list()
     assert statuses == [200]
-    assert response.status_code == 200 and forgotten in {int(m["id"]) for m in response.json()["memories"]}  # read before the erase
+    assert response.status_code == 200 and forgotten in {
+        int(m["id"]) for m in response.json()["memories"]
+    }  # read before the erase
     entry = AccessEntry.objects.get()
     assert sorted(entry.memory_ids) == sorted(set(ids) - {forgotten})
     assert (entry.returned, entry.erased) == (3, 1)
@@ -122,11 +124,20 @@ class Side(threading.Thread):
 
 def entry_for(world, agent_credential, ids):
     memories = [{"id": pk, "version": 1} for pk in ids]
-    return lambda: access_log.record(credential=agent_credential, member=world.editor, operation="recall", surface="rest", memories=memories, hidden=0)
+    return lambda: access_log.record(
+        credential=agent_credential,
+        member=world.editor,
+        operation="recall",
+        surface="rest",
+        memories=memories,
+        hidden=0,
+    )
 
 
 def forget(world, pk):
-    return lambda: erasure.erase_memories([pk], operation="forget", workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="racer")
+    return lambda: erasure.erase_memories(
+        [pk], operation="forget", workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="racer"
+    )
 
 
 @postgres_threads
@@ -177,7 +188,9 @@ READS = 8
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("surface", ["rest", "mcp"])
-def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_read_it_answered(world, tmp_path, surface):
+def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_read_it_answered(
+    world, tmp_path, surface
+):
     """uvicorn serving config.asgi (one process) gets READS concurrent recalls, one credential
     each, over REST or MCP's streamable HTTP, and is SIGKILLed the moment the first answer
     arrives. Every read answered has its entry; a read still running may or may not have one (it
@@ -189,13 +202,29 @@ def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_re
     writer = make_agent(world.editor)
     for i in range(3):
         remember(writer, f"Prefers quokka number {i}")
-    readers = [governance.create_credential(world.editor, name=f"reader {i}", scopes=["memory:read"]) for i in range(READS)]
+    readers = [
+        governance.create_credential(world.editor, name=f"reader {i}", scopes=["memory:read"]) for i in range(READS)
+    ]
     port = free_port()
     log = tmp_path / "uvicorn.log"
     env = server_env(MEMORY_EMBEDDER="hashing", DEBUG="0", ALLOWED_HOSTS="127.0.0.1")
-    command = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "config.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
     with log.open("wb") as stderr:
-        server = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+        server = subprocess.Popen(
+            command, cwd=BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+        )
     base = f"http://127.0.0.1:{port}"
     answered: set[int] = set()
 
@@ -205,7 +234,11 @@ def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_re
             os.kill(server.pid, signal.SIGKILL)  # right after the first answer: whatever was pending is lost
 
     async def over_rest(http: httpx.AsyncClient, pk: int, token: str) -> None:
-        response = await http.post("/api/agent/v1/memories/recall", json={"query": "which quokka"}, headers={"Authorization": f"Bearer {token}"})
+        response = await http.post(
+            "/api/agent/v1/memories/recall",
+            json={"query": "which quokka"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
         if response.status_code == 200 and len(response.json()["memories"]) == 3:
             kill_on_answer(pk)
 
@@ -226,7 +259,9 @@ def test_a_server_killed_right_after_answering_has_written_the_entry_of_every_re
 
         async def drive() -> list[None | BaseException]:
             async with httpx.AsyncClient(base_url=base, timeout=GUARD) as http:
-                return await asyncio.gather(*(read(http, credential.pk, token) for credential, token in readers), return_exceptions=True)
+                return await asyncio.gather(
+                    *(read(http, credential.pk, token) for credential, token in readers), return_exceptions=True
+                )
 
         outcomes = asyncio.run(drive())
     finally:
@@ -255,9 +290,22 @@ def test_only_the_entry_commits_without_waiting_for_the_wal_flush(world):
     configured = setting()
     assert agent.recall(query="quokka").status_code == 200 and AccessEntry.objects.count() == 1
     assert setting() == configured
-    memories = [{"id": pk, "version": 1} for pk in MemoryVersion.objects.filter(member=world.editor).values_list("pk", flat=True)]
+    memories = [
+        {"id": pk, "version": 1}
+        for pk in MemoryVersion.objects.filter(member=world.editor).values_list("pk", flat=True)
+    ]
     credential = Credential.objects.filter(member=world.editor).latest("pk")
     with transaction.atomic():
-        assert access_log.record(credential=credential, member=world.editor, operation="list", surface="rest", memories=memories, hidden=0) is not None
+        assert (
+            access_log.record(
+                credential=credential,
+                member=world.editor,
+                operation="list",
+                surface="rest",
+                memories=memories,
+                hidden=0,
+            )
+            is not None
+        )
         assert setting() == configured
     assert setting() == configured and AccessEntry.objects.count() == 2

@@ -47,7 +47,11 @@ def assert_no_content(body: bytes | str, memories: Memories | None = None) -> No
 
 def product_admins():
     """(model, model admin) for every model of the product registered in the admin."""
-    return [(model, model_admin) for model, model_admin in admin.site._registry.items() if model._meta.app_label in PRODUCT_APPS]
+    return [
+        (model, model_admin)
+        for model, model_admin in admin.site._registry.items()
+        if model._meta.app_label in PRODUCT_APPS
+    ]
 
 
 def admin_url(model, view: str, *args) -> str:

@@ -90,7 +90,9 @@ def test_the_export_follows_the_filters_of_the_change_list(world, memories, staf
     assert len(rows) == 1 and rows[0].startswith(f"{memories.assistant_version.pk},")
 
 
-@pytest.mark.parametrize("lookup", ["text__icontains", "details__icontains", "text", "text__startswith", "citations__memory__text__contains"])
+@pytest.mark.parametrize(
+    "lookup", ["text__icontains", "details__icontains", "text", "text__startswith", "citations__memory__text__contains"]
+)
 def test_lookups_on_memory_content_are_refused(memories, staff, lookup):
     client = browser(staff.superuser)
     response = client.get(admin_url(MemoryVersion, "changelist") + f"?{lookup}=zebrafinch")
@@ -102,7 +104,8 @@ def test_lookups_through_relations_into_memory_content_are_refused(memories, sta
     client = browser(staff.superuser)
     for url in (
         admin_url(Member, "changelist") + "?memory_versions__text__icontains=zebrafinch",
-        admin_url(MemoryVersion, "changelist").replace("memoryversion", "citation") + "?memory__text__icontains=zebrafinch",
+        admin_url(MemoryVersion, "changelist").replace("memoryversion", "citation")
+        + "?memory__text__icontains=zebrafinch",
         admin_url(Consolidation, "changelist") + f"?messages__icontains={CONVERSATION_WORD}",
     ):
         response = client.get(url)
@@ -114,7 +117,11 @@ def test_searching_by_memory_text_finds_nothing(memories, staff):
 
     def found(term: str) -> set[int]:
         page = body_of(client.get(admin_url(MemoryVersion, "changelist"), {"q": term}))
-        return {v.pk for v in (memories.agent_version, memories.assistant_version) if admin_url(MemoryVersion, "change", v.pk) in page}
+        return {
+            v.pk
+            for v in (memories.agent_version, memories.assistant_version)
+            if admin_url(MemoryVersion, "change", v.pk) in page
+        }
 
     for term in ("zebrafinch", CANARY_TEXT, "periwinkle umbrellas", memories.assistant_version.details):
         assert found(term) == set()
@@ -165,7 +172,12 @@ def test_when_allowed_only_superusers_view_content_after_giving_a_reason_and_it_
     assert shown.status_code == 200 and "no-store" in shown["Cache-Control"]
     assert version.text in body_of(shown) and "marmalade" in body_of(shown)
     event = AuditEvent.objects.get(action="memory.content_viewed")
-    assert (event.actor, event.reason, event.target, event.workspace_id) == (staff.superuser, "support ticket 1234", f"memory version #{version.pk}", version.workspace_id)
+    assert (event.actor, event.reason, event.target, event.workspace_id) == (
+        staff.superuser,
+        "support ticket 1234",
+        f"memory version #{version.pk}",
+        version.workspace_id,
+    )
     assert "zebrafinch" not in str(event.changes)
     # the audit log itself never carries the content
     assert_no_content(body_of(client.get(admin_url(AuditEvent, "changelist"))), memories)

@@ -35,28 +35,49 @@ def known(world, memories):
     actions.revoke_credential(Credential.objects.filter(member=world.owner).order_by("-id").first(), actor=None)
     del revoked
     leaver = actions.add_member(world.workspace, "leaver@acme.test", role="viewer")
-    forgotten = MemoryVersion.objects.create(workspace=world.workspace, member=world.owner, namespace="scratch", key="a", text="one")
+    forgotten = MemoryVersion.objects.create(
+        workspace=world.workspace, member=world.owner, namespace="scratch", key="a", text="one"
+    )
     erase_memories([forgotten.pk], operation="forget", workspace_id=world.workspace.pk, actor_label="test")
-    removed = MemoryVersion.objects.create(workspace=world.workspace, member=leaver, namespace="scratch", key="b", text="two")
+    removed = MemoryVersion.objects.create(
+        workspace=world.workspace, member=leaver, namespace="scratch", key="b", text="two"
+    )
     erase_memories([removed.pk], operation="member_removal", workspace_id=world.workspace.pk, actor_label="test")
-    old = MemoryVersion.objects.create(workspace=world.workspace, member=world.owner, namespace="scratch", key="c", text="three")
+    old = MemoryVersion.objects.create(
+        workspace=world.workspace, member=world.owner, namespace="scratch", key="c", text="three"
+    )
     receipt = erase_memories([old.pk], operation="expiry", workspace_id=world.workspace.pk, actor_label="test")
     DeletionReceipt.objects.filter(pk=receipt.pk).update(purged_at=timezone.now() - timedelta(days=45))
     actions.remove_member(leaver, actor=world.owner.user)
     charging.grant_credits(world.workspace, Decimal("100"))
-    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="m", input_cost=Decimal("0.5"), output_cost=Decimal("0.25"))
+    UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        role="editor",
+        category="ai_memory",
+        model_name="m",
+        input_cost=Decimal("0.5"),
+        output_cost=Decimal("0.25"),
+    )
     return world
 
 
 def test_dashboard_figures_match_the_fixture(known):
     rows = {row.workspace.pk: row for row in workspace_figures()}
     acme = rows[known.workspace.pk]
-    assert acme.agent_memories_enabled is True and acme.workspace.ai_memory_available is True and acme.workspace.retains_history is True
+    assert (
+        acme.agent_memories_enabled is True
+        and acme.workspace.ai_memory_available is True
+        and acme.workspace.retains_history is True
+    )
     assert acme.retention_days == 90
     assert acme.members.value == 3
     assert acme.credentials.value == 2
     assert acme.versions.value == 2
-    assert {(e.operation, e.receipts, e.versions) for e in acme.erasures} == {("forget", 1, 1), ("member_removal", 1, 1)}
+    assert {(e.operation, e.receipts, e.versions) for e in acme.erasures} == {
+        ("forget", 1, 1),
+        ("member_removal", 1, 1),
+    }
     assert acme.balance.value == Decimal("100")
     globex = rows[known.other_workspace.pk]
     assert (globex.members.value, globex.credentials.value, globex.versions.value, globex.erasures) == (1, 0, 0, [])
@@ -97,7 +118,9 @@ def test_charts_count_per_day_over_30_days(known):
 def test_dashboard_is_hidden_from_staff_without_view_permissions(known, db):
     from django.contrib.auth import get_user_model
 
-    plain = get_user_model().objects.create_user("plain@platform.test", "plain@platform.test", "pw-plain-123", is_staff=True)
+    plain = get_user_model().objects.create_user(
+        "plain@platform.test", "plain@platform.test", "pw-plain-123", is_staff=True
+    )
     page = browser(plain).get("/admin/").content.decode()
     assert 'id="governance-dashboard"' not in page
 
@@ -118,10 +141,18 @@ def _grow(world):
         member = actions.add_member(world.workspace, f"extra{i}@acme.test", role="editor")
         make_agent(member)
         for j in range(2):
-            MemoryVersion.objects.create(workspace=world.workspace, member=member, namespace="notes", key=f"k{j}", text=f"note {i} {j}")
-        UsageRecord.objects.create(workspace=world.workspace, member=member, role="editor", category="ai_memory", model_name="m")
-        spare = MemoryVersion.objects.create(workspace=world.workspace, member=member, namespace="tmp", key="x", text="gone")
-        erase_memories([spare.pk], operation="forget", workspace_id=world.workspace.pk, member_id=member.pk, actor_label="test")
+            MemoryVersion.objects.create(
+                workspace=world.workspace, member=member, namespace="notes", key=f"k{j}", text=f"note {i} {j}"
+            )
+        UsageRecord.objects.create(
+            workspace=world.workspace, member=member, role="editor", category="ai_memory", model_name="m"
+        )
+        spare = MemoryVersion.objects.create(
+            workspace=world.workspace, member=member, namespace="tmp", key="x", text="gone"
+        )
+        erase_memories(
+            [spare.pk], operation="forget", workspace_id=world.workspace.pk, member_id=member.pk, actor_label="test"
+        )
 
 
 @pytest.mark.parametrize("role", ["auditor", "operator"])
@@ -155,10 +186,16 @@ def test_change_list_queries_are_the_same_for_3_and_30_rows(world, memories, sta
 def test_the_paginator_caps_the_count_and_says_so(world, staff, monkeypatch):
     monkeypatch.setattr(LargeTablePaginator, "CAP", 5)
     for i in range(7):
-        MemoryVersion.objects.create(workspace=world.workspace, member=world.owner, namespace="bulk", key=f"k{i}", text="x")
+        MemoryVersion.objects.create(
+            workspace=world.workspace, member=world.owner, namespace="bulk", key=f"k{i}", text="x"
+        )
     page = browser(staff.auditor).get(admin_url(MemoryVersion, "changelist")).content.decode()
     assert "more than" in page and "5 memory versions" in page
-    exact = browser(staff.auditor).get(admin_url(MemoryVersion, "changelist") + f"?member__id__exact={world.editor.pk}").content.decode()
+    exact = (
+        browser(staff.auditor)
+        .get(admin_url(MemoryVersion, "changelist") + f"?member__id__exact={world.editor.pk}")
+        .content.decode()
+    )
     assert "more than" not in exact
 
 
@@ -167,9 +204,20 @@ def test_the_credits_chart_counts_a_record_on_the_local_day_from_local_midnight(
     settings.TIME_ZONE = zone
     now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
     first_day = timezone.make_aware(datetime(2026, 2, 1))  # 29 days before today, at local midnight
-    for at, cost in ((datetime(2026, 3, 1, 23, 30, tzinfo=UTC), "1"), (first_day, "2"), (first_day - timedelta(minutes=1), "4")):
+    for at, cost in (
+        (datetime(2026, 3, 1, 23, 30, tzinfo=UTC), "1"),
+        (first_day, "2"),
+        (first_day - timedelta(minutes=1), "4"),
+    ):
         UsageRecord.objects.create(
-            workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="m", input_cost=Decimal(cost), output_cost=Decimal("0.25"), created_at=at
+            workspace=world.workspace,
+            member=world.editor,
+            role="editor",
+            category="ai_memory",
+            model_name="m",
+            input_cost=Decimal(cost),
+            output_cost=Decimal("0.25"),
+            created_at=at,
         )
     used = charts(now)[2]
     assert f"{late_day}: 1.25</title>" in used.svg and "2026-02-01: 2.25</title>" in used.svg

@@ -109,7 +109,11 @@ def test_the_owner_reads_no_plain_digest_of_a_members_text_on_any_workspace_rout
     digests = set().union(*(plain_digests(v.text) for v in versions[world.editor.pk] + versions[world.viewer.pk]))
     owner = Client()
     owner.force_login(world.owner.user)
-    values = {"ws_id": str(world.workspace.pk), "memory_id": str(versions[world.editor.pk][0].pk), "member_id": str(world.editor.pk)}
+    values = {
+        "ws_id": str(world.workspace.pk),
+        "memory_id": str(versions[world.editor.pk][0].pk),
+        "member_id": str(world.editor.pk),
+    }
     for route, names in routes():
         if not route.startswith(("api/w/", "w/")) or any(name not in values for name in names):
             continue
@@ -125,7 +129,9 @@ def test_equal_texts_of_two_members_and_two_workspaces_never_show_equal_digests(
     for rows in versions.values():
         for version in rows:
             by_text.setdefault(version.text, set()).add(shown[version.pk])
-            assert len(shown[version.pk]) == 64 and shown[version.pk] != hashlib.sha256(version.text.encode()).hexdigest()
+            assert (
+                len(shown[version.pk]) == 64 and shown[version.pk] != hashlib.sha256(version.text.encode()).hexdigest()
+            )
     equal_texts = [text for text in by_text if sum(v.text == text for rows in versions.values() for v in rows) == 3]
     assert len(equal_texts) >= 10  # the generated texts survive masking unchanged, stored by all three
     for text in equal_texts:
@@ -134,12 +140,18 @@ def test_equal_texts_of_two_members_and_two_workspaces_never_show_equal_digests(
 
 
 @settings(max_examples=40, deadline=None)
-@given(text=st.text(min_size=1, max_size=200), ws=st.integers(1, 10**6), members=st.lists(st.integers(1, 10**6), min_size=2, max_size=2, unique=True))
+@given(
+    text=st.text(min_size=1, max_size=200),
+    ws=st.integers(1, 10**6),
+    members=st.lists(st.integers(1, 10**6), min_size=2, max_size=2, unique=True),
+)
 def test_a_keyed_digest_differs_by_member_and_workspace_and_is_no_plain_hash(text, ws, members):
     first, second = (content.member_digest(text, workspace_id=ws, member_id=m) for m in members)
     assert first != second
     assert content.member_digest(text, workspace_id=ws + 1, member_id=members[0]) != first
-    assert first == content.member_digest(text, workspace_id=ws, member_id=members[0])  # stable: the member's own duplicates match
+    assert first == content.member_digest(
+        text, workspace_id=ws, member_id=members[0]
+    )  # stable: the member's own duplicates match
     assert first not in plain_digests(text)
 
 

@@ -52,7 +52,12 @@ def test_the_shown_digest_is_keyed_by_the_versions_own_data_key(world):
 
 def test_equal_texts_of_two_members_and_of_two_versions_show_different_digests(world, staff):  # noqa: F811
     editor, owner = make_agent(world.editor), make_agent(world.owner)
-    ids = [remember(editor, TEXT, key="seat"), remember(editor, TEXT, key="seat"), remember(editor, TEXT), remember(owner, TEXT, key="seat")]
+    ids = [
+        remember(editor, TEXT, key="seat"),
+        remember(editor, TEXT, key="seat"),
+        remember(editor, TEXT),
+        remember(owner, TEXT, key="seat"),
+    ]
     versions = list(MemoryVersion.objects.filter(pk__in=ids))
     assert len(versions) == 4 and {v.text for v in versions} == {TEXT}
     assert len({v.text_hmac for v in versions}) == 4
@@ -63,7 +68,9 @@ def test_equal_texts_of_two_members_and_of_two_versions_show_different_digests(w
 def test_after_the_erase_no_key_in_the_process_reproduces_a_kept_copy_of_the_digest(world):
     agent = make_agent(world.editor)
     pk = remember(agent, TEXT)
-    kept = MemoryVersion.objects.values("text_hmac", "text_length", "key_id", "workspace_id", "member_id").get(pk=pk)  # the pre-erase backup
+    kept = MemoryVersion.objects.values("text_hmac", "text_length", "key_id", "workspace_id", "member_id").get(
+        pk=pk
+    )  # the pre-erase backup
     assert agent.forget(memoryId=str(pk)).status_code == 200
     assert not MemoryVersion.objects.filter(pk=pk).exists() and key_store().present([kept["key_id"]]) == set()
     guess = TEXT  # the attacker's right guess, of the right length
@@ -74,10 +81,19 @@ def test_after_the_erase_no_key_in_the_process_reproduces_a_kept_copy_of_the_dig
         for dek in key_store().get_many(DataKey.objects.values_list("key_id", flat=True)).values()
         if dek is not None  # every data key still in the key store
     ]
-    server_keys = [base64.b64decode(settings.CONTENT_DIGEST_KEY), settings.SECRET_KEY.encode(), keks.current, *keks.retired]
+    server_keys = [
+        base64.b64decode(settings.CONTENT_DIGEST_KEY),
+        settings.SECRET_KEY.encode(),
+        keks.current,
+        *keks.retired,
+    ]
     candidates += [hmac.new(key, guess.encode(), hashlib.sha256).hexdigest() for key in server_keys]
     candidates += [digest_under(key, guess) for key in server_keys]
-    for scope in (f"workspace/{kept['workspace_id']}/member/{kept['member_id']}", f"workspace/{kept['workspace_id']}", ""):
+    for scope in (
+        f"workspace/{kept['workspace_id']}/member/{kept['member_id']}",
+        f"workspace/{kept['workspace_id']}",
+        "",
+    ):
         candidates.append(content.keyed_digest(guess, scope))
     candidates += [hashlib.sha256(guess.encode()).hexdigest(), hashlib.sha256(guess.encode()).hexdigest()[:64]]
     assert kept["text_hmac"] and kept["text_hmac"] not in candidates
@@ -86,15 +102,19 @@ def test_after_the_erase_no_key_in_the_process_reproduces_a_kept_copy_of_the_dig
 def plant_legacy(world, text: str) -> int:
     """A version stored the way it was before encryption: plaintext columns, no key id, the
     digest as 0007 computed it (under CONTENT_DIGEST_KEY)."""
-    version = MemoryVersion.objects.create(workspace=world.workspace, member=world.editor, namespace="notes", text="placeholder")
+    version = MemoryVersion.objects.create(
+        workspace=world.workspace, member=world.editor, namespace="notes", text="placeholder"
+    )
     old_digest = content.member_digest(text, workspace_id=world.workspace.pk, member_id=world.editor.pk)
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE memoryapp_memoryversion SET key_id = NULL, text = %s, details = %s, kind = %s, text_hmac = %s WHERE id = %s",
+            "UPDATE memoryapp_memoryversion SET key_id = NULL, text = %s, details = %s, kind = %s, text_hmac = %s "
+            "WHERE id = %s",
             [text.encode(), b"", b"fact", old_digest, version.pk],
         )
         cursor.execute(
-            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms, terms_format) VALUES (%s, %s, %s, %s, %s, %s)",
+            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms, terms_format) VALUES "
+            "(%s, %s, %s, %s, %s, %s)",
             [version.pk, "hashing", 1, b"\0\0\x80?", text.encode(), "t1"],
         )
     key_store().delete_many([version.key_id])
@@ -109,7 +129,9 @@ def test_encrypt_memories_computes_the_digest_under_the_new_data_key_once(world)
         assert sealed[pk].text_hmac == digest_under(dek_of(sealed[pk]), f"{TEXT} {i}")
     assert MemoryEmbedding.objects.get(memory_id=pks[0]).terms == f"{TEXT} 0"
     call_command("encrypt_memories", "--json", stdout=open_null())
-    assert {v.pk: (v.key_id, v.text_hmac) for v in MemoryVersion.objects.filter(pk__in=pks)} == {pk: (v.key_id, v.text_hmac) for pk, v in sealed.items()}
+    assert {v.pk: (v.key_id, v.text_hmac) for v in MemoryVersion.objects.filter(pk__in=pks)} == {
+        pk: (v.key_id, v.text_hmac) for pk, v in sealed.items()
+    }
 
 
 def open_null():

@@ -22,8 +22,15 @@ def test_staff_with_change_user_cannot_tick_their_own_superuser_box(operator):
     user, client = operator
     page = client.get(f"/admin/auth/user/{user.pk}/change/")
     assert page.status_code == 200
-    assert b'name="is_superuser"' not in page.content and b'name="user_permissions"' not in page.content and b'name="groups"' not in page.content
-    client.post(f"/admin/auth/user/{user.pk}/change/", {"username": user.username, "email": user.email, "is_active": "on", "is_staff": "on", "is_superuser": "on"})
+    assert (
+        b'name="is_superuser"' not in page.content
+        and b'name="user_permissions"' not in page.content
+        and b'name="groups"' not in page.content
+    )
+    client.post(
+        f"/admin/auth/user/{user.pk}/change/",
+        {"username": user.username, "email": user.email, "is_active": "on", "is_staff": "on", "is_superuser": "on"},
+    )
     user.refresh_from_db()
     assert not user.is_superuser
 
@@ -32,7 +39,10 @@ def test_staff_cannot_set_a_superusers_password(operator):
     _, client = operator
     root = get_user_model().objects.create_superuser("root@platform.test", password="pw-root-12345")
     assert client.get(f"/admin/auth/user/{root.pk}/password/").status_code == 403
-    client.post(f"/admin/auth/user/{root.pk}/password/", {"password1": "taken-over-123", "password2": "taken-over-123", "reason": "x"})
+    client.post(
+        f"/admin/auth/user/{root.pk}/password/",
+        {"password1": "taken-over-123", "password2": "taken-over-123", "reason": "x"},
+    )
     root.refresh_from_db()
     assert root.check_password("pw-root-12345")
 

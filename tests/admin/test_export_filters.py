@@ -19,7 +19,9 @@ def test_every_admin_with_a_csv_export_is_tried():
 
 
 @pytest.mark.parametrize("model", EXPORTS, ids=lambda m: m._meta.label_lower)
-@pytest.mark.parametrize("query", ["text__contains=x", "no_such_field=1", "id__gt=notanumber", "created_at__gte=yesterday"])
+@pytest.mark.parametrize(
+    "query", ["text__contains=x", "no_such_field=1", "id__gt=notanumber", "created_at__gte=yesterday"]
+)
 def test_an_export_with_a_filter_it_cannot_apply_answers_400(memories, staff, model, query):
     client = browser(staff.superuser)
     changelist = client.get(admin_url(model, "changelist") + f"?{query}")
@@ -28,5 +30,7 @@ def test_an_export_with_a_filter_it_cannot_apply_answers_400(memories, staff, mo
     assert changelist.status_code in (302, 400)  # the change list refuses it too (?e=1, or 400)
     body = response.content.decode()
     assert "Traceback" not in body
-    if not (model is MemoryVersion and query.startswith("text")):  # a lookup on content: refused as such, saying nothing more
+    if not (
+        model is MemoryVersion and query.startswith("text")
+    ):  # a lookup on content: refused as such, saying nothing more
         assert "cannot apply the filters" in body

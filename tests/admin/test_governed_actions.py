@@ -15,7 +15,10 @@ pytestmark = pytest.mark.django_db
 
 
 def run(client, model, action: str, pks, reason: str = "ticket OPS-42"):
-    return client.post(admin_url(model, "changelist"), {"action": action, "_selected_action": [str(pk) for pk in pks], "confirm": "yes", "reason": reason})
+    return client.post(
+        admin_url(model, "changelist"),
+        {"action": action, "_selected_action": [str(pk) for pk in pks], "confirm": "yes", "reason": reason},
+    )
 
 
 def test_operator_revokes_a_credential_with_a_reason_and_the_agent_is_refused(world, staff):
@@ -36,21 +39,34 @@ def test_switching_the_platform_flag_is_audited_old_to_new(world, staff):
     world.workspace.refresh_from_db()
     assert world.workspace.ai_memory_available is False
     event = AuditEvent.objects.get(action="workspace.ai_memory_available")
-    assert event.changes == {"aiMemoryAvailable": [True, False]} and event.reason == "contract paused" and event.actor == staff.superuser
+    assert (
+        event.changes == {"aiMemoryAvailable": [True, False]}
+        and event.reason == "contract paused"
+        and event.actor == staff.superuser
+    )
     run(client, Workspace, "enable_ai_memory", [world.workspace.pk])
     world.workspace.refresh_from_db()
     assert world.workspace.ai_memory_available is True
 
 
-def test_making_a_workspace_non_retaining_shows_counts_then_erases_with_receipts(world, memories, staff, django_capture_on_commit_callbacks):
+def test_making_a_workspace_non_retaining_shows_counts_then_erases_with_receipts(
+    world, memories, staff, django_capture_on_commit_callbacks
+):
     client = browser(staff.operator)
     versions = MemoryVersion.objects.filter(workspace=world.workspace).count()
-    confirmation = client.post(admin_url(Workspace, "changelist"), {"action": "make_non_retaining", "_selected_action": [world.workspace.pk]})
+    confirmation = client.post(
+        admin_url(Workspace, "changelist"), {"action": "make_non_retaining", "_selected_action": [world.workspace.pk]}
+    )
     body = confirmation.content.decode()
     assert confirmation.status_code == 200
-    assert f"{versions} / {Citation.objects.filter(memory__workspace=world.workspace).count()} / {MemoryEmbedding.objects.filter(memory__workspace=world.workspace).count()}" in body
+    assert (
+        f"{versions} / {Citation.objects.filter(memory__workspace=world.workspace).count()} / "
+        f"{MemoryEmbedding.objects.filter(memory__workspace=world.workspace).count()}" in body
+    )
     assert_no_content(body, memories)
-    assert MemoryVersion.objects.filter(workspace=world.workspace).count() == versions  # nothing happens before the confirmation
+    assert (
+        MemoryVersion.objects.filter(workspace=world.workspace).count() == versions
+    )  # nothing happens before the confirmation
 
     with django_capture_on_commit_callbacks(execute=True):
         response = run(client, Workspace, "make_non_retaining", [world.workspace.pk], reason="customer asked")
@@ -68,13 +84,20 @@ def test_erasing_a_member_s_memories_writes_a_receipt_and_an_audit_event(world, 
     other.remember(namespace="prefs", key="kept", text="the owner's own note")
     versions = MemoryVersion.objects.filter(member=world.editor).count()
     client = browser(staff.operator)
-    confirmation = client.post(admin_url(world.editor.__class__, "changelist"), {"action": "erase_member_memories", "_selected_action": [world.editor.pk]})
+    confirmation = client.post(
+        admin_url(world.editor.__class__, "changelist"),
+        {"action": "erase_member_memories", "_selected_action": [world.editor.pk]},
+    )
     assert f"<td>{versions}</td>" in confirmation.content.decode()
     run(client, world.editor.__class__, "erase_member_memories", [world.editor.pk], reason="right to erasure")
     assert not MemoryVersion.objects.filter(member=world.editor).exists()
     assert MemoryVersion.objects.filter(member=world.owner).exists()
     receipt = DeletionReceipt.objects.get(operation=Operation.ADMIN_ERASE)
-    assert receipt.member_ref == world.editor.pk and receipt.versions_erased == versions and receipt.actor == staff.operator
+    assert (
+        receipt.member_ref == world.editor.pk
+        and receipt.versions_erased == versions
+        and receipt.actor == staff.operator
+    )
     assert receipt.verification["clean"] is True
     assert AuditEvent.objects.get(action="memories.admin_erased").reason == "right to erasure"
 
@@ -89,7 +112,11 @@ def test_reverifying_a_receipt_stores_the_new_result_and_audits_it(world, memori
     receipt.refresh_from_db()
     assert receipt.verification["clean"] is True and receipt.verification["checkedAt"] >= first
     event = AuditEvent.objects.get(action="receipt.reverified")
-    assert event.reason == "quarterly check" and event.target == f"receipt #{receipt.pk}" and event.workspace_ref == world.workspace.pk
+    assert (
+        event.reason == "quarterly check"
+        and event.target == f"receipt #{receipt.pk}"
+        and event.workspace_ref == world.workspace.pk
+    )
 
 
 def test_reverifying_a_receipt_of_a_deleted_workspace_keeps_its_id_in_the_audit_event(world, memories, staff):
@@ -104,7 +131,10 @@ def test_reverifying_a_receipt_of_a_deleted_workspace_keeps_its_id_in_the_audit_
 
 
 def test_a_superuser_creates_a_workspace_with_its_settings_row_owner_and_audit_event(db, staff):
-    response = browser(staff.superuser).post(admin_url(Workspace, "add"), {"name": "Initech", "owner_email": "boss@initech.test", "ai_memory_available": "on", "retains_history": "on"})
+    response = browser(staff.superuser).post(
+        admin_url(Workspace, "add"),
+        {"name": "Initech", "owner_email": "boss@initech.test", "ai_memory_available": "on", "retains_history": "on"},
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     workspace = Workspace.objects.get(name="Initech")
     assert workspace.ask_history.agent_memories_enabled is False
@@ -114,7 +144,10 @@ def test_a_superuser_creates_a_workspace_with_its_settings_row_owner_and_audit_e
 
 
 def test_renaming_a_workspace_is_audited_and_flags_cannot_be_edited_in_the_form(world, staff):
-    browser(staff.superuser).post(admin_url(Workspace, "change", world.workspace.pk), {"name": "Acme Corp", "ai_memory_available": "", "retains_history": ""})
+    browser(staff.superuser).post(
+        admin_url(Workspace, "change", world.workspace.pk),
+        {"name": "Acme Corp", "ai_memory_available": "", "retains_history": ""},
+    )
     world.workspace.refresh_from_db()
     assert world.workspace.name == "Acme Corp"
     assert world.workspace.ai_memory_available is True and world.workspace.retains_history is True

@@ -87,19 +87,27 @@ def test_with_the_audited_step_on_a_superuser_sets_it_only_with_a_reason_and_the
     assert form.status_code == 200 and 'name="reason"' in form.content.decode()
     assert set_password(client, member_user, reason=None).status_code == 200  # the form again: a reason is required
     assert set_password(client, member_user, reason="   ").status_code == 200
-    assert not can_log_in_as(member_user, NEW_PASSWORD) and not AuditEvent.objects.filter(action=PASSWORD_EVENT).exists()
+    assert (
+        not can_log_in_as(member_user, NEW_PASSWORD) and not AuditEvent.objects.filter(action=PASSWORD_EVENT).exists()
+    )
     response = set_password(client, member_user)
     assert response.status_code == 302
     assert can_log_in_as(member_user, NEW_PASSWORD)
     event = AuditEvent.objects.get(action=PASSWORD_EVENT)
-    assert event.actor == staff.superuser and event.reason.startswith("Support ticket 4711") and event.target == f"user #{member_user.pk}"
+    assert (
+        event.actor == staff.superuser
+        and event.reason.startswith("Support ticket 4711")
+        and event.target == f"user #{member_user.pk}"
+    )
     english = agent_access_page(world.editor)
     assert "An administrator set your password on" in english and "Support ticket 4711" in english
     japanese = agent_access_page(world.editor, "ja")
     assert "管理者があなたのパスワードを設定しました" in japanese
     # The member of several workspaces sees it in each.
     actions.add_member(world.other_workspace, member_user.email, role="viewer")
-    assert "An administrator set your password on" in agent_access_page(Member.objects.get(workspace=world.other_workspace, user=member_user))
+    assert "An administrator set your password on" in agent_access_page(
+        Member.objects.get(workspace=world.other_workspace, user=member_user)
+    )
     # Nobody else sees it on their page.
     assert "An administrator set your password on" not in agent_access_page(world.viewer)
 
@@ -107,7 +115,9 @@ def test_with_the_audited_step_on_a_superuser_sets_it_only_with_a_reason_and_the
 @override_settings(ADMIN_MAY_VIEW_MEMORY_CONTENT=True)
 def test_staff_who_are_not_superusers_never_set_a_members_password(world, staff):
     operator = staff.operator
-    operator.user_permissions.add(Permission.objects.get(codename="change_user"), Permission.objects.get(codename="view_user"))
+    operator.user_permissions.add(
+        Permission.objects.get(codename="change_user"), Permission.objects.get(codename="view_user")
+    )
     operator = User.objects.get(pk=operator.pk)
     assert operator.has_perm("auth.change_user")
     assert set_password(browser(operator), world.editor.user).status_code == 403
@@ -127,7 +137,15 @@ def test_a_staff_accounts_password_may_be_set_and_is_recorded_for_the_day_it_bec
 
 def test_an_account_the_admin_created_with_a_password_shows_it_once_it_joins(world, staff):
     client = browser(staff.superuser)
-    response = client.post(reverse("admin:auth_user_add"), {"username": "future@acme.test", "password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "usable_password": "true"})
+    response = client.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": "future@acme.test",
+            "password1": NEW_PASSWORD,
+            "password2": NEW_PASSWORD,
+            "usable_password": "true",
+        },
+    )
     assert response.status_code == 302, response.content
     future = User.objects.get(username="future@acme.test")
     member = actions.add_member(world.workspace, "future@acme.test", role="viewer")
@@ -162,7 +180,15 @@ def test_the_user_change_form_cannot_change_a_members_login_or_password(world, s
 def test_the_add_user_form_cannot_take_over_an_existing_members_login(world, staff):
     client = browser(staff.superuser)
     before = User.objects.count()
-    response = client.post(reverse("admin:auth_user_add"), {"username": world.editor.user.username, "password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "usable_password": "true"})
+    response = client.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": world.editor.user.username,
+            "password1": NEW_PASSWORD,
+            "password2": NEW_PASSWORD,
+            "usable_password": "true",
+        },
+    )
     assert response.status_code == 200 and User.objects.count() == before
     assert not can_log_in_as(world.editor.user, NEW_PASSWORD)
 
@@ -172,9 +198,21 @@ def test_no_admin_creates_or_edits_a_personal_token_credential_membership_or_ses
     actions.issue_personal_token(world.editor.user)
     client = browser(staff.superuser)
     for model in (PersonalToken, Credential, Member):
-        assert client.post(reverse(f"admin:governance_{model._meta.model_name}_add"), {"user": world.editor.user.pk, "member": world.editor.pk}).status_code == 403
+        assert (
+            client.post(
+                reverse(f"admin:governance_{model._meta.model_name}_add"),
+                {"user": world.editor.user.pk, "member": world.editor.pk},
+            ).status_code
+            == 403
+        )
         obj = model.objects.first()
-        assert client.post(reverse(f"admin:governance_{model._meta.model_name}_change", args=[obj.pk]), {"user": staff.superuser.pk}).status_code == 403
+        assert (
+            client.post(
+                reverse(f"admin:governance_{model._meta.model_name}_change", args=[obj.pk]),
+                {"user": staff.superuser.pk},
+            ).status_code
+            == 403
+        )
     assert Session not in admin.site._registry and LogEntry not in admin.site._registry
     assert PersonalToken.objects.count() == 1
 
@@ -182,7 +220,13 @@ def test_no_admin_creates_or_edits_a_personal_token_credential_membership_or_ses
 def test_creating_a_workspace_for_a_members_email_gives_nobody_their_password(world, staff):
     before = User.objects.get(pk=world.editor.user.pk).password
     response = browser(staff.superuser).post(
-        reverse("admin:governance_workspace_add"), {"name": "Side project", "owner_email": world.editor.user.email, "ai_memory_available": "on", "retains_history": "on"}
+        reverse("admin:governance_workspace_add"),
+        {
+            "name": "Side project",
+            "owner_email": world.editor.user.email,
+            "ai_memory_available": "on",
+            "retains_history": "on",
+        },
     )
     assert response.status_code == 302
     assert User.objects.get(pk=world.editor.user.pk).password == before
@@ -202,7 +246,17 @@ def admin_url_names(resolver=None) -> set[str]:
 
 
 #: Admin URLs of no model: the admin's own pages, none of which touches another account.
-SITE_URLS = {"index", "login", "logout", "password_change", "password_change_done", "autocomplete", "jsi18n", "view_on_site", "app_list"}
+SITE_URLS = {
+    "index",
+    "login",
+    "logout",
+    "password_change",
+    "password_change_done",
+    "autocomplete",
+    "jsi18n",
+    "view_on_site",
+    "app_list",
+}
 #: Views of every registered model that show rows and cannot write a credential, login or password.
 READ_VIEWS = ("changelist", "history", "export_csv", "content")
 #: What a product admin may write through its add/change views: a workspace (name, flags, and a
@@ -211,8 +265,10 @@ PRODUCT_WRITES = {"governance_workspace_add", "governance_workspace_change"}
 #: The user and group admins (Django's): each path was tried above.
 ACCOUNT_PATHS = {
     "auth_user_password_change": "refused for a member outside the audited step; audited and shown to the member in it",
-    "auth_user_change": "username, email and password read-only for a member; is_active / staff flags give nobody a session",
-    "auth_user_add": "a new account only (an existing login is refused); an admin-set password is recorded and shown once it joins",
+    "auth_user_change": "username, email and password read-only for a member; is_active / staff flags give nobody a "
+    "session",
+    "auth_user_add": "a new account only (an existing login is refused); an admin-set password is recorded and shown "
+    "once it joins",
     "auth_user_delete": "refused for someone who is or was a member (their rows are not deletable here)",
     "auth_group_add": "groups grant admin permissions to staff, never a member's session",
     "auth_group_change": "as above",
@@ -228,17 +284,29 @@ def test_every_admin_url_is_classified_and_every_product_write_is_refused(world,
     unclassified = []
     client = browser(staff.superuser)
     for name in sorted(names):
-        if name in SITE_URLS or name in ACCOUNT_PATHS or name.endswith(READ_VIEWS) or name.endswith("_delete") and not name.startswith("auth_"):
+        if (
+            name in SITE_URLS
+            or name in ACCOUNT_PATHS
+            or name.endswith(READ_VIEWS)
+            or name.endswith("_delete")
+            and not name.startswith("auth_")
+        ):
             continue
         if name.endswith(("_add", "_change")) and not name.startswith("auth_"):
             if name in PRODUCT_WRITES:
                 continue
             model_name = name.rsplit("_", 1)[0]
             model = next(m for m in admin.site._registry if f"{m._meta.app_label}_{m._meta.model_name}" == model_name)
-            args = [model._default_manager.first().pk] if name.endswith("_change") and model._default_manager.exists() else None
+            args = (
+                [model._default_manager.first().pk]
+                if name.endswith("_change") and model._default_manager.exists()
+                else None
+            )
             if name.endswith("_change") and args is None:
                 continue
-            response = client.post(reverse(f"admin:{name}", args=args), {"user": world.editor.user.pk, "member": world.editor.pk})
+            response = client.post(
+                reverse(f"admin:{name}", args=args), {"user": world.editor.user.pk, "member": world.editor.pk}
+            )
             assert response.status_code == 403, name
             continue
         unclassified.append(name)
@@ -250,7 +318,13 @@ def test_every_admin_url_is_classified_and_every_product_write_is_refused(world,
         if model._meta.app_label in ("governance", "memoryapp", "retention", "credits"):
             obj = model._default_manager.first()
             if obj is not None:
-                assert client.post(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_delete", args=[obj.pk]), {"post": "yes"}).status_code == 403, model
+                assert (
+                    client.post(
+                        reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_delete", args=[obj.pk]),
+                        {"post": "yes"},
+                    ).status_code
+                    == 403
+                ), model
     # Groups give staff admin permissions only: a member in a group is still refused the password path.
     group = Group.objects.create(name="helpdesk")
     group.permissions.add(Permission.objects.get(codename="change_user"))

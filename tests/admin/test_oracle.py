@@ -59,7 +59,13 @@ def plant(member, *, text: str, detail: str, kind: str, key: str) -> Planted:
     assert agent.remember(namespace="notes", key=key, text=text).status_code == 201
     agent_version = MemoryVersion.objects.get(member=member, namespace="notes", key=key)
     assistant_version, _ = add_assistant_memory(member, kind=kind, topic=f"{key}_topic", summary=text, details=[detail])
-    consolidation = Consolidation.objects.create(workspace=member.workspace, member=member, conversation_id=f"conv-{key}", messages=[{"role": "user", "content": text}], message_count=1)
+    consolidation = Consolidation.objects.create(
+        workspace=member.workspace,
+        member=member,
+        conversation_id=f"conv-{key}",
+        messages=[{"role": "user", "content": text}],
+        message_count=1,
+    )
     return Planted(agent_version, assistant_version, consolidation)
 
 
@@ -184,7 +190,10 @@ def test_no_probe_of_any_admin_answers_differently_when_only_memory_content_diff
     after = run_all(probes, staff.auditor)
     differing = [(probe, before[probe], after[probe]) for probe in probes if before[probe] != after[probe]]
     outcomes = Counter(a.outcome for a in before.values())
-    print(f"\nadmin oracle: {len(probes)} probes over {len(admin.site._registry)} admins; outcomes {dict(outcomes)}; differing {len(differing)}")
+    print(
+        f"\nadmin oracle: {len(probes)} probes over {len(admin.site._registry)} admins; outcomes {dict(outcomes)}; "
+        f"differing {len(differing)}"
+    )
     assert not differing, "\n".join(f"{p.admin_label} {urlencode(p.params)}: {b} -> {a}" for p, b, a in differing[:20])
     # The probes are not vacuous: plenty ran and returned rows, and content paths were refused.
     assert outcomes["rows"] > 1000 and outcomes["refused"] > 500
@@ -197,8 +206,16 @@ def test_the_probes_would_catch_an_admin_that_let_content_through(world, staff, 
     # Content itself is sealed (SPEC §8.2): no lookup can read it, guard or not (below). A content
     # digest is stored in the clear (a size), so the guard is what keeps it from being an oracle.
     original = admin_base.lookup_reaches_content
-    monkeypatch.setattr(admin_base, "lookup_reaches_content", lambda model, lookup: False if lookup.startswith("text_length") else original(model, lookup))
-    probes = [p for p in build_probes(probe_values(SECRET_TEXT, SECRET_DETAIL, "preference")) if p.admin_label == "memoryapp.memoryversion"]
+    monkeypatch.setattr(
+        admin_base,
+        "lookup_reaches_content",
+        lambda model, lookup: False if lookup.startswith("text_length") else original(model, lookup),
+    )
+    probes = [
+        p
+        for p in build_probes(probe_values(SECRET_TEXT, SECRET_DETAIL, "preference"))
+        if p.admin_label == "memoryapp.memoryversion"
+    ]
     twin = plant(world.owner, text=OTHER_TEXT, detail=OTHER_DETAIL, kind="instruction", key="twin")
     before = run_all(probes, staff.auditor)
     swap_content(planted, twin)
@@ -248,7 +265,11 @@ def test_relation_paths_to_content_answer_400_over_http(planted, staff):
     from memoryapp.models import Citation
 
     client = browser(staff.auditor)
-    for model, key in ((Citation, "memory__text__contains"), (Member, "memory_versions__text__contains"), (Workspace, "memory_versions__details__regex")):
+    for model, key in (
+        (Citation, "memory__text__contains"),
+        (Member, "memory_versions__text__contains"),
+        (Workspace, "memory_versions__details__regex"),
+    ):
         assert client.get(admin_url(model, "changelist") + "?" + urlencode({key: "a"})).status_code == 400, key
 
 
@@ -273,7 +294,9 @@ def test_a_lookup_the_database_cannot_run_answers_400_not_500(planted, staff):
 
 def test_metadata_lookups_still_work(planted, staff):
     client = browser(staff.auditor)
-    response = client.get(admin_url(MemoryVersion, "changelist") + "?" + urlencode({"namespace": "notes", "key": "secret"}))
+    response = client.get(
+        admin_url(MemoryVersion, "changelist") + "?" + urlencode({"namespace": "notes", "key": "secret"})
+    )
     assert response.status_code == 200
     assert f"/{planted.agent_version.pk}/change/" in response.content.decode()
 
@@ -295,7 +318,11 @@ def test_every_model_holding_content_classifies_every_field():
 
     call_command("check")  # governance.E001 fails on an unclassified field
     holders = [model for model in apps.get_models() if declares_content(model)]
-    assert {m._meta.label for m in holders} >= {"memoryapp.MemoryVersion", "memoryapp.MemoryEmbedding", "credits.Consolidation"}
+    assert {m._meta.label for m in holders} >= {
+        "memoryapp.MemoryVersion",
+        "memoryapp.MemoryEmbedding",
+        "credits.Consolidation",
+    }
     for model in holders:
         for name in content_derived_fields(model):
             assert lookup_reaches_content(model, f"{name}__exact")

@@ -35,7 +35,12 @@ def test_the_data_migration_creates_both_groups_with_view_and_governed_permissio
     assert ("governance", "view_agent") in auditor
     assert all(codename.startswith("view_") for _, codename in auditor)
     assert auditor < operator
-    assert {c for _, c in operator - auditor} == {"revoke_credential", "set_platform_flags", "erase_member_memories", "reverify_receipt"}
+    assert {c for _, c in operator - auditor} == {
+        "revoke_credential",
+        "set_platform_flags",
+        "erase_member_memories",
+        "reverify_receipt",
+    }
 
 
 def test_groups_are_kept_in_step_for_every_registered_model(staff):
@@ -90,7 +95,10 @@ def test_an_auditor_post_to_any_action_answers_403(everything, staff):
     for model, model_admin in product_admins():
         obj = model._default_manager.first()
         for action in governed_actions(model_admin) + ["delete_selected", ""]:
-            for data in ({"action": action, "_selected_action": [obj.pk]}, {"action": action, "_selected_action": [obj.pk], "confirm": "yes", "reason": "audit"}):
+            for data in (
+                {"action": action, "_selected_action": [obj.pk]},
+                {"action": action, "_selected_action": [obj.pk], "confirm": "yes", "reason": "audit"},
+            ):
                 response = client.post(admin_url(model, "changelist"), data)
                 assert response.status_code == 403, (model, action)
 
@@ -114,7 +122,15 @@ def test_operators_and_superusers_see_governed_actions_and_auditors_none(everyth
                 body = confirmation.content.decode()
                 assert 'name="reason"' in body and 'name="confirm" value="yes"' in body
                 seen.add(action)
-    assert seen == {"enable_ai_memory", "disable_ai_memory", "make_non_retaining", "resume_retaining", "erase_member_memories", "revoke_credential", "reverify"}
+    assert seen == {
+        "enable_ai_memory",
+        "disable_ai_memory",
+        "make_non_retaining",
+        "resume_retaining",
+        "erase_member_memories",
+        "revoke_credential",
+        "reverify",
+    }
 
 
 def test_delete_selected_is_not_offered_anywhere(everything, staff):
@@ -129,7 +145,10 @@ def test_an_action_without_a_reason_shows_the_form_again_and_changes_nothing(wor
 
     make_agent(world.editor)
     credential = Credential.objects.get(member=world.editor)
-    response = browser(staff.operator).post(admin_url(Credential, "changelist"), {"action": "revoke_credential", "_selected_action": [credential.pk], "confirm": "yes", "reason": "   "})
+    response = browser(staff.operator).post(
+        admin_url(Credential, "changelist"),
+        {"action": "revoke_credential", "_selected_action": [credential.pk], "confirm": "yes", "reason": "   "},
+    )
     assert response.status_code == 200
     assert "A reason is required" in response.content.decode() or "This field is required" in response.content.decode()
     credential.refresh_from_db()
@@ -145,6 +164,11 @@ def test_users_and_groups_are_viewable_by_auditors_and_refuse_their_posts(staff)
         assert client.get(admin_url(model, "changelist")).status_code == 200
         assert client.get(admin_url(model, "change", obj.pk)).status_code == 200
         assert client.post(admin_url(model, "change", obj.pk), {}).status_code == 403
-        assert client.post(admin_url(model, "changelist"), {"action": "delete_selected", "_selected_action": [obj.pk]}).status_code == 403
+        assert (
+            client.post(
+                admin_url(model, "changelist"), {"action": "delete_selected", "_selected_action": [obj.pk]}
+            ).status_code
+            == 403
+        )
     page = client.get(admin_url(User, "change", staff.operator.pk)).content.decode()
     assert staff.operator.password not in page

@@ -44,7 +44,9 @@ def test_a_database_failure_mid_remember_leaves_no_partial_chain_and_returns_the
     assert [m["text"] for m in listed["memories"]] == ["version one"]
 
 
-def test_broker_down_at_delete_time_the_cascade_sweep_still_erases(world, agent, monkeypatch, django_capture_on_commit_callbacks):
+def test_broker_down_at_delete_time_the_cascade_sweep_still_erases(
+    world, agent, monkeypatch, django_capture_on_commit_callbacks
+):
     from governance import actions
     from retention import lifecycle, tasks
     from retention.models import DeletionReceipt

@@ -32,7 +32,9 @@ def _keep_the_test_connection():
 
 
 def call(token: str, path: str, body: dict):
-    case = schema[path]["POST"].Case(body=body, headers={"Authorization": f"Bearer {token}"}, media_type="application/json")
+    case = schema[path]["POST"].Case(
+        body=body, headers={"Authorization": f"Bearer {token}"}, media_type="application/json"
+    )
     response = case.call()
     case.validate_response(response, checks=[response_schema_conformance])
     return response
@@ -40,9 +42,24 @@ def call(token: str, path: str, body: dict):
 
 def test_every_agent_answer_conforms_to_its_described_schema(world):
     token = make_agent(world.editor).token
-    remembered = call(token, "/api/agent/v1/memories/remember", {"namespace": "prefs", "key": "editor", "text": "Prefers vim; mail ada@example.com", "kind": "preference", "details": ["one"]})
+    remembered = call(
+        token,
+        "/api/agent/v1/memories/remember",
+        {
+            "namespace": "prefs",
+            "key": "editor",
+            "text": "Prefers vim; mail ada@example.com",
+            "kind": "preference",
+            "details": ["one"],
+        },
+    )
     assert remembered.status_code == 201
-    assert call(token, "/api/agent/v1/memories/remember", {"namespace": "prefs", "key": "editor", "text": "Prefers helix"}).json()["superseded"] == 1
+    assert (
+        call(
+            token, "/api/agent/v1/memories/remember", {"namespace": "prefs", "key": "editor", "text": "Prefers helix"}
+        ).json()["superseded"]
+        == 1
+    )
     recalled = call(token, "/api/agent/v1/memories/recall", {"query": "which editor"})
     assert recalled.status_code == 200 and recalled.json()["memories"][0]["ranks"]
     listed = call(token, "/api/agent/v1/memories/list", {"limit": 1})
@@ -51,16 +68,30 @@ def test_every_agent_answer_conforms_to_its_described_schema(world):
         assert call(token, "/api/agent/v1/memories/recall", body).status_code == 400
     assert call("gam_unknown", "/api/agent/v1/memories/list", {}).status_code == 401
     assert call(token, "/api/agent/v1/memories/forget", {"memoryId": "999999999"}).status_code == 404
-    assert call(token, "/api/agent/v1/memories/forget", {"namespace": "prefs", "key": "editor"}).json()["forgotten"] == 2
+    assert (
+        call(token, "/api/agent/v1/memories/forget", {"namespace": "prefs", "key": "editor"}).json()["forgotten"] == 2
+    )
     agent = Agent.objects.create(workspace=world.workspace, name="bot", vector_memory=True)
-    turn = call(token, "/api/agent/v1/conversations/turns", {"agentId": str(agent.pk), "conversationId": "c1", "messages": [{"role": "user", "content": "mail ada@example.com"}]})
+    turn = call(
+        token,
+        "/api/agent/v1/conversations/turns",
+        {
+            "agentId": str(agent.pk),
+            "conversationId": "c1",
+            "messages": [{"role": "user", "content": "mail ada@example.com"}],
+        },
+    )
     assert turn.json()["consolidation"]["reason"] == "personal_data"
 
 
 def test_the_memory_object_says_it_is_untrusted_and_not_evidence():
     components = schema.raw_schema["components"]["schemas"]
     memory = components["MemoryObject"]
-    assert set(memory["required"]) == set(memory["properties"]) >= {"id", "trust", "evidence", "text", "masked", "citations"}
+    assert (
+        set(memory["required"])
+        == set(memory["properties"])
+        >= {"id", "trust", "evidence", "text", "masked", "citations"}
+    )
     assert components[memory["properties"]["trust"]["allOf"][0]["$ref"].rsplit("/", 1)[-1]]["enum"] == ["untrusted"]
     assert components[memory["properties"]["evidence"]["allOf"][0]["$ref"].rsplit("/", 1)[-1]]["enum"] == [False]
     recall = schema.raw_schema["paths"]["/api/agent/v1/memories/recall"]["post"]["responses"]

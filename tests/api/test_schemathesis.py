@@ -39,7 +39,11 @@ def _keep_the_test_connection():
 @pytest.fixture
 def tokens(world):
     _, agent_token = actions.create_credential(world.editor, name="fuzz", scopes=["memory:read", "memory:write"])
-    return {"agent": agent_token, "personal": actions.issue_personal_token(world.owner.user), "ws": str(world.workspace.pk)}
+    return {
+        "agent": agent_token,
+        "personal": actions.issue_personal_token(world.owner.user),
+        "ws": str(world.workspace.pk),
+    }
 
 
 @schema.include(path_regex="^/api/agent/").parametrize()

@@ -14,6 +14,11 @@ def test_remember_then_list_returns_the_masked_memory(agent):
 
 
 def test_unknown_token_is_unauthenticated(client, world):
-    response = client.post("/api/agent/v1/memories/list", {}, content_type="application/json", HTTP_AUTHORIZATION="Bearer gam_000000000000_nope")
+    response = client.post(
+        "/api/agent/v1/memories/list",
+        {},
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Bearer gam_000000000000_nope",
+    )
     assert response.status_code == 401
     assert error_code(response) == "UNAUTHENTICATED"

@@ -28,7 +28,9 @@ def run_parallel(n: int, fn):
 
 def test_fifty_remembers_on_one_key_leave_one_current_version_and_a_gap_free_chain(world):
     agent = make_agent(world.editor)
-    statuses = run_parallel(50, lambda i: agent.remember(namespace="prefs", key="editor", text=f"choice {i}").status_code)
+    statuses = run_parallel(
+        50, lambda i: agent.remember(namespace="prefs", key="editor", text=f"choice {i}").status_code
+    )
     assert statuses == [201] * 50
     chain = list(MemoryVersion.objects.filter(member=world.editor, namespace="prefs", key="editor").order_by("version"))
     assert [v.version for v in chain] == list(range(1, 51))
@@ -73,12 +75,18 @@ def test_simultaneous_erases_in_one_workspace_never_fork_its_receipt_chain(world
     from tests.support import client_for
 
     agents = [make_agent(member) for member in (world.owner, world.editor)]
-    ids = [agents[i % 2].remember(namespace="n", key=f"k{i}", text=f"note {i}").json()["memory"]["id"] for i in range(16)]
+    ids = [
+        agents[i % 2].remember(namespace="n", key=f"k{i}", text=f"note {i}").json()["memory"]["id"] for i in range(16)
+    ]
 
     def erase(i):
         if i % 4 == 3:  # a member's delete from the pages' API, alongside the agents' forgets
             member = (world.owner, world.editor)[i % 2]
-            return client_for(member).delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[i]}").status_code
+            return (
+                client_for(member)
+                .delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories/{ids[i]}")
+                .status_code
+            )
         return agents[i % 2].forget(memoryId=ids[i]).status_code
 
     assert run_parallel(16, erase) == [200] * 16

@@ -49,7 +49,9 @@ class HeldRemember(threading.Thread):
 
     def __init__(self, token: str, monkeypatch):
         super().__init__(daemon=True)
-        self.admission = gates.admit(token, "remember", {"namespace": "race", "key": "k", "text": "said before the removal"})
+        self.admission = gates.admit(
+            token, "remember", {"namespace": "race", "key": "k", "text": "said before the removal"}
+        )
         self.reached, self.release = threading.Event(), threading.Event()
         self.outcome: int | None = None
         original = actions.index_entry
@@ -91,7 +93,11 @@ def remember_in_round(token: str, i: int, round_no: int, start: threading.Barrie
     try:
         start.wait()
         try:
-            actions.remember(gates.admit(token, "remember", {"namespace": "race", "key": f"k{i % 2}", "text": f"round {round_no} note {i}"}))
+            actions.remember(
+                gates.admit(
+                    token, "remember", {"namespace": "race", "key": f"k{i % 2}", "text": f"round {round_no} note {i}"}
+                )
+            )
             outcomes.append(201)
         except ApiError as exc:
             outcomes.append(exc.status)
@@ -118,7 +124,10 @@ def test_remembers_racing_removals_leave_no_live_version_behind(world, monkeypat
         start = threading.Barrier(4, timeout=GUARD)
         outcomes: list[int] = []
 
-        threads = [threading.Thread(target=remember_in_round, args=(token, i, round_no, start, outcomes), daemon=True) for i, token in enumerate(tokens)]
+        threads = [
+            threading.Thread(target=remember_in_round, args=(token, i, round_no, start, outcomes), daemon=True)
+            for i, token in enumerate(tokens)
+        ]
         for thread in threads:
             thread.start()
         start.wait()
@@ -142,7 +151,15 @@ def turn(world, monkeypatch):
     stub = use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
 
     def submit(member):
-        return submit_turn(workspace=world.workspace, member=member, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("answer in Japanese")).consolidation
+        return submit_turn(
+            workspace=world.workspace,
+            member=member,
+            agent=agent,
+            credential_id=None,
+            conversation_id="c",
+            anonymous=False,
+            messages=user_says("answer in Japanese"),
+        ).consolidation
 
     return submit, stub
 

@@ -51,7 +51,13 @@ class FakeChatServer:
                 if status == 200 and not isinstance(content, bytes):
                     payload = {
                         "id": "chatcmpl-1",
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(content)}, "finish_reason": "stop"}],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": json.dumps(content)},
+                                "finish_reason": "stop",
+                            }
+                        ],
                         "usage": {"prompt_tokens": 321, "completion_tokens": 45, "total_tokens": 366},
                     }
                     body = json.dumps(payload).encode()
@@ -100,10 +106,27 @@ def ready(world):
     return ai_agent(world), make_agent(world.editor)
 
 
-def test_http_model_memories_are_stored_and_usage_comes_from_the_backend(world, ready, chat_server, django_capture_on_commit_callbacks):
+def test_http_model_memories_are_stored_and_usage_comes_from_the_backend(
+    world, ready, chat_server, django_capture_on_commit_callbacks
+):
     agent, client = ready
-    chat_server.default = (200, {"memories": [{"type": "preference", "topic": "preferred_language", "summary": "Prefers answers in Japanese", "details": ["since 2024"]}]}, 0.0)
-    response = post_turn(client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks)
+    chat_server.default = (
+        200,
+        {
+            "memories": [
+                {
+                    "type": "preference",
+                    "topic": "preferred_language",
+                    "summary": "Prefers answers in Japanese",
+                    "details": ["since 2024"],
+                }
+            ]
+        },
+        0.0,
+    )
+    response = post_turn(
+        client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks
+    )
     assert response.status_code == 202
 
     sent = chat_server.requests[0]
@@ -120,7 +143,11 @@ def test_http_model_memories_are_stored_and_usage_comes_from_the_backend(world, 
 def test_personal_data_never_reaches_the_http_model(world, ready, chat_server, django_capture_on_commit_callbacks):
     agent, client = ready
     for secret in PII:
-        messages = [{"role": "user", "content": "I prefer short answers."}, {"role": "user", "content": f"by the way: {secret}"}, {"role": "assistant", "content": "ok"}]
+        messages = [
+            {"role": "user", "content": "I prefer short answers."},
+            {"role": "user", "content": f"by the way: {secret}"},
+            {"role": "assistant", "content": "ok"},
+        ]
         response = post_turn(client, agent, messages, capture=django_capture_on_commit_callbacks)
         assert response.json()["consolidation"]["reason"] == "personal_data"
     post_turn(client, agent, user_says("I prefer short answers."), capture=django_capture_on_commit_callbacks)
@@ -140,7 +167,9 @@ def test_transient_errors_are_retried(world, ready, chat_server, django_capture_
     assert UsageRecord.objects.count() == 1
 
 
-def test_persistent_failure_is_bounded_and_charges_nothing(world, ready, chat_server, django_capture_on_commit_callbacks):
+def test_persistent_failure_is_bounded_and_charges_nothing(
+    world, ready, chat_server, django_capture_on_commit_callbacks
+):
     agent, client = ready
     chat_server.default = (500, None, 0.0)
     post_turn(client, agent, user_says("hello"), capture=django_capture_on_commit_callbacks)
@@ -167,7 +196,15 @@ def test_timeout_fails_without_charge(world, ready, chat_server, settings, djang
     assert UsageRecord.objects.count() == 0
 
 
-@pytest.mark.parametrize("content", [b"not json", b'{"choices": []}', b'{"choices": [{"message": {"content": "no json here"}}]}', b'{"choices": [{"message": {"content": "{\\"memories\\": 3}"}}]}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b'{"choices": []}',
+        b'{"choices": [{"message": {"content": "no json here"}}]}',
+        b'{"choices": [{"message": {"content": "{\\"memories\\": 3}"}}]}',
+    ],
+)
 def test_malformed_answers_fail_without_charge(world, ready, chat_server, content, django_capture_on_commit_callbacks):
     agent, client = ready
     chat_server.default = (200, content, 0.0)
@@ -176,7 +213,9 @@ def test_malformed_answers_fail_without_charge(world, ready, chat_server, conten
     assert UsageRecord.objects.count() == 0
 
 
-def test_bad_memories_in_an_answer_are_dropped_and_the_rest_stored(world, ready, chat_server, django_capture_on_commit_callbacks):
+def test_bad_memories_in_an_answer_are_dropped_and_the_rest_stored(
+    world, ready, chat_server, django_capture_on_commit_callbacks
+):
     agent, client = ready
     chat_server.default = (
         200,

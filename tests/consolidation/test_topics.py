@@ -38,7 +38,13 @@ def is_vocabulary_key(key: str) -> bool:
     if key in topics.VOCABULARY:
         return True
     match = KEY.fullmatch(key)
-    return bool(match and match["n"] and match["topic"] in topics.VOCABULARY and topics.is_many(match["topic"]) and int(match["n"]) <= topics.MAX_SLOTS)
+    return bool(
+        match
+        and match["n"]
+        and match["topic"] in topics.VOCABULARY
+        and topics.is_many(match["topic"])
+        and int(match["n"]) <= topics.MAX_SLOTS
+    )
 
 
 @pytest.fixture
@@ -47,10 +53,22 @@ def consolidate(world):
     agent = ai_agent(world)
 
     def run(member, text: str) -> list[MemoryVersion]:
-        submitted = submit_turn(workspace=world.workspace, member=member, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says(text))
+        submitted = submit_turn(
+            workspace=world.workspace,
+            member=member,
+            agent=agent,
+            credential_id=None,
+            conversation_id="c",
+            anonymous=False,
+            messages=user_says(text),
+        )
         assert submitted.consolidation.status == "queued", submitted.json()
         assert run_consolidation(submitted.consolidation.pk)["status"] == "done"
-        return list(MemoryVersion.objects.filter(member=member, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True).order_by("id"))
+        return list(
+            MemoryVersion.objects.filter(member=member, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True).order_by(
+                "id"
+            )
+        )
 
     return run
 
@@ -65,13 +83,25 @@ def words_of(text: str) -> set[str]:
     [
         (
             "Remember that the demo product codename is Aurora. The launch deadline is Friday.",
-            [("product_codename", "The demo product codename is Aurora"), ("deadline", "The launch deadline is Friday")],
+            [
+                ("product_codename", "The demo product codename is Aurora"),
+                ("deadline", "The launch deadline is Friday"),
+            ],
         ),
-        ("Remember that my manager is Ken and the release date is March 3", [("manager", "My manager is Ken"), ("deadline", "The release date is March 3")]),
-        ("覚えてください。締め切りは金曜日で、担当チームは営業部です", [("deadline", "締め切りは金曜日です"), ("team", "担当チームは営業部です")]),
+        (
+            "Remember that my manager is Ken and the release date is March 3",
+            [("manager", "My manager is Ken"), ("deadline", "The release date is March 3")],
+        ),
+        (
+            "覚えてください。締め切りは金曜日で、担当チームは営業部です",
+            [("deadline", "締め切りは金曜日です"), ("team", "担当チームは営業部です")],
+        ),
         (
             "覚えてください。デモ製品のコードネームは Aurora です。打ち合わせは毎週火曜日です",
-            [("product_codename", "デモ製品のコードネームは Aurora です"), ("meeting_schedule", "打ち合わせは毎週火曜日です")],
+            [
+                ("product_codename", "デモ製品のコードネームは Aurora です"),
+                ("meeting_schedule", "打ち合わせは毎週火曜日です"),
+            ],
         ),
     ],
 )
@@ -83,8 +113,15 @@ def test_two_facts_in_one_request_are_two_memories_with_readable_topics(world, c
 
 def test_a_sentence_that_refers_back_stays_a_detail_of_its_fact(world, consolidate):
     """Seed 002's example: the instruction about "this codename" belongs to the codename."""
-    (memory,) = consolidate(world.editor, "覚えてください。デモ製品のコードネームは Aurora です。今後、製品紹介を書くときはこのコードネームを使ってください")
-    assert (memory.key, memory.kind, memory.text) == ("product_codename", "instruction", "デモ製品のコードネームは Aurora です")
+    (memory,) = consolidate(
+        world.editor,
+        "覚えてください。デモ製品のコードネームは Aurora です。今後、製品紹介を書くときはこのコードネームを使ってください",
+    )
+    assert (memory.key, memory.kind, memory.text) == (
+        "product_codename",
+        "instruction",
+        "デモ製品のコードネームは Aurora です",
+    )
     assert memory.details == "今後、製品紹介を書くときはこのコードネームを使ってください"
 
 
@@ -93,9 +130,14 @@ def test_the_same_subject_updates_its_slot_and_another_subject_takes_the_next(wo
     assert first.key == "deadline"
     (updated,) = consolidate(world.editor, "Remember that the q3  launch deadline is Monday")
     assert (updated.key, updated.version, updated.text) == ("deadline", 2, "The q3 launch deadline is Monday")
-    keys = [m.key for m in consolidate(world.editor, "Remember that the audit deadline is in May. The tax deadline is in June.")]
+    keys = [
+        m.key
+        for m in consolidate(world.editor, "Remember that the audit deadline is in May. The tax deadline is in June.")
+    ]
     assert keys == ["deadline", "deadline_2", "deadline_3"]
-    (again,) = [m for m in consolidate(world.editor, "Remember that the audit deadline is in April.") if m.key == "deadline_2"]
+    (again,) = [
+        m for m in consolidate(world.editor, "Remember that the audit deadline is in April.") if m.key == "deadline_2"
+    ]
     assert (again.version, again.text) == (2, "The audit deadline is in April")
 
 
@@ -115,7 +157,9 @@ def test_an_expired_memory_keeps_its_slot_for_reactivation(world, consolidate):
     (old,) = consolidate(world.editor, "Remember that the audit deadline is in May.")
     ask_history = world.workspace.ask_history
     assert ask_history.expired_grace_days >= 2
-    MemoryVersion.objects.filter(pk=old.pk).update(retention_anchor=timezone.now() - timedelta(days=ask_history.agent_memory_retention_days + 1))
+    MemoryVersion.objects.filter(pk=old.pk).update(
+        retention_anchor=timezone.now() - timedelta(days=ask_history.agent_memory_retention_days + 1)
+    )
     lifecycle.expiry_sweep()
     assert MemoryVersion.objects.get(pk=old.pk).state == "expired"
     keys = [m.key for m in consolidate(world.editor, "Remember that the tax deadline is in June.")]
@@ -128,11 +172,30 @@ def test_a_topic_full_of_memories_drops_the_next(world, monkeypatch):
     agent = ai_agent(world)
     monkeypatch.setattr(topics, "MAX_SLOTS", 2)
     monkeypatch.setattr("memoryapp.consolidation.MAX_SLOTS", 2)
-    use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "customer", f"Customer {name} is on the Enterprise plan") for name in ("Acme", "Initech", "Globex")]))
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    use_stub(
+        monkeypatch,
+        StubModel(
+            memories=[
+                ExtractedMemory("fact", "customer", f"Customer {name} is on the Enterprise plan")
+                for name in ("Acme", "Initech", "Globex")
+            ]
+        ),
+    )
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     result = run_consolidation(submitted.consolidation.pk)
     assert (result["stored"], result["dropped"]) == (2, 1)
-    assert sorted(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == ["customer", "customer_2"]
+    assert sorted(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == [
+        "customer",
+        "customer_2",
+    ]
 
 
 # --- never the member's words ----------------------------------------------------------------------
@@ -159,14 +222,18 @@ def test_generated_requests_in_twelve_locales_get_vocabulary_topics_only():
 
 
 def test_the_admin_shows_no_member_word_of_an_extracted_topic(world, consolidate, staff):
-    consolidate(world.editor, "Remember that Zebramarker Logistics is my employer. The Quillfeather deadline is Friday.")
+    consolidate(
+        world.editor, "Remember that Zebramarker Logistics is my employer. The Quillfeather deadline is Friday."
+    )
     consolidate(world.editor, "I prefer oat milk from Quillfeather farms.")
     keys = set(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True))
     assert keys == {"employer", "deadline", "dietary_preference"}
     client = browser(staff.superuser)
     pages = [client.get(admin_url(MemoryVersion, "changelist")).content.decode()]
     export = client.get(admin_url(MemoryVersion, "export_csv"))
-    pages.append(b"".join(export.streaming_content).decode() if hasattr(export, "streaming_content") else export.content.decode())
+    pages.append(
+        b"".join(export.streaming_content).decode() if hasattr(export, "streaming_content") else export.content.decode()
+    )
     for version in MemoryVersion.objects.filter(member=world.editor):
         pages.append(client.get(admin_url(MemoryVersion, "change", version.pk)).content.decode())
     for page in pages:
@@ -179,8 +246,24 @@ def test_the_admin_shows_no_member_word_of_an_extracted_topic(world, consolidate
 def test_a_models_topic_with_personal_data_is_refused_like_any_key(world, monkeypatch):
     grant(world.workspace, "100")
     agent = ai_agent(world)
-    use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "dana_at_example_dot_com", "Has an address"), ExtractedMemory("fact", "job_role", "Works as an engineer")]))
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    use_stub(
+        monkeypatch,
+        StubModel(
+            memories=[
+                ExtractedMemory("fact", "dana_at_example_dot_com", "Has an address"),
+                ExtractedMemory("fact", "job_role", "Works as an engineer"),
+            ]
+        ),
+    )
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     result = run_consolidation(submitted.consolidation.pk)
     assert (result["stored"], result["dropped"]) == (1, 1)
     assert list(MemoryVersion.objects.filter(member=world.editor).values_list("key", flat=True)) == ["job_role"]
@@ -202,14 +285,43 @@ def test_a_models_topic_outside_the_vocabulary_becomes_the_generic_topic_of_its_
 def test_a_models_free_topic_is_stored_under_the_generic_topic_and_its_subject_updates(world, monkeypatch):
     grant(world.workspace, "100")
     agent = ai_agent(world)
-    stub = use_stub(monkeypatch, StubModel(memories=[ExtractedMemory("fact", "zebramarker_logistics_employer", "Zebramarker Logistics is a freight firm")]))
-    for conversation, summary in (("c1", "Zebramarker Logistics is a logistics firm"), ("c2", "Quillfeather Farms is a dairy")):
-        submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id=conversation, anonymous=False, messages=user_says("hi"))
+    stub = use_stub(
+        monkeypatch,
+        StubModel(
+            memories=[
+                ExtractedMemory("fact", "zebramarker_logistics_employer", "Zebramarker Logistics is a freight firm")
+            ]
+        ),
+    )
+    for conversation, summary in (
+        ("c1", "Zebramarker Logistics is a logistics firm"),
+        ("c2", "Quillfeather Farms is a dairy"),
+    ):
+        submitted = submit_turn(
+            workspace=world.workspace,
+            member=world.editor,
+            agent=agent,
+            credential_id=None,
+            conversation_id=conversation,
+            anonymous=False,
+            messages=user_says("hi"),
+        )
         assert run_consolidation(submitted.consolidation.pk)["stored"] == 1
         stub.memories = [ExtractedMemory("fact", "zebramarker_logistics_employer", summary)]
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c3", anonymous=False, messages=user_says("hi"))
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c3",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     assert run_consolidation(submitted.consolidation.pk)["stored"] == 1
-    rows = [(v.key, v.version, v.text) for v in MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).order_by("id")]
+    rows = [
+        (v.key, v.version, v.text)
+        for v in MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).order_by("id")
+    ]
     assert rows == [
         ("user_note", 1, "Zebramarker Logistics is a freight firm"),
         ("user_note", 2, "Zebramarker Logistics is a logistics firm"),

@@ -37,7 +37,9 @@ def _assert_nothing_charged_or_stored(world, before: Decimal):
 # --- the happy path -----------------------------------------------------------------------------
 def test_turn_is_consolidated_into_ai_extracted_memories_and_charged(world, ready, django_capture_on_commit_callbacks):
     agent, client = ready
-    response = post_turn(client, agent, user_says("Please answer in Japanese from now on."), capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client, agent, user_says("Please answer in Japanese from now on."), capture=django_capture_on_commit_callbacks
+    )
     assert response.status_code == 202, response.json()
     body = response.json()["consolidation"]
     assert body["status"] == "queued" and body["reason"] is None
@@ -67,7 +69,10 @@ def test_same_topic_becomes_a_new_version(world, ready, monkeypatch, django_capt
     stub.memories = [ExtractedMemory("preference", "preferred_language", "Prefers answers in English")]
     post_turn(client, agent, user_says("actually English"), capture=django_capture_on_commit_callbacks)
     versions = MemoryVersion.objects.filter(member=world.editor, key="preferred_language").order_by("version")
-    assert [(v.version, v.valid_to is None, v.text) for v in versions] == [(1, False, "Prefers answers in Japanese"), (2, True, "Prefers answers in English")]
+    assert [(v.version, v.valid_to is None, v.text) for v in versions] == [
+        (1, False, "Prefers answers in Japanese"),
+        (2, True, "Prefers answers in English"),
+    ]
 
 
 def test_japanese_remember_request_is_extracted_offline(world, ready, django_capture_on_commit_callbacks):
@@ -81,7 +86,9 @@ def test_japanese_remember_request_is_extracted_offline(world, ready, django_cap
 
 def test_consolidation_that_finds_nothing_is_still_charged(world, ready, django_capture_on_commit_callbacks):
     agent, client = ready
-    response = post_turn(client, agent, user_says("What is the weather like today?"), capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client, agent, user_says("What is the weather like today?"), capture=django_capture_on_commit_callbacks
+    )
     consolidation = Consolidation.objects.get(pk=response.json()["consolidation"]["id"])
     assert consolidation.status == "done" and consolidation.memories_found == 0
     record = UsageRecord.objects.get()
@@ -95,7 +102,9 @@ def test_owner_agent_memory_switch_does_not_govern_consolidation(world, ready, d
     consolidation writes assistant memories, governed by seed 002's switches."""
     AskHistorySettings.objects.filter(workspace=world.workspace).update(agent_memories_enabled=False)
     agent, client = ready
-    response = post_turn(client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks
+    )
     assert response.status_code == 202
     assert Consolidation.objects.get().status == "done"
 
@@ -141,12 +150,16 @@ def _role_quota_used_up(world, agent):
         (_role_quota_used_up, "role_quota"),
     ],
 )
-def test_each_skip_rule_skips_and_charges_nothing(world, ready, monkeypatch, django_capture_on_commit_callbacks, arrange, reason):
+def test_each_skip_rule_skips_and_charges_nothing(
+    world, ready, monkeypatch, django_capture_on_commit_callbacks, arrange, reason
+):
     agent, client = ready
     stub = use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
     arrange(world, agent)
     before = balance(world.workspace)
-    response = post_turn(client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks
+    )
     assert response.status_code == 200, response.json()
     body = response.json()["consolidation"]
     assert (body["status"], body["reason"]) == ("skipped", reason)
@@ -159,7 +172,13 @@ def test_each_skip_rule_skips_and_charges_nothing(world, ready, monkeypatch, dja
 def test_anonymous_partner_is_skipped(world, ready, monkeypatch, django_capture_on_commit_callbacks):
     agent, client = ready
     stub = use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
-    response = post_turn(client, agent, user_says("Please answer in Japanese."), anonymous=True, capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client,
+        agent,
+        user_says("Please answer in Japanese."),
+        anonymous=True,
+        capture=django_capture_on_commit_callbacks,
+    )
     assert response.json()["consolidation"]["reason"] == "anonymous"
     consolidation = Consolidation.objects.get()
     assert consolidation.member is None and consolidation.anonymous
@@ -169,9 +188,17 @@ def test_anonymous_partner_is_skipped(world, ready, monkeypatch, django_capture_
 
 @pytest.mark.parametrize(
     "secret",
-    ["write to jane.doe@example.com", "my card is 4111 1111 1111 1111", "call me at +972-54-123-4567", "password: hunter2hunter2", "口座番号は 1234567 です"],
+    [
+        "write to jane.doe@example.com",
+        "my card is 4111 1111 1111 1111",
+        "call me at +972-54-123-4567",
+        "password: hunter2hunter2",
+        "口座番号は 1234567 です",
+    ],
 )
-def test_message_with_personal_data_is_never_sent_nor_stored(world, ready, monkeypatch, django_capture_on_commit_callbacks, secret):
+def test_message_with_personal_data_is_never_sent_nor_stored(
+    world, ready, monkeypatch, django_capture_on_commit_callbacks, secret
+):
     agent, client = ready
     stub = use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
     messages = [{"role": "user", "content": "Please answer in Japanese."}, {"role": "user", "content": secret}]
@@ -188,7 +215,15 @@ def test_message_with_personal_data_is_never_sent_nor_stored(world, ready, monke
 def test_member_turning_switch_off_while_queued_skips_in_the_task(world, ready, monkeypatch):
     agent, _ = ready
     stub = use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     actions.set_remember_me(world.editor, False)
     result = run_consolidation(submitted.consolidation.pk)
     assert result["status"] == "skipped" and result["reason"] == "member"
@@ -200,7 +235,9 @@ def test_member_turning_switch_off_while_queued_skips_in_the_task(world, ready, 
 def test_model_failure_charges_nothing_and_purges_input(world, ready, monkeypatch, django_capture_on_commit_callbacks):
     agent, client = ready
     stub = use_stub(monkeypatch, StubModel(fail=True))
-    response = post_turn(client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client, agent, user_says("Please answer in Japanese."), capture=django_capture_on_commit_callbacks
+    )
     assert response.status_code == 202
     consolidation = Consolidation.objects.get()
     assert (consolidation.status, consolidation.reason) == ("failed", "model_error")
@@ -215,8 +252,18 @@ def test_store_refusal_rolls_back_the_charge(world, ready, monkeypatch, settings
     actions_memory = ExtractedMemory("fact", "job_role", "Works as an engineer")
     from memoryapp.assistant import add_assistant_memory
 
-    add_assistant_memory(world.editor, kind=actions_memory.kind, topic=actions_memory.topic, summary=actions_memory.summary)
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    add_assistant_memory(
+        world.editor, kind=actions_memory.kind, topic=actions_memory.topic, summary=actions_memory.summary
+    )
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     result = run_consolidation(submitted.consolidation.pk)
     assert (result["status"], result["reason"]) == ("failed", "store_error")
     assert UsageRecord.objects.count() == 0 and balance(world.workspace) == Decimal("100")
@@ -225,7 +272,15 @@ def test_store_refusal_rolls_back_the_charge(world, ready, monkeypatch, settings
 def test_a_consolidation_runs_once_even_if_delivered_twice(world, ready, monkeypatch):
     agent, _ = ready
     stub = use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     assert run_consolidation(submitted.consolidation.pk)["status"] == "done"
     assert run_consolidation(submitted.consolidation.pk)["status"] == "not_queued"
     assert len(stub.received) == 1
@@ -236,7 +291,9 @@ def test_task_is_queued_with_the_consolidation_id_only(world, ready, monkeypatch
     agent, client = ready
     sent = []
     monkeypatch.setattr("memoryapp.tasks.consolidate_turn.delay", lambda *args, **kwargs: sent.append((args, kwargs)))
-    response = post_turn(client, agent, user_says("I speak English and Hebrew."), capture=django_capture_on_commit_callbacks)
+    response = post_turn(
+        client, agent, user_says("I speak English and Hebrew."), capture=django_capture_on_commit_callbacks
+    )
     assert sent == [((int(response.json()["consolidation"]["id"]),), {})]
 
 
@@ -290,14 +347,26 @@ def test_non_retaining_workspace_refuses_turns(world, ready):
 )
 def test_malformed_turns_are_validation_errors(world, ready, body):
     _, client = ready
-    response = client.client.generic("POST", "/api/agent/v1/conversations/turns", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {client.token}")
+    response = client.client.generic(
+        "POST",
+        "/api/agent/v1/conversations/turns",
+        json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {client.token}",
+    )
     assert (response.status_code, error_code(response)) == (400, "VALIDATION_ERROR")
     assert "jane@example.com" not in response.content.decode()
 
 
 def test_invalid_json_is_a_validation_error(world, ready):
     _, client = ready
-    response = client.client.generic("POST", "/api/agent/v1/conversations/turns", b"{nope", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {client.token}")
+    response = client.client.generic(
+        "POST",
+        "/api/agent/v1/conversations/turns",
+        b"{nope",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {client.token}",
+    )
     assert (response.status_code, error_code(response)) == (400, "VALIDATION_ERROR")
 
 
@@ -314,7 +383,12 @@ def test_admin_or_owner_manages_agents_members_only_read(world):
     patched = client_for(world.owner).patch(f"{url}/{agent_id}", {"vectorMemory": False}, format="json")
     assert patched.status_code == 200 and patched.json()["vectorMemory"] is False
     assert client_for(world.editor).patch(f"{url}/{agent_id}", {"vectorMemory": True}, format="json").status_code == 403
-    assert client_for(world.outsider).patch(f"/api/w/{world.other_workspace.pk}/agents/{agent_id}", {"name": "y"}, format="json").status_code == 404
+    assert (
+        client_for(world.outsider)
+        .patch(f"/api/w/{world.other_workspace.pk}/agents/{agent_id}", {"name": "y"}, format="json")
+        .status_code
+        == 404
+    )
 
 
 def test_vector_memory_is_off_unless_asked_for(world):
@@ -323,7 +397,8 @@ def test_vector_memory_is_off_unless_asked_for(world):
 
 
 def test_role_quota_is_shared_by_the_role(world, ready, monkeypatch, django_capture_on_commit_callbacks):
-    """(Also in tests/credits/test_charging.py: here via the turn endpoint.) A second editor finds the role's quota used up."""
+    """(Also in tests/credits/test_charging.py: here via the turn endpoint.) A second editor finds the role's quota used
+    up."""
     agent, client = ready
     use_stub(monkeypatch, StubModel(memories=[LANGUAGE]))
     quotas.set_role_quota(world.workspace, "editor", limit=STUB_COST, period="month", actor=None)
@@ -342,7 +417,15 @@ def test_stale_consolidations_are_given_up_and_their_input_purged(world, ready):
     from memoryapp.consolidation import sweep_stale_consolidations
 
     agent, _ = ready
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hi"))
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hi"),
+    )
     assert sweep_stale_consolidations() == {"expired": 0}
     assert sweep_stale_consolidations(timezone.now() + timedelta(hours=7)) == {"expired": 1}
     consolidation = Consolidation.objects.get(pk=submitted.consolidation.pk)

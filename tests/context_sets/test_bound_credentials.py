@@ -52,5 +52,10 @@ def test_inactive_or_deleted_set_refuses_everything(bound, world, change):
         actions.set_context_set_active(context_set, False, actor=world.owner.user)
     else:
         actions.delete_context_set(context_set, actor=world.owner.user)
-    for operation, body in (("remember", {"namespace": "n", "text": "x", "collectionId": str(collection.pk)}), ("list", {}), ("recall", {"query": "x"}), ("forget", {"namespace": "n", "key": "k"})):
+    for operation, body in (
+        ("remember", {"namespace": "n", "text": "x", "collectionId": str(collection.pk)}),
+        ("list", {}),
+        ("recall", {"query": "x"}),
+        ("forget", {"namespace": "n", "key": "k"}),
+    ):
         assert error_code(agent.call(operation, body)) == "AGENT_CONTEXT_SET_SCOPE_REFUSED", operation

@@ -27,22 +27,60 @@ def scoped(world):
     def pid(document):
         return str(document.current_version.passages.first().pk)
 
-    return {"agent": agent, "set": context_set, "inside": inside, "loose": loose, "in": pid(in_doc), "listed": pid(listed), "neighbour": pid(neighbour)}
+    return {
+        "agent": agent,
+        "set": context_set,
+        "inside": inside,
+        "loose": loose,
+        "in": pid(in_doc),
+        "listed": pid(listed),
+        "neighbour": pid(neighbour),
+    }
 
 
 def test_a_bound_remember_needs_a_collection_or_citations_inside_the_set(scoped):
     agent = scoped["agent"]
     _refusal(agent.remember(namespace="n", text="nowhere"), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
-    assert agent.remember(namespace="n", text="in the collection", collectionId=str(scoped["inside"].pk)).status_code == 201
+    assert (
+        agent.remember(namespace="n", text="in the collection", collectionId=str(scoped["inside"].pk)).status_code
+        == 201
+    )
     assert agent.remember(namespace="n", text="cites inside", citations=[scoped["in"]]).status_code == 201
     assert agent.remember(namespace="n", text="cites listed", citations=[scoped["listed"]]).status_code == 201
-    both = agent.remember(namespace="n", text="both", collectionId=str(scoped["inside"].pk), citations=[scoped["listed"], scoped["in"]])
+    both = agent.remember(
+        namespace="n", text="both", collectionId=str(scoped["inside"].pk), citations=[scoped["listed"], scoped["in"]]
+    )
     assert both.status_code == 201, both.content
-    _refusal(agent.remember(namespace="n", text="out", collectionId=str(scoped["loose"].pk)), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
-    _refusal(agent.remember(namespace="n", text="neighbour", citations=[scoped["neighbour"]]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
-    _refusal(agent.remember(namespace="n", text="mixed", citations=[scoped["in"], scoped["neighbour"]]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
-    _refusal(agent.remember(namespace="n", text="missing", citations=[scoped["in"], "999999"]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
-    _refusal(agent.remember(namespace="n", text="in set, cites out", collectionId=str(scoped["inside"].pk), citations=[scoped["neighbour"]]), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
+    _refusal(
+        agent.remember(namespace="n", text="out", collectionId=str(scoped["loose"].pk)),
+        403,
+        "AGENT_CONTEXT_SET_SCOPE_REFUSED",
+    )
+    _refusal(
+        agent.remember(namespace="n", text="neighbour", citations=[scoped["neighbour"]]),
+        403,
+        "AGENT_CONTEXT_SET_SCOPE_REFUSED",
+    )
+    _refusal(
+        agent.remember(namespace="n", text="mixed", citations=[scoped["in"], scoped["neighbour"]]),
+        403,
+        "AGENT_CONTEXT_SET_SCOPE_REFUSED",
+    )
+    _refusal(
+        agent.remember(namespace="n", text="missing", citations=[scoped["in"], "999999"]),
+        403,
+        "AGENT_CONTEXT_SET_SCOPE_REFUSED",
+    )
+    _refusal(
+        agent.remember(
+            namespace="n",
+            text="in set, cites out",
+            collectionId=str(scoped["inside"].pk),
+            citations=[scoped["neighbour"]],
+        ),
+        403,
+        "AGENT_CONTEXT_SET_SCOPE_REFUSED",
+    )
 
 
 @pytest.mark.parametrize("change", [{"active": False}, {"deleted_at": "now"}])
@@ -52,14 +90,21 @@ def test_an_inactive_or_deleted_bound_set_refuses_everything(world, scoped, chan
     for field, value in change.items():
         setattr(scoped["set"], field, timezone.now() if value == "now" else value)
     scoped["set"].save()
-    for response in (agent.list(), agent.recall(query="x"), agent.remember(namespace="n", text="x", collectionId=str(scoped["inside"].pk)), agent.forget(namespace="n", key="k")):
+    for response in (
+        agent.list(),
+        agent.recall(query="x"),
+        agent.remember(namespace="n", text="x", collectionId=str(scoped["inside"].pk)),
+        agent.forget(namespace="n", key="k"),
+    ):
         _refusal(response, 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
 
 
 def test_forget_refuses_a_memory_outside_the_set_and_allows_one_inside(world, scoped):
     agent, unbound = scoped["agent"], make_agent(world.editor)
     outside = unbound.remember(namespace="n", key="out", text="outside the set").json()["memory"]
-    inside = agent.remember(namespace="n", key="in", text="inside", collectionId=str(scoped["inside"].pk)).json()["memory"]
+    inside = agent.remember(namespace="n", key="in", text="inside", collectionId=str(scoped["inside"].pk)).json()[
+        "memory"
+    ]
     _refusal(agent.forget(memoryId=str(outside["id"])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
     assert agent.forget(memoryId=str(inside["id"])).json()["forgotten"] == 1
     assert unbound.forget(memoryId=str(outside["id"])).status_code == 200
@@ -96,7 +141,12 @@ def test_a_bound_credential_sees_only_memories_inside_its_set(world, scoped):
     expected = {"in collection memo", "cites inside memo", "cites listed memo"}
     assert set(_texts(agent.list(limit=50))) == expected
     assert set(_texts(agent.recall(query="memo collection cites listed inside outside nowhere", limit=50))) <= expected
-    for text in ("nowhere", "in collection, cites outside", "outside collection, cites listed", "cites listed and outside"):
+    for text in (
+        "nowhere",
+        "in collection, cites outside",
+        "outside collection, cites listed",
+        "cites listed and outside",
+    ):
         _refusal(agent.forget(memoryId=str(ids[text])), 403, "AGENT_CONTEXT_SET_SCOPE_REFUSED")
 
 
@@ -104,9 +154,14 @@ def test_a_bound_credential_cannot_tell_an_unreadable_passage_in_its_set_from_a_
     collection, _, _ = docs
     board = actions.create_collection(world.workspace, name="Board", restricted=True, readers=[world.owner])
     unreadable_inside = actions.create_document(board, title="b", text="board minutes").current_version.passages.first()
-    context_set = actions.create_context_set(world.workspace, name="With board", collections=[collection, board], documents=[])
+    context_set = actions.create_context_set(
+        world.workspace, name="With board", collections=[collection, board], documents=[]
+    )
     agent = make_agent(world.editor, context_set=context_set)
-    answers = [agent.remember(namespace="n", text="x", collectionId=str(collection.pk), citations=[pid]).json()["error"] for pid in (str(unreadable_inside.pk), "999999")]
+    answers = [
+        agent.remember(namespace="n", text="x", collectionId=str(collection.pk), citations=[pid]).json()["error"]
+        for pid in (str(unreadable_inside.pk), "999999")
+    ]
     assert answers[0]["code"] == answers[1]["code"] == "AGENT_CONTEXT_SET_SCOPE_REFUSED"
     assert answers[0]["message"] == answers[1]["message"]
 
@@ -118,12 +173,20 @@ def test_a_document_listed_directly_in_a_set_is_inside_it(world, docs):
     other_document = actions.create_document(loose, title="Not listed", text="Same collection, not in the set.")
     context_set = actions.create_context_set(world.workspace, name="Docs", collections=[], documents=[listed_document])
     agent = make_agent(world.editor, context_set=context_set)
-    inside = agent.remember(namespace="n", text="cites the listed document", citations=[str(listed_document.current_version.passages.first().pk)])
+    inside = agent.remember(
+        namespace="n",
+        text="cites the listed document",
+        citations=[str(listed_document.current_version.passages.first().pk)],
+    )
     assert inside.status_code == 201, inside.content
-    outside = agent.remember(namespace="n", text="cites its neighbour", citations=[str(other_document.current_version.passages.first().pk)])
+    outside = agent.remember(
+        namespace="n", text="cites its neighbour", citations=[str(other_document.current_version.passages.first().pk)]
+    )
     assert error_code(outside) == "AGENT_CONTEXT_SET_SCOPE_REFUSED"
     assert [m["text"] for m in agent.list().json()["memories"]] == ["cites the listed document"]
-    assert [m["text"] for m in agent.recall(query="listed document").json()["memories"]] == ["cites the listed document"]
+    assert [m["text"] for m in agent.recall(query="listed document").json()["memories"]] == [
+        "cites the listed document"
+    ]
 
 
 def test_recall_with_a_collection_outside_the_set_is_refused(bound):

@@ -34,7 +34,9 @@ class StubModel:
 
 
 def price_stub_model() -> None:
-    ModelPrice.objects.update_or_create(model_name=STUB_MODEL, defaults={"input_per_1k": Decimal("1"), "output_per_1k": Decimal("2")})
+    ModelPrice.objects.update_or_create(
+        model_name=STUB_MODEL, defaults={"input_per_1k": Decimal("1"), "output_per_1k": Decimal("2")}
+    )
 
 
 def use_stub(monkeypatch, model: StubModel) -> StubModel:
@@ -51,13 +53,27 @@ def ai_agent(world, *, vector_memory: bool = True) -> Agent:
     return create_agent(world.workspace, name="Helper", vector_memory=vector_memory, actor=world.owner.user)
 
 
-def post_turn(agent_client, agent: Agent | int, messages, *, anonymous: bool | None = None, conversation_id: str = "conv-1", capture=None):
+def post_turn(
+    agent_client,
+    agent: Agent | int,
+    messages,
+    *,
+    anonymous: bool | None = None,
+    conversation_id: str = "conv-1",
+    capture=None,
+):
     body = {"agentId": str(getattr(agent, "pk", agent)), "conversationId": conversation_id, "messages": messages}
     if anonymous is not None:
         body["anonymous"] = anonymous
 
     def send():
-        return agent_client.client.generic("POST", "/api/agent/v1/conversations/turns", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent_client.token}")
+        return agent_client.client.generic(
+            "POST",
+            "/api/agent/v1/conversations/turns",
+            json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {agent_client.token}",
+        )
 
     if capture is None:
         return send()

@@ -59,10 +59,39 @@ def _fill(old_apps, workspace_id: int, member_id: int, rng: random.Random, fake:
         written[name].append({f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields})
 
     for _ in range(rng.randint(2, 5)):
-        keep("ModelPrice", get("ModelPrice").objects.create(model_name=fake.unique.slug()[:100], input_per_1k=_money(rng), output_per_1k=_money(rng)))
-    keep("CreditAccount", get("CreditAccount").objects.create(workspace_id=workspace_id, balance=_money(rng), discrepancy=rng.choice([None, _money(rng)])))
-    keep("MemberQuota", get("MemberQuota").objects.create(member_id=member_id, limit=_money(rng), used=_money(rng), period=rng.choice(["day", "week", "month"]), period_start=now))
-    keep("RoleQuota", get("RoleQuota").objects.create(workspace_id=workspace_id, role="editor", limit=_money(rng), used=_money(rng), period="week", period_start=now))
+        keep(
+            "ModelPrice",
+            get("ModelPrice").objects.create(
+                model_name=fake.unique.slug()[:100], input_per_1k=_money(rng), output_per_1k=_money(rng)
+            ),
+        )
+    keep(
+        "CreditAccount",
+        get("CreditAccount").objects.create(
+            workspace_id=workspace_id, balance=_money(rng), discrepancy=rng.choice([None, _money(rng)])
+        ),
+    )
+    keep(
+        "MemberQuota",
+        get("MemberQuota").objects.create(
+            member_id=member_id,
+            limit=_money(rng),
+            used=_money(rng),
+            period=rng.choice(["day", "week", "month"]),
+            period_start=now,
+        ),
+    )
+    keep(
+        "RoleQuota",
+        get("RoleQuota").objects.create(
+            workspace_id=workspace_id,
+            role="editor",
+            limit=_money(rng),
+            used=_money(rng),
+            period="week",
+            period_start=now,
+        ),
+    )
     for i in range(rng.randint(3, 8)):
         record = get("UsageRecord").objects.create(
             workspace_id=workspace_id,
@@ -80,7 +109,17 @@ def _fill(old_apps, workspace_id: int, member_id: int, rng: random.Random, fake:
         )
         keep("UsageRecord", record)
         if i % 2:
-            keep("LedgerEntry", get("LedgerEntry").objects.create(workspace_id=workspace_id, kind="usage", amount=-_money(rng), usage_record_id=record.pk, member_ref=member_id, actor_label="system"))
+            keep(
+                "LedgerEntry",
+                get("LedgerEntry").objects.create(
+                    workspace_id=workspace_id,
+                    kind="usage",
+                    amount=-_money(rng),
+                    usage_record_id=record.pk,
+                    member_ref=member_id,
+                    actor_label="system",
+                ),
+            )
         keep(
             "Consolidation",
             get("Consolidation").objects.create(
@@ -94,8 +133,28 @@ def _fill(old_apps, workspace_id: int, member_id: int, rng: random.Random, fake:
                 usage_record_id=record.pk if i % 2 == 0 else None,
             ),
         )
-    keep("LedgerEntry", get("LedgerEntry").objects.create(workspace_id=workspace_id, kind="grant", amount=_money(rng), actor_label=fake.email(), note=fake.sentence()[:200]))
-    keep("UsageRollup", get("UsageRollup").objects.create(workspace_id=workspace_id, day=now.date(), member_ref=member_id, role="editor", category="reply", records=3, input_cost=_money(rng)))
+    keep(
+        "LedgerEntry",
+        get("LedgerEntry").objects.create(
+            workspace_id=workspace_id,
+            kind="grant",
+            amount=_money(rng),
+            actor_label=fake.email(),
+            note=fake.sentence()[:200],
+        ),
+    )
+    keep(
+        "UsageRollup",
+        get("UsageRollup").objects.create(
+            workspace_id=workspace_id,
+            day=now.date(),
+            member_ref=member_id,
+            role="editor",
+            category="reply",
+            records=3,
+            input_cost=_money(rng),
+        ),
+    )
     return written
 
 
@@ -128,7 +187,10 @@ def test_a_filled_database_keeps_every_row_through_the_move_and_back(seed):
     for name, table in MOVED.items():
         model = getattr(credit_models, name)
         assert model._meta.db_table == table and table in tables
-        rows = {row.pk: {f.attname: getattr(row, f.attname) for f in model._meta.concrete_fields} for row in model.objects.all()}
+        rows = {
+            row.pk: {f.attname: getattr(row, f.attname) for f in model._meta.concrete_fields}
+            for row in model.objects.all()
+        }
         assert written[name] and all(rows[before["id"]] == before for before in written[name]), name
     # relations resolve through the new models
     for consolidation in credit_models.Consolidation.objects.filter(usage_record__isnull=False):
@@ -148,7 +210,11 @@ def test_the_move_is_state_only_no_sql_touches_the_tables():
     try:
         executor = MigrationExecutor(connection)  # a loader that sees what is applied now
         plan = executor.migration_plan(_leaves())
-        moving = [m for m, _ in plan if (m.app_label, m.name) in {("credits", "0001_initial"), ("retention", "0012_credits_move_out")}]
+        moving = [
+            m
+            for m, _ in plan
+            if (m.app_label, m.name) in {("credits", "0001_initial"), ("retention", "0012_credits_move_out")}
+        ]
         assert len(moving) == 2
         for migration in moving:
             state = executor.loader.project_state((migration.app_label, migration.name), at_end=False)
@@ -165,7 +231,10 @@ def test_the_move_is_state_only_no_sql_touches_the_tables():
     ("old", "new"),
     [
         ("/admin/retention/usagerecord/", "/admin/credits/usagerecord/"),
-        ("/admin/retention/consolidation/12/change/?_changelist_filters=status%3Ddone", "/admin/credits/consolidation/12/change/?_changelist_filters=status%3Ddone"),
+        (
+            "/admin/retention/consolidation/12/change/?_changelist_filters=status%3Ddone",
+            "/admin/credits/consolidation/12/change/?_changelist_filters=status%3Ddone",
+        ),
         ("/admin/retention/ledgerentry/3/history/", "/admin/credits/ledgerentry/3/history/"),
     ],
 )
@@ -176,7 +245,13 @@ def test_an_old_admin_link_of_a_moved_model_lands_on_its_new_page(client, old, n
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    "path", ["/admin/retention/deletionreceipt/", "/admin/retention/usagerecord/%0d%0aSet-Cookie:x=1/", "/admin/retention/usagerecord//evil.example/", "/admin/retention/usagerecordx/"]
+    "path",
+    [
+        "/admin/retention/deletionreceipt/",
+        "/admin/retention/usagerecord/%0d%0aSet-Cookie:x=1/",
+        "/admin/retention/usagerecord//evil.example/",
+        "/admin/retention/usagerecordx/",
+    ],
 )
 def test_the_redirect_moves_nothing_else_and_never_leaves_the_site(client, path):
     response = client.get(path)

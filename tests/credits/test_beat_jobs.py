@@ -14,7 +14,12 @@ from credits import jobs as credit_jobs
 from credits import tasks as credit_tasks
 from retention.jobs import CREDIT_JOBS, JOBS
 
-CREDIT_ENTRIES = {"settle-usage": "settle_usage", "daily-rollup": "daily_rollup", "quota-reset": "quota_reset", "reconcile-credits": "reconcile_credits"}
+CREDIT_ENTRIES = {
+    "settle-usage": "settle_usage",
+    "daily-rollup": "daily_rollup",
+    "quota-reset": "quota_reset",
+    "reconcile-credits": "reconcile_credits",
+}
 
 # Loading the default modules runs the worker's start-up check (config.celery), which reads the key store.
 pytestmark = pytest.mark.django_db
@@ -62,8 +67,13 @@ def test_a_schedule_stored_under_the_former_names_runs_the_renamed_tasks(tmp_pat
     beat starts from that file and runs the names CELERY_BEAT_SCHEDULE gives now."""
     stored = tmp_path / "celerybeat-schedule"
     current = dict(app.conf.beat_schedule)
-    former = {key: {**entry, "task": entry["task"].replace("credits.tasks.", "retention.tasks.")} for key, entry in current.items()}
-    assert sum(e["task"].startswith("retention.tasks.") and e["task"] != current[k]["task"] for k, e in former.items()) == len(CREDIT_ENTRIES)
+    former = {
+        key: {**entry, "task": entry["task"].replace("credits.tasks.", "retention.tasks.")}
+        for key, entry in current.items()
+    }
+    assert sum(
+        e["task"].startswith("retention.tasks.") and e["task"] != current[k]["task"] for k, e in former.items()
+    ) == len(CREDIT_ENTRIES)
     monkeypatch.setitem(app.conf, "beat_schedule", former)
     before = PersistentScheduler(app=app, schedule_filename=str(stored))
     assert before.schedule["settle-usage"].task == "retention.tasks.settle_usage"

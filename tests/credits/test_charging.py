@@ -14,7 +14,17 @@ from django.core.management import call_command
 from django.db import connection
 
 from credits import charging, jobs, pricing, quotas
-from credits.models import Consolidation, ConsolidationStatus, CreditAccount, LedgerEntry, MemberQuota, ModelPrice, RoleQuota, UsageRecord, UsageRollup
+from credits.models import (
+    Consolidation,
+    ConsolidationStatus,
+    CreditAccount,
+    LedgerEntry,
+    MemberQuota,
+    ModelPrice,
+    RoleQuota,
+    UsageRecord,
+    UsageRollup,
+)
 from governance import actions
 from governance.models import AuditEvent
 from memoryapp.consolidation import run_consolidation, submit_turn
@@ -35,7 +45,15 @@ def agent(world):
 def consolidate(world, agent, member=None, model=None) -> dict:
     """Submit a turn for `member` (default: the editor) and run it now."""
     member = member or world.editor
-    submitted = submit_turn(workspace=world.workspace, member=member, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says("hello"))
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=member,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says("hello"),
+    )
     if submitted.consolidation.status != ConsolidationStatus.QUEUED:
         return {"status": submitted.consolidation.status, "reason": submitted.consolidation.reason}
     return run_consolidation(submitted.consolidation.pk, model=model)
@@ -74,12 +92,22 @@ def test_owner_sets_member_and_role_quotas(world):
     base = f"/api/w/{world.workspace.pk}/credits"
     owner = client_for(world.owner)
     response = owner.put(f"{base}/member-quotas/{world.editor.pk}", {"limit": "10", "period": "week"}, format="json")
-    assert response.status_code == 200 and response.json()["limit"] == "10.000000" and response.json()["period"] == "week"
+    assert (
+        response.status_code == 200 and response.json()["limit"] == "10.000000" and response.json()["period"] == "week"
+    )
     assert owner.put(f"{base}/role-quotas/editor", {"limit": 20}, format="json").json()["period"] == "month"
     assert owner.put(f"{base}/role-quotas/wizard", {"limit": 20}, format="json").status_code == 404
     assert owner.put(f"{base}/member-quotas/{world.outsider.pk}", {"limit": 1}, format="json").status_code == 404
-    assert error_code(owner.put(f"{base}/member-quotas/{world.editor.pk}", {"limit": -1}, format="json")) == "VALIDATION_ERROR"
-    assert client_for(world.editor).put(f"{base}/member-quotas/{world.editor.pk}", {"limit": 99}, format="json").status_code == 403
+    assert (
+        error_code(owner.put(f"{base}/member-quotas/{world.editor.pk}", {"limit": -1}, format="json"))
+        == "VALIDATION_ERROR"
+    )
+    assert (
+        client_for(world.editor)
+        .put(f"{base}/member-quotas/{world.editor.pk}", {"limit": 99}, format="json")
+        .status_code
+        == 403
+    )
     listed = owner.get(base).json()
     assert [q["memberId"] for q in listed["memberQuotas"]] == [str(world.editor.pk)]
     assert [q["role"] for q in listed["roleQuotas"]] == ["editor"]
@@ -171,7 +199,17 @@ def test_a_new_period_counts_as_fresh_before_the_reset_job_runs(world, agent, st
 def test_parallel_consolidations_never_overdraw(world, agent):
     price_stub_model()
     grant(world.workspace, str(STUB_COST * 3 + Decimal("1.5")))  # room for exactly three
-    ids = [Consolidation.objects.create(workspace=world.workspace, member=world.editor, agent=agent, conversation_id=f"c{i}", messages=user_says("hi"), message_count=2).pk for i in range(10)]
+    ids = [
+        Consolidation.objects.create(
+            workspace=world.workspace,
+            member=world.editor,
+            agent=agent,
+            conversation_id=f"c{i}",
+            messages=user_says("hi"),
+            message_count=2,
+        ).pk
+        for i in range(10)
+    ]
     barrier = threading.Barrier(len(ids))
     results: dict[int, dict] = {}
 
@@ -201,7 +239,17 @@ def test_parallel_consolidations_respect_the_member_quota(world, agent):
     price_stub_model()
     grant(world.workspace, "1000")
     quotas.set_member_quota(world.editor, limit=STUB_COST * 2, period="month", actor=None)
-    ids = [Consolidation.objects.create(workspace=world.workspace, member=world.editor, agent=agent, conversation_id=f"c{i}", messages=user_says("hi"), message_count=2).pk for i in range(6)]
+    ids = [
+        Consolidation.objects.create(
+            workspace=world.workspace,
+            member=world.editor,
+            agent=agent,
+            conversation_id=f"c{i}",
+            messages=user_says("hi"),
+            message_count=2,
+        ).pk
+        for i in range(6)
+    ]
     barrier = threading.Barrier(len(ids))
 
     def worker(consolidation_id: int):
@@ -222,8 +270,20 @@ def test_parallel_consolidations_respect_the_member_quota(world, agent):
 
 # --- reply usage and the usage API ----------------------------------------------------------------
 def _report(agent_client, **body):
-    payload = {"conversationId": "conv-9", "model": "agent-model", "inputTokens": 1200, "outputTokens": 300, "memoryTokens": 150} | body
-    return agent_client.client.generic("POST", "/api/agent/v1/usage/replies", json.dumps(payload), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent_client.token}")
+    payload = {
+        "conversationId": "conv-9",
+        "model": "agent-model",
+        "inputTokens": 1200,
+        "outputTokens": 300,
+        "memoryTokens": 150,
+    } | body
+    return agent_client.client.generic(
+        "POST",
+        "/api/agent/v1/usage/replies",
+        json.dumps(payload),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {agent_client.token}",
+    )
 
 
 def test_reply_usage_is_recorded_with_the_ai_memory_note(world):
@@ -233,7 +293,9 @@ def test_reply_usage_is_recorded_with_the_ai_memory_note(world):
     assert response.status_code == 201, response.json()
     usage = response.json()["usage"]
     assert usage["category"] == "reply" and usage["total"] == "3.600000"
-    assert usage["lines"][0]["note"] == "This input includes about 150 tokens of AI memory, already counted in input usage"
+    assert (
+        usage["lines"][0]["note"] == "This input includes about 150 tokens of AI memory, already counted in input usage"
+    )
     assert balance(world.workspace) == Decimal("6.4")
     history = client_for(world.editor).get(f"/api/w/{world.workspace.pk}/usage").json()["records"]
     assert history[0]["lines"][0]["note"].startswith("This input includes about 150 tokens of AI memory")
@@ -353,7 +415,9 @@ def test_daily_rollup_per_member_role_and_category_is_idempotent(world, agent, s
     consolidate(world, agent, member=world.owner)
     _report(make_agent(world.editor))
     jobs.daily_rollup()
-    rows = sorted((r.member_ref, r.role, r.category, r.records, r.input_cost + r.output_cost) for r in UsageRollup.objects.all())
+    rows = sorted(
+        (r.member_ref, r.role, r.category, r.records, r.input_cost + r.output_cost) for r in UsageRollup.objects.all()
+    )
     assert rows == sorted(
         [
             (world.editor.pk, "editor", "ai_memory", 2, STUB_COST * 2),
@@ -362,7 +426,13 @@ def test_daily_rollup_per_member_role_and_category_is_idempotent(world, agent, s
         ]
     )
     jobs.daily_rollup()
-    assert sorted((r.member_ref, r.role, r.category, r.records, r.input_cost + r.output_cost) for r in UsageRollup.objects.all()) == rows
+    assert (
+        sorted(
+            (r.member_ref, r.role, r.category, r.records, r.input_cost + r.output_cost)
+            for r in UsageRollup.objects.all()
+        )
+        == rows
+    )
 
 
 def test_daily_rollup_catches_up_on_old_days(world, agent, stub):
@@ -379,7 +449,19 @@ def test_run_periodic_jobs_runs_the_credit_jobs(world, agent, stub):
     grant(world.workspace, "100")
     consolidate(world, agent)
     out = StringIO()
-    call_command("run_periodic_jobs", "--only", "settle_usage", "--only", "reconcile_credits", "--only", "daily_rollup", "--only", "quota_reset", "--json", stdout=out)
+    call_command(
+        "run_periodic_jobs",
+        "--only",
+        "settle_usage",
+        "--only",
+        "reconcile_credits",
+        "--only",
+        "daily_rollup",
+        "--only",
+        "quota_reset",
+        "--json",
+        stdout=out,
+    )
     result = json.loads(out.getvalue())
     assert result["settle_usage"] == {"settled": 1}
     assert result["reconcile_credits"]["discrepancies"] == 0

@@ -20,7 +20,11 @@ import pytest
 
 from memoryapp import keyring
 
-MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so", "/usr/local/lib/softhsm/libsofthsm2.so")
+MODULES = (
+    "/usr/lib/softhsm/libsofthsm2.so",
+    "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+    "/usr/local/lib/softhsm/libsofthsm2.so",
+)
 
 
 @dataclass(frozen=True)
@@ -37,14 +41,29 @@ def softhsm(tmp_path_factory) -> SoftHsm:
     util = shutil.which("softhsm2-util")
     module = next((m for m in MODULES if Path(m).is_file()), None)
     if util is None or module is None:
-        pytest.fail("SoftHSM2 is not installed (apt-get install softhsm2; .ci/run does): the PKCS#11 KEK backend must be tested")
+        pytest.fail(
+            "SoftHSM2 is not installed (apt-get install softhsm2; .ci/run does): the PKCS#11 KEK backend must be tested"
+        )
     directory = tmp_path_factory.mktemp("softhsm")
     (directory / "tokens").mkdir()
     conf = directory / "softhsm2.conf"
-    conf.write_text(f"directories.tokendir = {directory / 'tokens'}\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n")
+    conf.write_text(
+        f"directories.tokendir = {directory / 'tokens'}\nobjectstore.backend = file\nlog.level = "
+        "ERROR\nslots.removable = false\n"
+    )
     os.environ["SOFTHSM2_CONF"] = str(conf)  # before the library's first C_Initialize in this process
-    hsm = SoftHsm(module=module, label=f"gam-test-{secrets.token_hex(3)}", pin=secrets.token_hex(8), so_pin=secrets.token_hex(8), directory=directory)
-    subprocess.run([util, "--init-token", "--free", "--label", hsm.label, "--so-pin", hsm.so_pin, "--pin", hsm.pin], check=True, capture_output=True)
+    hsm = SoftHsm(
+        module=module,
+        label=f"gam-test-{secrets.token_hex(3)}",
+        pin=secrets.token_hex(8),
+        so_pin=secrets.token_hex(8),
+        directory=directory,
+    )
+    subprocess.run(
+        [util, "--init-token", "--free", "--label", hsm.label, "--so-pin", hsm.so_pin, "--pin", hsm.pin],
+        check=True,
+        capture_output=True,
+    )
     return hsm
 
 

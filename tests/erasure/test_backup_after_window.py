@@ -58,30 +58,48 @@ def every_kek_that_exists() -> list[Any]:
     return [type(keks)(k) for k in (keks.current, *keks.retired)]
 
 
-def read_from_backups(proof: BackupProof, data_backup: Path, keyring_backup: Path, memory_id: int, label: str) -> dict[str, Any]:
+def read_from_backups(
+    proof: BackupProof, data_backup: Path, keyring_backup: Path, memory_id: int, label: str
+) -> dict[str, Any]:
     """The attacker's try: restore both backups, take the memory's sealed text from the data backup
     and its wrapped data key from the key-store backup, unwrap it with every KEK that exists and open."""
     databases = []
     try:
         data = proof.restore(DEFAULT_DB_ALIAS, data_backup, f"d{label}")
         databases.append(data)
-        row = proof._one(data, f"SELECT key_id, workspace_id, member_id, text FROM {MemoryVersion._meta.db_table} WHERE id = %s", [memory_id])
+        row = proof._one(
+            data,
+            f"SELECT key_id, workspace_id, member_id, text FROM {MemoryVersion._meta.db_table} WHERE id = %s",
+            [memory_id],
+        )
         assert row is not None, "the data backup lacks the memory: it was not taken before the erase and proves nothing"
         key_id = row[0] if isinstance(row[0], UUID) else UUID(str(row[0]))
         sealed = bytes(row[3])
         keys = proof.restore(KEYRING, keyring_backup, f"k{label}")
         databases.append(keys)
         key_param = key_id.hex if isinstance(keys, sqlite3.Connection) else key_id
-        key_row = proof._one(keys, f"SELECT wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = %s", [key_param])
-        assert key_row is not None, "the key-store backup lacks the data key: it was not taken before the erase and proves nothing"
+        key_row = proof._one(
+            keys, f"SELECT wrapped_by, wrapped FROM {DataKey._meta.db_table} WHERE key_id = %s", [key_param]
+        )
+        assert key_row is not None, (
+            "the key-store backup lacks the data key: it was not taken before the erase and proves nothing"
+        )
         wrapped = bytes(key_row[1])
         for candidate in every_kek_that_exists():
             try:
                 dek = candidate.unwrap(key_id, candidate.current_id, wrapped)
             except SealError:
                 continue
-            opened = sealing.open_values(MemoryVersion, key_id, (row[1], row[2]), {key_id: AESGCM(dek)}, {"text": sealed})
-            return {"wrappedBy": key_row[0], "wrapped": wrapped, "sealed": sealed, "text": opened["text"], "kek": candidate.current_id}
+            opened = sealing.open_values(
+                MemoryVersion, key_id, (row[1], row[2]), {key_id: AESGCM(dek)}, {"text": sealed}
+            )
+            return {
+                "wrappedBy": key_row[0],
+                "wrapped": wrapped,
+                "sealed": sealed,
+                "text": opened["text"],
+                "kek": candidate.current_id,
+            }
         return {"wrappedBy": key_row[0], "wrapped": wrapped, "sealed": sealed, "text": None, "kek": None}
     finally:
         for db in databases:
@@ -90,14 +108,26 @@ def read_from_backups(proof: BackupProof, data_backup: Path, keyring_backup: Pat
 
 def verify_receipt(world, receipt: DeletionReceipt) -> dict:
     out = io.StringIO()
-    call_command("verify_forgetting", "--workspace", str(world.workspace.pk), "--backup", "--receipt", str(receipt.pk), "--json", stdout=out)
+    call_command(
+        "verify_forgetting",
+        "--workspace",
+        str(world.workspace.pk),
+        "--backup",
+        "--receipt",
+        str(receipt.pk),
+        "--json",
+        stdout=out,
+    )
     return json.loads(out.getvalue())
 
 
-def test_both_backups_restored_after_residual_until_read_nothing_and_the_receipt_says_so(world, key_file, settings, tmp_path):
+def test_both_backups_restored_after_residual_until_read_nothing_and_the_receipt_says_so(
+    world, key_file, settings, tmp_path
+):
     settings.KEYRING_VACUUM_AFTER_ERASE = False  # the worst case: the dead tuple left on PostgreSQL too
     agent = make_agent(world.editor)
-    text = f"the blue kite is named {''.join(secrets.choice(string.ascii_lowercase) for _ in range(16))}"  # letters: masking keeps them
+    # letters: masking keeps them
+    text = f"the blue kite is named {''.join(secrets.choice(string.ascii_lowercase) for _ in range(16))}"
     answer = agent.remember(namespace="vault", text=text)
     assert answer.status_code == 201, answer.json()
     memory_id = int(answer.json()["memory"]["id"])
@@ -117,16 +147,24 @@ def test_both_backups_restored_after_residual_until_read_nothing_and_the_receipt
         before = read_from_backups(proof, data_backup, keyring_backup, memory_id, "a")
         assert before["text"] == text and before["kek"] == erased_kek == before["wrappedBy"]
         assert text.encode() not in before["sealed"]  # the backup itself holds ciphertext only
-        assert fingerprint(before["wrapped"]) in receipt.residual["kek"]["wrappedKeys"]  # the receipt covers the backup's copy
+        assert (
+            fingerprint(before["wrapped"]) in receipt.residual["kek"]["wrappedKeys"]
+        )  # the receipt covers the backup's copy
         assert receipt.residual["kek"]["kekIds"] == [erased_kek]
         assert receipt.residual_until is not None and receipt.residual_until > timezone.now()
-        assert receipt.residual_json() == {"residualUntil": receipt.residual_json()["residualUntil"], "residualClosedAt": None, "residualOpen": True}
+        assert receipt.residual_json() == {
+            "residualUntil": receipt.residual_json()["residualUntil"],
+            "residualClosedAt": None,
+            "residualOpen": True,
+        }
         open_report = verify_receipt(world, receipt)
         assert open_report["residualClosedAt"] is None and open_report["clean"]
         # PostgreSQL keeps the destroyed key as a dead tuple (residual); SQLite's secure_delete keeps none.
         assert open_report["state"] == ("residual" if connections[KEYRING].vendor == "postgresql" else "none")
         if connections[KEYRING].vendor == "sqlite":  # the key-store backup's own bytes, searched as the disk proof does
-            in_backup = key_residue.inspect_receipt(receipt, files=key_residue.KeyStoreFiles(paths=[keyring_backup], engine="sqlite"))
+            in_backup = key_residue.inspect_receipt(
+                receipt, files=key_residue.KeyStoreFiles(paths=[keyring_backup], engine="sqlite")
+            )
             assert in_backup["found"] == 1 and in_backup["unwrapsNow"] == 1 and in_backup["state"] == "residual"
 
         # (b) The scheduled rotation, run at its due instant, destroys the KEK that wrapped the erased key.
@@ -139,7 +177,9 @@ def test_both_backups_restored_after_residual_until_read_nothing_and_the_receipt
         assert erased_kek not in [crypto.kek_id(k) for k in kek.read_key_file(key_file)]
 
         after = read_from_backups(proof, data_backup, keyring_backup, memory_id, "b")
-        assert after["sealed"] == before["sealed"] and after["wrapped"] == before["wrapped"]  # the attacker still holds both
+        assert (
+            after["sealed"] == before["sealed"] and after["wrapped"] == before["wrapped"]
+        )  # the attacker still holds both
         assert after["text"] is None and after["kek"] is None  # ... and no KEK that exists opens them
 
         receipt.refresh_from_db()
@@ -149,10 +189,16 @@ def test_both_backups_restored_after_residual_until_read_nothing_and_the_receipt
         shown = receipt.residual_json()
         assert shown["residualOpen"] is False and shown["residualClosedAt"] is not None
         closed_report = verify_receipt(world, receipt)
-        assert closed_report["residualClosedAt"] == shown["residualClosedAt"] and closed_report["unwrapsNow"] == 0 and closed_report["clean"]
+        assert (
+            closed_report["residualClosedAt"] == shown["residualClosedAt"]
+            and closed_report["unwrapsNow"] == 0
+            and closed_report["clean"]
+        )
         assert closed_report["state"] in ("closed", "none") and closed_report["problem"] is None
         if connections[KEYRING].vendor == "sqlite":
-            in_backup = key_residue.inspect_receipt(receipt, files=key_residue.KeyStoreFiles(paths=[keyring_backup], engine="sqlite"))
+            in_backup = key_residue.inspect_receipt(
+                receipt, files=key_residue.KeyStoreFiles(paths=[keyring_backup], engine="sqlite")
+            )
             assert in_backup["found"] == 1 and in_backup["unwrapsNow"] == 0 and in_backup["state"] == "closed"
     finally:
         proof.drop_scratch()

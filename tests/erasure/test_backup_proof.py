@@ -45,7 +45,9 @@ def test_a_backup_restored_after_the_erase_holds_only_ciphertext_but_the_old_key
     restored = report["restored"]
     assert restored["ciphertextRows"] == {"memoryVersion": 1, "memoryEmbedding": 1}
     assert restored["ciphertextOccurrences"] >= 1  # the search sees the rows' bytes ...
-    assert restored["plaintextOccurrences"] == dict.fromkeys(["text", "details", "terms", "vector"], 0)  # ... and no plaintext
+    assert restored["plaintextOccurrences"] == dict.fromkeys(
+        ["text", "details", "terms", "vector"], 0
+    )  # ... and no plaintext
     assert restored["keyInCurrentKeyStore"] == 0
     assert restored["readableWithCurrentKeyStore"] == dict.fromkeys(FIELDS, False)
     old = report["withKeyStoreBackupFromBeforeTheErase"]
@@ -68,7 +70,11 @@ def test_an_erase_that_leaves_the_key_is_not_clean(world, monkeypatch):
     with pytest.raises(SystemExit) as exit_info:
         run_proof(world)
     assert exit_info.value.code == 1
-    (receipt,) = [r for r in DeletionReceipt.objects.filter(operation=Operation.FORGETTING_CHECK) if "backupProof" in r.verification]
+    (receipt,) = [
+        r
+        for r in DeletionReceipt.objects.filter(operation=Operation.FORGETTING_CHECK)
+        if "backupProof" in r.verification
+    ]
     findings = receipt.verification["backupProof"]
     assert findings["clean"] is False
     assert findings["restored"]["keyInCurrentKeyStore"] == 1

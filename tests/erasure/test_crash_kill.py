@@ -45,8 +45,20 @@ def test_an_eraser_killed_between_the_key_deletion_and_the_commit_leaves_nothing
     pk = int(response.json()["memory"]["id"])
     key_id = MemoryVersion.objects.get(pk=pk).key_id
 
-    env = {**os.environ, **test_database_env(), "DJANGO_SETTINGS_MODULE": "config.settings", "MEMORY_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(pk), str(world.workspace.pk), str(world.editor.pk)], cwd=ROOT, env=env, capture_output=True, timeout=120)
+    env = {
+        **os.environ,
+        **test_database_env(),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "MEMORY_EMBEDDER": "hashing",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(pk), str(world.workspace.pk), str(world.editor.pk)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode == -9, done.stderr.decode()[-2000:]
 
     assert MemoryVersion.objects.filter(pk=pk).values_list("pk", flat=True).first() == pk  # the data rolled back
@@ -59,5 +71,9 @@ def test_an_eraser_killed_between_the_key_deletion_and_the_commit_leaves_nothing
     result = keysweep.sweep_keyring()
     assert (result["versionsErased"], result["receipts"]) == (1, 1)
     receipt = DeletionReceipt.objects.get()
-    assert receipt.operation == Operation.KEY_SWEEP and receipt.manifest["keysDestroyed"] == 0 and receipt.verification["clean"]
+    assert (
+        receipt.operation == Operation.KEY_SWEEP
+        and receipt.manifest["keysDestroyed"] == 0
+        and receipt.verification["clean"]
+    )
     assert not MemoryVersion.objects.filter(pk=pk).exists()

@@ -56,7 +56,9 @@ def pytest_generate_tests(metafunc):
 def kek_backend(request):
     """KEK_BACKEND=pkcs11, in the token run, for every test that reaches the database (the others
     need no KEK)."""
-    if request.param == "pkcs11" and ("world" in request.fixturenames or "db" in request.fixturenames or request.node.get_closest_marker("django_db")):
+    if request.param == "pkcs11" and (
+        "world" in request.fixturenames or "db" in request.fixturenames or request.node.get_closest_marker("django_db")
+    ):
         request.getfixturevalue("token_kek")
         from memoryapp import kek_backends
 
@@ -110,11 +112,27 @@ def test_the_key_store_is_another_database_holding_only_the_keys():
 def test_every_content_field_is_stored_only_as_ciphertext(world):
     agent = make_agent(world.editor)
     pk = remember(agent, f"The {MARKER} prefers tea at four")
-    version, _ = add_assistant_memory(world.editor, kind="preference", topic="drinks", summary=f"Likes {MARKER} tea", details=[f"{MARKER} detail"])
-    consolidation = Consolidation.objects.create(workspace=world.workspace, member=world.editor, conversation_id="c1", messages=[{"role": "user", "content": f"say {MARKER}"}], message_count=1)
+    version, _ = add_assistant_memory(
+        world.editor, kind="preference", topic="drinks", summary=f"Likes {MARKER} tea", details=[f"{MARKER} detail"]
+    )
+    consolidation = Consolidation.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        conversation_id="c1",
+        messages=[{"role": "user", "content": f"say {MARKER}"}],
+        message_count=1,
+    )
     stored = [
-        *(raw_row("memoryapp_memoryversion", column, "id", row) for row in (pk, version.pk) for column in ("text", "details", "kind")),
-        *(raw_row("memoryapp_memoryembedding", column, "memory_id", row) for row in (pk, version.pk) for column in ("terms", "vector")),
+        *(
+            raw_row("memoryapp_memoryversion", column, "id", row)
+            for row in (pk, version.pk)
+            for column in ("text", "details", "kind")
+        ),
+        *(
+            raw_row("memoryapp_memoryembedding", column, "memory_id", row)
+            for row in (pk, version.pk)
+            for column in ("terms", "vector")
+        ),
         raw_row("retention_consolidation", "messages", "id", consolidation.pk),
     ]
     for value in stored:
@@ -124,7 +142,10 @@ def test_every_content_field_is_stored_only_as_ciphertext(world):
     version = MemoryVersion.objects.get(pk=version.pk)
     assert (version.text, version.kind, version.details) == (f"Likes {MARKER} tea", "preference", f"{MARKER} detail")
     assert Consolidation.objects.get(pk=consolidation.pk).messages == [{"role": "user", "content": f"say {MARKER}"}]
-    assert MARKER[:8] in " ".join(MemoryEmbedding.objects.get(memory_id=pk).terms.split()) or MemoryEmbedding.objects.get(memory_id=pk).terms
+    assert (
+        MARKER[:8] in " ".join(MemoryEmbedding.objects.get(memory_id=pk).terms.split())
+        or MemoryEmbedding.objects.get(memory_id=pk).terms
+    )
 
 
 def test_each_version_has_its_own_key_and_the_key_is_stored_wrapped(world):
@@ -139,13 +160,20 @@ def test_each_version_has_its_own_key_and_the_key_is_stored_wrapped(world):
 
 
 @hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.text(min_size=0, max_size=300), field=st.sampled_from(["text", "details", "kind"]), other=st.sampled_from(["text", "details", "kind"]))
+@given(
+    text=st.text(min_size=0, max_size=300),
+    field=st.sampled_from(["text", "details", "kind"]),
+    other=st.sampled_from(["text", "details", "kind"]),
+)
 def test_a_ciphertext_opens_only_under_its_own_row_and_field(text, field, other):
     cipher = crypto.DataKeyCipher(crypto.new_data_key())
     owner = (1, 2)
     key_id, elsewhere = uuid.uuid4(), uuid.uuid4()
     sealed = crypto.seal(cipher, text.encode(), crypto.field_aad("memoryapp_memoryversion", owner, key_id, field))
-    assert crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, key_id, field)).decode() == text
+    assert (
+        crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, key_id, field)).decode()
+        == text
+    )
     with pytest.raises(crypto.SealError):
         crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, elsewhere, field))
     with pytest.raises(crypto.SealError):
@@ -177,7 +205,9 @@ def test_a_ciphertext_moved_to_another_row_hides_that_row_and_never_shows_the_ot
     assert [int(m["id"]) for m in found] == [secret]
     assert all(MARKER not in m["text"] or int(m["id"]) == secret for m in found)
     assert unreadable_count("memoryapp.MemoryVersion", sealing.CORRUPT) > before
-    assert any("does not open" in r.getMessage() for r in caplog.records) and not any(MARKER in r.getMessage() for r in caplog.records)
+    assert any("does not open" in r.getMessage() for r in caplog.records) and not any(
+        MARKER in r.getMessage() for r in caplog.records
+    )
 
 
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -219,7 +249,11 @@ def test_a_memory_whose_key_is_gone_reads_as_erased_everywhere(world):
     assert agent.forget(memoryId=str(pk)).status_code == 404  # as erased: not found
     assert all(m["id"] != str(assistant.pk) for m in list_assistant_memories(world.editor)["memories"])
     export = client_for(world.editor).get(f"/api/w/{world.workspace.pk}/me/export")
-    assert export.status_code == 200 and MARKER not in b"".join(export.streaming_content if hasattr(export, "streaming_content") else [export.content]).decode()
+    assert (
+        export.status_code == 200
+        and MARKER
+        not in b"".join(export.streaming_content if hasattr(export, "streaming_content") else [export.content]).decode()
+    )
 
 
 def test_a_key_encryption_key_missing_from_the_configuration_hides_rows_and_never_500s(world, settings):
@@ -273,9 +307,14 @@ def test_forget_destroys_the_versions_keys_and_the_receipt_says_so(world, settin
     assert answer.status_code == 200
     assert not DataKey.objects.filter(pk__in=key_ids).exists()
     receipt = DeletionReceipt.objects.get(pk=answer.json()["receiptId"])
-    assert receipt.manifest["keysDestroyed"] == 2 and sorted(receipt.manifest["dataKeyIds"]) == sorted(str(k) for k in key_ids)
+    assert receipt.manifest["keysDestroyed"] == 2 and sorted(receipt.manifest["dataKeyIds"]) == sorted(
+        str(k) for k in key_ids
+    )
     assert receipt.verification["clean"] and receipt.verification["remaining"]["data_key"] == 0
-    assert "ciphertext only" in receipt.residual["backups"]["statement"] and receipt.residual["keyring"]["retentionDays"] == 0
+    assert (
+        "ciphertext only" in receipt.residual["backups"]["statement"]
+        and receipt.residual["keyring"]["retentionDays"] == 0
+    )
     assert receipt_checks.verify_chains([world.workspace.pk])["workspaces"][0]["intact"]
 
 
@@ -302,10 +341,16 @@ def test_a_failed_key_deletion_is_not_reported_clean_and_the_sweep_repairs_it(wo
         answer = agent.forget(memoryId=str(pk))
     assert answer.status_code == 200  # the rows are gone: the member's forget is done
     receipt = DeletionReceipt.objects.get(pk=answer.json()["receiptId"])
-    assert receipt.manifest["keysDestroyed"] == 0 and receipt.verification["clean"] is False and receipt.verification["remaining"]["data_key"] == 1
+    assert (
+        receipt.manifest["keysDestroyed"] == 0
+        and receipt.verification["clean"] is False
+        and receipt.verification["remaining"]["data_key"] == 1
+    )
     assert DataKey.objects.filter(pk=key_id).exists()
 
-    assert keysweep.sweep_keyring(now=timezone.now())["orphanedKeysDestroyed"] == 0  # too young: could be an INSERT in flight
+    assert (
+        keysweep.sweep_keyring(now=timezone.now())["orphanedKeysDestroyed"] == 0
+    )  # too young: could be an INSERT in flight
     spares = keyring.spare_keys().count(sealing.owner_label(MemoryVersion))  # stored, never handed out: orphans too
     result = keysweep.sweep_keyring(now=timezone.now() + keysweep.KEY_GRACE + timedelta(minutes=1))
     assert result["orphanedKeysDestroyed"] == 1 + spares and result["receiptsReverified"] == 1
@@ -326,7 +371,13 @@ def test_a_crash_after_the_keys_are_destroyed_leaves_no_readable_orphan_and_the_
     with monkeypatch.context() as patch:
         patch.setattr(receipts, "append", crash)
         with pytest.raises(RuntimeError):
-            erasure.erase_memories([pk], operation=Operation.FORGET, workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="test")
+            erasure.erase_memories(
+                [pk],
+                operation=Operation.FORGET,
+                workspace_id=world.workspace.pk,
+                member_id=world.editor.pk,
+                actor_label="test",
+            )
     # The data rolled back, the key did not: the row is unreadable everywhere, and reads as erased.
     assert MemoryVersion.objects.filter(pk=pk).values_list("pk", flat=True).first() == pk
     assert not DataKey.objects.filter(pk=key_id).exists()
@@ -337,9 +388,18 @@ def test_a_crash_after_the_keys_are_destroyed_leaves_no_readable_orphan_and_the_
     assert result["versionsErased"] == 1 and result["receipts"] == 1
     receipt = DeletionReceipt.objects.get()
     assert receipt.operation == Operation.KEY_SWEEP and receipt.memory_version_ids == [pk]
-    assert receipt.manifest["keysDestroyed"] == 0 and receipt.manifest["dataKeyIds"] == [str(key_id)]  # destroyed before, and it says so
+    assert receipt.manifest["keysDestroyed"] == 0 and receipt.manifest["dataKeyIds"] == [
+        str(key_id)
+    ]  # destroyed before, and it says so
     assert receipt.verification["clean"] is True
-    assert keysweep.sweep_keyring() == {"orphanedKeysDestroyed": 0, "versionsErased": 0, "receipts": 0, "consolidationInputsPurged": 0, "receiptsReverified": 0, "nameKeysDestroyed": 0}
+    assert keysweep.sweep_keyring() == {
+        "orphanedKeysDestroyed": 0,
+        "versionsErased": 0,
+        "receipts": 0,
+        "consolidationInputsPurged": 0,
+        "receiptsReverified": 0,
+        "nameKeysDestroyed": 0,
+    }
 
 
 def test_a_crash_before_the_keys_are_destroyed_changes_nothing(world, monkeypatch):
@@ -352,7 +412,13 @@ def test_a_crash_before_the_keys_are_destroyed_changes_nothing(world, monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(erasure, "destroy_keys", crash)
         with pytest.raises(RuntimeError):
-            erasure.erase_memories([pk], operation=Operation.FORGET, workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="test")
+            erasure.erase_memories(
+                [pk],
+                operation=Operation.FORGET,
+                workspace_id=world.workspace.pk,
+                member_id=world.editor.pk,
+                actor_label="test",
+            )
     assert pk in listed_ids(agent)  # still there, still readable: the erase simply did not happen
     assert keysweep.sweep_keyring(now=timezone.now() + timedelta(days=1))["versionsErased"] == 0
 
@@ -362,19 +428,32 @@ def test_a_remember_rolled_back_after_its_key_was_stored_leaves_a_key_the_sweep_
 
     agent = make_agent(world.editor)
     keys_before = DataKey.objects.count()
-    monkeypatch.setattr(Citation.objects, "bulk_create", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("crash mid-remember")))
+    monkeypatch.setattr(
+        Citation.objects, "bulk_create", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("crash mid-remember"))
+    )
     with pytest.raises(RuntimeError):
         agent.client.raise_request_exception = True
         agent.remember(namespace="notes", text="never committed")
-    batch = 1 + keyring.spare_keys().count(sealing.owner_label(MemoryVersion))  # the key taken, and the spares stored with it
+    batch = 1 + keyring.spare_keys().count(
+        sealing.owner_label(MemoryVersion)
+    )  # the key taken, and the spares stored with it
     assert not MemoryVersion.objects.exists() and DataKey.objects.count() == keys_before + batch
-    assert keysweep.sweep_keyring(now=timezone.now() + keysweep.KEY_GRACE + timedelta(seconds=1))["orphanedKeysDestroyed"] == batch
+    assert (
+        keysweep.sweep_keyring(now=timezone.now() + keysweep.KEY_GRACE + timedelta(seconds=1))["orphanedKeysDestroyed"]
+        == batch
+    )
     assert DataKey.objects.count() == keys_before
 
 
 def test_a_finished_consolidation_destroys_its_input_key(world, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        consolidation = Consolidation.objects.create(workspace=world.workspace, member=world.editor, conversation_id="c", messages=[{"role": "user", "content": "hello"}], message_count=1)
+        consolidation = Consolidation.objects.create(
+            workspace=world.workspace,
+            member=world.editor,
+            conversation_id="c",
+            messages=[{"role": "user", "content": "hello"}],
+            message_count=1,
+        )
     key_id = consolidation.key_id
     assert DataKey.objects.filter(pk=key_id).exists()
     from memoryapp.consolidation import purge_input
@@ -393,19 +472,27 @@ def test_rotating_the_kek_rewraps_every_key_and_readers_see_no_change(world, set
     settings.MEMORY_KEK, settings.RETIRED_KEKS = base64.b64encode(secrets.token_bytes(32)).decode(), [old]
     assert listed_ids(agent) == ids  # the retired KEK still unwraps
     call_command("rotate_kek", "--json", "--chunk", "2", stdout=__import__("io").StringIO())
-    assert set(DataKey.objects.values_list("wrapped_by", flat=True)) == {crypto.kek_id(crypto.decode_kek(settings.MEMORY_KEK))}
+    assert set(DataKey.objects.values_list("wrapped_by", flat=True)) == {
+        crypto.kek_id(crypto.decode_kek(settings.MEMORY_KEK))
+    }
     settings.RETIRED_KEKS = []
     assert listed_ids(agent) == ids
 
 
 def plant_legacy(world, text: str) -> int:
     """A version stored the way it was before encryption: plaintext columns, no key id."""
-    version = MemoryVersion.objects.create(workspace=world.workspace, member=world.editor, namespace="notes", text="placeholder")
+    version = MemoryVersion.objects.create(
+        workspace=world.workspace, member=world.editor, namespace="notes", text="placeholder"
+    )
     entry_terms = f"legacy {text}".encode()
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE memoryapp_memoryversion SET key_id = NULL, text = %s, details = %s, kind = %s WHERE id = %s", [text.encode(), b"", b"fact", version.pk])
         cursor.execute(
-            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms, terms_format) VALUES (%s, %s, %s, %s, %s, %s)",
+            "UPDATE memoryapp_memoryversion SET key_id = NULL, text = %s, details = %s, kind = %s WHERE id = %s",
+            [text.encode(), b"", b"fact", version.pk],
+        )
+        cursor.execute(
+            "INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms, terms_format) VALUES "
+            "(%s, %s, %s, %s, %s, %s)",
             [version.pk, "hashing", 1, b"\0\0\x80?", entry_terms, "t1"],
         )
     key_store().delete_many([version.key_id])
@@ -434,7 +521,9 @@ def test_encrypt_memories_seals_legacy_rows_once_and_they_read_the_same(world):
 
 def test_erasing_a_legacy_row_says_its_backups_keep_it_readable(world):
     pk = plant_legacy(world, "old plaintext")
-    receipt = erasure.erase_memories([pk], operation=Operation.FORGET, workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="test")
+    receipt = erasure.erase_memories(
+        [pk], operation=Operation.FORGET, workspace_id=world.workspace.pk, member_id=world.editor.pk, actor_label="test"
+    )
     assert receipt.manifest["keysDestroyed"] == 0 and receipt.residual["backups"]["content"] == "partly_unsealed"
 
 
@@ -443,11 +532,19 @@ def test_an_orphaned_input_key_stored_before_the_credits_move_is_still_destroyed
     sealed under before the move say `retention.consolidation` in the key store, which no
     migration rewrites. The sweep still finds the orphaned ones and keeps the live ones."""
     assert sealing.owner_label(Consolidation) == "credits.consolidation"
-    live = Consolidation.objects.create(workspace=world.workspace, member=world.editor, conversation_id="c", messages=[{"role": "user", "content": "hello"}], message_count=1)
+    live = Consolidation.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        conversation_id="c",
+        messages=[{"role": "user", "content": "hello"}],
+        message_count=1,
+    )
     orphan = uuid.uuid4()
     key_store().put({orphan: crypto.new_data_key()}, owner="retention.consolidation")
     DataKey.objects.filter(pk=live.key_id).update(owner="retention.consolidation")  # sealed before the move
-    spares = keyring.spare_keys().count(sealing.owner_label(Consolidation))  # stored with the live one's key, never handed out
+    spares = keyring.spare_keys().count(
+        sealing.owner_label(Consolidation)
+    )  # stored with the live one's key, never handed out
     result = keysweep.sweep_keyring(now=timezone.now() + keysweep.KEY_GRACE + timedelta(seconds=1))
     assert result["orphanedKeysDestroyed"] == 1 + spares
     assert not DataKey.objects.filter(pk=orphan).exists()

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.django_db
 def _memories(world, count: int, *, cite: bool = True) -> list[int]:
     agent = make_agent(world.editor)
     collection = gov_actions.create_collection(world.workspace, name="Cited")
-    passage = str(gov_actions.create_document(collection, title="d", text="Cited text.").current_version.passages.first().pk)
+    passage = str(
+        gov_actions.create_document(collection, title="d", text="Cited text.").current_version.passages.first().pk
+    )
     ids = []
     for i in range(count):
         body = {"citations": [passage]} if cite else {}
@@ -36,31 +38,58 @@ def test_an_erase_deletes_every_artifact_and_its_receipt_says_so(world, settings
     settings.BACKUP_RETENTION_DAYS = 7
     ids = _memories(world, 3)
     before = erasure.verify(ids)
-    assert before["clean"] is False and before["remaining"]["memory_version"] == 3 and before["remaining"]["citation"] == 3
-    receipt = erasure.erase_memories(ids + ids[:1], operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent", member_id=world.editor.pk)
+    assert (
+        before["clean"] is False and before["remaining"]["memory_version"] == 3 and before["remaining"]["citation"] == 3
+    )
+    receipt = erasure.erase_memories(
+        ids + ids[:1],
+        operation=Operation.FORGET,
+        workspace_id=world.workspace.pk,
+        actor_label="agent",
+        member_id=world.editor.pk,
+    )
     artifacts = receipt.manifest["artifacts"]
     assert (artifacts["memory_version"], artifacts["citation"], artifacts["memory_embedding"]) == (3, 3, 3)
     assert receipt.manifest["requestedIds"] == 3 and sorted(receipt.memory_version_ids) == sorted(ids)
     assert receipt.versions_erased == 3 and receipt.operation == Operation.FORGET
-    assert receipt.workspace_ref == world.workspace.pk and receipt.member_ref == world.editor.pk and receipt.actor_label == "agent"
+    assert (
+        receipt.workspace_ref == world.workspace.pk
+        and receipt.member_ref == world.editor.pk
+        and receipt.actor_label == "agent"
+    )
     assert receipt.verification["clean"] is True and not any(receipt.verification["remaining"].values())
     assert receipt.unreachable_at == receipt.purged_at and receipt.requested_at <= receipt.purged_at
     wrapped = receipt.residual["kek"]["wrappedKeys"]  # a fingerprint of each destroyed wrapped key (issue 33)
     assert len(wrapped) == 3 and all(len(w["prefix"]) == 26 and len(w["sha256"]) == 64 for w in wrapped)
     assert receipt.residual == erasure.residual_window(receipt.purged_at, wrapped_keys=wrapped)
-    assert receipt.residual_until is not None and receipt.residual["kek"]["until"].startswith(receipt.residual_until.strftime("%Y-%m-%dT%H:%M:%S"))
+    assert receipt.residual_until is not None and receipt.residual["kek"]["until"].startswith(
+        receipt.residual_until.strftime("%Y-%m-%dT%H:%M:%S")
+    )
     assert receipt.residual["backups"]["until"] == (receipt.purged_at + timedelta(days=7)).isoformat()
     assert receipt.verification["remaining"][ENTRY_ARTIFACT] == 0 and "checkedAt" in receipt.verification
     assert receipt.actor is None and receipt.actor_label == "agent"  # no user acted
     assert not MemoryVersion.objects.filter(pk__in=ids).exists()
-    assert erasure.erase_memories(ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent") is None  # nothing left: no receipt
+    assert (
+        erasure.erase_memories(ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent")
+        is None
+    )  # nothing left: no receipt
 
 
 def test_a_dedupe_key_gives_one_receipt_for_one_piece_of_work(world):
     first, second = _memories(world, 2, cite=False)
     earlier = _memories(world, 1, cite=False)
-    assert erasure.erase_memories(earlier, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent") is not None  # no key
-    kwargs = {"operation": Operation.EXPIRY, "workspace_id": world.workspace.pk, "actor_label": "sweep", "dedupe_key": "expiry:x"}
+    assert (
+        erasure.erase_memories(
+            earlier, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent"
+        )
+        is not None
+    )  # no key
+    kwargs = {
+        "operation": Operation.EXPIRY,
+        "workspace_id": world.workspace.pk,
+        "actor_label": "sweep",
+        "dedupe_key": "expiry:x",
+    }
     assert erasure.erase_memories([first], **kwargs) is not None
     assert erasure.erase_memories([second], **kwargs) is None
     assert MemoryVersion.objects.filter(pk=second).exists()
@@ -72,11 +101,23 @@ def test_the_receipt_keeps_the_earliest_moment_the_memories_became_unreachable(w
     stated = timezone.now() - timedelta(days=3)
     earlier = stated - timedelta(days=1)
     MemoryVersion.objects.filter(pk=ids[0]).update(unreachable_at=earlier)
-    receipt = erasure.erase_memories(ids, operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk, actor_label="x", unreachable_at=stated)
+    receipt = erasure.erase_memories(
+        ids,
+        operation=Operation.CASCADE_DOCUMENT,
+        workspace_id=world.workspace.pk,
+        actor_label="x",
+        unreachable_at=stated,
+    )
     assert receipt.unreachable_at == earlier
     later = _memories(world, 1, cite=False)
     MemoryVersion.objects.filter(pk=later[0]).update(unreachable_at=stated + timedelta(days=1))
-    receipt = erasure.erase_memories(later, operation=Operation.CASCADE_DOCUMENT, workspace_id=world.workspace.pk, actor_label="x", unreachable_at=stated)
+    receipt = erasure.erase_memories(
+        later,
+        operation=Operation.CASCADE_DOCUMENT,
+        workspace_id=world.workspace.pk,
+        actor_label="x",
+        unreachable_at=stated,
+    )
     assert receipt.unreachable_at == stated  # a later mark does not move it
 
 
@@ -103,7 +144,13 @@ def test_chunked_expiry_states_the_computed_expiry_as_unreachable(world):
     ids = _memories(world, 2, cite=False)
     anchors = sorted(MemoryVersion.objects.filter(pk__in=ids).values_list("retention_anchor", flat=True))
     erasure.erase_in_chunks(
-        MemoryVersion.objects.filter(pk__in=ids), operation=Operation.EXPIRY, workspace_id=world.workspace.pk, member_id=None, actor_label="sweep", filters={}, expired_after_days=30
+        MemoryVersion.objects.filter(pk__in=ids),
+        operation=Operation.EXPIRY,
+        workspace_id=world.workspace.pk,
+        member_id=None,
+        actor_label="sweep",
+        filters={},
+        expired_after_days=30,
     )
     receipt = DeletionReceipt.objects.get(operation=Operation.EXPIRY)
     assert receipt.unreachable_at == anchors[0] + timedelta(days=30)
@@ -123,7 +170,11 @@ def test_an_admin_erase_of_a_member_erases_all_and_audits_the_count(world):
     assert receipt.member_ref == world.editor.pk and receipt.workspace_ref == world.workspace.pk
     event = AuditEvent.objects.get(action="memories.admin_erased")
     assert event.changes == {"versions": 2} and event.reason == "request"
-    assert event.actor == world.owner.user and event.target == f"member #{world.editor.pk}" and event.workspace == world.workspace
+    assert (
+        event.actor == world.owner.user
+        and event.target == f"member #{world.editor.pk}"
+        and event.workspace == world.workspace
+    )
     assert erase_member_memories(world.editor, actor=world.owner.user) == 0
 
 
@@ -131,7 +182,9 @@ def test_reverifying_a_receipt_finds_it_clean_and_audits_the_check(world):
     from governance.models import AuditEvent
 
     ids = _memories(world, 1)
-    receipt = erasure.erase_memories(ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent")
+    receipt = erasure.erase_memories(
+        ids, operation=Operation.FORGET, workspace_id=world.workspace.pk, actor_label="agent"
+    )
     result = erasure.reverify_receipt(receipt, actor=world.owner.user, reason="audit")
     assert result["clean"] is True
     receipt.refresh_from_db()
@@ -170,16 +223,26 @@ def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(se
     purged = timezone.now()
     window = erasure.residual_window(purged)
     vendor = connection.vendor
-    assert set(window) == ({"database", "backups", "walArchives", "keyring", "kek"} if vendor == "postgresql" else {"database", "backups", "keyring", "kek"})
+    assert set(window) == (
+        {"database", "backups", "walArchives", "keyring", "kek"}
+        if vendor == "postgresql"
+        else {"database", "backups", "keyring", "kek"}
+    )
     # SPEC §8.2: backups keep ciphertext only; the key store's own window bounds the content.
-    assert window["backups"]["content"] == "sealed" and window["keyring"]["retentionDays"] == settings.KEYRING_BACKUP_RETENTION_DAYS
+    assert (
+        window["backups"]["content"] == "sealed"
+        and window["keyring"]["retentionDays"] == settings.KEYRING_BACKUP_RETENTION_DAYS
+    )
     assert window["database"]["engine"] == vendor and window["database"]["statement"]
     backups = window["backups"]
     assert backups["retentionDays"] == backup_days
     assert backups["until"] == (None if backup_days == 0 else (purged + timedelta(days=backup_days)).isoformat())
     assert backups["statement"] and (backup_days == 0 or f"{backup_days} days" in backups["statement"])
     if vendor == "postgresql":
-        assert window["walArchives"]["retentionDays"] == 3 and window["walArchives"]["until"] == (purged + timedelta(days=3)).isoformat()
+        assert (
+            window["walArchives"]["retentionDays"] == 3
+            and window["walArchives"]["until"] == (purged + timedelta(days=3)).isoformat()
+        )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -54,7 +54,9 @@ def keyring_reader():
     if connections["default"].vendor != "sqlite" or connections[KEYRING].vendor != "sqlite":
         pytest.skip("backend: SQLite only (the embedded default's WAL)")
     name = connections[KEYRING].settings_dict["NAME"]
-    reader = subprocess.Popen([sys.executable, "-c", HOLD_READER, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", HOLD_READER, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert reader.stdout.readline().strip() == "reading"
 
     def release() -> None:
@@ -67,7 +69,9 @@ def keyring_reader():
     release()
 
 
-def test_forget_with_a_reader_held_open_does_not_stall_other_workspaces(world, short_busy_timeout, keyring_reader, monkeypatch):
+def test_forget_with_a_reader_held_open_does_not_stall_other_workspaces(
+    world, short_busy_timeout, keyring_reader, monkeypatch
+):
     editor, other = make_agent(world.editor), make_agent(world.outsider)
     assert editor.remember(namespace="n", key="k", text="a note to forget").status_code == 201
     assert other.remember(namespace="o", text="a note that stays").status_code == 201
@@ -95,7 +99,9 @@ def test_forget_with_a_reader_held_open_does_not_stall_other_workspaces(world, s
     forget.start()
     assert destroying.wait(timeout=30)
     others = [
-        threading.Thread(target=run, args=("remember", lambda: other.remember(namespace="o", text="written while the erase runs"))),
+        threading.Thread(
+            target=run, args=("remember", lambda: other.remember(namespace="o", text="written while the erase runs"))
+        ),
         threading.Thread(target=run, args=("recall", lambda: other.recall(query="note"))),
     ]
     for thread in others:

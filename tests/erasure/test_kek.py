@@ -157,15 +157,32 @@ def test_processes_refuse_to_start_when_the_key_file_is_gone(tmp_path):
     """A deployment of its own (SQLite under tmp_path): data keys stored, the key file deleted;
     `manage.py check` and the Celery worker and uvicorn refuse, naming the missing KEK id; with the
     file restored they start."""
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "KEYRING_DATABASE_URL", "CELERY_BROKER_URL", "MEMORY_KEK", "RETIRED_KEKS"}}
-    env |= {"VAR_DIR": str(tmp_path), "MEMORY_EMBEDDER": "hashing", "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {"DATABASE_URL", "REDIS_URL", "KEYRING_DATABASE_URL", "CELERY_BROKER_URL", "MEMORY_KEK", "RETIRED_KEKS"}
+    }
+    env |= {
+        "VAR_DIR": str(tmp_path),
+        "MEMORY_EMBEDDER": "hashing",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PYTHONPATH": str(ROOT),
+    }
 
     def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
     python = sys.executable
     assert run(python, "manage.py", "migrate", "--noinput").returncode == 0
-    stored = run(python, "manage.py", "shell", "-c", "from memoryapp.keyring import new_row_key, key_store; new_row_key('memoryapp.memoryversion'); print(*key_store().kek_ids())")
+    stored = run(
+        python,
+        "manage.py",
+        "shell",
+        "-c",
+        "from memoryapp.keyring import new_row_key, key_store; new_row_key('memoryapp.memoryversion'); "
+        "print(*key_store().kek_ids())",
+    )
     assert stored.returncode == 0, stored.stderr
     needed = stored.stdout.split()[-1]
     key_file = tmp_path / "memory_kek"
@@ -173,7 +190,12 @@ def test_processes_refuse_to_start_when_the_key_file_is_gone(tmp_path):
     key_file.unlink()
 
     check = run(python, "manage.py", "check")
-    assert check.returncode == 1 and "memoryapp.E001" in check.stderr and needed in check.stderr and str(key_file) in check.stderr
+    assert (
+        check.returncode == 1
+        and "memoryapp.E001" in check.stderr
+        and needed in check.stderr
+        and str(key_file) in check.stderr
+    )
     worker = run(str(Path(python).parent / "celery"), "-A", "config", "worker", "--pool=solo", timeout=120)
     assert worker.returncode == 1 and needed in worker.stderr and "ready" not in worker.stderr
     server = run(str(Path(python).parent / "uvicorn"), "config.asgi:application", "--port", "0", timeout=120)

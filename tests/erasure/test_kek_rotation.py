@@ -26,7 +26,10 @@ def run(**kwargs) -> dict:
 def test_the_job_is_registered_and_runs_on_a_schedule(settings):
     assert JOBS["kek_rotation"] is encryption.scheduled_rotation
     entry = settings.CELERY_BEAT_SCHEDULE["kek-rotation"]
-    assert entry["task"] == "retention.tasks.kek_rotation" and entry["options"]["expires"] < entry["schedule"].total_seconds()
+    assert (
+        entry["task"] == "retention.tasks.kek_rotation"
+        and entry["options"]["expires"] < entry["schedule"].total_seconds()
+    )
     assert settings.KEK_ROTATION_HOURS == 24
 
 

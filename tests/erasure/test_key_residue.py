@@ -70,7 +70,16 @@ def remember_and_forget(world) -> tuple[DeletionReceipt, MemoryVersion, str]:
 
 def inspect_by_command(world, receipt: DeletionReceipt) -> dict:
     out = io.StringIO()
-    call_command("verify_forgetting", "--workspace", str(world.workspace.pk), "--backup", "--receipt", str(receipt.pk), "--json", stdout=out)
+    call_command(
+        "verify_forgetting",
+        "--workspace",
+        str(world.workspace.pk),
+        "--backup",
+        "--receipt",
+        str(receipt.pk),
+        "--json",
+        stdout=out,
+    )
     return json.loads(out.getvalue())
 
 
@@ -83,7 +92,13 @@ def opens(version: MemoryVersion, wrapped: bytes) -> str | None:
             dek = candidate.unwrap(version.key_id, candidate.current_id, wrapped)
         except SealError:
             continue
-        opened = sealing.open_values(MemoryVersion, version.key_id, (version.workspace_id, version.member_id), {version.key_id: AESGCM(dek)}, {"text": version.sealed_text})
+        opened = sealing.open_values(
+            MemoryVersion,
+            version.key_id,
+            (version.workspace_id, version.member_id),
+            {version.key_id: AESGCM(dek)},
+            {"text": version.sealed_text},
+        )
         return opened["text"]
     return None
 
@@ -95,23 +110,38 @@ def test_the_receipt_names_residual_until_and_the_window_closes_at_the_rotation(
     kek = keyring.key_encryption_keys().current_id
     schedule = encryption.kek_schedule()
     assert receipt.residual["kek"]["kekIds"] == [kek] and len(receipt.residual["kek"]["wrappedKeys"]) == 1
-    assert receipt.residual_until == schedule.destroyed_by(receipt.purged_at) and receipt.residual_until > receipt.purged_at
-    assert "residualUntil" in receipt.residual["kek"]["statement"] and "can no longer be read from any copy" not in json.dumps(receipt.residual)
+    assert (
+        receipt.residual_until == schedule.destroyed_by(receipt.purged_at)
+        and receipt.residual_until > receipt.purged_at
+    )
+    assert "residualUntil" in receipt.residual["kek"][
+        "statement"
+    ] and "can no longer be read from any copy" not in json.dumps(receipt.residual)
     assert receipt.residual_json()["residualOpen"] is True
 
     files = key_residue.key_store_files()
     if files.not_inspectable:
-        pytest.skip(f"the key store's files cannot be read here, so the disk proof did not run: {files.not_inspectable}")  # unexpected: fails CI
+        pytest.skip(
+            f"the key store's files cannot be read here, so the disk proof did not run: {files.not_inspectable}"
+        )  # unexpected: fails CI
     before = inspect_by_command(world, receipt)
     hits = key_residue.find_wrapped(files.paths, receipt.residual["kek"]["wrappedKeys"])
     if connections[KEYRING].vendor == "postgresql":
         # Row 1: the destroyed key is still in the heap file after CHECKPOINT, and with the KEK it opens the memory.
-        assert hits and before["found"] >= 1 and before["unwrapsNow"] >= 1 and before["state"] == "residual" and before["clean"]
+        assert (
+            hits
+            and before["found"] >= 1
+            and before["unwrapsNow"] >= 1
+            and before["state"] == "residual"
+            and before["clean"]
+        )
         assert opens(version, hits[0][2]) == text
     else:
         assert not hits and before["found"] == 0 and before["state"] == "none"  # secure_delete and the truncated WAL
 
-    result = encryption.scheduled_rotation(now=timezone.now() + timedelta(hours=settings.KEK_ROTATION_HOURS + 1), settle=0)
+    result = encryption.scheduled_rotation(
+        now=timezone.now() + timedelta(hours=settings.KEK_ROTATION_HOURS + 1), settle=0
+    )
     assert result["rotation"] == "rotated" and result["destroyedKeks"] == [kek]
     restart()
     assert KekRecord.objects.get(kek_id=kek).destroyed_at is not None
@@ -141,7 +171,11 @@ def test_a_copy_that_still_unwraps_after_residual_until_breaks_the_promise(world
 def test_rotation_off_names_no_instant_and_says_why(world, key_file, settings):
     settings.KEK_ROTATION_HOURS = 0
     receipt, _, _ = remember_and_forget(world)
-    assert receipt.residual_until is None and receipt.residual["kek"]["until"] is None and receipt.residual["kek"]["state"] == "off"
+    assert (
+        receipt.residual_until is None
+        and receipt.residual["kek"]["until"] is None
+        and receipt.residual["kek"]["state"] == "off"
+    )
     assert "KEK_ROTATION_HOURS is 0" in receipt.residual["kek"]["statement"]
     assert receipt.residual_json() == {"residualUntil": None, "residualClosedAt": None, "residualOpen": True}
 
@@ -158,12 +192,17 @@ def test_the_key_table_is_vacuumed_after_an_erase_on_postgresql_only(world, key_
 def test_a_key_store_on_another_machine_is_reported_not_inspectable(settings):
     if connections[KEYRING].vendor != "postgresql":
         pytest.skip("backend: the remote-server case is PostgreSQL's")
-    connections[KEYRING].settings_dict["HOST"], host = "keys.example.com", connections[KEYRING].settings_dict.get("HOST")
+    connections[KEYRING].settings_dict["HOST"], host = (
+        "keys.example.com",
+        connections[KEYRING].settings_dict.get("HOST"),
+    )
     try:
         files = key_residue.key_store_files()
     finally:
         connections[KEYRING].settings_dict["HOST"] = host
-    assert files.paths == [] and "not inspectable" in files.not_inspectable and "keys.example.com" in files.not_inspectable
+    assert (
+        files.paths == [] and "not inspectable" in files.not_inspectable and "keys.example.com" in files.not_inspectable
+    )
 
 
 def test_the_heap_file_path_is_the_key_tables(settings):

@@ -37,7 +37,11 @@ def _not_clean(stdout: str) -> object:
     except ValueError:
         return stdout[-2000:]
     seen = {**report.get("surfaces", {}), **report.get("neverHoldContent", {})}
-    return {name: s for name, s in seen.items() if s.get("after") != 0 or (name in report.get("surfaces", {}) and not s.get("before"))} or report
+    return {
+        name: s
+        for name, s in seen.items()
+        if s.get("after") != 0 or (name in report.get("surfaces", {}) and not s.get("before"))
+    } or report
 
 
 def marker_count(var_dir: Path, marker: bytes) -> dict[str, int]:
@@ -55,16 +59,35 @@ def deployment(tmp_path):
     """An embedded deployment in its own data directory: migrated, a workspace, the web server
     and a Celery worker running. Yields (base URL, env, owner's personal token, workspace id)."""
     var_dir = tmp_path / "var"
-    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "RATE_LIMIT_BACKEND")}
-    env |= {"VAR_DIR": str(var_dir), "DEBUG": "0", "ALLOWED_HOSTS": "memory.example.com,127.0.0.1", "PYTHONPATH": str(BASE_DIR), "LOG_LEVEL": "WARNING"}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "RATE_LIMIT_BACKEND")
+    }
+    env |= {
+        "VAR_DIR": str(var_dir),
+        "DEBUG": "0",
+        "ALLOWED_HOSTS": "memory.example.com,127.0.0.1",
+        "PYTHONPATH": str(BASE_DIR),
+        "LOG_LEVEL": "WARNING",
+    }
 
     def manage(*args: str, extra: dict[str, str] | None = None) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env | (extra or {}), capture_output=True, text=True, timeout=180)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=BASE_DIR,
+            env=env | (extra or {}),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert done.returncode == 0, (done.stderr[-3000:], _not_clean(done.stdout))
         return done.stdout
 
     manage("migrate", "--noinput")
-    workspace_id = json.loads(manage("createworkspace", "Disk check", "--owner", "owner@disk.test", "--json"))["workspaceId"]
+    workspace_id = json.loads(manage("createworkspace", "Disk check", "--owner", "owner@disk.test", "--json"))[
+        "workspaceId"
+    ]
     token = json.loads(manage("issue_api_token", "owner@disk.test", "--json"))["token"]
 
     port = free_port()
@@ -72,7 +95,18 @@ def deployment(tmp_path):
     with log.open("wb") as out:
         processes = [
             subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "config.asgi:application",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--log-level",
+                    "warning",
+                ],
                 cwd=BASE_DIR,
                 env=env,
                 stdout=out,
@@ -80,7 +114,17 @@ def deployment(tmp_path):
                 stdin=subprocess.DEVNULL,
             ),
             subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=2", "--loglevel=warning"],
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "config",
+                    "worker",
+                    "--pool=threads",
+                    "--concurrency=2",
+                    "--loglevel=warning",
+                ],
                 cwd=BASE_DIR,
                 env=env,
                 stdout=out,
@@ -100,43 +144,79 @@ def deployment(tmp_path):
 def test_a_forgotten_marker_leaves_every_file_of_the_running_deployment(deployment):
     base, env, manage, token, workspace_id, var_dir = deployment
     owner = httpx2.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30)
-    assert owner.put(f"/api/w/{workspace_id}/ask-history/settings", json={"agentMemoriesEnabled": True}).status_code == 200
-    credential = owner.post(f"/api/w/{workspace_id}/agent-credentials", json={"name": "disk agent", "scopes": ["memory:read", "memory:write"]})
+    assert (
+        owner.put(f"/api/w/{workspace_id}/ask-history/settings", json={"agentMemoriesEnabled": True}).status_code == 200
+    )
+    credential = owner.post(
+        f"/api/w/{workspace_id}/agent-credentials",
+        json={"name": "disk agent", "scopes": ["memory:read", "memory:write"]},
+    )
     assert credential.status_code == 201, credential.text
     agent = httpx2.Client(base_url=base, headers={"Authorization": f"Bearer {credential.json()['token']}"}, timeout=30)
 
     marker = "zqdisk" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(18))
-    remembered = agent.post("/api/agent/v1/memories/remember", json={"namespace": "disk", "key": "note", "text": f"The {marker} goes on the top shelf"})
+    remembered = agent.post(
+        "/api/agent/v1/memories/remember",
+        json={"namespace": "disk", "key": "note", "text": f"The {marker} goes on the top shelf"},
+    )
     assert remembered.status_code == 201, remembered.text
     for n in range(3):  # more versions of the key, and an unrelated memory written after it
-        assert agent.post("/api/agent/v1/memories/remember", json={"namespace": "disk", "key": "note", "text": f"Version {n}: the {marker} moved"}).status_code == 201
-    assert agent.post("/api/agent/v1/memories/remember", json={"namespace": "other", "text": "An unrelated note that stays"}).status_code == 201
+        assert (
+            agent.post(
+                "/api/agent/v1/memories/remember",
+                json={"namespace": "disk", "key": "note", "text": f"Version {n}: the {marker} moved"},
+            ).status_code
+            == 201
+        )
+    assert (
+        agent.post(
+            "/api/agent/v1/memories/remember", json={"namespace": "other", "text": "An unrelated note that stays"}
+        ).status_code
+        == 201
+    )
     # SPEC §8.2: the text reaches the files only sealed, so its plaintext is never there; what is
     # looked for is each version's ciphertext and its wrapped data key.
     assert marker_count(var_dir, marker.encode()) == {}, "memory plaintext reached a file"
     with sqlite3.connect(var_dir / "memory.sqlite3") as data:
         rows = data.execute("SELECT text, key_id FROM memoryapp_memoryversion WHERE namespace = 'disk'").fetchall()
     with sqlite3.connect(var_dir / "keyring.sqlite3") as keys:
-        wrapped = [keys.execute("SELECT wrapped FROM memoryapp_datakey WHERE key_id = ?", [key_id]).fetchone()[0] for _, key_id in rows]
+        wrapped = [
+            keys.execute("SELECT wrapped FROM memoryapp_datakey WHERE key_id = ?", [key_id]).fetchone()[0]
+            for _, key_id in rows
+        ]
     sealed = [bytes(text) for text, _ in rows] + [bytes(w) for w in wrapped]
-    assert len(sealed) == 8 and all(sum(marker_count(var_dir, blob).values()) >= 1 for blob in sealed)  # really on disk: the check below can fail
+    assert len(sealed) == 8 and all(
+        sum(marker_count(var_dir, blob).values()) >= 1 for blob in sealed
+    )  # really on disk: the check below can fail
 
     forgotten = agent.post("/api/agent/v1/memories/forget", json={"namespace": "disk", "key": "note"})
     assert forgotten.status_code == 200 and forgotten.json()["forgotten"] == 4
-    assert [marker_count(var_dir, blob) for blob in sealed] == [{}] * 8, "erased ciphertext or destroyed keys remain on disk while the server runs"
+    assert [marker_count(var_dir, blob) for blob in sealed] == [{}] * 8, (
+        "erased ciphertext or destroyed keys remain on disk while the server runs"
+    )
 
     receipts = owner.get(f"/api/w/{workspace_id}/ask-history/deletion-receipts").json()["receipts"]
     receipt = next(r for r in receipts if r["id"] == forgotten.json()["receiptId"])
     assert receipt["verification"]["clean"] is True
     assert receipt["residual"]["database"]["engine"] == "sqlite"
-    assert agent.post("/api/agent/v1/memories/list", json={}).json()["memories"][0]["text"] == "An unrelated note that stays"
+    assert (
+        agent.post("/api/agent/v1/memories/list", json={}).json()["memories"][0]["text"]
+        == "An unrelated note that stays"
+    )
 
 
 def test_verify_forgetting_passes_on_the_running_deployment_with_production_settings(deployment):
     base, env, manage, token, workspace_id, var_dir = deployment
     owner = httpx2.Client(base_url=base, headers={"Authorization": f"Token {token}"}, timeout=30)
-    assert owner.put(f"/api/w/{workspace_id}/ask-history/settings", json={"agentMemoriesEnabled": True}).status_code == 200
-    production = {"ALLOWED_HOSTS": "memory.example.com", "SECURE_SSL_REDIRECT": "1", "DEBUG": "0", "SECRET_KEY": "k" * 60}
+    assert (
+        owner.put(f"/api/w/{workspace_id}/ask-history/settings", json={"agentMemoriesEnabled": True}).status_code == 200
+    )
+    production = {
+        "ALLOWED_HOSTS": "memory.example.com",
+        "SECURE_SSL_REDIRECT": "1",
+        "DEBUG": "0",
+        "SECRET_KEY": "k" * 60,
+    }
     report = json.loads(manage("verify_forgetting", "--workspace", str(workspace_id), "--json", extra=production))
     assert report["clean"] is True, report
     assert report["surfaces"]["sqliteFiles"]["before"] >= 1 and report["surfaces"]["sqliteFiles"]["after"] == 0
@@ -172,13 +252,18 @@ def test_postgres_sweeps_vacuum_the_memory_tables_after_erasing(world):
         pytest.skip("backend: PostgreSQL only")
     agent = make_agent(world.editor)
     assert agent.remember(namespace="old", text="an old note").status_code == 201
-    MemoryVersion.objects.filter(member=world.editor).update(retention_anchor=timezone.now() - timedelta(days=400), created_at=timezone.now() - timedelta(days=400))
+    MemoryVersion.objects.filter(member=world.editor).update(
+        retention_anchor=timezone.now() - timedelta(days=400), created_at=timezone.now() - timedelta(days=400)
+    )
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_reset_single_table_counters(%s::regclass)", [MemoryVersion._meta.db_table])
     result = lifecycle.expiry_sweep()
     assert result["agentVersionsErased"] == 1 and result["vacuumed"] is True
     with connection.cursor() as cursor:
-        cursor.execute("SELECT vacuum_count, last_vacuum FROM pg_stat_user_tables WHERE relname = %s", [MemoryVersion._meta.db_table])
+        cursor.execute(
+            "SELECT vacuum_count, last_vacuum FROM pg_stat_user_tables WHERE relname = %s",
+            [MemoryVersion._meta.db_table],
+        )
         vacuum_count, last_vacuum = cursor.fetchone()
     assert vacuum_count >= 1 and last_vacuum is not None
     assert lifecycle.expiry_sweep()["vacuumed"] is False  # nothing erased: no vacuum

@@ -39,7 +39,9 @@ def raw(table: str, columns: tuple[str, ...], pk_column: str, pk: int) -> list:
 
 def write_raw(table: str, columns: tuple[str, ...], pk_column: str, pk: int, values: list) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET {', '.join(f'{c} = %s' for c in columns)} WHERE {pk_column} = %s", [*values, pk])
+        cursor.execute(
+            f"UPDATE {table} SET {', '.join(f'{c} = %s' for c in columns)} WHERE {pk_column} = %s", [*values, pk]
+        )
 
 
 def remember(agent, text: str) -> int:
@@ -86,7 +88,9 @@ def test_copying_a_victims_key_id_and_ciphertexts_into_ones_own_row_shows_nothin
         seen = everything_the_member_sees(attacker, attacker_agent)
     assert MARKER not in seen and "harmless" not in seen  # the copied row is hidden, not shown as either
     assert unreadable("memoryapp.MemoryVersion") > before
-    assert any("does not open" in r.getMessage() for r in caplog.records) and not any(MARKER in r.getMessage() for r in caplog.records)
+    assert any("does not open" in r.getMessage() for r in caplog.records) and not any(
+        MARKER in r.getMessage() for r in caplog.records
+    )
 
 
 @pytest.mark.parametrize("across_workspaces", [False, True], ids=["same workspace", "other workspace"])
@@ -95,7 +99,9 @@ def test_re_owning_a_victims_rows_shows_nothing_of_them_to_the_new_owner(world, 
     attacker = world.outsider if across_workspaces else world.owner
     attacker_agent = make_agent(attacker)
     agent_memory = remember(make_agent(victim), f"the {MARKER} salary")
-    assistant, _ = add_assistant_memory(victim, kind="fact", topic="salary_topic", summary=f"salary is {MARKER}", details=[f"{MARKER} detail"])
+    assistant, _ = add_assistant_memory(
+        victim, kind="fact", topic="salary_topic", summary=f"salary is {MARKER}", details=[f"{MARKER} detail"]
+    )
     moved = [agent_memory, assistant.pk]
     MemoryVersion.objects.filter(pk__in=moved).update(member_id=attacker.pk, workspace_id=attacker.workspace_id)
     before = {model: unreadable(model) for model in ("memoryapp.MemoryVersion", "memoryapp.MemoryEmbedding")}
@@ -111,7 +117,13 @@ def test_re_owning_a_victims_rows_shows_nothing_of_them_to_the_new_owner(world, 
 
 
 def test_a_re_owned_consolidation_input_does_not_open(world):
-    consolidation = Consolidation.objects.create(workspace=world.workspace, member=world.editor, conversation_id="c1", messages=[{"role": "user", "content": f"say {MARKER}"}], message_count=1)
+    consolidation = Consolidation.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        conversation_id="c1",
+        messages=[{"role": "user", "content": f"say {MARKER}"}],
+        message_count=1,
+    )
     Consolidation.objects.filter(pk=consolidation.pk).update(member_id=world.owner.pk)
     assert list(Consolidation.objects.filter(pk=consolidation.pk)) == []
     flagged = Consolidation.objects.keep_unreadable().get(pk=consolidation.pk)
@@ -136,7 +148,10 @@ def test_a_ciphertext_opens_only_for_the_owner_it_was_sealed_for(owner, other, t
     cipher = crypto.DataKeyCipher(crypto.new_data_key())
     key_id = uuid.uuid4()
     sealed = crypto.seal(cipher, text.encode(), crypto.field_aad("memoryapp_memoryversion", owner, key_id, "text"))
-    assert crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, key_id, "text")).decode() == text
+    assert (
+        crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", owner, key_id, "text")).decode()
+        == text
+    )
     for moved in {(other[0], owner[1]), (owner[0], other[1]), other} - {owner}:
         with pytest.raises(crypto.SealError):
             crypto.open_sealed(cipher, sealed, crypto.field_aad("memoryapp_memoryversion", moved, key_id, "text"))

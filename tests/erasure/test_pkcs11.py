@@ -117,7 +117,12 @@ def test_rotation_rewraps_in_the_token_and_a_copy_taken_before_unwraps_nowhere(w
     assert all(keys.unwrap(key_id, by, bytes(w)) for key_id, by, w in backup)  # opens before the rotation
     result = rotate()
     new = source().current_id()
-    assert result["began"] and result["destroyedKeks"] == [old] and result["notRewrapped"] == 0 and result["currentKek"] == new != old
+    assert (
+        result["began"]
+        and result["destroyedKeks"] == [old]
+        and result["notRewrapped"] == 0
+        and result["currentKek"] == new != old
+    )
     assert set(DataKey.objects.values_list("wrapped_by", flat=True)) == {new}
     assert set(kek_objects(token_kek, settings.PKCS11_KEY_LABEL)) == {new}  # the retired object is destroyed
     restart()
@@ -127,14 +132,21 @@ def test_rotation_rewraps_in_the_token_and_a_copy_taken_before_unwraps_nowhere(w
         with pytest.raises(SealError):
             keys.unwrap(key_id, by, bytes(wrapped))
     # ...and not in any other process either: the object is gone from the token itself.
-    assert old not in {o.label.rsplit(":", 1)[-1] for o in session(token_kek).get_objects({pkcs11.Attribute.CLASS: pkcs11.ObjectClass.SECRET_KEY})}
+    assert old not in {
+        o.label.rsplit(":", 1)[-1]
+        for o in session(token_kek).get_objects({pkcs11.Attribute.CLASS: pkcs11.ObjectClass.SECRET_KEY})
+    }
 
 
 def test_a_second_rotation_right_after_the_first_destroys_again(world, token_kek):
     agent = make_agent(world.editor)
     ids = {remember(agent, f"twice {i}") for i in range(3)}
     first, second = rotate(), rotate()
-    assert first["destroyedKeks"] and second["destroyedKeks"] == [first["currentKek"]] and source().ids() == [second["currentKek"]]
+    assert (
+        first["destroyedKeks"]
+        and second["destroyedKeks"] == [first["currentKek"]]
+        and source().ids() == [second["currentKek"]]
+    )
     assert listed(agent) == ids
 
 
@@ -151,7 +163,12 @@ def test_the_kek_cannot_be_read_nor_wrapped_out_of_the_token(world, token_kek, s
     attribute = pkcs11.Attribute
     with pytest.raises(pkcs11.AttributeSensitive):
         obj[attribute.VALUE]
-    assert obj[attribute.SENSITIVE] and obj[attribute.ALWAYS_SENSITIVE] and obj[attribute.NEVER_EXTRACTABLE] and obj[attribute.TOKEN]
+    assert (
+        obj[attribute.SENSITIVE]
+        and obj[attribute.ALWAYS_SENSITIVE]
+        and obj[attribute.NEVER_EXTRACTABLE]
+        and obj[attribute.TOKEN]
+    )
     assert not obj[attribute.EXTRACTABLE] and not obj[attribute.WRAP] and not obj[attribute.UNWRAP]
     wrapping = session(token_kek).generate_key(pkcs11.KeyType.AES, 256, store=False, template={attribute.WRAP: True})
     with pytest.raises((pkcs11.KeyUnextractable, pkcs11.KeyNotWrappable)):
@@ -187,7 +204,12 @@ def test_the_start_up_check_refuses_when_the_kek_object_is_gone(world, token_kek
     missing = keyring.keks_missing()
     assert missing is not None
     message = missing.message()
-    assert needed in message and token_kek.label in message and f"{len(ids)} data keys" in message and "Configured: none" in message
+    assert (
+        needed in message
+        and token_kek.label in message
+        and f"{len(ids)} data keys" in message
+        and "Configured: none" in message
+    )
     assert [e.id for e in check_key_encryption_keys()] == ["memoryapp.E001"]
     with pytest.raises(kek.KekUnavailable, match="holds no KEK object"):
         keyring.key_encryption_keys().wrap(uuid.uuid4(), os.urandom(32))
@@ -198,9 +220,13 @@ def test_the_start_up_check_refuses_when_the_kek_object_is_gone(world, token_kek
     assert kek_objects(token_kek, settings.PKCS11_KEY_LABEL) == {}
 
 
-@pytest.mark.parametrize("what", ["wrong PIN", "missing module", "not a PKCS#11 module", "missing token", "unreadable PIN file"])
+@pytest.mark.parametrize(
+    "what", ["wrong PIN", "missing module", "not a PKCS#11 module", "missing token", "unreadable PIN file"]
+)
 def test_a_token_that_cannot_be_used_refuses_at_start_up_with_a_clear_error(world, token_kek, settings, tmp_path, what):
-    make_agent(world.editor).remember(namespace="notes", text="stored under the token")  # logged in with the right PIN first
+    make_agent(world.editor).remember(
+        namespace="notes", text="stored under the token"
+    )  # logged in with the right PIN first
     if what == "wrong PIN":
         settings.PKCS11_PIN, expected = token_kek.pin + "x", "PKCS11_PIN is wrong"
     elif what == "missing module":
@@ -209,7 +235,10 @@ def test_a_token_that_cannot_be_used_refuses_at_start_up_with_a_clear_error(worl
         (tmp_path / "libnot.so").write_bytes(b"\x7fELF not a library")
         settings.PKCS11_MODULE, expected = str(tmp_path / "libnot.so"), "cannot be loaded"
     elif what == "missing token":
-        settings.PKCS11_TOKEN_LABEL, expected = "no-such-token", f"no token labelled 'no-such-token' (tokens there: '{token_kek.label}')"
+        settings.PKCS11_TOKEN_LABEL, expected = (
+            "no-such-token",
+            f"no token labelled 'no-such-token' (tokens there: '{token_kek.label}')",
+        )
     else:
         settings.PKCS11_PIN, settings.PKCS11_PIN_FILE, expected = "", str(tmp_path / "absent-pin"), "PKCS11_PIN_FILE"
     restart()
@@ -242,17 +271,25 @@ def test_migrating_from_the_key_file_to_the_token(world, token_kek, settings):
     settings.KEK_BACKEND = "pkcs11"
     restart()
     missing = keyring.keks_missing()  # the file is not used silently...
-    assert missing is not None and f"The file {key_file} holds KEK {crypto.kek_id(file_key)}" in missing.message() and "RETIRED_KEKS" in missing.message()
+    assert (
+        missing is not None
+        and f"The file {key_file} holds KEK {crypto.kek_id(file_key)}" in missing.message()
+        and "RETIRED_KEKS" in missing.message()
+    )
     with pytest.raises(kek.KekUnavailable, match="holds no KEK object"):
         keyring.key_encryption_keys().wrap(uuid.uuid4(), os.urandom(32))
-    assert kek_objects(token_kek, settings.PKCS11_KEY_LABEL) == {}  # ...and no token KEK is made while the stored keys need the file's
+    assert (
+        kek_objects(token_kek, settings.PKCS11_KEY_LABEL) == {}
+    )  # ...and no token KEK is made while the stored keys need the file's
     settings.RETIRED_KEKS = [base64.b64encode(file_key).decode()]  # the explicit step
     restart()
     assert listed(agent) == ids
     result = rotate()
     token_id = source().current_id()
     assert result["removeFromRetiredKeks"] == [crypto.kek_id(file_key)] and result["notRewrapped"] == 0
-    assert set(DataKey.objects.values_list("wrapped_by", flat=True)) == {token_id} and set(kek_objects(token_kek, settings.PKCS11_KEY_LABEL)) == {token_id}
+    assert set(DataKey.objects.values_list("wrapped_by", flat=True)) == {token_id} and set(
+        kek_objects(token_kek, settings.PKCS11_KEY_LABEL)
+    ) == {token_id}
     assert not key_file.exists()  # the KEK on disk is destroyed once nothing needs it
     settings.RETIRED_KEKS = []
     restart()
@@ -264,7 +301,9 @@ def test_migrating_from_the_key_file_to_the_token(world, token_kek, settings):
 def backend(request, settings, tmp_path, softhsm) -> kek_backends.KekBackend:
     if request.param == "file":
         return kek_backends.FileBackend(tmp_path / "memory_kek", may_create=lambda: True)
-    config = kek_backends.Pkcs11Config(module=softhsm.module, token_label=softhsm.label, pin=softhsm.pin, key_label=f"c{secrets.token_hex(6)}")
+    config = kek_backends.Pkcs11Config(
+        module=softhsm.module, token_label=softhsm.label, pin=softhsm.pin, key_label=f"c{secrets.token_hex(6)}"
+    )
     return kek_backends.Pkcs11Keks(config, stored_kek_ids=set)
 
 
@@ -302,7 +341,15 @@ def test_generate_keeps_the_old_kek_until_it_is_destroyed(backend):
 
 
 def test_a_forked_child_unwraps_with_a_session_of_its_own(token_kek):
-    backend = kek_backends.Pkcs11Keks(kek_backends.Pkcs11Config(module=token_kek.module, token_label=token_kek.label, pin=token_kek.pin, key_label=f"f{secrets.token_hex(6)}"), stored_kek_ids=set)
+    backend = kek_backends.Pkcs11Keks(
+        kek_backends.Pkcs11Config(
+            module=token_kek.module,
+            token_label=token_kek.label,
+            pin=token_kek.pin,
+            key_label=f"f{secrets.token_hex(6)}",
+        ),
+        stored_kek_ids=set,
+    )
     key_id, dek = uuid.uuid4(), os.urandom(32)
     by, wrapped = backend.wrap(key_id, dek)
     pid = os.fork()
@@ -322,19 +369,42 @@ def test_a_forked_child_unwraps_with_a_session_of_its_own(token_kek):
     ("env", "expected"),
     [
         ({"KEK_BACKEND": "hsm"}, "KEK_BACKEND must be one of file, pkcs11"),
-        ({"KEK_BACKEND": "pkcs11", "PKCS11_PIN": "1234"}, "KEK_BACKEND=pkcs11 needs PKCS11_MODULE and PKCS11_TOKEN_LABEL"),
-        ({"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": "/x.so", "PKCS11_TOKEN_LABEL": "t"}, "exactly one of PKCS11_PIN and PKCS11_PIN_FILE"),
         (
-            {"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": "/x.so", "PKCS11_TOKEN_LABEL": "t", "PKCS11_PIN": "1", "MEMORY_KEK": base64.b64encode(bytes(32)).decode()},
+            {"KEK_BACKEND": "pkcs11", "PKCS11_PIN": "1234"},
+            "KEK_BACKEND=pkcs11 needs PKCS11_MODULE and PKCS11_TOKEN_LABEL",
+        ),
+        (
+            {"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": "/x.so", "PKCS11_TOKEN_LABEL": "t"},
+            "exactly one of PKCS11_PIN and PKCS11_PIN_FILE",
+        ),
+        (
+            {
+                "KEK_BACKEND": "pkcs11",
+                "PKCS11_MODULE": "/x.so",
+                "PKCS11_TOKEN_LABEL": "t",
+                "PKCS11_PIN": "1",
+                "MEMORY_KEK": base64.b64encode(bytes(32)).decode(),
+            },
             "MEMORY_KEK is set but KEK_BACKEND=pkcs11",
         ),
     ],
 )
 def test_an_incomplete_pkcs11_configuration_stops_at_settings_load(tmp_path, env, expected):
     root = Path(__file__).resolve().parents[2]
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PKCS11_", "KEK_BACKEND", "MEMORY_KEK", "DATABASE_URL", "REDIS_URL"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PKCS11_", "KEK_BACKEND", "MEMORY_KEK", "DATABASE_URL", "REDIS_URL"))
+    }
     clean |= {"VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(root), **env}
-    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=root, env=clean, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=root,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode != 0 and "ImproperlyConfigured" in done.stderr and expected in done.stderr
 
 
@@ -343,18 +413,40 @@ def test_processes_refuse_to_start_on_a_wrong_pin_and_start_with_the_right_one(s
     """A deployment of its own (SQLite under tmp_path) with KEK_BACKEND=pkcs11: `manage.py check`
     and uvicorn refuse a wrong PIN at start-up, naming it (and never printing the PIN)."""
     root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "KEYRING_DATABASE_URL", "CELERY_BROKER_URL", "MEMORY_KEK", "RETIRED_KEKS"}}
-    env |= {"VAR_DIR": str(tmp_path), "MEMORY_EMBEDDER": "hashing", "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(root)}
-    env |= {"KEK_BACKEND": "pkcs11", "PKCS11_MODULE": softhsm.module, "PKCS11_TOKEN_LABEL": softhsm.label, "PKCS11_KEY_LABEL": f"p{secrets.token_hex(6)}"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {"DATABASE_URL", "REDIS_URL", "KEYRING_DATABASE_URL", "CELERY_BROKER_URL", "MEMORY_KEK", "RETIRED_KEKS"}
+    }
+    env |= {
+        "VAR_DIR": str(tmp_path),
+        "MEMORY_EMBEDDER": "hashing",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "PYTHONPATH": str(root),
+    }
+    env |= {
+        "KEK_BACKEND": "pkcs11",
+        "PKCS11_MODULE": softhsm.module,
+        "PKCS11_TOKEN_LABEL": softhsm.label,
+        "PKCS11_KEY_LABEL": f"p{secrets.token_hex(6)}",
+    }
     wrong = "not-" + softhsm.pin
 
     def run(*args: str, pin: str) -> subprocess.CompletedProcess:
-        return subprocess.run(args, cwd=root, env=env | {"PKCS11_PIN": pin}, capture_output=True, text=True, timeout=180)
+        return subprocess.run(
+            args, cwd=root, env=env | {"PKCS11_PIN": pin}, capture_output=True, text=True, timeout=180
+        )
 
     python = sys.executable
     assert run(python, "manage.py", "migrate", "--noinput", pin=softhsm.pin).returncode == 0
     check = run(python, "manage.py", "check", pin=wrong)
-    assert check.returncode == 1 and "memoryapp.E002" in check.stderr and "PKCS11_PIN is wrong" in check.stderr and wrong not in check.stderr
+    assert (
+        check.returncode == 1
+        and "memoryapp.E002" in check.stderr
+        and "PKCS11_PIN is wrong" in check.stderr
+        and wrong not in check.stderr
+    )
     server = run(str(Path(python).parent / "uvicorn"), "config.asgi:application", "--port", "0", pin=wrong)
     assert server.returncode == 3 and "PKCS11_PIN is wrong" in server.stderr and wrong not in server.stderr
     assert run(python, "manage.py", "check", pin=softhsm.pin).returncode == 0

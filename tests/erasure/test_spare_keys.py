@@ -146,7 +146,9 @@ def test_a_remember_after_half_the_grace_takes_a_fresh_key_not_an_old_spare(worl
     agent = make_agent(world.editor)
     with time_machine.travel(timezone.now(), tick=False) as traveller:
         agent.remember(namespace="notes", text="first")
-        old_spares = set(DataKey.objects.values_list("key_id", flat=True)) - set(MemoryVersion.objects.values_list("key_id", flat=True))
+        old_spares = set(DataKey.objects.values_list("key_id", flat=True)) - set(
+            MemoryVersion.objects.values_list("key_id", flat=True)
+        )
         assert len(old_spares) == 3
         traveller.shift(SPARE_MAX_AGE)
         response = agent.remember(namespace="notes", text="second")

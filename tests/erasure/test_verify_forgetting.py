@@ -43,7 +43,10 @@ def test_the_canary_is_seen_on_every_surface_then_on_none(world):
     for name, seen in report["surfaces"].items():
         assert seen["before"] >= 1, name
         assert seen["after"] == 0, name
-    assert report["neverHoldContent"] == {"cache": {"before": 0, "after": 0}, "receiptsAndAuditEvents": {"before": 0, "after": 0}}
+    assert report["neverHoldContent"] == {
+        "cache": {"before": 0, "after": 0},
+        "receiptsAndAuditEvents": {"before": 0, "after": 0},
+    }
     assert report["stores"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "access_log_entry": 0}
 
 

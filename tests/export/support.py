@@ -30,5 +30,7 @@ def exported(member) -> dict:
     status, body = download(client_for(member), member.workspace)
     assert status == 200, body
     document = json.loads(body)
-    jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).validate(document)
+    jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).validate(
+        document
+    )
     return document

@@ -42,15 +42,26 @@ def marked(world):
     _, token = g.create_credential(world.editor, name=f"bot-{MARK}", scopes=["memory:read", "memory:write"])
     agent = AgentClient(token)
     collection = g.create_collection(world.workspace, name="Docs")
-    passage = g.create_document(collection, title="d", text=f"The {MARK} ferry leaves at nine.").current_version.passages.get()
+    passage = g.create_document(
+        collection, title="d", text=f"The {MARK} ferry leaves at nine."
+    ).current_version.passages.get()
     agent.remember(namespace=f"ns-{MARK}", key=f"key_{MARK}", text=f"{MARK} first", citations=[str(passage.pk)])
     agent.remember(namespace=f"ns-{MARK}", key=f"key_{MARK}", text=f"{MARK} second")
     agent.remember(namespace=f"ns-{MARK}", key=f"gone_{MARK}", text=f"{MARK} forgotten")
     agent.forget(namespace=f"ns-{MARK}", key=f"gone_{MARK}")
-    assistant.add_assistant_memory(world.editor, kind="fact", topic=f"{MARK}_topic", summary=f"{MARK} assistant", details=[f"{MARK} detail"])
+    assistant.add_assistant_memory(
+        world.editor, kind="fact", topic=f"{MARK}_topic", summary=f"{MARK} assistant", details=[f"{MARK} detail"]
+    )
     agent.list()
     UsageRecord.objects.create(
-        workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="m", conversation_id=f"conv-{MARK}", input_tokens=3, input_cost=Decimal("0.01")
+        workspace=world.workspace,
+        member=world.editor,
+        role="editor",
+        category="reply",
+        model_name="m",
+        conversation_id=f"conv-{MARK}",
+        input_tokens=3,
+        input_cost=Decimal("0.01"),
     )
     return {"agent": agent, "token": token, "passage": passage}
 
@@ -62,7 +73,12 @@ def test_another_member_of_the_workspace_exports_nothing_of_the_members(world, m
         assert status == 200 and MARK not in body
         document = json.loads(body)
         assert document["member"]["id"] == str(member.pk)
-        assert document["agentMemories"] == [] and document["receipts"] == [] and document["accessLog"] == [] and document["usageRecords"] == []
+        assert (
+            document["agentMemories"] == []
+            and document["receipts"] == []
+            and document["accessLog"] == []
+            and document["usageRecords"] == []
+        )
 
 
 def test_a_member_of_two_workspaces_exports_only_this_workspaces_data(world, marked):
@@ -103,7 +119,17 @@ def test_the_export_never_contains_a_token_or_a_hash_of_one(world, marked):
     text = json.dumps(document)
     credential = world.editor.credentials.get()
     assert marked["token"] not in text and credential.token_hash not in text
-    assert set(document["credentials"][0]) == {"id", "name", "prefix", "scopes", "contextSetId", "createdAt", "lastUsedAt", "expiresAt", "revokedAt"}
+    assert set(document["credentials"][0]) == {
+        "id",
+        "name",
+        "prefix",
+        "scopes",
+        "contextSetId",
+        "createdAt",
+        "lastUsedAt",
+        "expiresAt",
+        "revokedAt",
+    }
 
 
 # --- what it holds ------------------------------------------------------------------------------------
@@ -111,42 +137,70 @@ def test_the_export_holds_everything_kept_about_the_member_and_validates_against
     document = exported(world.editor)
     assert document["format"] == export.FORMAT and document["member"]["email"] == "editor@acme.test"
     versions = [m for m in document["agentMemories"] if m["key"] == f"key_{MARK}"]
-    assert [(m["version"], m["current"], m["text"]) for m in versions] == [(1, False, f"{MARK} first"), (2, True, f"{MARK} second")]
+    assert [(m["version"], m["current"], m["text"]) for m in versions] == [
+        (1, False, f"{MARK} first"),
+        (2, True, f"{MARK} second"),
+    ]
     (citation,) = versions[0]["citations"]
     passage = marked["passage"]
-    assert citation == {"passageId": str(passage.pk), "documentId": str(passage.document_id), "documentVersionId": str(passage.version_id), "sha256": passage.sha256, "sourceState": "current"}
+    assert citation == {
+        "passageId": str(passage.pk),
+        "documentId": str(passage.document_id),
+        "documentVersionId": str(passage.version_id),
+        "sha256": passage.sha256,
+        "sourceState": "current",
+    }
     assert "ferry" not in json.dumps(document)  # a citation is a reference and a hash, never the passage text
     (kept,) = document["assistantMemories"]
     assert (kept["key"], kept["state"], kept["details"]) == (f"{MARK}_topic", "active", [f"{MARK} detail"])
     (receipt,) = document["receipts"]
-    assert receipt["operation"] == "forget" and set(receipt["manifest"]["filters"]) == {"namespaceHmac", "keyHmac"}  # the names as keyed digests (docs/receipts.md)
-    assert receipt["resolvedFilters"] == {"namespace": f"ns-{MARK}"} and f"gone_{MARK}" not in json.dumps(document)  # the namespace lives on, the forgotten key does not
+    assert receipt["operation"] == "forget" and set(receipt["manifest"]["filters"]) == {
+        "namespaceHmac",
+        "keyHmac",
+    }  # the names as keyed digests (docs/receipts.md)
+    assert receipt["resolvedFilters"] == {"namespace": f"ns-{MARK}"} and f"gone_{MARK}" not in json.dumps(
+        document
+    )  # the namespace lives on, the forgotten key does not
     assert receipt["memoryVersionIds"] and receipt["verification"]["clean"] is True
     # its proof (docs/receipts.md): the export's own fields hash to the stored hash, signed
     stored = DeletionReceipt.objects.get(pk=int(receipt["id"]))
     assert {f: receipt[f] for f in receipts.PROOF_FIELDS} == receipts.proof_json(stored)
     assert hashlib.sha256(receipts.canonical(receipt)).hexdigest() == receipt["sha256"] == stored.sha256
-    receipt_keys.signing_key().public_key().verify(bytes.fromhex(receipt["signature"]), bytes.fromhex(receipt["sha256"]))
+    receipt_keys.signing_key().public_key().verify(
+        bytes.fromhex(receipt["signature"]), bytes.fromhex(receipt["sha256"])
+    )
     assert document["credentials"][0]["name"] == f"bot-{MARK}"
     assert document["usageRecords"][0]["conversationId"] == f"conv-{MARK}"
     (entry,) = document["accessLog"]
-    assert entry["operation"] == "list" and entry["credential"]["name"] == f"bot-{MARK}" and {m["state"] for m in entry["memories"]} == {"readable"}
+    assert (
+        entry["operation"] == "list"
+        and entry["credential"]["name"] == f"bot-{MARK}"
+        and {m["state"] for m in entry["memories"]} == {"readable"}
+    )
     assert document["withheld"] == {"pendingErasureOrExpired": 0, "hiddenBySourceRecheck": 0}
 
 
 def test_expired_assistant_memories_are_exported_and_what_is_withheld_is_counted(world, marked):
-    version, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="old_topic", summary="Expired but in grace")
-    MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=timezone.now() - timedelta(days=100))  # 90 + 10 < 90 + 30
+    version, _ = assistant.add_assistant_memory(
+        world.editor, kind="fact", topic="old_topic", summary="Expired but in grace"
+    )
+    MemoryVersion.objects.filter(pk=version.pk).update(
+        retention_anchor=timezone.now() - timedelta(days=100)
+    )  # 90 + 10 < 90 + 30
     pending = make_agent(world.editor)
     pending_id = pending.remember(namespace="p", text="Pending erasure").json()["memory"]["id"]
-    MemoryVersion.objects.filter(pk=pending_id).update(unreachable_at=timezone.now(), unreachable_reason="cascade_document")
+    MemoryVersion.objects.filter(pk=pending_id).update(
+        unreachable_at=timezone.now(), unreachable_reason="cascade_document"
+    )
     collection = marked["passage"].document.collection  # restricted: the version citing it is hidden
     collection.restricted = True
     collection.save()
     document = exported(world.editor)
     states = {m["key"]: m["state"] for m in document["assistantMemories"]}
     assert states == {f"{MARK}_topic": "active", "old_topic": "expired"}
-    assert "Pending erasure" not in json.dumps(document) and f"{MARK} first" not in json.dumps(document["agentMemories"])
+    assert "Pending erasure" not in json.dumps(document) and f"{MARK} first" not in json.dumps(
+        document["agentMemories"]
+    )
     assert document["withheld"] == {"pendingErasureOrExpired": 1, "hiddenBySourceRecheck": 1}
 
 
@@ -156,7 +210,11 @@ def test_each_export_writes_a_content_free_audit_event(world, marked):
     events = AuditEvent.objects.filter(action="member.exported")
     assert events.count() == 2
     event = events.first()
-    assert event.actor == world.editor.user and event.target == f"member #{world.editor.pk}" and event.workspace_id == world.workspace.pk
+    assert (
+        event.actor == world.editor.user
+        and event.target == f"member #{world.editor.pk}"
+        and event.workspace_id == world.workspace.pk
+    )
     assert MARK not in json.dumps([event.changes, event.target, event.reason])
 
 
@@ -234,7 +292,9 @@ def test_under_asgi_the_export_is_an_async_stream_and_under_wsgi_a_plain_iterato
 
     scope = {"type": "http", "method": "GET", "path": "/", "query_string": b"", "headers": []}
     over_asgi = stream(Request(ASGIRequest(scope, io.BytesIO())), iter(["a", "b"]))
-    assert hasattr(over_asgi, "__aiter__") and not hasattr(over_asgi, "__next__")  # Django would buffer a sync iterator whole
+    assert hasattr(over_asgi, "__aiter__") and not hasattr(
+        over_asgi, "__next__"
+    )  # Django would buffer a sync iterator whole
     over_wsgi = stream(Request(RequestFactory().get("/")), iter(["a", "b"]))
     assert list(over_wsgi) == [b"a", b"b"]
 
@@ -248,7 +308,10 @@ def test_the_schema_is_served_and_referenced_from_the_openapi_schema(world):
     spec = json.loads(text) if text.lstrip().startswith("{") else __import__("yaml").safe_load(text)
     operation = spec["paths"]["/api/w/{ws_id}/me/export"]["get"]
     body = operation["responses"]["200"]["content"]["application/json"]["schema"]
-    assert set(SCHEMA["required"]) <= set(body["properties"]) and "/api/schema/export.json" in operation["responses"]["200"]["description"]
+    assert (
+        set(SCHEMA["required"]) <= set(body["properties"])
+        and "/api/schema/export.json" in operation["responses"]["200"]["description"]
+    )
     assert body["properties"]["agentMemories"]["items"]["properties"]["validTo"]["nullable"] is True
     assert "$ref" not in json.dumps(body) or "#/components/" in json.dumps(body)
 

@@ -21,7 +21,9 @@ def _export(member) -> dict:
 
 def test_the_export_is_the_agent_apis_memory_plus_its_own_fields(world):
     agent = make_agent(world.editor)
-    remembered = agent.remember(namespace="notes", key="tea", text="Prefers green tea in the afternoon.").json()["memory"]
+    remembered = agent.remember(namespace="notes", key="tea", text="Prefers green tea in the afternoon.").json()[
+        "memory"
+    ]
     listed = agent.list(namespace="notes").json()["memories"][0]
     (exported,) = _export(world.editor)["agentMemories"]
     assert set(exported) == set(listed) | EXPORT_ONLY
@@ -34,11 +36,25 @@ def test_the_assistant_shape_shares_the_common_fields_and_its_erase_date_is_the_
     listing = assistant.list_assistant_memories(world.editor)
     (shown,) = listing["memories"]
     (exported,) = _export(world.editor)["assistantMemories"]
-    common = {"id", "type", "evidence", "trust", "kind", "details", "source", "version", "createdAt", "expiresAt", "masked"}
+    common = {
+        "id",
+        "type",
+        "evidence",
+        "trust",
+        "kind",
+        "details",
+        "source",
+        "version",
+        "createdAt",
+        "expiresAt",
+        "masked",
+    }
     assert common <= set(shown) and {k: shown[k] for k in common} == {k: exported[k] for k in common}
     assert (shown["topic"], shown["summary"]) == (exported["key"], exported["text"])
     ask_history = world.workspace.ask_history
-    MemoryVersion.objects.filter(pk=version.pk).update(state="expired", expired_at=version.retention_anchor)  # a stale expired_at
+    MemoryVersion.objects.filter(pk=version.pk).update(
+        state="expired", expired_at=version.retention_anchor
+    )  # a stale expired_at
     (expired,) = assistant.list_assistant_memories(world.editor)["expired"]
     version.refresh_from_db()
     assert expired["erasedAt"] == _export(world.editor)["assistantMemories"][0]["erasedAt"]

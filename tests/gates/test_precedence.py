@@ -17,9 +17,17 @@ pytestmark = pytest.mark.django_db
 def test_personal_data_in_a_key_beats_the_context_set_scope(bound):
     agent, collection, _, outside, _ = bound
     inside, pii_key = {"collectionId": str(collection.pk)}, "mail jane@example.com"
-    assert error_code(agent.remember(namespace="n", key=pii_key, text="x", **inside)) == "AGENT_MEMORY_PERSONAL_DATA"  # 7 alone
-    assert error_code(agent.remember(namespace="n", key="fine", text="x", collectionId=str(outside.pk))) == "AGENT_CONTEXT_SET_SCOPE_REFUSED"  # 8 alone
-    assert error_code(agent.remember(namespace="n", key=pii_key, text="x", collectionId=str(outside.pk))) == "AGENT_MEMORY_PERSONAL_DATA"  # both
+    assert (
+        error_code(agent.remember(namespace="n", key=pii_key, text="x", **inside)) == "AGENT_MEMORY_PERSONAL_DATA"
+    )  # 7 alone
+    assert (
+        error_code(agent.remember(namespace="n", key="fine", text="x", collectionId=str(outside.pk)))
+        == "AGENT_CONTEXT_SET_SCOPE_REFUSED"
+    )  # 8 alone
+    assert (
+        error_code(agent.remember(namespace="n", key=pii_key, text="x", collectionId=str(outside.pk)))
+        == "AGENT_MEMORY_PERSONAL_DATA"
+    )  # both
 
 
 def test_the_context_set_scope_beats_an_invalid_citation(world, bound):
@@ -27,10 +35,18 @@ def test_the_context_set_scope_beats_an_invalid_citation(world, bound):
     unbound = make_agent(world.editor)
     secret = actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
     unreadable_outside = actions.create_document(secret, title="s", text="secret").current_version.passages.first()
-    assert error_code(unbound.remember(namespace="n", text="x", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"  # 9 alone
-    assert error_code(agent.remember(namespace="n", text="x", citations=[str(outside_passage.pk)])) == "AGENT_CONTEXT_SET_SCOPE_REFUSED"  # 8 alone
+    assert (
+        error_code(unbound.remember(namespace="n", text="x", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"
+    )  # 9 alone
+    assert (
+        error_code(agent.remember(namespace="n", text="x", citations=[str(outside_passage.pk)]))
+        == "AGENT_CONTEXT_SET_SCOPE_REFUSED"
+    )  # 8 alone
     for invalid in ("999999", str(unreadable_outside.pk)):  # both: outside the set and not a readable passage
-        assert error_code(agent.remember(namespace="n", text="x", citations=[str(passages[0].pk), invalid])) == "AGENT_CONTEXT_SET_SCOPE_REFUSED"
+        assert (
+            error_code(agent.remember(namespace="n", text="x", citations=[str(passages[0].pk), invalid]))
+            == "AGENT_CONTEXT_SET_SCOPE_REFUSED"
+        )
 
 
 def test_an_empty_text_beats_the_rate_limit(world):

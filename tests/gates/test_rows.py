@@ -21,7 +21,9 @@ def test_missing_token_is_unauthenticated(client, world):
 
 def test_malformed_bearer_is_unauthenticated(client, world):
     for header in ("Bearer", "Basic abc", "Bearer gam_short", "Bearer gam_000000000000_x"):
-        response = client.post("/api/agent/v1/memories/list", {}, content_type="application/json", HTTP_AUTHORIZATION=header)
+        response = client.post(
+            "/api/agent/v1/memories/list", {}, content_type="application/json", HTTP_AUTHORIZATION=header
+        )
         assert response.status_code == 401, header
 
 
@@ -32,7 +34,9 @@ def test_revoked_credential_is_unauthenticated(world):
 
 
 def test_expired_credential_is_unauthenticated(world, time_machine):
-    _, token = actions.create_credential(world.editor, name="a", scopes=["memory:read"], expires_at=timezone.now() + timedelta(hours=1))
+    _, token = actions.create_credential(
+        world.editor, name="a", scopes=["memory:read"], expires_at=timezone.now() + timedelta(hours=1)
+    )
     assert AgentClient(token).list().status_code == 200
     time_machine.move_to(timezone.now() + timedelta(hours=2))
     assert error_code(AgentClient(token).list()) == "UNAUTHENTICATED"
@@ -104,7 +108,9 @@ def test_role_beats_non_retaining(world):
     world.workspace.retains_history = False
     world.workspace.save()
     assert error_code(agent.remember(namespace="n", text="x")) == "INSUFFICIENT_ROLE"  # both
-    assert error_code(make_agent(world.owner).remember(namespace="n", text="x")) == "NON_RETAINING_WORKSPACE"  # non-retaining alone
+    assert (
+        error_code(make_agent(world.owner).remember(namespace="n", text="x")) == "NON_RETAINING_WORKSPACE"
+    )  # non-retaining alone
 
 
 @pytest.mark.parametrize("reason", ["organization", "workspace", "member"])
@@ -117,7 +123,11 @@ def test_disabled_reasons_in_order(world, reason):
     actions.set_remember_me(world.editor, False)
     response = agent.list()
     assert response.status_code == 403
-    assert response.json()["error"] == {"code": "AGENT_MEMORY_DISABLED", "message": response.json()["error"]["message"], "details": {"reason": reason}}
+    assert response.json()["error"] == {
+        "code": "AGENT_MEMORY_DISABLED",
+        "message": response.json()["error"]["message"],
+        "details": {"reason": reason},
+    }
 
 
 def test_owner_switch_is_off_by_default(db):
@@ -201,7 +211,10 @@ def test_body_over_64_kib_is_413(agent):
     assert MemoryVersion.objects.count() == 0
 
 
-@pytest.mark.parametrize("field, value", [("namespace", "mail-jane@example.com"), ("key", "card 4111 1111 1111 1111"), ("key", "+972 54-123-4567")])
+@pytest.mark.parametrize(
+    "field, value",
+    [("namespace", "mail-jane@example.com"), ("key", "card 4111 1111 1111 1111"), ("key", "+972 54-123-4567")],
+)
 def test_personal_data_in_names_is_refused(agent, field, value):
     body = {"namespace": "n", "text": "fine", field: value}
     response = agent.remember(**body)
@@ -216,7 +229,9 @@ def test_personal_data_in_forget_key_is_refused(agent):
 
 def test_validation_beats_personal_data(agent):
     assert error_code(agent.remember(namespace="n", text="")) == "VALIDATION_ERROR"  # validation alone
-    assert error_code(agent.remember(namespace="jane@example.com", text="fine")) == "AGENT_MEMORY_PERSONAL_DATA"  # personal data alone
+    assert (
+        error_code(agent.remember(namespace="jane@example.com", text="fine")) == "AGENT_MEMORY_PERSONAL_DATA"
+    )  # personal data alone
     assert error_code(agent.remember(namespace="jane@example.com", text="")) == "VALIDATION_ERROR"  # both
 
 
@@ -239,7 +254,12 @@ def test_citation_must_be_readable_by_the_member(agent, world):
 def test_expired_document_cannot_be_cited(agent, world):
     collection = actions.create_collection(world.workspace, name="c")
     document = actions.create_document(collection, title="t", text="old", expires_at=timezone.now() - timedelta(days=1))
-    assert error_code(agent.remember(namespace="n", text="x", citations=[str(document.current_version.passages.first().pk)])) == "AGENT_MEMORY_CITATION_INVALID"
+    assert (
+        error_code(
+            agent.remember(namespace="n", text="x", citations=[str(document.current_version.passages.first().pk)])
+        )
+        == "AGENT_MEMORY_CITATION_INVALID"
+    )
 
 
 def test_empty_after_masking(agent):
@@ -250,9 +270,14 @@ def test_empty_after_masking(agent):
 
 
 def test_citation_beats_empty(agent):
-    assert error_code(agent.remember(namespace="n", text="fine", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"  # citation alone
+    assert (
+        error_code(agent.remember(namespace="n", text="fine", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"
+    )  # citation alone
     assert error_code(agent.remember(namespace="n", text="jane@example.com")) == "AGENT_MEMORY_EMPTY"  # empty alone
-    assert error_code(agent.remember(namespace="n", text="jane@example.com", citations=["999999"])) == "AGENT_MEMORY_CITATION_INVALID"  # both
+    assert (
+        error_code(agent.remember(namespace="n", text="jane@example.com", citations=["999999"]))
+        == "AGENT_MEMORY_CITATION_INVALID"
+    )  # both
 
 
 def test_rate_limit_120_per_hour_with_headers(agent, world):
@@ -315,13 +340,25 @@ def test_a_write_refused_by_the_cap_does_not_use_rate_limit_quota(agent):
 def test_a_citation_must_be_a_readable_passage_of_the_workspace(world):
     agent = make_agent(world.editor)
     secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
-    unreadable = str(gov_actions.create_document(secret, title="s", text="board minutes").current_version.passages.first().pk)
+    unreadable = str(
+        gov_actions.create_document(secret, title="s", text="board minutes").current_version.passages.first().pk
+    )
     elsewhere_collection = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
-    elsewhere = str(gov_actions.create_document(elsewhere_collection, title="e", text="other workspace").current_version.passages.first().pk)
+    elsewhere = str(
+        gov_actions.create_document(elsewhere_collection, title="e", text="other workspace")
+        .current_version.passages.first()
+        .pk
+    )
     readable_collection = gov_actions.create_collection(world.workspace, name="Open")
-    readable = str(gov_actions.create_document(readable_collection, title="o", text="Open text.").current_version.passages.first().pk)
+    readable = str(
+        gov_actions.create_document(readable_collection, title="o", text="Open text.")
+        .current_version.passages.first()
+        .pk
+    )
     for bad in (unreadable, elsewhere, "999999"):
-        error = _refusal(agent.remember(namespace="n", text="x", citations=[readable, bad]), 400, "AGENT_MEMORY_CITATION_INVALID")
+        error = _refusal(
+            agent.remember(namespace="n", text="x", citations=[readable, bad]), 400, "AGENT_MEMORY_CITATION_INVALID"
+        )
         assert error["details"] == {"passageIds": [bad]}
     ok = agent.remember(namespace="n", text="x", citations=[readable])
     assert ok.status_code == 201 and [c["passageId"] for c in ok.json()["memory"]["citations"]] == [readable]
@@ -331,16 +368,24 @@ def test_a_collection_must_be_readable_by_the_member_and_in_the_workspace(world)
     agent = make_agent(world.editor)
     secret = gov_actions.create_collection(world.workspace, name="Secret", restricted=True, readers=[world.owner])
     elsewhere = gov_actions.create_collection(world.other_workspace, name="Elsewhere")
-    gov_actions.create_collection(world.workspace, name="Open to all")  # another collection being readable proves nothing
+    gov_actions.create_collection(
+        world.workspace, name="Open to all"
+    )  # another collection being readable proves nothing
     for collection in (secret, elsewhere):
-        error = _refusal(agent.remember(namespace="n", text="x", collectionId=str(collection.pk)), 400, "VALIDATION_ERROR")
+        error = _refusal(
+            agent.remember(namespace="n", text="x", collectionId=str(collection.pk)), 400, "VALIDATION_ERROR"
+        )
         assert list(error["details"]["fields"]) == ["collectionId"]
     assert make_agent(world.owner).remember(namespace="n", text="x", collectionId=str(secret.pk)).status_code == 201
 
 
 def test_personal_data_in_a_name_is_refused_with_the_kinds_per_field(world):
     agent = make_agent(world.editor)
-    error = _refusal(agent.remember(namespace="mail jane@example.com", key="call +1 212 555 0199", text="x"), 400, "AGENT_MEMORY_PERSONAL_DATA")
+    error = _refusal(
+        agent.remember(namespace="mail jane@example.com", key="call +1 212 555 0199", text="x"),
+        400,
+        "AGENT_MEMORY_PERSONAL_DATA",
+    )
     assert error["details"] == {"fields": {"namespace": ["EMAIL"], "key": ["PHONE"]}}
     assert "jane@example.com" not in json.dumps(error)
 
@@ -348,10 +393,14 @@ def test_personal_data_in_a_name_is_refused_with_the_kinds_per_field(world):
 # gates rows 1-6 (SPEC §2): who may call at all, and with what
 def test_rows_1_to_3_refuse_with_their_codes_and_details(world, time_machine):
     _refusal(AgentClient("").remember(namespace="n", text="x"), 401, "UNAUTHENTICATED")
-    revoked_credential, revoked_token = gov_actions.create_credential(world.editor, name="r", scopes=["memory:read", "memory:write"])
+    revoked_credential, revoked_token = gov_actions.create_credential(
+        world.editor, name="r", scopes=["memory:read", "memory:write"]
+    )
     gov_actions.revoke_credential(revoked_credential, actor=world.editor.user)
     _refusal(AgentClient(revoked_token).list(), 401, "UNAUTHENTICATED")
-    _, expiring_token = gov_actions.create_credential(world.editor, name="e", scopes=["memory:read"], expires_at=timezone.now() + timedelta(hours=1))
+    _, expiring_token = gov_actions.create_credential(
+        world.editor, name="e", scopes=["memory:read"], expires_at=timezone.now() + timedelta(hours=1)
+    )
     assert AgentClient(expiring_token).list().status_code == 200
     time_machine.move_to(timezone.now() + timedelta(hours=2))
     _refusal(AgentClient(expiring_token).list(), 401, "UNAUTHENTICATED")

@@ -90,11 +90,18 @@ def test_a_live_token_of_another_workspace_in_the_file_is_not_printed_or_kept(se
     settings.MEMORY_EMBEDDER = "hashing"
     settings.VAR_DIR = tmp_path
     _seed()
-    workspace, owner = actions.create_workspace("Elsewhere", owner_email="owner@elsewhere.test", password="pw-elsewhere-1")
+    workspace, owner = actions.create_workspace(
+        "Elsewhere", owner_email="owner@elsewhere.test", password="pw-elsewhere-1"
+    )
     actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=owner.user)
     owner.refresh_from_db()
     _, foreign = actions.create_credential(owner, name="demo agent", scopes=["memory:read"])
     (tmp_path / "demo-agent-token").write_text(foreign + "\n")
     seeded = _seed()
     assert seeded["agentToken"] != foreign and foreign not in json.dumps(seeded)
-    assert APIClient(HTTP_AUTHORIZATION=f"Bearer {foreign}").post("/api/agent/v1/memories/list", {}, format="json").status_code == 200
+    assert (
+        APIClient(HTTP_AUTHORIZATION=f"Bearer {foreign}")
+        .post("/api/agent/v1/memories/list", {}, format="json")
+        .status_code
+        == 200
+    )

@@ -30,9 +30,13 @@ def test_the_bootstrap_commands_print_their_json_and_work_together(db):
     from rest_framework.test import APIClient
 
     api = APIClient()
-    settings_page = api.get(f"/api/w/{created['workspaceId']}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {token}")
+    settings_page = api.get(
+        f"/api/w/{created['workspaceId']}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {token}"
+    )
     assert settings_page.status_code == 200 and settings_page.json()["agentMemoriesEnabled"] is False
-    assert api.get(f"/api/w/{created['workspaceId']}/ask-history/settings", HTTP_AUTHORIZATION="Token gpt_nope_nope").status_code in (401, 403)
+    assert api.get(
+        f"/api/w/{created['workspaceId']}/ask-history/settings", HTTP_AUTHORIZATION="Token gpt_nope_nope"
+    ).status_code in (401, 403)
     bare = _command("createworkspace", "Quiet", "--owner", "q@q.test", "--non-retaining", "--ai-memory-unavailable")
     from governance.models import Workspace
 
@@ -61,13 +65,21 @@ def test_seed_demo_keeps_its_agent_token_across_runs_and_revokes_the_seed_creden
     credentials = Credential.objects.filter(member__workspace_id=int(first["workspaceId"]))
     assert not credentials.active().filter(name="seed").exists()
     assert list(credentials.active().values_list("name", flat=True)) == ["demo agent"]
-    assert not any(token in str(row) for row in credentials.values_list(*[f.attname for f in Credential._meta.concrete_fields]))
+    assert not any(
+        token in str(row) for row in credentials.values_list(*[f.attname for f in Credential._meta.concrete_fields])
+    )
     revoked = AuditEvent.objects.filter(action="credential.revoked", workspace_id=int(first["workspaceId"]))
     assert list(revoked.values_list("reason", flat=True)) == ["the demo's seed memories are written"]
     api = APIClient(HTTP_AUTHORIZATION=f"Bearer {token}")
-    stored = api.post("/api/agent/v1/memories/remember", {"namespace": "restart", "key": "check", "text": "Still here after a restart."}, format="json")
+    stored = api.post(
+        "/api/agent/v1/memories/remember",
+        {"namespace": "restart", "key": "check", "text": "Still here after a restart."},
+        format="json",
+    )
     assert stored.status_code == 201, stored.content
-    found = api.post("/api/agent/v1/memories/recall", {"query": "still here after a restart", "namespace": "restart"}, format="json")
+    found = api.post(
+        "/api/agent/v1/memories/recall", {"query": "still here after a restart", "namespace": "restart"}, format="json"
+    )
     assert found.status_code == 200 and [m["key"] for m in found.json()["memories"]] == ["check"]
 
 
@@ -105,10 +117,19 @@ def test_seed_demo_says_when_the_kept_token_ended_and_issues_a_new_one(db, setti
     if how == "removed":
         assert "NEW TOKEN" not in text  # nothing was kept, so nothing ended that the builder had
     else:
-        assert "NEW TOKEN: the previous demo token ended" in text and (how if how != "unknown" else "unknown to this database") in text
+        assert (
+            "NEW TOKEN: the previous demo token ended" in text
+            and (how if how != "unknown" else "unknown to this database") in text
+        )
     assert _command("seed_demo")["agentToken"] == new
-    assert APIClient(HTTP_AUTHORIZATION=f"Bearer {old}").post("/api/agent/v1/memories/list", {}, format="json").status_code == 401
-    assert APIClient(HTTP_AUTHORIZATION=f"Bearer {new}").post("/api/agent/v1/memories/list", {}, format="json").status_code == 200
+    assert (
+        APIClient(HTTP_AUTHORIZATION=f"Bearer {old}").post("/api/agent/v1/memories/list", {}, format="json").status_code
+        == 401
+    )
+    assert (
+        APIClient(HTTP_AUTHORIZATION=f"Bearer {new}").post("/api/agent/v1/memories/list", {}, format="json").status_code
+        == 200
+    )
 
 
 def test_seed_demo_seeds_an_expired_assistant_memory_that_can_be_reactivated(db, settings, tmp_path):

@@ -91,7 +91,10 @@ def test_links_a_lost_task_left_pending_are_written_by_the_sweep(world, settings
 
     assert linking.link_sweep() == {"workspacesLinked": 1}
     assert _linked(entity) == {MENTION, "Contoso opened a depot."}
-    assert Entity.objects.get(pk=entity.pk).links_status == "linked" and not Passage.objects.filter(links_pending=True).exists()
+    assert (
+        Entity.objects.get(pk=entity.pk).links_status == "linked"
+        and not Passage.objects.filter(links_pending=True).exists()
+    )
     assert Passage.objects.filter(document=later, entities=entity).count() == 1
     assert linking.link_sweep() == {"workspacesLinked": 0}  # converged: nothing left
 
@@ -110,7 +113,9 @@ def test_a_document_deleted_while_its_passages_are_matched_gets_no_links(world, 
     monkeypatch.setattr(EntityMatcher, "find", delete_midway)
     entity = actions.create_entity(world.workspace, name="Contoso", aliases=[])
     assert entity.links_status == "linked"
-    assert list(Entity.passages.through.objects.filter(entity=entity).values_list("passage__document_id", flat=True)) == [documents[1].pk]
+    assert list(
+        Entity.passages.through.objects.filter(entity=entity).values_list("passage__document_id", flat=True)
+    ) == [documents[1].pk]
 
 
 @pytest.mark.django_db

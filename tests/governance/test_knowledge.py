@@ -15,10 +15,23 @@ def test_knowledge_endpoints_never_return_memories(world, docs):
     collection, document, passages = docs
     marker = "quincunxmemory"
     agent = make_agent(world.editor)
-    assert agent.remember(namespace="n", text=f"{marker} about Osaka shipping", citations=[str(passages[0].pk)], collectionId=str(collection.pk)).status_code == 201
+    assert (
+        agent.remember(
+            namespace="n",
+            text=f"{marker} about Osaka shipping",
+            citations=[str(passages[0].pk)],
+            collectionId=str(collection.pk),
+        ).status_code
+        == 201
+    )
     api = client_for(world.editor)
     knowledge = ("collections", "documents", "passages", "entities", "context-sets")
-    ids = {"collection_id": str(collection.pk), "document_id": str(document.pk), "passage_id": str(passages[0].pk), "set_id": "1"}
+    ids = {
+        "collection_id": str(collection.pk),
+        "document_id": str(document.pk),
+        "passage_id": str(passages[0].pk),
+        "set_id": "1",
+    }
     checked = 0
     for route, params in routes():
         tail = route.split("/", 3)[-1] if route.startswith("api/w/") else ""
@@ -56,14 +69,22 @@ def unreadable(world):
         "documents": {
             "board": actions.create_document(board, title="Minutes", text="secret"),
             "foreign": actions.create_document(foreign, title="Theirs", text="other workspace"),
-            "expired": actions.create_document(open_collection, title="Old", text="gone", expires_at=timezone.now() - timedelta(seconds=1)),
+            "expired": actions.create_document(
+                open_collection, title="Old", text="gone", expires_at=timezone.now() - timedelta(seconds=1)
+            ),
         },
         "open": open_collection,
         "open_document": actions.create_document(open_collection, title="Now", text="readable"),
     }
 
 
-NO_COLLECTION = {"error": {"code": "VALIDATION_ERROR", "message": "The request is not valid.", "details": {"fields": {"collectionId": ["No such collection."]}}}}
+NO_COLLECTION = {
+    "error": {
+        "code": "VALIDATION_ERROR",
+        "message": "The request is not valid.",
+        "details": {"fields": {"collectionId": ["No such collection."]}},
+    }
+}
 
 
 @pytest.mark.parametrize("which", ["board", "foreign", "missing"])
@@ -72,10 +93,16 @@ def test_a_document_in_a_collection_the_member_cannot_read_is_refused_as_no_such
 
     collection_id = str(unreadable["collections"][which].pk) if which != "missing" else "999999"
     before = Document.objects.count()
-    response = client_for(world.editor).post(_knowledge_url(world, "documents"), {"collectionId": collection_id, "title": "T", "text": "x"}, format="json")
+    response = client_for(world.editor).post(
+        _knowledge_url(world, "documents"), {"collectionId": collection_id, "title": "T", "text": "x"}, format="json"
+    )
     assert (response.status_code, response.json()) == (400, NO_COLLECTION)
     assert Document.objects.count() == before
-    readable = client_for(world.editor).post(_knowledge_url(world, "documents"), {"collectionId": str(unreadable["open"].pk), "title": "T", "text": "x"}, format="json")
+    readable = client_for(world.editor).post(
+        _knowledge_url(world, "documents"),
+        {"collectionId": str(unreadable["open"].pk), "title": "T", "text": "x"},
+        format="json",
+    )
     assert readable.status_code == 201
 
 
@@ -84,9 +111,19 @@ def test_a_context_set_naming_a_collection_the_member_cannot_read_is_refused(wor
     from governance.models import ContextSet
 
     bad = str(unreadable["collections"][which].pk) if which != "missing" else "999999"
-    body = {"name": "S", "collectionIds": [str(unreadable["open"].pk), bad], "documentIds": [str(unreadable["documents"]["board"].pk)]}
+    body = {
+        "name": "S",
+        "collectionIds": [str(unreadable["open"].pk), bad],
+        "documentIds": [str(unreadable["documents"]["board"].pk)],
+    }
     response = client_for(world.editor).post(_knowledge_url(world, "context-sets"), body, format="json")
-    expected = {"error": {"code": "VALIDATION_ERROR", "message": "The request is not valid.", "details": {"fields": {"collectionIds": ["No such collection."]}}}}
+    expected = {
+        "error": {
+            "code": "VALIDATION_ERROR",
+            "message": "The request is not valid.",
+            "details": {"fields": {"collectionIds": ["No such collection."]}},
+        }
+    }
     assert (response.status_code, response.json()) == (400, expected)  # collections are checked first
     assert not ContextSet.objects.exists()
 
@@ -96,9 +133,19 @@ def test_a_context_set_naming_a_document_the_member_cannot_read_is_refused(world
     from governance.models import ContextSet
 
     bad = str(unreadable["documents"][which].pk) if which != "missing" else "999999"
-    body = {"name": "S", "collectionIds": [str(unreadable["open"].pk)], "documentIds": [str(unreadable["open_document"].pk), bad]}
+    body = {
+        "name": "S",
+        "collectionIds": [str(unreadable["open"].pk)],
+        "documentIds": [str(unreadable["open_document"].pk), bad],
+    }
     response = client_for(world.editor).post(_knowledge_url(world, "context-sets"), body, format="json")
-    expected = {"error": {"code": "VALIDATION_ERROR", "message": "The request is not valid.", "details": {"fields": {"documentIds": ["No such document."]}}}}
+    expected = {
+        "error": {
+            "code": "VALIDATION_ERROR",
+            "message": "The request is not valid.",
+            "details": {"fields": {"documentIds": ["No such document."]}},
+        }
+    }
     assert (response.status_code, response.json()) == (400, expected)
     assert not ContextSet.objects.exists()
 
@@ -111,7 +158,9 @@ def test_a_context_set_may_name_a_readable_id_twice(world, unreadable):
     response = client_for(world.editor).post(_knowledge_url(world, "context-sets"), body, format="json")
     assert response.status_code == 201
     created = ContextSet.objects.get(pk=int(response.json()["id"]))
-    assert [c.pk for c in created.collections.all()] == [unreadable["open"].pk] and [d.pk for d in created.documents.all()] == [unreadable["open_document"].pk]
+    assert [c.pk for c in created.collections.all()] == [unreadable["open"].pk] and [
+        d.pk for d in created.documents.all()
+    ] == [unreadable["open_document"].pk]
 
 
 @pytest.mark.parametrize("which", ["board", "foreign", "missing"])
@@ -120,6 +169,12 @@ def test_deleting_a_collection_the_member_cannot_read_is_not_found(world, unread
 
     collection_id = unreadable["collections"][which].pk if which != "missing" else 999999
     response = client_for(world.editor).delete(_knowledge_url(world, f"collections/{collection_id}"))
-    assert (response.status_code, response.json()) == (404, {"error": {"code": "NOT_FOUND", "message": "No such collection.", "details": {}}})
+    assert (response.status_code, response.json()) == (
+        404,
+        {"error": {"code": "NOT_FOUND", "message": "No such collection.", "details": {}}},
+    )
     assert Collection.objects.filter(pk__in=[c.pk for c in unreadable["collections"].values()]).count() == 2
-    assert client_for(world.editor).delete(_knowledge_url(world, f"collections/{unreadable['open'].pk}")).status_code == 204
+    assert (
+        client_for(world.editor).delete(_knowledge_url(world, f"collections/{unreadable['open'].pk}")).status_code
+        == 204
+    )

@@ -64,7 +64,9 @@ def test_an_attacker_failing_from_one_address_never_stops_the_owner_from_another
         world.owner.user.save(update_fields=["is_staff"])
     for _ in range(40):
         assert not logged_in(attempt(client, url, "wrong", REMOTE_ADDR=ATTACKER))
-    assert "Too many failed log-in attempts" in attempt(client, url, "pw-owner-123", REMOTE_ADDR=ATTACKER).content.decode()  # the per-address limit holds
+    assert (
+        "Too many failed log-in attempts" in attempt(client, url, "pw-owner-123", REMOTE_ADDR=ATTACKER).content.decode()
+    )  # the per-address limit holds
     assert logged_in(attempt(Client(), url, "pw-owner-123", REMOTE_ADDR=OWNER_ADDRESS))
 
 
@@ -77,9 +79,22 @@ def test_behind_a_proxy_the_owner_is_judged_by_their_own_address(world, settings
     settings.TRUSTED_PROXY_HOPS = 1
     attacker, owner = Client(), Client()
     for _ in range(25):
-        attempt(attacker, "/accounts/login/", "wrong", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=f"{OWNER_ADDRESS}, {ATTACKER}")  # a spoofed first entry changes nothing
-    assert "Too many failed log-in attempts" in attempt(attacker, "/accounts/login/", "pw-owner-123", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=ATTACKER).content.decode()
-    assert logged_in(attempt(owner, "/accounts/login/", "pw-owner-123", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=OWNER_ADDRESS))
+        attempt(
+            attacker,
+            "/accounts/login/",
+            "wrong",
+            REMOTE_ADDR="10.0.0.1",
+            HTTP_X_FORWARDED_FOR=f"{OWNER_ADDRESS}, {ATTACKER}",
+        )  # a spoofed first entry changes nothing
+    assert (
+        "Too many failed log-in attempts"
+        in attempt(
+            attacker, "/accounts/login/", "pw-owner-123", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=ATTACKER
+        ).content.decode()
+    )
+    assert logged_in(
+        attempt(owner, "/accounts/login/", "pw-owner-123", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=OWNER_ADDRESS)
+    )
 
 
 def test_an_attacker_rotating_addresses_is_slowed_by_a_growing_bounded_delay(world, slept):
@@ -92,7 +107,9 @@ def test_an_attacker_rotating_addresses_is_slowed_by_a_growing_bounded_delay(wor
         assert not logged_in(attempt(Client(), "/accounts/login/", f"guess-{i}", REMOTE_ADDR=f"192.0.2.{i + 1}"))
     assert len(slept) == attacks - throttle.ACCOUNT_FREE_FAILURES  # the first guesses are free, then every one waits
     assert slept == sorted(slept) and slept[0] > 0 and slept[-1] == throttle.ACCOUNT_MAX_DELAY  # grows, up to a bound
-    assert slept[:4] == [0.5, 1.0, 2.0, 4.0] and slept[4:] == [throttle.ACCOUNT_MAX_DELAY] * 8  # then every guess costs the bound
+    assert (
+        slept[:4] == [0.5, 1.0, 2.0, 4.0] and slept[4:] == [throttle.ACCOUNT_MAX_DELAY] * 8
+    )  # then every guess costs the bound
     # The owner, from a fresh address, waits as long as the attacker's next guess would — the
     # delay cannot tell a right password from a wrong one — and is let in.
     before = len(slept)
@@ -117,7 +134,9 @@ def test_the_delay_is_the_same_for_right_and_wrong_passwords(world, slept):
     assert slept[-1] == right_before and wrong <= right_before <= throttle.ACCOUNT_MAX_DELAY
 
 
-@pytest.mark.parametrize(("failures", "delay"), [(0, 0.0), (9, 0.0), (10, 0.5), (11, 1.0), (12, 2.0), (13, 4.0), (14, 5.0), (1000, 5.0)])
+@pytest.mark.parametrize(
+    ("failures", "delay"), [(0, 0.0), (9, 0.0), (10, 0.5), (11, 1.0), (12, 2.0), (13, 4.0), (14, 5.0), (1000, 5.0)]
+)
 def test_the_account_delay_doubles_after_the_free_failures_and_stops_at_its_bound(failures, delay):
     from governance import login_throttle as throttle
 
@@ -136,7 +155,10 @@ def test_under_asgi_the_wait_is_awaited_before_django_and_holds_no_thread(world,
     from memoryapp.middleware import login_slowdown
 
     body = b"username=owner%40acme.test&password=guess"
-    chunks = [{"type": "http.request", "body": body[:10], "more_body": True}, {"type": "http.request", "body": body[10:]}]
+    chunks = [
+        {"type": "http.request", "body": body[:10], "more_body": True},
+        {"type": "http.request", "body": body[10:]},
+    ]
     seen: list = []
 
     async def django(scope, receive, send):  # stands in for Django: what reached it, and when

@@ -24,7 +24,14 @@ from django.core.management import call_command
 from django.test import Client
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 from rest_framework.test import APIClient
 
 from governance import actions
@@ -43,7 +50,11 @@ AGENT_BODIES = {
     "memories/recall": {"query": "tea"},
     "memories/list": {},
     "memories/forget": {"namespace": "prefs", "key": "k"},
-    "conversations/turns": {"agentId": "1", "conversationId": "c-1", "messages": [{"role": "user", "content": "hello"}]},
+    "conversations/turns": {
+        "agentId": "1",
+        "conversationId": "c-1",
+        "messages": [{"role": "user", "content": "hello"}],
+    },
     "usage/replies": {"conversationId": "c-1", "model": "m", "inputTokens": 1, "outputTokens": 1, "memoryTokens": 0},
 }
 
@@ -64,17 +75,29 @@ def re_add(member: Member, role: str = "editor") -> Member:
     owner = Member.objects.filter(workspace=member.workspace, role="owner", left_at__isnull=True).first()
     response = client_for(owner).delete(f"/api/w/{member.workspace_id}/members/{member.pk}")
     assert response.status_code in (200, 204), response.content
-    call_command("addmember", str(member.workspace_id), member.user.email, "--role", role, "--json", stdout=io.StringIO())
+    call_command(
+        "addmember", str(member.workspace_id), member.user.email, "--role", role, "--json", stdout=io.StringIO()
+    )
     return Member.objects.get(pk=member.pk)
 
 
 def agent_answers(token: str) -> dict[str, int]:
     client = APIClient()
-    return {path: client.post(f"/api/agent/v1/{path}", body, format="json", HTTP_AUTHORIZATION=f"Bearer {token}").status_code for path, body in AGENT_BODIES.items()}
+    return {
+        path: client.post(
+            f"/api/agent/v1/{path}", body, format="json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        ).status_code
+        for path, body in AGENT_BODIES.items()
+    }
 
 
 def mcp_codes(token: str) -> dict[str, str | None]:
-    bodies = {"remember": AGENT_BODIES["memories/remember"], "recall": {"query": "tea"}, "list": {}, "forget": {"namespace": "prefs", "key": "k"}}
+    bodies = {
+        "remember": AGENT_BODIES["memories/remember"],
+        "recall": {"query": "tea"},
+        "list": {},
+        "forget": {"namespace": "prefs", "key": "k"},
+    }
     codes = {}
     for operation, body in bodies.items():
         result = mcp.run_operation(token, operation, body)
@@ -84,13 +107,18 @@ def mcp_codes(token: str) -> dict[str, str | None]:
 
 def workspace_paths(workspace_id: int, prefix: str, ids: dict[str, str]) -> list[str]:
     values = {"ws_id": str(workspace_id), **ids}
-    return [fill(route, values) for route, names in routes() if route.startswith(prefix) and all(n in values for n in names)]
+    return [
+        fill(route, values) for route, names in routes() if route.startswith(prefix) and all(n in values for n in names)
+    ]
 
 
 def path_ids(member: Member) -> dict[str, str]:
     """A value for every path parameter of the workspace routes (ids that need not exist: the
     membership is judged before any object is looked up)."""
-    return {name: "1" for name in ("memory_id", "credential_id", "collection_id", "document_id", "passage_id", "set_id", "agent_id")} | {"member_id": str(member.pk), "role": "editor"}
+    return {
+        name: "1"
+        for name in ("memory_id", "credential_id", "collection_id", "document_id", "passage_id", "set_id", "agent_id")
+    } | {"member_id": str(member.pk), "role": "editor"}
 
 
 def api_statuses(client, paths, **headers) -> dict[str, int]:
@@ -115,7 +143,9 @@ def test_removing_a_member_revokes_every_credential_of_the_membership_with_an_au
     assert len(credentials) == len(tokens) and all(c.revoked_at is not None for c in credentials)
     assert credentials[0].revoked_at == earlier.revoked_at  # an earlier revocation is kept
     assert all(c.revoked_at == world.editor.left_at for c in credentials[1:])
-    events = AuditEvent.objects.filter(action="credential.revoked", target__in=[f"credential {c.prefix}" for c in credentials[1:]])
+    events = AuditEvent.objects.filter(
+        action="credential.revoked", target__in=[f"credential {c.prefix}" for c in credentials[1:]]
+    )
     assert events.count() == 2 and all(e.actor == world.owner.user and "membership" in e.reason for e in events)
 
 
@@ -170,7 +200,10 @@ def test_a_personal_token_issued_before_the_re_add_opens_no_route_of_that_worksp
     assert error_code(client.get(f"/api/w/{world.workspace.pk}/agent-credentials", **header)) == "UNAUTHENTICATED"
     assert client.get(f"/api/w/{world.other_workspace.pk}/agent-credentials", **header).status_code == 200
     fresh = actions.issue_personal_token(member.user)
-    assert client.get(f"/api/w/{world.workspace.pk}/agent-credentials", HTTP_AUTHORIZATION=f"Token {fresh}").status_code == 200
+    assert (
+        client.get(f"/api/w/{world.workspace.pk}/agent-credentials", HTTP_AUTHORIZATION=f"Token {fresh}").status_code
+        == 200
+    )
 
 
 def test_a_session_from_before_the_re_add_opens_no_api_route_and_no_page_until_the_member_logs_in_again(world):
@@ -196,7 +229,10 @@ def test_a_session_from_before_the_re_add_opens_no_api_route_and_no_page_until_t
         response = stale.get(path)
         if response.status_code == 405:
             response = stale.post(path)
-        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), (path, response.status_code)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), (
+            path,
+            response.status_code,
+        )
     again = session_for(member.user)
     assert again.get(f"/w/{world.workspace.pk}/settings/agent-access/").status_code == 200
     login_page = again.get("/accounts/login/", follow=True)
@@ -227,7 +263,12 @@ def test_a_first_membership_opens_to_a_session_and_token_issued_before_it(world)
     browser = session_for(user)
     actions.add_member(world.workspace, user.email, role="viewer")
     assert browser.get(f"/w/{world.workspace.pk}/ai-memory/").status_code == 200
-    assert APIClient().get(f"/api/w/{world.workspace.pk}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {token}").status_code == 200
+    assert (
+        APIClient()
+        .get(f"/api/w/{world.workspace.pk}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {token}")
+        .status_code
+        == 200
+    )
 
 
 def test_the_removal_and_re_add_are_recorded_as_periods(world):
@@ -256,18 +297,34 @@ def test_deleting_a_user_ends_every_membership_and_revokes_every_credential(worl
     assert not MemoryVersion.objects.filter(member_id__in=member_ids).exists()
     receipts = DeletionReceipt.objects.filter(member_ref__in=member_ids, operation="member_removal")
     assert {r.member_ref for r in receipts} == set(member_ids)
-    assert AuditEvent.objects.filter(action="member.removed", target__in=[f"member #{pk}" for pk in member_ids]).count() == 2
-    assert AuditEvent.objects.filter(action="credential.revoked", target__in=[f"credential {p}" for p in prefixes]).count() == 2
+    assert (
+        AuditEvent.objects.filter(action="member.removed", target__in=[f"member #{pk}" for pk in member_ids]).count()
+        == 2
+    )
+    assert (
+        AuditEvent.objects.filter(action="credential.revoked", target__in=[f"credential {p}" for p in prefixes]).count()
+        == 2
+    )
     assert AuditEvent.objects.filter(action="personal_token.revoked").count() == 1
     for token in tokens:
         assert set(agent_answers(token).values()) == {401}
-    assert APIClient().get(f"/api/w/{world.workspace.pk}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {personal}").status_code == 401
+    assert (
+        APIClient()
+        .get(f"/api/w/{world.workspace.pk}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {personal}")
+        .status_code
+        == 401
+    )
     assert browser.get(f"/w/{world.workspace.pk}/ai-memory/").status_code == 302
     # The same person signs up again and is added again: nothing of the deleted account opens anything.
     actions.add_member(world.workspace, email, role="editor")
     for token in tokens:
         assert set(agent_answers(token).values()) == {401}
-    assert APIClient().get(f"/api/w/{world.workspace.pk}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {personal}").status_code == 401
+    assert (
+        APIClient()
+        .get(f"/api/w/{world.workspace.pk}/ask-history/settings", HTTP_AUTHORIZATION=f"Token {personal}")
+        .status_code
+        == 401
+    )
     assert browser.get(f"/w/{world.workspace.pk}/ai-memory/").status_code == 302
 
 
@@ -277,7 +334,9 @@ def test_the_admin_cannot_delete_the_account_of_someone_who_is_or_was_a_member(w
     token = agent_token(world.editor)
     admin = session_for(staff.superuser)
     assert admin.post(f"/admin/auth/user/{world.editor.user.pk}/delete/", {"post": "yes"}).status_code == 403
-    bulk = admin.post("/admin/auth/user/", {"action": "delete_selected", "_selected_action": [world.editor.user.pk], "post": "yes"})
+    bulk = admin.post(
+        "/admin/auth/user/", {"action": "delete_selected", "_selected_action": [world.editor.user.pk], "post": "yes"}
+    )
     assert bulk.status_code in (200, 302, 403)
     assert User.objects.filter(pk=world.editor.user.pk).exists()
     assert agent_answers(token)["memories/list"] == 200
@@ -302,7 +361,9 @@ class MembershipMachine(RuleBasedStateMachine):
 
     @initialize()
     def start(self):
-        workspace, self.owner = actions.create_workspace(f"W{next(_emails)}", owner_email=f"owner{next(_emails)}@gen.test")
+        workspace, self.owner = actions.create_workspace(
+            f"W{next(_emails)}", owner_email=f"owner{next(_emails)}@gen.test"
+        )
         actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=self.owner.user)
         self.workspace = workspace
         self.email = f"pat{next(_emails)}@gen.test"
@@ -372,7 +433,12 @@ class MembershipMachine(RuleBasedStateMachine):
 def test_generated_membership_sequences_never_revive_an_earlier_credential(world):
     run_state_machine_as_test(
         MembershipMachine,
-        settings=settings(max_examples=25, stateful_step_count=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]),
+        settings=settings(
+            max_examples=25,
+            stateful_step_count=12,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        ),
     )
 
 

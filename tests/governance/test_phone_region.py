@@ -66,8 +66,13 @@ def test_a_dry_run_shows_the_region_and_saves_nothing(world):
     assert world.workspace.ask_history.phone_region is None
 
 
-@pytest.mark.parametrize("region, text, masked", [("DK", DANISH, "Dana wrote [PHONE] on the form"), ("PL", POLISH, "Here it is: [PHONE], keep it safe")])
-def test_an_agent_memory_has_the_region_mobile_masked_and_another_workspace_keeps_its_behaviour(world, region, text, masked):
+@pytest.mark.parametrize(
+    "region, text, masked",
+    [("DK", DANISH, "Dana wrote [PHONE] on the form"), ("PL", POLISH, "Here it is: [PHONE], keep it safe")],
+)
+def test_an_agent_memory_has_the_region_mobile_masked_and_another_workspace_keeps_its_behaviour(
+    world, region, text, masked
+):
     set_region(world, region)
     agent = make_agent(world.editor)
     stored = agent.remember(namespace="contacts", key="dana", text=text)
@@ -84,14 +89,24 @@ def test_an_agent_memory_has_the_region_mobile_masked_and_another_workspace_keep
 def test_details_are_masked_with_the_region_too(world):
     set_region(world, "DK")
     agent = make_agent(world.editor)
-    assert agent.remember(namespace="contacts", key="dana", text="Dana from the book club", details=["mobile 34 43 39 58", "prefers evenings"]).status_code == 201
+    assert (
+        agent.remember(
+            namespace="contacts",
+            key="dana",
+            text="Dana from the book club",
+            details=["mobile 34 43 39 58", "prefers evenings"],
+        ).status_code
+        == 201
+    )
     memory = agent.list(namespace="contacts").json()["memories"][0]
     assert "34 43" not in str(memory) and "prefers evenings" in str(memory)
 
 
 def test_an_assistant_memory_has_the_region_mobile_masked(world):
     set_region(world, "DK")
-    version, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="dana_contact", summary=DANISH, details=[], source=Source.USER_REQUEST)
+    version, _ = assistant.add_assistant_memory(
+        world.editor, kind="fact", topic="dana_contact", summary=DANISH, details=[], source=Source.USER_REQUEST
+    )
     assert version.text == "Dana wrote [PHONE] on the form"
 
 
@@ -124,10 +139,28 @@ def test_a_conversation_turn_with_a_region_mobile_is_skipped_as_personal_data(wo
     agent = ai_agent(world)
     set_region(world, "DK")
     world.workspace.ask_history.refresh_from_db()
-    submitted = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c", anonymous=False, messages=user_says(DANISH))
-    assert submitted.consolidation.reason == "personal_data" and submitted.personal_data == [{"index": 0, "role": "user", "kinds": ["PHONE"]}]
+    submitted = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c",
+        anonymous=False,
+        messages=user_says(DANISH),
+    )
+    assert submitted.consolidation.reason == "personal_data" and submitted.personal_data == [
+        {"index": 0, "role": "user", "kinds": ["PHONE"]}
+    ]
     assert Consolidation.objects.get(pk=submitted.consolidation.pk).messages is None
     set_region(world, None)
     world.workspace.ask_history.refresh_from_db()
-    again = submit_turn(workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c2", anonymous=False, messages=user_says(DANISH))
+    again = submit_turn(
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c2",
+        anonymous=False,
+        messages=user_says(DANISH),
+    )
     assert again.consolidation.reason != "personal_data" and again.personal_data == []

@@ -20,4 +20,7 @@ def test_isolation_between_members_and_workspaces(world):
         assert other.list().json()["memories"] == []
         assert other.recall(query="apricots").json()["memories"] == []
         assert other.forget(namespace="n", key="k").status_code == 404
-    assert "apricots" not in client_for(world.owner).get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories").content.decode()
+    assert (
+        "apricots"
+        not in client_for(world.owner).get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories").content.decode()
+    )

@@ -37,11 +37,15 @@ def member_wrote_things(world, django_capture_on_commit_callbacks):
     agent = AgentClient(token)
     for key in (f"therapist_{MARK}", f"diet_{MARK}", f"notes_{MARK}"):
         for n in range(2):
-            assert agent.remember(namespace=NAMESPACE, key=key, text=f"{MARK} session {n} on Tuesday").status_code == 201
+            assert (
+                agent.remember(namespace=NAMESPACE, key=key, text=f"{MARK} session {n} on Tuesday").status_code == 201
+            )
     assert agent.forget(namespace=NAMESPACE, key=f"therapist_{MARK}").status_code == 200
     kept = MemoryVersion.objects.filter(member=world.editor, key=f"diet_{MARK}", valid_to__isnull=True).get()
     assert agent.forget(memoryId=str(kept.pk)).status_code == 200
-    version, _ = add_assistant_memory(world.editor, kind="preference", topic=f"{MARK}_topic", summary=f"{MARK} likes tea", details=[f"{MARK} detail"])
+    version, _ = add_assistant_memory(
+        world.editor, kind="preference", topic=f"{MARK}_topic", summary=f"{MARK} likes tea", details=[f"{MARK} detail"]
+    )
     client_for(world.editor).delete(f"/api/w/{world.workspace.pk}/ai-memory/memories/{version.pk}")
     from decimal import Decimal
 
@@ -79,7 +83,9 @@ def owner_reads(world) -> list[tuple[str, int, str]]:
         for combination in itertools.product(ids_of_the_member(world), repeat=len(others)):
             url = fill(route, {"ws_id": str(world.workspace.pk), **dict(zip(others, combination))})
             response = (api if url.startswith("/api/") else browser).get(url)
-            body = b"".join(response.streaming_content) if response.streaming else response.content  # the export streams
+            body = (
+                b"".join(response.streaming_content) if response.streaming else response.content
+            )  # the export streams
             answers.append((url, response.status_code, body.decode("utf-8", "replace")))
     return answers
 
@@ -96,7 +102,11 @@ def test_no_owner_facing_answer_contains_what_the_member_wrote(member_wrote_thin
     theirs = [r for r in receipts["receipts"] if r["memberId"] == str(world.editor.pk)]
     assert len(theirs) >= 3
     for receipt in theirs:
-        assert set(receipt["manifest"]) == {"artifacts", "requestedIds", "keysDestroyed"}  # counts only: never the key ids
+        assert set(receipt["manifest"]) == {
+            "artifacts",
+            "requestedIds",
+            "keysDestroyed",
+        }  # counts only: never the key ids
         assert "memoryVersionIds" not in receipt
         assert receipt["manifest"]["artifacts"]["memory_version"] >= 1  # counts stay
 
@@ -105,8 +115,12 @@ def test_the_member_sees_their_own_receipts_in_full(member_wrote_things):
     world = member_wrote_things
     body = client_for(world.editor).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()
     filters = [r["manifest"].get("filters", {}) for r in body["receipts"]]
-    assert {"namespaceHmac", "keyHmac"} in [set(f) for f in filters]  # stored as keyed digests (docs/receipts.md "Names in receipts")
-    assert {"namespace": NAMESPACE} in [r["resolvedFilters"] for r in body["receipts"]]  # the namespace lives on; the forgotten key is named by nobody
+    assert {"namespaceHmac", "keyHmac"} in [
+        set(f) for f in filters
+    ]  # stored as keyed digests (docs/receipts.md "Names in receipts")
+    assert {"namespace": NAMESPACE} in [
+        r["resolvedFilters"] for r in body["receipts"]
+    ]  # the namespace lives on; the forgotten key is named by nobody
     assert f"therapist_{MARK}" not in json.dumps(body)
     assert all("memoryVersionIds" in r for r in body["receipts"])
 
@@ -117,7 +131,9 @@ def test_the_owners_own_receipts_stay_complete_for_the_owner(world):
     assert agent.forget(namespace="mine", key="k").status_code == 200
     body = client_for(world.owner).get(f"/api/w/{world.workspace.pk}/ask-history/deletion-receipts").json()
     (receipt,) = body["receipts"]
-    assert set(receipt["manifest"]["filters"]) == {"namespaceHmac", "keyHmac"} and receipt["resolvedFilters"] == {}  # forgotten: not even the owner's own
+    assert (
+        set(receipt["manifest"]["filters"]) == {"namespaceHmac", "keyHmac"} and receipt["resolvedFilters"] == {}
+    )  # forgotten: not even the owner's own
 
 
 def test_usage_shows_the_owner_figures_not_another_members_conversation_ids(member_wrote_things):

@@ -25,14 +25,31 @@ from tests.support import make_agent
 
 
 # --- the reader check lives in create_collection ---------------------------------------------------
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # nothing is created on refusal
-@given(strangers=st.lists(st.sampled_from(["outsider", "removed", "unknown"]), min_size=1, max_size=3), friends=st.lists(st.sampled_from(["owner", "viewer"]), max_size=2))
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # nothing is created on refusal
+@given(
+    strangers=st.lists(st.sampled_from(["outsider", "removed", "unknown"]), min_size=1, max_size=3),
+    friends=st.lists(st.sampled_from(["owner", "viewer"]), max_size=2),
+)
 def test_create_collection_refuses_any_reader_who_is_not_an_active_member_here(removed_world, strangers, friends):
     world, removed = removed_world
-    ids = {"outsider": world.outsider.pk, "removed": removed.pk, "unknown": 10**9, "owner": world.owner.pk, "viewer": world.viewer.pk}
+    ids = {
+        "outsider": world.outsider.pk,
+        "removed": removed.pk,
+        "unknown": 10**9,
+        "owner": world.owner.pk,
+        "viewer": world.viewer.pk,
+    }
     before = Collection.objects.count()
     with pytest.raises(ApiError) as refused:
-        governance.create_collection(world.workspace, name="Board", restricted=True, reader_ids=[ids[n] for n in strangers + friends], creator=world.editor)
+        governance.create_collection(
+            world.workspace,
+            name="Board",
+            restricted=True,
+            reader_ids=[ids[n] for n in strangers + friends],
+            creator=world.editor,
+        )
     assert refused.value.status == 400 and "memberIds" in refused.value.details["fields"]
     assert Collection.objects.count() == before
 
@@ -45,7 +62,13 @@ def removed_world(world, django_user_model):
 
 
 def test_create_collection_adds_the_named_readers_and_keeps_the_creator_reading(world):
-    collection = governance.create_collection(world.workspace, name="Board", restricted=True, reader_ids=[world.viewer.pk, world.viewer.pk], creator=world.editor)
+    collection = governance.create_collection(
+        world.workspace,
+        name="Board",
+        restricted=True,
+        reader_ids=[world.viewer.pk, world.viewer.pk],
+        creator=world.editor,
+    )
     assert set(collection.readers.all()) == {world.viewer, world.editor}
 
 
@@ -61,7 +84,9 @@ def closed_world(world):
     board = governance.create_collection(world.workspace, name="Board", restricted=True, creator=world.owner)
     open_collection = governance.create_collection(world.workspace, name="Open")
     minutes = governance.create_document(board, title="Minutes", text="secret")
-    expired = governance.create_document(open_collection, title="Old", text="gone", expires_at=timezone.now() - timedelta(seconds=1))
+    expired = governance.create_document(
+        open_collection, title="Old", text="gone", expires_at=timezone.now() - timedelta(seconds=1)
+    )
     foreign = governance.create_collection(world.other_workspace, name="Foreign")
     return world, board, open_collection, minutes, expired, foreign
 
@@ -79,18 +104,31 @@ def test_create_document_refuses_a_collection_the_member_cannot_read(closed_worl
     ):
         with pytest.raises(ApiError) as refused:
             refused_call()
-        assert (refused.value.status, refused.value.code, refused.value.details) == (400, "VALIDATION_ERROR", {"fields": {"collectionId": ["No such collection."]}})
+        assert (refused.value.status, refused.value.code, refused.value.details) == (
+            400,
+            "VALIDATION_ERROR",
+            {"fields": {"collectionId": ["No such collection."]}},
+        )
     assert Document.objects.count() == before
     assert governance.create_document(collection_id=board.pk, title="T", text="x", by=world.owner).collection == board
-    assert governance.create_document(collection_id=open_collection.pk, title="T", text="x", by=world.editor).collection == open_collection
+    assert (
+        governance.create_document(collection_id=open_collection.pk, title="T", text="x", by=world.editor).collection
+        == open_collection
+    )
 
 
 def test_delete_collection_refuses_one_the_member_cannot_read_as_not_found(closed_world):
     world, board, open_collection, _, _, foreign = closed_world
     for collection, collection_id in ((board, None), (None, board.pk), (None, foreign.pk), (None, 10**9)):
         with pytest.raises(ApiError) as refused:
-            governance.delete_collection(collection, collection_id=collection_id, by=world.editor, actor=world.editor.user)
-        assert (refused.value.status, refused.value.code, refused.value.message) == (404, "NOT_FOUND", "No such collection.")
+            governance.delete_collection(
+                collection, collection_id=collection_id, by=world.editor, actor=world.editor.user
+            )
+        assert (refused.value.status, refused.value.code, refused.value.message) == (
+            404,
+            "NOT_FOUND",
+            "No such collection.",
+        )
     assert Collection.objects.filter(pk__in=[board.pk, foreign.pk]).count() == 2
     governance.delete_collection(collection_id=open_collection.pk, by=world.editor, actor=world.editor.user)
     assert not Collection.objects.filter(pk=open_collection.pk).exists()
@@ -113,11 +151,19 @@ def test_create_context_set_refuses_a_collection_or_document_the_member_cannot_r
     for named, details in cases:
         with pytest.raises(ApiError) as refused:
             governance.create_context_set(world.workspace, name="S", by=world.editor, **named)
-        assert (refused.value.status, refused.value.code, refused.value.details) == (400, "VALIDATION_ERROR", details), named
+        assert (refused.value.status, refused.value.code, refused.value.details) == (
+            400,
+            "VALIDATION_ERROR",
+            details,
+        ), named
     assert not ContextSet.objects.exists()
-    mine = governance.create_context_set(world.workspace, name="S", collection_ids=[open_collection.pk, open_collection.pk], by=world.editor)
+    mine = governance.create_context_set(
+        world.workspace, name="S", collection_ids=[open_collection.pk, open_collection.pk], by=world.editor
+    )
     assert list(mine.collections.all()) == [open_collection]
-    owners = governance.create_context_set(world.workspace, name="B", collections=[board], documents=[minutes], by=world.owner)
+    owners = governance.create_context_set(
+        world.workspace, name="B", collections=[board], documents=[minutes], by=world.owner
+    )
     assert (list(owners.collections.all()), list(owners.documents.all())) == ([board], [minutes])
     with pytest.raises(ApiError):  # another workspace's member reads nothing here
         governance.create_context_set(world.workspace, name="X", collection_ids=[open_collection.pk], by=world.outsider)
@@ -139,14 +185,25 @@ def test_an_id_from_outside_is_never_trusted_without_the_member_who_reads_it(clo
 def _ctx(world):
     make_agent(world.editor)  # a credential for the editor
     credential = world.editor.credentials.get()
-    return gates.AgentContext(credential=credential, member=world.editor, workspace=world.workspace, ask_history=world.workspace.ask_history, context_set=None)
+    return gates.AgentContext(
+        credential=credential,
+        member=world.editor,
+        workspace=world.workspace,
+        ask_history=world.workspace.ask_history,
+        context_set=None,
+    )
 
 
 def test_a_turn_that_fails_to_record_hands_its_slot_back_and_a_spent_budget_answers_429(world, monkeypatch, settings):
     settings.AGENT_TURNS_PER_HOUR = 1
     agent = consolidation.create_agent(world.workspace, name="helper", vector_memory=True, actor=world.owner.user)
     ctx = _ctx(world)
-    turn = {"agent_id": agent.pk, "conversation_id": "c1", "anonymous": False, "messages": [{"role": "user", "content": "I like tea."}]}
+    turn = {
+        "agent_id": agent.pk,
+        "conversation_id": "c1",
+        "anonymous": False,
+        "messages": [{"role": "user", "content": "I like tea."}],
+    }
 
     def broken(**kwargs):
         raise RuntimeError("the database went away")
@@ -159,16 +216,24 @@ def test_a_turn_that_fails_to_record_hands_its_slot_back_and_a_spent_budget_answ
     assert slot.allowed and submitted.consolidation.pk
     with pytest.raises(ApiError) as limited:
         consolidation.submit_agent_turn(ctx, **turn)
-    assert limited.value.status == 429 and limited.value.code == "AGENT_MEMORY_RATE_LIMITED" and "Retry-After" in limited.value.headers
+    assert (
+        limited.value.status == 429
+        and limited.value.code == "AGENT_MEMORY_RATE_LIMITED"
+        and "Retry-After" in limited.value.headers
+    )
     assert get_limiter().acquire(ctx.credential.pk, 10).allowed  # remembers keep a budget of their own
 
 
 def test_a_turn_for_an_agent_of_another_workspace_is_not_found_and_spends_nothing(world, settings):
     settings.AGENT_TURNS_PER_HOUR = 1
-    foreign = consolidation.create_agent(world.other_workspace, name="theirs", vector_memory=True, actor=world.outsider.user)
+    foreign = consolidation.create_agent(
+        world.other_workspace, name="theirs", vector_memory=True, actor=world.outsider.user
+    )
     ctx = _ctx(world)
     with pytest.raises(ApiError) as missing:
-        consolidation.submit_agent_turn(ctx, agent_id=foreign.pk, conversation_id="c", anonymous=False, messages=[{"role": "user", "content": "hi"}])
+        consolidation.submit_agent_turn(
+            ctx, agent_id=foreign.pk, conversation_id="c", anonymous=False, messages=[{"role": "user", "content": "hi"}]
+        )
     assert missing.value.code == "AGENT_NOT_FOUND"
     assert get_limiter().acquire(ctx.credential.pk, 1, bucket="turn").allowed
 
@@ -194,19 +259,27 @@ def test_an_owner_sees_every_receipt_with_counts_only_and_a_member_only_their_ow
     (receipt,) = DeletionReceipt.objects.restrict(world.owner, "view")
     assert list(DeletionReceipt.objects.restrict(world.editor, "view")) == [receipt]
     assert list(DeletionReceipt.objects.restrict(world.viewer, "view")) == []
-    owner_view, own_view = receipt_access.receipt_json(receipt, viewer=world.owner), receipt_access.receipt_json(receipt, viewer=world.editor)
+    owner_view, own_view = (
+        receipt_access.receipt_json(receipt, viewer=world.owner),
+        receipt_access.receipt_json(receipt, viewer=world.editor),
+    )
     assert "memoryVersionIds" not in owner_view and "salt" not in owner_view and "filters" not in owner_view["manifest"]
     assert own_view["memoryVersionIds"] == [memory_id] and own_view["manifest"]["filters"] == {"memoryId": memory_id}
     assert owner_view["operationLabel"] == "Forgotten by an agent"
     assert receipt_access.chain_report_for(world.owner)["scope"] == "workspace"
-    assert "scope" not in receipt_access.chain_report_for(world.viewer) or receipt_access.chain_report_for(world.viewer)["scope"] != "workspace"
+    assert (
+        "scope" not in receipt_access.chain_report_for(world.viewer)
+        or receipt_access.chain_report_for(world.viewer)["scope"] != "workspace"
+    )
     del viewer
 
 
 # --- usage and lifecycle counts: one rule of who sees what ---------------------------------------------
 def test_usage_and_lifecycle_counts_are_the_workspaces_for_owners_and_ones_own_otherwise(world):
     ModelPrice.objects.create(model_name="agent-model", input_per_1k="2", output_per_1k="4")
-    charging.record_reply_usage(world.editor, conversation_id="c", model_name="agent-model", input_tokens=10, output_tokens=5, memory_tokens=0)
+    charging.record_reply_usage(
+        world.editor, conversation_id="c", model_name="agent-model", input_tokens=10, output_tokens=5, memory_tokens=0
+    )
     from credits.models import UsageRecord
 
     assert usage.usage_totals(UsageRecord.objects.restrict(world.owner, "view"))["records"] == 1
@@ -229,18 +302,24 @@ def test_a_retention_change_that_erases_needs_confirmation_and_saves_nothing_unt
     make_agent(world.editor).remember(namespace="notes", text="Likes green tea.")
     MemoryVersion.objects.update(retention_anchor=MemoryVersion.objects.get().retention_anchor.replace(year=2000))
     change = {"agentMemoryRetentionDays": 30}
-    asked = previews.save_settings_or_ask_confirmation(world.workspace, change, actor=world.owner.user, confirmed=None, confirmed_plan=None)
+    asked = previews.save_settings_or_ask_confirmation(
+        world.workspace, change, actor=world.owner.user, confirmed=None, confirmed_plan=None
+    )
     assert asked["needsConfirmation"] is True and asked["manifest"]["agentMemories"]["memories"] == 1
     world.workspace.ask_history.refresh_from_db()
     assert world.workspace.ask_history.agent_memory_retention_days == 90 and MemoryVersion.objects.exists()
     seen = previews.preview_summary(asked["manifest"])
-    saved = previews.save_settings_or_ask_confirmation(world.workspace, change, actor=world.owner.user, confirmed=seen, confirmed_plan=asked["planToken"])
+    saved = previews.save_settings_or_ask_confirmation(
+        world.workspace, change, actor=world.owner.user, confirmed=seen, confirmed_plan=asked["planToken"]
+    )
     assert saved["needsConfirmation"] is False and saved["applied"]["agentVersionsErased"] == 1
     assert not MemoryVersion.objects.exists()
 
 
 def test_a_change_that_moves_nothing_is_saved_at_once(world):
-    saved = previews.save_settings_or_ask_confirmation(world.workspace, {"expiredGraceDays": 5}, actor=world.owner.user, confirmed=None, confirmed_plan=None)
+    saved = previews.save_settings_or_ask_confirmation(
+        world.workspace, {"expiredGraceDays": 5}, actor=world.owner.user, confirmed=None, confirmed_plan=None
+    )
     assert saved["needsConfirmation"] is False and saved["settings"]["expiredGraceDays"] == 5
 
 

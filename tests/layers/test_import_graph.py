@@ -30,7 +30,9 @@ def project_graph() -> grimp.ImportGraph:
 def cycles(graph: grimp.ImportGraph, packages: tuple[str, ...] = PACKAGES) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), i.e. import cycles."""
     modules = sorted(m for m in graph.modules if m.split(".")[0] in packages)
-    edges = {m: sorted(d for d in graph.find_modules_directly_imported_by(m) if d.split(".")[0] in packages) for m in modules}
+    edges = {
+        m: sorted(d for d in graph.find_modules_directly_imported_by(m) if d.split(".")[0] in packages) for m in modules
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -102,7 +104,13 @@ def function_level_imports() -> list[tuple[str, int, str, bool]]:
                 if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 for node in ast.walk(function):
-                    names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                    names = (
+                        [node.module]
+                        if isinstance(node, ast.ImportFrom) and node.module
+                        else [a.name for a in node.names]
+                        if isinstance(node, ast.Import)
+                        else []
+                    )
                     for name in names:
                         if name.split(".")[0] in PACKAGES:
                             previous = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
@@ -121,7 +129,13 @@ def test_import_linter_contracts_hold():
     # In a subprocess: import-linter's CLI reconfigures logging (dictConfig disables every
     # existing logger), which would silence the loggers other tests read.
     linter = Path(sys.executable).with_name("lint-imports")
-    result = subprocess.run([str(linter), "--no-cache", "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(linter), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Contracts: {len(LINTER['contracts'])} kept, 0 broken." in result.stdout
 

@@ -26,16 +26,34 @@ APPS = ("memoryapp", "governance", "retention", "credits", "config", "core")
 OWNERS = {Path("memoryapp/models.py"), Path("governance/models.py")}
 
 RAW_PREDICATES = {
-    "the expiry rule or the grace cutoff (MemoryVersion.objects.live / within_retention / past_grace …)": re.compile(r"retention_anchor__(gt|gte|lt|lte)\b|retention_anchor\s*[<>]"),
-    "a retention date computed from the settings (version.expires_at / grace_ends_at)": re.compile(r"timedelta\(days=[^)]*(agent_memory_retention_days|expired_grace_days)"),
-    "an expiry computed from an anchor (expires_from / expiry_expression)": re.compile(r"anchor\b.*\+\s*timedelta\(days"),
-    "current version (MemoryVersion.objects.current / superseded, version.is_current)": re.compile(r"valid_to__isnull|valid_to IS NULL|valid_to\s+is\s+(not\s+)?None"),
+    "the expiry rule or the grace cutoff (MemoryVersion.objects.live / within_retention / past_grace …)": re.compile(
+        r"retention_anchor__(gt|gte|lt|lte)\b|retention_anchor\s*[<>]"
+    ),
+    "a retention date computed from the settings (version.expires_at / grace_ends_at)": re.compile(
+        r"timedelta\(days=[^)]*(agent_memory_retention_days|expired_grace_days)"
+    ),
+    "an expiry computed from an anchor (expires_from / expiry_expression)": re.compile(
+        r"anchor\b.*\+\s*timedelta\(days"
+    ),
+    "current version (MemoryVersion.objects.current / superseded, version.is_current)": re.compile(
+        r"valid_to__isnull|valid_to IS NULL|valid_to\s+is\s+(not\s+)?None"
+    ),
     "unreachable (MemoryVersion.objects.reachable / unreachable, unreachable_q)": re.compile(r"unreachable_at__isnull"),
-    "active member (Member.objects.active / removed)": re.compile(r"left_at__isnull|left_at\s*[!=]=\s*None|left_at\s+is\s+(not\s+)?None"),
-    "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)": re.compile(r"revoked_at__isnull"),
-    "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(r"(exclude|filter|Q)\(namespace=ASSISTANT_NAMESPACE\b"),
-    "context set not deleted (ContextSet.objects.live, context_set.is_deleted)": re.compile(r"deleted_at__isnull|deleted_at\s*[!=]=\s*None|deleted_at\s+is\s+(not\s+)?None"),
-    "document or credential expiry as a query (Document.objects.unexpired, Credential.objects.active / expired)": re.compile(r"expires_at__(isnull|gt|gte|lt|lte)\b"),
+    "active member (Member.objects.active / removed)": re.compile(
+        r"left_at__isnull|left_at\s*[!=]=\s*None|left_at\s+is\s+(not\s+)?None"
+    ),
+    "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)": re.compile(
+        r"revoked_at__isnull"
+    ),
+    "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(
+        r"(exclude|filter|Q)\(namespace=ASSISTANT_NAMESPACE\b"
+    ),
+    "context set not deleted (ContextSet.objects.live, context_set.is_deleted)": re.compile(
+        r"deleted_at__isnull|deleted_at\s*[!=]=\s*None|deleted_at\s+is\s+(not\s+)?None"
+    ),
+    "document or credential expiry as a query (Document.objects.unexpired, Credential.objects.active / expired)": re.compile(
+        r"expires_at__(isnull|gt|gte|lt|lte)\b"
+    ),
 }
 
 
@@ -91,8 +109,15 @@ def member(db, django_user_model):
     return Member.objects.create(workspace=workspace, user=user, role="owner")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # rows are reset per input
-@given(age_days=st.integers(min_value=0, max_value=60), assistant=st.booleans(), expired_state=st.booleans(), unreachable=st.booleans())
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)  # rows are reset per input
+@given(
+    age_days=st.integers(min_value=0, max_value=60),
+    assistant=st.booleans(),
+    expired_state=st.booleans(),
+    unreachable=st.booleans(),
+)
 @pytest.mark.django_db
 def test_querysets_and_row_methods_select_the_same_versions(member, age_days, assistant, expired_state, unreachable):
     now = timezone.now()
@@ -138,16 +163,26 @@ def test_credential_status_querysets_partition_like_the_row_methods(member):
         "revoked and expired": {"revoked_at": now, "expires_at": now - timedelta(days=1)},
     }
     for n, (name, fields) in enumerate(cases.items()):
-        Credential.objects.create(workspace=member.workspace, member=member, name=name, prefix=f"p{n}", token_hash="h", **fields)
+        Credential.objects.create(
+            workspace=member.workspace, member=member, name=name, prefix=f"p{n}", token_hash="h", **fields
+        )
     by_name = {c.name: c for c in Credential.objects.all()}
-    assert {c.name for c in Credential.objects.active(now)} == {n for n, c in by_name.items() if c.is_usable(now)} == {"open", "expiring"}
+    assert (
+        {c.name for c in Credential.objects.active(now)}
+        == {n for n, c in by_name.items() if c.is_usable(now)}
+        == {"open", "expiring"}
+    )
     assert {c.name for c in Credential.objects.expired(now)} == {"expired"}
     assert {c.name for c in Credential.objects.revoked()} == {"revoked", "revoked and expired"}
 
 
 @pytest.mark.django_db
 def test_active_and_removed_members_partition(member, django_user_model):
-    other = Member.objects.create(workspace=member.workspace, user=django_user_model.objects.create_user("gone", "gone@example.com", "x"), left_at=timezone.now())
+    other = Member.objects.create(
+        workspace=member.workspace,
+        user=django_user_model.objects.create_user("gone", "gone@example.com", "x"),
+        left_at=timezone.now(),
+    )
     assert list(Member.objects.active()) == [member]
     assert list(Member.objects.removed()) == [other]
     assert [m.is_active for m in (member, other)] == [True, False]
@@ -189,13 +224,25 @@ def test_every_retention_queryset_is_read_at_the_instant_it_is_given(member, shi
     versions = MemoryVersion.objects.filter(member=member)
     ids = lambda queryset: set(queryset.values_list("pk", flat=True))  # noqa: E731
     assert ids(versions.within_retention(30, at=at)) == select(lambda age, *_: age < days)
-    assert ids(versions.past_retention(30, at=at)) == ids(versions.filter(past_retention_q(30, at))) == select(lambda age, *_: age >= days)
+    assert (
+        ids(versions.past_retention(30, at=at))
+        == ids(versions.filter(past_retention_q(30, at)))
+        == select(lambda age, *_: age >= days)
+    )
     assert ids(versions.within_grace(30, 10, at=at)) == select(lambda age, *_: age < grace)
     assert ids(versions.past_grace(30, 10, at=at)) == select(lambda age, *_: age >= grace)
     assert grace_cutoff(30, 10, at) == at - grace
     live = select(lambda age, assistant, expired, unreachable: not unreachable and not expired and age < days)
-    assert ids(versions.live(ask_history, at=at)) == ids(MemoryVersion.objects.restrict(member, "view", ask_history=ask_history, at=at)) == live
-    kept = select(lambda age, assistant, expired, unreachable: not unreachable and (age < grace if assistant else (not expired and age < days)))
+    assert (
+        ids(versions.live(ask_history, at=at))
+        == ids(MemoryVersion.objects.restrict(member, "view", ask_history=ask_history, at=at))
+        == live
+    )
+    kept = select(
+        lambda age, assistant, expired, unreachable: (
+            not unreachable and (age < grace if assistant else (not expired and age < days))
+        )
+    )
     assert ids(versions.kept_for_member(ask_history, at=at)) == kept
     # the row methods agree at the same instant, boundaries included (anchors exactly 30 and 40 days back)
     by_pk = {v.pk: v for v in versions}
@@ -203,7 +250,10 @@ def test_every_retention_queryset_is_read_at_the_instant_it_is_given(member, shi
     from memoryapp.models import expiry_expression
 
     versions.update(expired_at=expiry_expression(30))
-    assert all(v.expired_at == v.expires_at(ask_history) == v.retention_anchor + days for v in MemoryVersion.objects.filter(member=member))
+    assert all(
+        v.expired_at == v.expires_at(ask_history) == v.retention_anchor + days
+        for v in MemoryVersion.objects.filter(member=member)
+    )
 
 
 @pytest.mark.django_db
@@ -219,7 +269,9 @@ def test_a_credentials_status_is_revoked_before_expired_before_active(member):
         "revoked and expired": ({"revoked_at": now, "expires_at": now - timedelta(days=1)}, CredentialStatus.REVOKED),
     }
     for n, (name, (fields, expected)) in enumerate(cases.items()):
-        credential = Credential.objects.create(workspace=member.workspace, member=member, name=name, prefix=f"s{n}", token_hash="h", **fields)
+        credential = Credential.objects.create(
+            workspace=member.workspace, member=member, name=name, prefix=f"s{n}", token_hash="h", **fields
+        )
         assert credential.status(now) == expected, name
 
 
@@ -230,8 +282,13 @@ def test_the_settings_ranges_are_the_models_in_the_api_body_and_the_form():
     from memoryapp.pages.forms import AskHistorySettingsForm
 
     body, form = SettingsBody().fields, AskHistorySettingsForm().fields
-    for api, field, (low, high) in (("agentMemoryRetentionDays", "agent_memory_retention_days", RETENTION_DAYS_RANGE), ("expiredGraceDays", "expired_grace_days", GRACE_DAYS_RANGE)):
-        assert (body[api].min_value, body[api].max_value) == (form[field].min_value, form[field].max_value) == (low, high)
+    for api, field, (low, high) in (
+        ("agentMemoryRetentionDays", "agent_memory_retention_days", RETENTION_DAYS_RANGE),
+        ("expiredGraceDays", "expired_grace_days", GRACE_DAYS_RANGE),
+    ):
+        assert (
+            (body[api].min_value, body[api].max_value) == (form[field].min_value, form[field].max_value) == (low, high)
+        )
         with translation.override("en"):
             assert f"Between {low} and {high}." in str(form[field].help_text)
 
@@ -255,7 +312,9 @@ def test_a_document_is_unexpired_strictly_before_its_expiry_instant(member):
     at = timezone.now()
     collection = Collection.objects.create(workspace=member.workspace, name="c")
     documents = {
-        name: Document.objects.create(workspace=member.workspace, collection=collection, title=name, expires_at=expires_at)
+        name: Document.objects.create(
+            workspace=member.workspace, collection=collection, title=name, expires_at=expires_at
+        )
         for name, expires_at in {
             "never": None,
             "after": at + timedelta(microseconds=1),
@@ -275,7 +334,9 @@ def test_a_document_is_unexpired_strictly_before_its_expiry_instant(member):
 def test_a_save_that_writes_the_text_rewrites_its_digest_and_length_and_only_what_it_names(member):
     """`MemoryVersion.save`: the keyed digest and the length follow the text whenever a save writes
     it (update_fields naming `text` gains both), and a save naming other fields writes only those."""
-    version = MemoryVersion.objects.create(workspace=member.workspace, member=member, namespace="notes", text="first text")
+    version = MemoryVersion.objects.create(
+        workspace=member.workspace, member=member, namespace="notes", text="first text"
+    )
     first_digest = version.text_hmac
     version.text = "a longer second text"
     version.save(update_fields=["text"])

@@ -85,16 +85,40 @@ def test_a_package_import_is_split_and_every_name_still_bound_to_the_same_module
         ("memoryapp/foo.py", "from .errors import ApiError\n", "from core.errors import ApiError\n"),
         ("memoryapp/foo.py", "from . import errors, models\n", "from . import models\nfrom core import errors\n"),
         ("memoryapp/api/views.py", "from ..params import parse_id\n", "from core.params import parse_id\n"),
-        ("memoryapp/foo.py", "from .models import MemoryVersion\n", "from .models import MemoryVersion\n"),  # not moved: untouched
+        (
+            "memoryapp/foo.py",
+            "from .models import MemoryVersion\n",
+            "from .models import MemoryVersion\n",
+        ),  # not moved: untouched
         ("memoryapp/params.py", "from .errors import validation_error\n", "from core.errors import validation_error\n"),
         # inside a moved module every relative import is spelt absolute: its dots would point into core
         ("memoryapp/cursors.py", "from .models import X\n", "from memoryapp.models import X\n"),
-        ("retention/erasure.py", "from .chunks import CHUNK, run_in_chunks\n", "from core.chunks import CHUNK, run_in_chunks\n"),
-        ("retention/erasure.py", "from retention import chunks as c, models\n", "from retention import models\nfrom core import chunks as c\n"),
-        ("memoryapp/__init__.py", "from .celery import app as celery_app\n", "from config.celery import app as celery_app\n"),
+        (
+            "retention/erasure.py",
+            "from .chunks import CHUNK, run_in_chunks\n",
+            "from core.chunks import CHUNK, run_in_chunks\n",
+        ),
+        (
+            "retention/erasure.py",
+            "from retention import chunks as c, models\n",
+            "from retention import models\nfrom core import chunks as c\n",
+        ),
+        (
+            "memoryapp/__init__.py",
+            "from .celery import app as celery_app\n",
+            "from config.celery import app as celery_app\n",
+        ),
         ("tests/test_x.py", "import memoryapp.errors as e\n", "import core.errors as e\n"),
-        ("tests/test_x.py", "import memoryapp\nmemoryapp.errors.ApiError\n", "import memoryapp\nimport core.errors\ncore.errors.ApiError\n"),
-        ("tests/test_x.py", "x = 1; from memoryapp import logs\n", "x = 1; from memoryapp import logs\n"),  # shares a line: reported, not guessed
+        (
+            "tests/test_x.py",
+            "import memoryapp\nmemoryapp.errors.ApiError\n",
+            "import memoryapp\nimport core.errors\ncore.errors.ApiError\n",
+        ),
+        (
+            "tests/test_x.py",
+            "x = 1; from memoryapp import logs\n",
+            "x = 1; from memoryapp import logs\n",
+        ),  # shares a line: reported, not guessed
     ],
 )
 def test_relative_and_bare_imports(path, source, result):
@@ -114,8 +138,14 @@ def test_relative_and_bare_imports(path, source, result):
         ("see `memoryapp/errors.py` and retention/chunks.py", "see `core/errors.py` and core/chunks.py"),
         ("#: memoryapp/settings.py", "#: config/settings.py"),
         # look-alikes stay
-        ("memoryapp.envelope memoryapp.settings_extra xmemoryapp.env self.memoryapp.urls", "memoryapp.envelope memoryapp.settings_extra xmemoryapp.env self.memoryapp.urls"),
-        ("celery -A memoryapp.other worker; memoryapp/urls_old.py; memoryapp.apps", "celery -A memoryapp.other worker; memoryapp/urls_old.py; memoryapp.apps"),
+        (
+            "memoryapp.envelope memoryapp.settings_extra xmemoryapp.env self.memoryapp.urls",
+            "memoryapp.envelope memoryapp.settings_extra xmemoryapp.env self.memoryapp.urls",
+        ),
+        (
+            "celery -A memoryapp.other worker; memoryapp/urls_old.py; memoryapp.apps",
+            "celery -A memoryapp.other worker; memoryapp/urls_old.py; memoryapp.apps",
+        ),
         ('Celery("memoryapp")', 'Celery("memoryapp")'),
     ],
 )
@@ -174,15 +204,41 @@ def test_pyproject_gains_the_packages_a_bottom_core_layer_and_the_core_contract(
     assert mp.rewrite_pyproject(mp.rewrite_text(once)) == once
     config = tomllib.loads(once)
     tool = config["tool"]
-    assert tool["setuptools"]["packages"]["find"]["include"] == ["memoryapp*", "governance*", "retention*", "config*", "core*"]
+    assert tool["setuptools"]["packages"]["find"]["include"] == [
+        "memoryapp*",
+        "governance*",
+        "retention*",
+        "config*",
+        "core*",
+    ]
     assert tool["pytest"]["ini_options"]["DJANGO_SETTINGS_MODULE"] == "config.settings"
     assert tool["mutmut"]["source_paths"][-2:] == ["config", "core"]
-    assert tool["ruff"]["lint"]["isort"]["known-first-party"] == ["memoryapp", "governance", "retention", "config", "core", "tests", "bench"]
+    assert tool["ruff"]["lint"]["isort"]["known-first-party"] == [
+        "memoryapp",
+        "governance",
+        "retention",
+        "config",
+        "core",
+        "tests",
+        "bench",
+    ]
     assert tool["importlinter"]["root_packages"] == ["memoryapp", "governance", "retention", "config", "core"]
     layers, other, core = tool["importlinter"]["contracts"]
-    assert layers["layers"] == ["config : memoryapp.apps : governance.apps", "memoryapp.api : retention.api", "memoryapp.metrics", "governance.models : memoryapp.models", "core"]
+    assert layers["layers"] == [
+        "config : memoryapp.apps : governance.apps",
+        "memoryapp.api : retention.api",
+        "memoryapp.metrics",
+        "governance.models : memoryapp.models",
+        "core",
+    ]
     assert other["id"] == "other" and other["forbidden_modules"] == ["retention"]
-    assert core == {"id": "core-imports-no-app", "name": core["name"], "type": "forbidden", "source_modules": ["core"], "forbidden_modules": ["memoryapp", "governance", "retention", "config"]}
+    assert core == {
+        "id": "core-imports-no-app",
+        "name": core["name"],
+        "type": "forbidden",
+        "source_modules": ["core"],
+        "forbidden_modules": ["memoryapp", "governance", "retention", "config"],
+    }
     # a root package added later (an app) is forbidden to core on the next run
     grown = once.replace('root_packages = ["memoryapp",', 'root_packages = ["credits", "memoryapp",')
     again = tomllib.loads(mp.rewrite_pyproject(grown))["tool"]["importlinter"]["contracts"][2]
@@ -203,14 +259,16 @@ def _git(root: Path, *args: str) -> str:
 
 def test_a_whole_run_on_a_scratch_repository_moves_rewrites_and_then_has_nothing_left(tmp_path):
     files = {
-        "memoryapp/__init__.py": 'import os\n\nfrom memoryapp.celery import app as celery_app  # noqa: E402\n\n__all__ = ["celery_app"]\n',
+        "memoryapp/__init__.py": "import os\n\nfrom memoryapp.celery import app as celery_app  # noqa: "
+        'E402\n\n__all__ = ["celery_app"]\n',
         "memoryapp/celery.py": 'import os\n\nos.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryapp.settings")\n',
         "memoryapp/settings.py": 'from memoryapp.env import env_str\n\nROOT_URLCONF = "memoryapp.urls"\n',
         "memoryapp/urls.py": "from memoryapp.params import IdConverter\n",
         "memoryapp/errors.py": "class ApiError(Exception):\n    pass\n",
         "memoryapp/env.py": "def env_str(name):\n    return name\n",
         "memoryapp/params.py": "from .errors import ApiError\n",
-        "memoryapp/gates.py": "from memoryapp import errors, models  # both\n\n\ndef f():\n    from memoryapp.logs import line\n",
+        "memoryapp/gates.py": "from memoryapp import errors, models  # both\n\n\ndef f():\n    from memoryapp.logs "
+        "import line\n",
         "memoryapp/models.py": "",
         "memoryapp/logs.py": "",
         "retention/__init__.py": "",
@@ -241,7 +299,9 @@ def test_a_whole_run_on_a_scratch_repository_moves_rewrites_and_then_has_nothing
     assert read("retention/erasure.py") == "from core.chunks import CHUNK\n"
     assert read("scripts/run.sh") == "celery -A config worker & uvicorn config.asgi:application\n"
     assert read("README.md") == "Settings live in `config/settings.py`.\n"
-    assert "celery" not in read("memoryapp/__init__.py") and "from config.celery import app as celery_app" in read("config/__init__.py")
+    assert "celery" not in read("memoryapp/__init__.py") and "from config.celery import app as celery_app" in read(
+        "config/__init__.py"
+    )
     assert read("core/__init__.py").startswith('"""The leaf helpers')
     renamed = _git(tmp_path, "diff", "--cached", "-M", "--name-status")
     assert "R100\tmemoryapp/errors.py\tcore/errors.py" in renamed  # git sees a move: history follows
@@ -266,4 +326,6 @@ def test_the_real_tree_has_nothing_left_to_move():
     if not (ROOT / "config" / "settings.py").exists():  # before the script's first run: nothing half-moved
         assert all((ROOT / mp._module_path(old)).exists() for old in mp.MODULE_MOVES)
         return
-    assert mp.run(ROOT, check=True, ruff=False) == 0, "run `python scripts/refactor/move_packages.py`: a file still names a moved module"
+    assert mp.run(ROOT, check=True, ruff=False) == 0, (
+        "run `python scripts/refactor/move_packages.py`: a file still names a moved module"
+    )

@@ -28,9 +28,18 @@ RESTRICTED = [Collection, Document, MemoryVersion, AccessEntry, DeletionReceipt,
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Who-may-see predicates the `restrict` methods write; each spelled in its model module only.
 RULES = {
-    "a collection's readers (Collection.objects.restrict)": (re.compile(r"\brestricted=False\b|Q\(readers="), "governance/models.py"),
-    "the access log's window (AccessEntry.objects.within_retention / past_retention)": (re.compile(r"timedelta\(days=settings\.ACCESS_LOG_RETENTION_DAYS"), "memoryapp/models.py"),
-    "whose usage an owner reads (UsageRecord.objects.restrict)": (re.compile(r"has_perm\([\"']usage:read_all"), "credits/models.py"),
+    "a collection's readers (Collection.objects.restrict)": (
+        re.compile(r"\brestricted=False\b|Q\(readers="),
+        "governance/models.py",
+    ),
+    "the access log's window (AccessEntry.objects.within_retention / past_retention)": (
+        re.compile(r"timedelta\(days=settings\.ACCESS_LOG_RETENTION_DAYS"),
+        "memoryapp/models.py",
+    ),
+    "whose usage an owner reads (UsageRecord.objects.restrict)": (
+        re.compile(r"has_perm\([\"']usage:read_all"),
+        "credits/models.py",
+    ),
 }
 
 
@@ -42,9 +51,17 @@ def test_no_who_may_see_rule_is_written_outside_its_model():
             if "migrations" in relative:
                 continue
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                copies += [f"{relative}:{number}: {rule}" for rule, (pattern, owner) in RULES.items() if relative != owner and pattern.search(line)]
+                copies += [
+                    f"{relative}:{number}: {rule}"
+                    for rule, (pattern, owner) in RULES.items()
+                    if relative != owner and pattern.search(line)
+                ]
     assert copies == [], "call the model's restrict() instead:\n" + "\n".join(copies)
-    planted = ["Collection.objects.filter(Q(restricted=False) | Q(readers=member))", "now - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS)", 'member.has_perm("usage:read_all")']
+    planted = [
+        "Collection.objects.filter(Q(restricted=False) | Q(readers=member))",
+        "now - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS)",
+        'member.has_perm("usage:read_all")',
+    ]
     assert all(any(pattern.search(line) for pattern, _ in RULES.values()) for line in planted)
 
 
@@ -66,7 +83,9 @@ def test_every_member_visible_model_restricts_and_refuses_an_unknown_action(worl
 def test_collections_and_documents_are_the_readable_ones_of_the_members_workspace(world):
     open_ = governance.create_collection(world.workspace, name="Handbook")
     closed = governance.create_collection(world.workspace, name="Board", restricted=True, readers=[world.editor])
-    wiki = governance.create_collection(world.workspace, name="Wiki", readers=[world.editor, world.viewer])  # listed readers, not restricted
+    wiki = governance.create_collection(
+        world.workspace, name="Wiki", readers=[world.editor, world.viewer]
+    )  # listed readers, not restricted
     elsewhere = governance.create_collection(world.other_workspace, name="Globex")
     handbook = governance.create_document(open_, title="Leave", text="Ten days a year.")
     board = governance.create_document(closed, title="Minutes", text="Budget approved.")
@@ -77,11 +96,15 @@ def test_collections_and_documents_are_the_readable_ones_of_the_members_workspac
         return set(model.objects.restrict(member, "view").values_list("pk", flat=True))
 
     assert seen(Collection, world.editor) == {open_.pk, closed.pk, wiki.pk}
-    assert seen(Collection, world.viewer) == seen(Collection, world.owner) == {open_.pk, wiki.pk}  # restricted: its readers only, whatever the role
+    assert (
+        seen(Collection, world.viewer) == seen(Collection, world.owner) == {open_.pk, wiki.pk}
+    )  # restricted: its readers only, whatever the role
     assert seen(Collection, world.outsider) == {elsewhere.pk}
     assert seen(Document, world.editor) == {handbook.pk, board.pk}  # never the expired one
     assert seen(Document, world.viewer) == {handbook.pk}
-    assert Collection.objects.restrict(world.editor, "view").count() == 3  # one row per collection, however many readers
+    assert (
+        Collection.objects.restrict(world.editor, "view").count() == 3
+    )  # one row per collection, however many readers
     assert len(Document.objects.restrict(world.viewer, "view")) == 1
 
 
@@ -90,14 +113,24 @@ def test_access_entries_are_the_members_own_within_the_retention_window(world):
 
     def entry(member, at):
         return AccessEntry.objects.create(
-            workspace=member.workspace, member=member, credential_ref=1, credential_name="c", operation="list", surface="rest", at=at, returned=1, memories=[{"id": 1, "v": 1}]
+            workspace=member.workspace,
+            member=member,
+            credential_ref=1,
+            credential_name="c",
+            operation="list",
+            surface="rest",
+            at=at,
+            returned=1,
+            memories=[{"id": 1, "v": 1}],
         )
 
     recent = entry(world.editor, now - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS) + timedelta(minutes=1))
     old = entry(world.editor, now - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS, minutes=1))
     owners = entry(world.owner, now)
     assert list(AccessEntry.objects.restrict(world.editor, "view")) == [recent]
-    assert list(AccessEntry.objects.restrict(world.owner, "view")) == [owners]  # an owner reads counts, not others' entries
+    assert list(AccessEntry.objects.restrict(world.owner, "view")) == [
+        owners
+    ]  # an owner reads counts, not others' entries
     assert set(AccessEntry.objects.past_retention()) == {old}
     assert set(AccessEntry.objects.of_removed_members()) == set()
     type(world.editor).objects.filter(pk=world.editor.pk).update(left_at=now)  # as a racing read would leave them

@@ -60,7 +60,11 @@ def _imported_files(path: Path, source: str) -> list[tuple[int, Path]]:
 
 
 def _violations(path: Path, source: str) -> list[str]:
-    return [f"{path.relative_to(ROOT)}:{line} imports {target.relative_to(ROOT)}" for line, target in _imported_files(path, source) if _is_test_module(target)]
+    return [
+        f"{path.relative_to(ROOT)}:{line} imports {target.relative_to(ROOT)}"
+        for line, target in _imported_files(path, source)
+        if _is_test_module(target)
+    ]
 
 
 def _python_files() -> list[Path]:
@@ -71,7 +75,9 @@ def test_no_test_module_imports_a_test_module_or_a_conftest():
     files = _python_files()
     assert sum(_is_test_module(file) for file in files) > 100  # the walk found the suites
     violations = [found for file in files for found in _violations(file, file.read_text(encoding="utf-8"))]
-    assert violations == [], "move what these share into a conftest.py (fixtures) or a support module (helpers):\n" + "\n".join(violations)
+    assert violations == [], (
+        "move what these share into a conftest.py (fixtures) or a support module (helpers):\n" + "\n".join(violations)
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,7 +91,15 @@ def test_no_test_module_imports_a_test_module_or_a_conftest():
         ("from .test_chain import forget_some", ROOT / "tests" / "receipts" / "x.py"),
         ("from conftest import World", CLIENT_TESTS / "x.py"),
     ],
-    ids=["conftest", "test module", "test module by name", "import conftest", "inside a function", "relative", "client conftest"],
+    ids=[
+        "conftest",
+        "test module",
+        "test module by name",
+        "import conftest",
+        "inside a function",
+        "relative",
+        "client conftest",
+    ],
 )
 def test_the_check_sees_every_way_of_importing_a_test_module(source, where):
     assert len(_violations(where, source)) == 1

@@ -24,6 +24,12 @@ def plant_expired(member, count: int, *, namespace: str = "bulk", days_old: int 
         )
         for i in range(count)
     )
-    ids = [r.pk for r in rows] if rows and rows[0].pk else list(MemoryVersion.objects.filter(member=member, namespace=namespace).values_list("pk", flat=True))
-    MemoryEmbedding.objects.bulk_create(MemoryEmbedding(memory_id=pk, embedder_id="test", dim=1, vector=b"\0\0\0\0") for pk in ids)
+    ids = (
+        [r.pk for r in rows]
+        if rows and rows[0].pk
+        else list(MemoryVersion.objects.filter(member=member, namespace=namespace).values_list("pk", flat=True))
+    )
+    MemoryEmbedding.objects.bulk_create(
+        MemoryEmbedding(memory_id=pk, embedder_id="test", dim=1, vector=b"\0\0\0\0") for pk in ids
+    )
     return ids

@@ -20,7 +20,9 @@ from tests.support import client_for, make_agent
 @pytest.fixture
 def knowledge(world):
     collection = governance.create_collection(world.workspace, name="Handbook")
-    document = governance.create_document(collection, title="Deploys", text="Deploys happen on Tuesdays.\n\nRollbacks need two approvals.")
+    document = governance.create_document(
+        collection, title="Deploys", text="Deploys happen on Tuesdays.\n\nRollbacks need two approvals."
+    )
     other = governance.create_document(collection, title="Holidays", text="The office closes in August.")
     return collection, document, other
 
@@ -36,10 +38,16 @@ def listed(agent) -> list[int]:
 
 
 def gone(*ids: int) -> bool:
-    return not MemoryVersion.objects.filter(pk__in=ids).exists() and not Citation.objects.filter(memory_id__in=ids).exists() and not MemoryEmbedding.objects.filter(memory_id__in=ids).exists()
+    return (
+        not MemoryVersion.objects.filter(pk__in=ids).exists()
+        and not Citation.objects.filter(memory_id__in=ids).exists()
+        and not MemoryEmbedding.objects.filter(memory_id__in=ids).exists()
+    )
 
 
-def test_deleting_a_cited_document_hides_its_memories_at_once_and_erases_them_on_commit(world, agent, knowledge, django_capture_on_commit_callbacks):
+def test_deleting_a_cited_document_hides_its_memories_at_once_and_erases_them_on_commit(
+    world, agent, knowledge, django_capture_on_commit_callbacks
+):
     _, document, other = knowledge
     cites = remember(agent, "Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)])
     unrelated = remember(agent, "The office closes in August.", citations=[str(other.passages.first().pk)])
@@ -51,12 +59,25 @@ def test_deleting_a_cited_document_hides_its_memories_at_once_and_erases_them_on
         callback()
     assert gone(cites)
     receipt = DeletionReceipt.objects.get()
-    assert (receipt.operation, receipt.member_ref, receipt.memory_version_ids) == (Operation.CASCADE_DOCUMENT, world.editor.pk, [cites])
-    assert receipt.manifest["artifacts"] == {"memory_version": 1, "citation": 1, "memory_embedding": 1, "access_log_entry": 0, "access_log_reference": 0, "data_key": 1}
+    assert (receipt.operation, receipt.member_ref, receipt.memory_version_ids) == (
+        Operation.CASCADE_DOCUMENT,
+        world.editor.pk,
+        [cites],
+    )
+    assert receipt.manifest["artifacts"] == {
+        "memory_version": 1,
+        "citation": 1,
+        "memory_embedding": 1,
+        "access_log_entry": 0,
+        "access_log_reference": 0,
+        "data_key": 1,
+    }
     assert listed(agent) == [unrelated]
 
 
-def test_deleting_a_document_through_the_api_erases_every_version_that_cites_it(world, agent, knowledge, django_capture_on_commit_callbacks):
+def test_deleting_a_document_through_the_api_erases_every_version_that_cites_it(
+    world, agent, knowledge, django_capture_on_commit_callbacks
+):
     _, document, _ = knowledge
     passage = str(document.passages.first().pk)
     v1 = remember(agent, "Deploy rule one.", key="deploys", citations=[passage])
@@ -65,10 +86,14 @@ def test_deleting_a_document_through_the_api_erases_every_version_that_cites_it(
         response = client_for(world.owner).delete(f"/api/w/{world.workspace.pk}/documents/{document.pk}")
     assert response.status_code in (200, 204), response.content
     assert gone(v1, v2)
-    assert sorted(DeletionReceipt.objects.get(operation=Operation.CASCADE_DOCUMENT).memory_version_ids) == sorted([v1, v2])
+    assert sorted(DeletionReceipt.objects.get(operation=Operation.CASCADE_DOCUMENT).memory_version_ids) == sorted(
+        [v1, v2]
+    )
 
 
-def test_deleting_a_collection_erases_memories_filed_in_it_or_citing_its_documents(world, agent, knowledge, django_capture_on_commit_callbacks):
+def test_deleting_a_collection_erases_memories_filed_in_it_or_citing_its_documents(
+    world, agent, knowledge, django_capture_on_commit_callbacks
+):
     collection, document, _ = knowledge
     filed = remember(agent, "Filed in the handbook.", collectionId=str(collection.pk))
     cites = remember(agent, "Cites the handbook.", citations=[str(document.passages.first().pk)])
@@ -95,7 +120,9 @@ def test_removing_a_member_erases_their_memories_and_only_theirs(world, agent, d
     assert (receipt.operation, receipt.member_ref) == (Operation.MEMBER_REMOVAL, world.editor.pk)
 
 
-def test_switching_a_workspace_to_non_retaining_erases_all_its_memories(world, agent, django_capture_on_commit_callbacks):
+def test_switching_a_workspace_to_non_retaining_erases_all_its_memories(
+    world, agent, django_capture_on_commit_callbacks
+):
     owner_agent = make_agent(world.owner)
     outsider_agent = make_agent(world.outsider)
     ids = [remember(agent, "Editor note."), remember(owner_agent, "Owner note.")]
@@ -118,10 +145,15 @@ def test_deleting_a_workspace_erases_its_memories_with_receipts_that_outlive_it(
     assert sorted(i for r in receipts for i in r.memory_version_ids) == sorted(ids)
 
 
-def test_when_the_broker_is_down_the_cascade_sweep_erases_what_the_task_missed(world, agent, knowledge, django_capture_on_commit_callbacks):
+def test_when_the_broker_is_down_the_cascade_sweep_erases_what_the_task_missed(
+    world, agent, knowledge, django_capture_on_commit_callbacks
+):
     _, document, _ = knowledge
     cites = remember(agent, "Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)])
-    with mock.patch.object(tasks.erase_unreachable_task, "delay", side_effect=ConnectionError("broker down")), django_capture_on_commit_callbacks(execute=True):
+    with (
+        mock.patch.object(tasks.erase_unreachable_task, "delay", side_effect=ConnectionError("broker down")),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         governance.delete_document(document, actor=world.owner.user)
     assert listed(agent) == []
     assert MemoryVersion.objects.filter(pk=cites).exists()
@@ -135,10 +167,16 @@ def test_when_the_broker_is_down_the_cascade_sweep_erases_what_the_task_missed(w
 def test_the_cascade_sweep_finds_orphans_that_were_never_marked(world, agent, knowledge):
     collection, document, _ = knowledge
     owner_agent = make_agent(world.owner)
-    cites = remember(agent, "Cites a document deleted behind the actions' back.", citations=[str(document.passages.first().pk)])
+    cites = remember(
+        agent, "Cites a document deleted behind the actions' back.", citations=[str(document.passages.first().pk)]
+    )
     other_collection = governance.create_collection(world.workspace, name="Scratch")
-    filed = remember(owner_agent, "Filed in a collection deleted behind the actions' back.", collectionId=str(other_collection.pk))
-    viewer_memory = MemoryVersion.objects.create(workspace=world.workspace, member=world.viewer, namespace="ops", text="Viewer note.")
+    filed = remember(
+        owner_agent, "Filed in a collection deleted behind the actions' back.", collectionId=str(other_collection.pk)
+    )
+    viewer_memory = MemoryVersion.objects.create(
+        workspace=world.workspace, member=world.viewer, namespace="ops", text="Viewer note."
+    )
     outsider_memory = remember(make_agent(world.outsider), "Outsider note.")
 
     Document.objects.filter(pk=document.pk).delete()  # a deletion that bypassed the actions

@@ -42,7 +42,11 @@ def run_twice_at_once(job) -> list:
 
 
 def erased_once(operation: str, planted: list[int]) -> None:
-    ids = Counter(pk for ids in DeletionReceipt.objects.filter(operation=operation).values_list("memory_version_ids", flat=True) for pk in ids)
+    ids = Counter(
+        pk
+        for ids in DeletionReceipt.objects.filter(operation=operation).values_list("memory_version_ids", flat=True)
+        for pk in ids
+    )
     assert sorted(ids) == sorted(planted)
     assert max(ids.values()) == 1
     assert not MemoryVersion.objects.filter(pk__in=planted).exists()
@@ -80,7 +84,9 @@ def test_grace_purge_and_reactivation_at_once_never_both_happen(world):
     from memoryapp import assistant
 
     ids = plant_expired(world.editor, 1, namespace="assistant", days_old=150)
-    MemoryVersion.objects.filter(pk__in=ids).update(key="topic_one", retention_anchor=timezone.now() - timedelta(days=120, minutes=-5))
+    MemoryVersion.objects.filter(pk__in=ids).update(
+        key="topic_one", retention_anchor=timezone.now() - timedelta(days=120, minutes=-5)
+    )
     # grace ends in 5 minutes: reactivation is allowed now; the purge runs "6 minutes later"
     outcomes = []
 

@@ -135,13 +135,23 @@ def test_expiry_sweep_is_idempotent(world, agent):
         remember(agent)
     with time_machine.travel(T0 + timedelta(days=91), tick=False):
         assert lifecycle.expiry_sweep()["receipts"] == 1
-        assert lifecycle.expiry_sweep() == {"agentVersionsErased": 0, "receipts": 0, "assistantExpired": 0, "assistantRestored": 0, "vacuumed": False}
+        assert lifecycle.expiry_sweep() == {
+            "agentVersionsErased": 0,
+            "receipts": 0,
+            "assistantExpired": 0,
+            "assistantRestored": 0,
+            "vacuumed": False,
+        }
     assert DeletionReceipt.objects.count() == 1
 
 
 # --- assistant memories ------------------------------------------------------------------------
 def add_assistant(world, topic: str = "preferred_language", summary: str = "Answers in Japanese.") -> str:
-    response = client_for(world.editor).post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "preference", "topic": topic, "summary": summary}, format="json")
+    response = client_for(world.editor).post(
+        f"/api/w/{world.workspace.pk}/ai-memory/memories",
+        {"kind": "preference", "topic": topic, "summary": summary},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     return response.json()["memory"]["id"]
 
@@ -246,7 +256,11 @@ def test_an_edit_restarts_an_assistant_memorys_retention(world):
     with time_machine.travel(T0, tick=False):
         memory_id = add_assistant(world)
     with time_machine.travel(T0 + timedelta(days=80), tick=False):
-        response = client_for(world.editor).patch(f"/api/w/{world.workspace.pk}/ai-memory/memories/{memory_id}", {"summary": "Answers in English."}, format="json")
+        response = client_for(world.editor).patch(
+            f"/api/w/{world.workspace.pk}/ai-memory/memories/{memory_id}",
+            {"summary": "Answers in English."},
+            format="json",
+        )
         assert response.status_code == 200
         edited = response.json()["memory"]["id"]
     with time_machine.travel(T0 + timedelta(days=120), tick=False):
@@ -260,7 +274,11 @@ def test_an_edit_restarts_an_assistant_memorys_retention(world):
 
 
 def receipt_ids(operation: str) -> list[int]:
-    return [pk for ids in DeletionReceipt.objects.filter(operation=operation).values_list("memory_version_ids", flat=True) for pk in ids]
+    return [
+        pk
+        for ids in DeletionReceipt.objects.filter(operation=operation).values_list("memory_version_ids", flat=True)
+        for pk in ids
+    ]
 
 
 def test_an_interrupted_sweep_rerun_loses_nothing_and_erases_nothing_twice(world, monkeypatch):
@@ -299,7 +317,11 @@ def test_run_periodic_jobs_runs_every_job_or_only_the_named_ones(world):
     assert json.loads(out.getvalue())["expiry_sweep"]["agentVersionsErased"] == 3
     out = io.StringIO()
     call_command("run_periodic_jobs", stdout=out)
-    assert {line.split(":")[0] for line in out.getvalue().splitlines()} >= {"expiry_sweep", "cascade_sweep", "grace_purge"}
+    assert {line.split(":")[0] for line in out.getvalue().splitlines()} >= {
+        "expiry_sweep",
+        "cascade_sweep",
+        "grace_purge",
+    }
     with pytest.raises(CommandError):
         call_command("run_periodic_jobs", "--only", "no_such_job")
 
@@ -324,7 +346,9 @@ def test_the_sweeps_receipts_state_the_rule_and_the_cutoff_they_applied(world, a
     instant (the receipt is the member's proof of why it went)."""
     from memoryapp.assistant import add_assistant_memory
 
-    governance.update_settings(world.workspace, {"agentMemoryRetentionDays": 30, "expiredGraceDays": 10}, actor=world.owner.user)
+    governance.update_settings(
+        world.workspace, {"agentMemoryRetentionDays": 30, "expiredGraceDays": 10}, actor=world.owner.user
+    )
     old = remember(agent, text="An old agent note.")
     topic, _ = add_assistant_memory(world.editor, kind="preference", topic="response_style", summary="Short answers.")
     MemoryVersion.objects.filter(pk__in=[int(old), topic.pk]).update(retention_anchor=T0 - timedelta(days=45))
@@ -347,4 +371,6 @@ def test_the_sweeps_receipts_state_the_rule_and_the_cutoff_they_applied(world, a
         "lastUpdatedBefore": (T0 - timedelta(days=40)).isoformat(),
     }
     assert grace.memory_version_ids == [topic.pk]
-    assert expiry.unreachable_at == grace.unreachable_at == T0 - timedelta(days=15)  # anchor + 30 days: when each expired
+    assert (
+        expiry.unreachable_at == grace.unreachable_at == T0 - timedelta(days=15)
+    )  # anchor + 30 days: when each expired

@@ -13,7 +13,17 @@ from retention import matrix
 from tests.support import client_for, error_code
 
 PROJECT_APPS = ("governance", "memoryapp", "retention", "credits")
-REQUIRED_CLASSES = {"memory_version", "citation", "embedding", "receipt", "usage_record", "rate_limit_counter", "consolidation_input", "audit_event", "backups"}
+REQUIRED_CLASSES = {
+    "memory_version",
+    "citation",
+    "embedding",
+    "receipt",
+    "usage_record",
+    "rate_limit_counter",
+    "consolidation_input",
+    "audit_event",
+    "backups",
+}
 
 
 def project_models() -> list[type[models.Model]]:
@@ -29,14 +39,18 @@ def looks_memory_derived(model) -> bool:
         if getattr(field, "related_model", None) is MemoryVersion and not field.auto_created:
             return True
         # a field named after memories that can hold text, ids or vectors
-        if "memory" in field.name and isinstance(field, (models.TextField, models.CharField, models.JSONField, models.BinaryField)):
+        if "memory" in field.name and isinstance(
+            field, (models.TextField, models.CharField, models.JSONField, models.BinaryField)
+        ):
             return True
     return model is MemoryVersion
 
 
 def test_every_model_of_the_project_is_in_the_matrix_or_declared_not_memory_derived():
     listed = {m for a in matrix.artifact_classes() for m in a.models}
-    missing = [label(m) for m in project_models() if label(m) not in listed and label(m) not in matrix.NOT_MEMORY_DERIVED]
+    missing = [
+        label(m) for m in project_models() if label(m) not in listed and label(m) not in matrix.NOT_MEMORY_DERIVED
+    ]
     assert missing == [], f"add these models to retention/matrix.py: {missing}"
 
 
@@ -62,7 +76,9 @@ def test_the_matrix_names_only_models_and_functions_that_exist():
 
 
 def test_the_docs_page_is_rendered_from_the_matrix():
-    assert matrix.docs_block(matrix.DOC_PATH.read_text()) == matrix.render_markdown(), "run `python -m retention.matrix`"
+    assert matrix.docs_block(matrix.DOC_PATH.read_text()) == matrix.render_markdown(), (
+        "run `python -m retention.matrix`"
+    )
 
 
 def test_the_lifecycle_endpoint_lists_every_class_with_workspace_or_own_counts(world, agent):
@@ -73,11 +89,25 @@ def test_the_lifecycle_endpoint_lists_every_class_with_workspace_or_own_counts(w
     body = owner.json()
     assert {a["key"] for a in body["artifacts"]} >= REQUIRED_CLASSES
     for artifact in body["artifacts"]:
-        assert {"name", "store", "derivedFrom", "scope", "retention", "deleteMethod", "unreachable", "purged", "residual"} <= set(artifact)
+        assert {
+            "name",
+            "store",
+            "derivedFrom",
+            "scope",
+            "retention",
+            "deleteMethod",
+            "unreachable",
+            "purged",
+            "residual",
+        } <= set(artifact)
     assert body["settings"]["agentMemoryRetentionDays"] == 90
     assert body["scope"] == "workspace" and body["counts"]["memoryVersions"] == 1 and "auditEvents" in body["counts"]
     viewer = client_for(world.viewer).get(url).json()
-    assert viewer["scope"] == "member" and viewer["counts"]["memoryVersions"] == 0 and "auditEvents" not in viewer["counts"]
+    assert (
+        viewer["scope"] == "member"
+        and viewer["counts"]["memoryVersions"] == 0
+        and "auditEvents" not in viewer["counts"]
+    )
     assert client_for(world.editor).get(url).json()["counts"]["memoryVersions"] == 1
     outsider = client_for(world.outsider).get(url)
     assert outsider.status_code == 404 and error_code(outsider) == "NOT_FOUND"
@@ -107,11 +137,25 @@ def test_the_counts_are_each_artifact_class_of_the_workspace_or_of_the_member_al
     assert owner_agent.forget(memoryId=forgotten).status_code == 200  # one receipt, the owner's
     old = int(editor_agent.remember(namespace="n", text="an old note").json()["memory"]["id"])
     marked = int(editor_agent.remember(namespace="n", text="a marked note").json()["memory"]["id"])
-    MemoryVersion.objects.filter(pk=old).update(retention_anchor=timezone.now() - timedelta(days=200))  # past the 90 days
-    MemoryVersion.objects.filter(pk=marked).update(unreachable_at=timezone.now(), retention_anchor=timezone.now() - timedelta(days=200))  # counts as pending, not expired
+    MemoryVersion.objects.filter(pk=old).update(
+        retention_anchor=timezone.now() - timedelta(days=200)
+    )  # past the 90 days
+    MemoryVersion.objects.filter(pk=marked).update(
+        unreachable_at=timezone.now(), retention_anchor=timezone.now() - timedelta(days=200)
+    )  # counts as pending, not expired
     add_assistant_memory(world.editor, kind="preference", topic="response_style", summary="Short answers.")
     assert owner_agent.list().status_code == 200  # one read that returned a memory: one access-log entry, the owner's
-    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="m", input_tokens=1, output_tokens=1, input_cost=0, output_cost=0)
+    UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        role="editor",
+        category="reply",
+        model_name="m",
+        input_tokens=1,
+        output_tokens=1,
+        input_cost=0,
+        output_cost=0,
+    )
 
     scope, workspace = counts_for(world.owner)
     assert scope == "workspace"

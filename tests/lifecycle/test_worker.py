@@ -69,10 +69,23 @@ def worker_and_beat(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
-    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}  # noqa: SIM115 -- closed in the finally below
+    # closed in the finally below
+    logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("worker", "beat")}  # noqa: SIM115
     processes = [
-        subprocess.Popen([CELERY, "-A", "config", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT),
-        subprocess.Popen([CELERY, "-A", "fastbeat", "beat", "-s", str(tmp_path / "schedule"), "-l", "INFO"], cwd=ROOT, env=env, stdout=logs["beat"], stderr=subprocess.STDOUT),
+        subprocess.Popen(
+            [CELERY, "-A", "config", "worker", "--pool=solo", "--without-mingle", "--without-gossip", "-l", "INFO"],
+            cwd=ROOT,
+            env=env,
+            stdout=logs["worker"],
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            [CELERY, "-A", "fastbeat", "beat", "-s", str(tmp_path / "schedule"), "-l", "INFO"],
+            cwd=ROOT,
+            env=env,
+            stdout=logs["beat"],
+            stderr=subprocess.STDOUT,
+        ),
     ]
     eager = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = False  # send to the real broker
@@ -89,7 +102,9 @@ def test_a_real_worker_and_beat_erase_cascades(world, agent, worker_and_beat):
     assert settings.CELERY_BROKER_URL.startswith("redis" if settings.REDIS_URL else "sqla+sqlite")
     collection = governance.create_collection(world.workspace, name="Handbook")
     document = governance.create_document(collection, title="Deploys", text="Deploys happen on Tuesdays.")
-    response = agent.remember(namespace="ops", text="Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)])
+    response = agent.remember(
+        namespace="ops", text="Deploys are on Tuesdays.", citations=[str(document.passages.first().pk)]
+    )
     assert response.status_code == 201
     cited = int(response.json()["memory"]["id"])
 
@@ -104,7 +119,9 @@ def test_a_real_worker_and_beat_erase_cascades(world, agent, worker_and_beat):
     erased = wait_until(lambda: not MemoryVersion.objects.filter(pk=lost).exists())
     assert erased, (worker_and_beat / "beat.log").read_text()[-3000:]
     assert "retention.tasks.cascade_sweep" in (worker_and_beat / "beat.log").read_text()
-    assert DeletionReceipt.objects.filter(operation=Operation.MEMBER_REMOVAL, actor_label="system: cascade sweep").exists()
+    assert DeletionReceipt.objects.filter(
+        operation=Operation.MEMBER_REMOVAL, actor_label="system: cascade sweep"
+    ).exists()
 
 
 def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
@@ -119,7 +136,12 @@ def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
 
     grant(world.workspace, "100")
     agent, client = ai_agent(world), make_agent(world.editor)
-    worker, log = start_worker(tmp_path, "--pool=prefork", "--concurrency=2", extra_env={"MEMORY_EMBEDDER": "e5", "MEMORY_EMBEDDER_THREADS": "2"})
+    worker, log = start_worker(
+        tmp_path,
+        "--pool=prefork",
+        "--concurrency=2",
+        extra_env={"MEMORY_EMBEDDER": "e5", "MEMORY_EMBEDDER_THREADS": "2"},
+    )
     eager = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = False  # send to the real broker
     try:
@@ -127,7 +149,9 @@ def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):
         assert response.status_code == 202, response.json()
 
         def embedded():
-            return MemoryEmbedding.objects.filter(memory__member=world.editor, memory__namespace=ASSISTANT_NAMESPACE, embedder_id=E5Embedder.id).exists()
+            return MemoryEmbedding.objects.filter(
+                memory__member=world.editor, memory__namespace=ASSISTANT_NAMESPACE, embedder_id=E5Embedder.id
+            ).exists()
 
         assert wait_until(embedded, timeout=90), (tmp_path / "worker.log").read_text()[-3000:]
         assert "concurrency: 2 (prefork)" in (tmp_path / "worker.log").read_text()  # the task ran in a forked child

@@ -28,7 +28,15 @@ class DatabaseWindow:
         rows = RateLimitSlot.objects.filter(bucket=bucket)
         return rows.filter(member_id=member_id) if member_id is not None else rows.filter(credential_id=credential_id)
 
-    def age(self, credential_id: int | None, seconds: float, count: int | None = None, bucket: str = "remember", *, member_id: int | None = None) -> None:
+    def age(
+        self,
+        credential_id: int | None,
+        seconds: float,
+        count: int | None = None,
+        bucket: str = "remember",
+        *,
+        member_id: int | None = None,
+    ) -> None:
         hits = list(self._rows(credential_id, bucket, member_id).order_by("at", "pk"))
         for hit in hits if count is None else hits[:count]:
             hit.at -= timedelta(seconds=seconds)
@@ -41,10 +49,18 @@ class DatabaseWindow:
         """The admissions inside the window. The database limiter admits in one statement and
         leaves the aged rows to the cascade sweep (`ratelimit.expired_slots`), so they stay stored
         until it runs: this counts the others."""
-        return self._rows(credential_id, bucket, member_id).exclude(pk__in=ratelimit.expired_slots(timezone.now()).values("pk")).count()
+        return (
+            self._rows(credential_id, bucket, member_id)
+            .exclude(pk__in=ratelimit.expired_slots(timezone.now()).values("pk"))
+            .count()
+        )
 
     def aged(self, credential_id: int | None, bucket: str = "remember", *, member_id: int | None = None) -> int:
-        return ratelimit.expired_slots(timezone.now()).filter(pk__in=self._rows(credential_id, bucket, member_id).values("pk")).count()
+        return (
+            ratelimit.expired_slots(timezone.now())
+            .filter(pk__in=self._rows(credential_id, bucket, member_id).values("pk"))
+            .count()
+        )
 
     def forget_member(self, member_id: int, bucket: str = "remember") -> None:
         RateLimitSlot.objects.filter(member_id=member_id, bucket=bucket).delete()
@@ -56,9 +72,21 @@ class RedisWindow:
         self.limiter._client.ping()
 
     def _key(self, credential_id: int | None, bucket: str, member_id: int | None = None) -> str:
-        return self.limiter._member_key(member_id, bucket) if member_id is not None else self.limiter._key(credential_id, bucket)
+        return (
+            self.limiter._member_key(member_id, bucket)
+            if member_id is not None
+            else self.limiter._key(credential_id, bucket)
+        )
 
-    def age(self, credential_id: int | None, seconds: float, count: int | None = None, bucket: str = "remember", *, member_id: int | None = None) -> None:
+    def age(
+        self,
+        credential_id: int | None,
+        seconds: float,
+        count: int | None = None,
+        bucket: str = "remember",
+        *,
+        member_id: int | None = None,
+    ) -> None:
         key = self._key(credential_id, bucket, member_id)
         entries = self.limiter._client.zrange(key, 0, -1 if count is None else count - 1, withscores=True)
         self.limiter._client.zadd(key, {member: score - seconds * 1_000_000 for member, score in entries})

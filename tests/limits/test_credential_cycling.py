@@ -49,7 +49,11 @@ def _cycle(member, spend, *, scopes=("memory:read", "memory:write"), cycles: int
 
 @override_settings(MEMORY_READS_PER_HOUR=3, MEMORY_EMBEDDER="hashing")
 def test_cycling_credentials_does_not_reset_the_read_budget(world):
-    admitted, refusals = _cycle(world.viewer, lambda agent, i: agent.recall(query="window seats") if i % 2 else agent.list(), scopes=("memory:read",))
+    admitted, refusals = _cycle(
+        world.viewer,
+        lambda agent, i: agent.recall(query="window seats") if i % 2 else agent.list(),
+        scopes=("memory:read",),
+    )
     assert admitted == 3  # the limit once, not once per credential (was 3 × CYCLES = 9)
     for refused in refusals:
         assert error_code(refused) == "AGENT_MEMORY_RATE_LIMITED"
@@ -60,7 +64,9 @@ def test_cycling_credentials_does_not_reset_the_read_budget(world):
 
 @override_settings(AGENT_REMEMBERS_PER_HOUR=2, MEMORY_EMBEDDER="hashing")
 def test_cycling_credentials_does_not_reset_the_remember_budget(world):
-    admitted, refusals = _cycle(world.editor, lambda agent, i: agent.remember(namespace="cycle", text=f"note number {i} {agent.token[-4:]}"))
+    admitted, refusals = _cycle(
+        world.editor, lambda agent, i: agent.remember(namespace="cycle", text=f"note number {i} {agent.token[-4:]}")
+    )
     assert admitted == 2  # was 2 × CYCLES
     assert {r.json()["error"]["details"]["operation"] for r in refusals} == {"remember"}
     assert all(r["RateLimit-Remaining"] == "0" for r in refusals)
@@ -71,7 +77,13 @@ def test_cycling_credentials_does_not_reset_the_turn_budget(world, django_captur
     helper = ai_agent(world)
 
     def turn(agent, i):
-        return post_turn(agent, helper, user_says(f"hello {i}"), conversation_id=f"conv-{agent.token[-6:]}-{i}", capture=django_capture_on_commit_callbacks)
+        return post_turn(
+            agent,
+            helper,
+            user_says(f"hello {i}"),
+            conversation_id=f"conv-{agent.token[-6:]}-{i}",
+            capture=django_capture_on_commit_callbacks,
+        )
 
     admitted, refusals = _cycle(world.editor, turn)
     assert admitted == 1  # was 1 × CYCLES
@@ -82,7 +94,9 @@ def test_cycling_credentials_does_not_reset_the_turn_budget(world, django_captur
 def test_an_expired_credential_spending_stays_on_the_member(world):
     short = make_agent(world.viewer, scopes=("memory:read",))
     assert [short.list().status_code for _ in range(3)] == [200, 200, 429]
-    Credential.objects.filter(member=world.viewer, revoked_at__isnull=True).update(expires_at=timezone.now() - timedelta(seconds=1))
+    Credential.objects.filter(member=world.viewer, revoked_at__isnull=True).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
     fresh = make_agent(world.viewer, scopes=("memory:read",))
     refused = fresh.list()
     assert refused.status_code == 429 and refused.json()["error"]["details"]["operation"] == "read"

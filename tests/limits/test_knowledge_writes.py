@@ -22,11 +22,24 @@ def url(world, path: str) -> str:
 def test_a_member_s_knowledge_writes_stop_at_the_budget_with_a_429(world, budget):
     editor = client_for(world.editor)
     collection = editor.post(url(world, "collections"), {"name": "Handbook"}, format="json")
-    assert collection.status_code == 201 and collection["RateLimit-Limit"] == "4" and collection["RateLimit-Remaining"] == "3"
+    assert (
+        collection.status_code == 201
+        and collection["RateLimit-Limit"] == "4"
+        and collection["RateLimit-Remaining"] == "3"
+    )
     collection_id = collection.json()["id"]
-    document = editor.post(url(world, "documents"), {"collectionId": collection_id, "title": "T", "text": "Orders ship from Osaka."}, format="json")
+    document = editor.post(
+        url(world, "documents"),
+        {"collectionId": collection_id, "title": "T", "text": "Orders ship from Osaka."},
+        format="json",
+    )
     assert document.status_code == 201
-    assert editor.post(url(world, f"documents/{document.json()['id']}/versions"), {"text": "Orders ship from Kobe."}, format="json").status_code == 201
+    assert (
+        editor.post(
+            url(world, f"documents/{document.json()['id']}/versions"), {"text": "Orders ship from Kobe."}, format="json"
+        ).status_code
+        == 201
+    )
     assert editor.post(url(world, "entities"), {"name": "Osaka"}, format="json").status_code == 201
 
     refused = editor.post(url(world, "entities"), {"name": "Kobe"}, format="json")

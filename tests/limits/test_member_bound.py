@@ -54,7 +54,9 @@ def test_a_members_credentials_share_the_bound(window, credential_id, other_id, 
     assert window.limiter.acquire(other_id, 2).allowed  # without the bound, `other` had one left
 
 
-def test_the_reset_of_a_member_refusal_is_when_the_members_oldest_admission_leaves(window, credential_id, other_id, member_id):
+def test_the_reset_of_a_member_refusal_is_when_the_members_oldest_admission_leaves(
+    window, credential_id, other_id, member_id
+):
     bound = MemberBound(member_id, 2)
     window.limiter.acquire(credential_id, 5, member=bound)
     window.limiter.acquire(credential_id, 5, member=bound)
@@ -75,7 +77,9 @@ def test_the_members_admissions_leave_the_window_after_an_hour(window, credentia
     window.age(None, 3599, member_id=member_id)
     assert not window.limiter.acquire(other_id, 5, member=bound).allowed  # still inside the hour
     window.age(None, 2, member_id=member_id)
-    admitted = window.limiter.acquire(other_id, 5, member=bound)  # through another credential: the member's window trims
+    admitted = window.limiter.acquire(
+        other_id, 5, member=bound
+    )  # through another credential: the member's window trims
     assert admitted.allowed and admitted.remaining == 1
     # trimmed (Redis) or left, counting for nothing, to the cascade sweep (the database limiter admits in one statement)
     assert window.counted(None, member_id=member_id) == 1 and window.aged(None, member_id=member_id) in (0, 2)

@@ -23,12 +23,23 @@ def cap(settings):
 def test_the_cap_counts_characters_after_nfkc(world, cap):
     api = client_for(world.editor)
     collection_id = api.post(f"/api/w/{world.workspace.pk}/collections", {"name": "C"}, format="json").json()["id"]
-    refused = api.post(f"/api/w/{world.workspace.pk}/documents", {"collectionId": collection_id, "title": "L", "text": LIGATURE * 100}, format="json")
+    refused = api.post(
+        f"/api/w/{world.workspace.pk}/documents",
+        {"collectionId": collection_id, "title": "L", "text": LIGATURE * 100},
+        format="json",
+    )
     assert refused.status_code == 409 and error_code(refused) == "PASSAGE_VOLUME_LIMIT_REACHED"
     assert refused.json()["error"]["details"] == {"limit": 1000, "used": 0, "adding": 1800}
     assert not Passage.objects.exists()  # nothing of it was stored
     # 100 plain characters are 100: the same length in code points fits.
-    assert api.post(f"/api/w/{world.workspace.pk}/documents", {"collectionId": collection_id, "title": "P", "text": "a" * 100}, format="json").status_code == 201
+    assert (
+        api.post(
+            f"/api/w/{world.workspace.pk}/documents",
+            {"collectionId": collection_id, "title": "P", "text": "a" * 100},
+            format="json",
+        ).status_code
+        == 201
+    )
     assert Passage.objects.get().chars == 100
 
 

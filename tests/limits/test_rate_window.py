@@ -1,4 +1,5 @@
-"""The rate limit (SPEC §4.7, §2 row 11): a sliding window per credential and budget, driven directly with a small limit;
+"""The rate limit (SPEC §4.7, §2 row 11): a sliding window per credential and budget, driven directly with a small
+limit;
 the window is aged by moving the stored admissions into the past (table rows, or the Redis scores on Redis' own
 clock), never by waiting."""
 

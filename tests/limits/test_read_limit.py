@@ -29,7 +29,13 @@ def _read(agent, surface: str, operation: str, body: dict | None = None):
         return response.status_code, response.json() if response.status_code >= 400 else None, response
     result = mcp.run_operation(agent.token, operation, body)
     error = result.structured_content if result.is_error else None
-    status = 200 if not result.is_error else {"AGENT_MEMORY_RATE_LIMITED": 429, "VALIDATION_ERROR": 400, "INSUFFICIENT_SCOPE": 403}[error["error"]["code"]]
+    status = (
+        200
+        if not result.is_error
+        else {"AGENT_MEMORY_RATE_LIMITED": 429, "VALIDATION_ERROR": 400, "INSUFFICIENT_SCOPE": 403}[
+            error["error"]["code"]
+        ]
+    )
     return status, error, None
 
 
@@ -37,13 +43,17 @@ def _read(agent, surface: str, operation: str, body: dict | None = None):
 def test_the_read_limit_is_generous_by_default_and_read_from_the_environment(tmp_path):
     assert settings.MEMORY_READS_PER_HOUR == 1200  # one read every 3 s for a whole hour
     code = "from django.conf import settings; print(settings.MEMORY_READS_PER_HOUR)"
-    result = _django_setup({"VAR_DIR": str(tmp_path / "v1"), "MEMORY_EMBEDDER": "hashing", "MEMORY_READS_PER_HOUR": "7"}, code=code)
+    result = _django_setup(
+        {"VAR_DIR": str(tmp_path / "v1"), "MEMORY_EMBEDDER": "hashing", "MEMORY_READS_PER_HOUR": "7"}, code=code
+    )
     assert result.returncode == 0 and result.stdout.split() == ["7"], result.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "many", "1.5"])
 def test_a_bad_read_limit_stops_start_up(value, tmp_path):
-    result = _django_setup({"VAR_DIR": str(tmp_path / "v"), "MEMORY_EMBEDDER": "hashing", "MEMORY_READS_PER_HOUR": value})
+    result = _django_setup(
+        {"VAR_DIR": str(tmp_path / "v"), "MEMORY_EMBEDDER": "hashing", "MEMORY_READS_PER_HOUR": value}
+    )
     assert result.returncode != 0 and "started" not in result.stdout
     assert "MEMORY_READS_PER_HOUR" in result.stderr
 
@@ -99,7 +109,9 @@ def test_the_turn_limits_429_names_turn(world, django_capture_on_commit_callback
     helper, agent = ai_agent(world), make_agent(world.editor)
     first = post_turn(agent, helper, user_says("hello"), capture=django_capture_on_commit_callbacks)
     assert first.status_code in (200, 202), first.json()
-    refused = post_turn(agent, helper, user_says("hello again"), conversation_id="conv-2", capture=django_capture_on_commit_callbacks)
+    refused = post_turn(
+        agent, helper, user_says("hello again"), conversation_id="conv-2", capture=django_capture_on_commit_callbacks
+    )
     assert refused.status_code == 429 and refused.json()["error"]["details"]["operation"] == "turn"
 
 
@@ -129,7 +141,9 @@ def test_a_read_refused_for_another_reason_uses_no_read(world):
     assert write_only.remember(namespace="n", text="note").status_code == 201
 
 
-OPERATION = st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["rest", "mcp"]), st.sampled_from(["recall", "list", "bad"]))
+OPERATION = st.tuples(
+    st.sampled_from(["a", "b"]), st.sampled_from(["rest", "mcp"]), st.sampled_from(["recall", "list", "bad"])
+)
 
 
 @given(calls=st.lists(OPERATION, min_size=1, max_size=14), limit=st.integers(1, 4))

@@ -86,7 +86,24 @@ NATIONAL_IDS: dict[str, tuple[str | None, object]] = {
 }
 LOCALES = tuple(NATIONAL_IDS)
 #: regions whose mobiles are generated (the countries of the locales, where Faker makes mobiles)
-MOBILE_LOCALES = ("pl_PL", "da_DK", "nl_NL", "de_DE", "fr_FR", "it_IT", "es_ES", "sv_SE", "no_NO", "fi_FI", "en_GB", "ja_JP", "he_IL", "pt_BR", "ko_KR", "zh_CN")
+MOBILE_LOCALES = (
+    "pl_PL",
+    "da_DK",
+    "nl_NL",
+    "de_DE",
+    "fr_FR",
+    "it_IT",
+    "es_ES",
+    "sv_SE",
+    "no_NO",
+    "fi_FI",
+    "en_GB",
+    "ja_JP",
+    "he_IL",
+    "pt_BR",
+    "ko_KR",
+    "zh_CN",
+)
 
 # -- forms: the label is the class's word in a neutral spelling; no digits anywhere --------------
 _LABELS = {"national_id": "id", "ssn_label": "SSN", "email_ja": "メール", "comma_groups": "number", "mobile": "contact"}
@@ -94,7 +111,9 @@ _LABELS = {"national_id": "id", "ssn_label": "SSN", "email_ja": "メール", "co
 
 def _in_form(form: str, label: str, value: str, rng: random.Random) -> str:
     if form == "prose":
-        return rng.choice(("Here it is: {} — keep it safe.", "{}", "I wrote {} on the form", "{} is the one they asked for.")).format(value)
+        return rng.choice(
+            ("Here it is: {} — keep it safe.", "{}", "I wrote {} on the form", "{} is the one they asked for.")
+        ).format(value)
     if form == "json":
         return json.dumps({label: value, "note": "from the form"}, ensure_ascii=False)
     if form == "kv":
@@ -183,7 +202,10 @@ def mobile(rng: random.Random, locale: str) -> str:
     for _ in range(10_000):
         candidate = national[:3] + "".join(rng.choice("0123456789") for _ in range(len(national) - 3))
         number = phonenumbers.parse(candidate, region)
-        if phonenumbers.is_valid_number_for_region(number, region) and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE:
+        if (
+            phonenumbers.is_valid_number_for_region(number, region)
+            and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+        ):
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
     raise AssertionError(f"no mobile for {region}")
 
@@ -200,10 +222,14 @@ def build_catalogue_corpus(seed: int = 33, per_cell: int = 10) -> list[Sample]:
         for form in FORMS:
             for _ in range(per_cell * 2):
                 value = national_id(fake, rng, locale)
-                samples.append(Sample("national_id", locale, form, value, _in_form(form, _LABELS["national_id"], value, rng)))
+                samples.append(
+                    Sample("national_id", locale, form, value, _in_form(form, _LABELS["national_id"], value, rng))
+                )
             for _ in range(per_cell):
                 value = comma_groups(fake, rng, locale)
-                samples.append(Sample("comma_groups", locale, form, value, _in_form(form, _LABELS["comma_groups"], value, rng)))
+                samples.append(
+                    Sample("comma_groups", locale, form, value, _in_form(form, _LABELS["comma_groups"], value, rng))
+                )
             if locale in MOBILE_LOCALES:
                 for _ in range(per_cell * 2):
                     value = mobile(rng, locale)
@@ -212,12 +238,16 @@ def build_catalogue_corpus(seed: int = 33, per_cell: int = 10) -> list[Sample]:
                 for _ in range(per_cell * 6):
                     value = ssn_invalid_range(rng)
                     written = f"{rng.choice(_SSN_LABELS)} {value}"
-                    samples.append(Sample("ssn_label", locale, form, value, _in_form(form, _LABELS["ssn_label"], written, rng)))
+                    samples.append(
+                        Sample("ssn_label", locale, form, value, _in_form(form, _LABELS["ssn_label"], written, rng))
+                    )
             if locale == "ja_JP":
                 for _ in range(per_cell * 6):
                     local, written = email_ja(fake, rng)
                     text = rng.choice(("連絡先は{}です。", "メールは{}までお願いします", "{}")).format(written)
-                    samples.append(Sample("email_ja", locale, form, local, _in_form(form, _LABELS["email_ja"], text, rng)))
+                    samples.append(
+                        Sample("email_ja", locale, form, local, _in_form(form, _LABELS["email_ja"], text, rng))
+                    )
     return samples
 
 
@@ -230,7 +260,15 @@ def survivors(sample: Sample, masked: str) -> list[str]:
     letters = re.sub(r"[^A-Z]", "", sample.value)
     found = [f"{len(left)} digits left: {left!r}"] if len(left) >= 4 else []
     if len(letters) >= 4 and letters in re.sub(
-        r"[^A-Z]", "", masked.replace("[NUMBER]", "").replace("[PHONE]", "").replace("[CARD]", "").replace("[IL_ID]", "").replace("[SECRET]", "").replace("[EMAIL]", "").replace("[BANK_ACCOUNT]", "")
+        r"[^A-Z]",
+        "",
+        masked.replace("[NUMBER]", "")
+        .replace("[PHONE]", "")
+        .replace("[CARD]", "")
+        .replace("[IL_ID]", "")
+        .replace("[SECRET]", "")
+        .replace("[EMAIL]", "")
+        .replace("[BANK_ACCOUNT]", ""),
     ):
         found.append(f"letters left: {letters!r}")
     return found
@@ -248,41 +286,97 @@ def _everyday_makers(rng: random.Random) -> dict[str, list]:
     def rooms():
         nums = _ascending(rng, r(3, 6), 100, 950, rng.choice((1, 1, 2, 10)))
         sep = rng.choice((" ", ", ", " ", "/", " and "))
-        return rng.choice(("Room numbers {}", "rooms {} are booked", "We have rooms {} on hold", "Zimmer {} sind frei", "chambres {}", "部屋 {}")).format(sep.join(map(str, nums)))
+        return rng.choice(
+            (
+                "Room numbers {}",
+                "rooms {} are booked",
+                "We have rooms {} on hold",
+                "Zimmer {} sind frei",
+                "chambres {}",
+                "部屋 {}",
+            )
+        ).format(sep.join(map(str, nums)))
 
     def seats():
         nums = _ascending(rng, r(3, 6), 1, 60)
-        return rng.choice(("Seats {} in row F", "seat numbers {}", "our seats are {} together")).format(rng.choice((" ", ", ")).join(map(str, nums)))
+        return rng.choice(("Seats {} in row F", "seat numbers {}", "our seats are {} together")).format(
+            rng.choice((" ", ", ")).join(map(str, nums))
+        )
 
     def pages():
         nums = sorted(rng.sample(range(1, 900), r(3, 6)))
-        return rng.choice(("see pages {}", "Read pp. {} before class", "pages {} have the tables", "Seiten {}")).format(rng.choice((" ", ", ")).join(map(str, nums)))
+        return rng.choice(("see pages {}", "Read pp. {} before class", "pages {} have the tables", "Seiten {}")).format(
+            rng.choice((" ", ", ")).join(map(str, nums))
+        )
 
     def prices():
-        return rng.choice(("It cost ${:,}.{:02d} in total", "The flat is €{:,} per month ({:02d} cents extra)", "Paid {:,} yen plus {} tax", "price {:,}.{:02d} EUR")).format(r(1, 2_000_000), r(0, 99))
+        return rng.choice(
+            (
+                "It cost ${:,}.{:02d} in total",
+                "The flat is €{:,} per month ({:02d} cents extra)",
+                "Paid {:,} yen plus {} tax",
+                "price {:,}.{:02d} EUR",
+            )
+        ).format(r(1, 2_000_000), r(0, 99))
 
     def times():
-        return rng.choice(("Meet at {:02d}:{:02d} tomorrow", "The train leaves at {}:{:02d}", "between {:02d}:{:02d} and eleven", "{}時{}分に集合")).format(r(0, 23), r(0, 59))
+        return rng.choice(
+            (
+                "Meet at {:02d}:{:02d} tomorrow",
+                "The train leaves at {}:{:02d}",
+                "between {:02d}:{:02d} and eleven",
+                "{}時{}分に集合",
+            )
+        ).format(r(0, 23), r(0, 59))
 
     def timestamps():
         ts = r(1_000_000_000, 2_100_000_000)
-        return rng.choice(("Timestamp {}", "created_at={}", "epoch {} in the log", "unix time {}", '"ts": {}', "last_modified: {}", "The Unix timestamp {} is when it started", "mtime {}")).format(
-            ts if rng.random() < 0.8 else ts * 1000 + r(0, 999)
-        )
+        return rng.choice(
+            (
+                "Timestamp {}",
+                "created_at={}",
+                "epoch {} in the log",
+                "unix time {}",
+                '"ts": {}',
+                "last_modified: {}",
+                "The Unix timestamp {} is when it started",
+                "mtime {}",
+            )
+        ).format(ts if rng.random() < 0.8 else ts * 1000 + r(0, 999))
 
     def versions():
-        return rng.choice(("Upgrade to version {}.{}.{}", "Python {}.{}.{} fixed it", "build {}.{}.{}.{}", "v{}.{}.{} is out", "Android {}.{}.{} on the tablet")).format(
-            r(0, 30), r(0, 30), r(0, 300), r(0, 9999)
-        )
+        return rng.choice(
+            (
+                "Upgrade to version {}.{}.{}",
+                "Python {}.{}.{} fixed it",
+                "build {}.{}.{}.{}",
+                "v{}.{}.{} is out",
+                "Android {}.{}.{} on the tablet",
+            )
+        ).format(r(0, 30), r(0, 30), r(0, 300), r(0, 9999))
 
     def scores():
-        return rng.choice(("final score {}–{}", "They won {} to {}", "scores were {} {} {} {}", "we got {}, {} and {} points", "ran {} km in {} minutes")).format(
-            r(0, 120), r(0, 120), r(0, 120), r(0, 120)
-        )
+        return rng.choice(
+            (
+                "final score {}–{}",
+                "They won {} to {}",
+                "scores were {} {} {} {}",
+                "we got {}, {} and {} points",
+                "ran {} km in {} minutes",
+            )
+        ).format(r(0, 120), r(0, 120), r(0, 120), r(0, 120))
 
     def dates():
         y, m, d = r(1950, 2030), r(1, 12), r(1, 28)
-        return rng.choice((f"on {y:04d}-{m:02d}-{d:02d}", f"due {d:02d}/{m:02d}/{y:04d}", f"born {d:02d}.{m:02d}.{y:04d}", f"{y}年{m}月{d}日に", f"{m}/{d}/{y} at {r(1, 12)} pm"))
+        return rng.choice(
+            (
+                f"on {y:04d}-{m:02d}-{d:02d}",
+                f"due {d:02d}/{m:02d}/{y:04d}",
+                f"born {d:02d}.{m:02d}.{y:04d}",
+                f"{y}年{m}月{d}日に",
+                f"{m}/{d}/{y} at {r(1, 12)} pm",
+            )
+        )
 
     def order_ids():
         oid = r(10_000, 999_999_999)
@@ -302,15 +396,33 @@ def _everyday_makers(rng: random.Random) -> dict[str, list]:
         ).format(oid)
 
     def counts():
-        return rng.choice(("{} people came, {} stayed", "{} steps today", "population {:,}", "we sold {} units in {}", "{} km from home")).format(r(1, 99_999), r(1900, 2030))
+        return rng.choice(
+            (
+                "{} people came, {} stayed",
+                "{} steps today",
+                "population {:,}",
+                "we sold {} units in {}",
+                "{} km from home",
+            )
+        ).format(r(1, 99_999), r(1900, 2030))
 
     def years():
-        return rng.choice(("from {} to {}", "in {}, {} and {}", "{}–{}", "the {} season and the {} one")).format(r(1900, 2030), r(1900, 2030), r(1900, 2030))
+        return rng.choice(("from {} to {}", "in {}, {} and {}", "{}–{}", "the {} season and the {} one")).format(
+            r(1900, 2030), r(1900, 2030), r(1900, 2030)
+        )
 
     def codes():
-        return rng.choice(("flight LH {}", "bus {} then tram {}", "postcode {}", "Gate {}, terminal {}", "room {} on floor {}", "PIN-less door {}", "ext. of the building {}")).format(
-            r(1, 9999), r(1, 99)
-        )
+        return rng.choice(
+            (
+                "flight LH {}",
+                "bus {} then tram {}",
+                "postcode {}",
+                "Gate {}, terminal {}",
+                "room {} on floor {}",
+                "PIN-less door {}",
+                "ext. of the building {}",
+            )
+        ).format(r(1, 9999), r(1, 99))
 
     return {n: f for n, f in locals().items() if callable(f) and n not in ("r",)}
 

@@ -31,7 +31,10 @@ def locomo_dir() -> Path | None:
     """The LoCoMo folder: $LOCOMO_DIR, or shared/ beside the checkout (CI, the main checkout),
     or beside the folder that holds the checkout (a worktree under wt/)."""
     candidates = [Path(os.environ["LOCOMO_DIR"])] if os.environ.get("LOCOMO_DIR") else []
-    candidates += [ROOT.parent / "shared" / "data" / "locomo-dev", ROOT.parent.parent / "shared" / "data" / "locomo-dev"]
+    candidates += [
+        ROOT.parent / "shared" / "data" / "locomo-dev",
+        ROOT.parent.parent / "shared" / "data" / "locomo-dev",
+    ]
     for candidate in candidates:
         if sorted(candidate.glob("conv-*.json")):
             return candidate

@@ -89,7 +89,12 @@ SECRET_TEMPLATES = {
     "en": ("my password is {}", "password: {}", "the wifi password is {} so keep it safe", "Password {}"),
     "ja": ("パスワードは{}です。", "パスワード：{}", "暗証番号は {} です", "パスワードは {}"),
     "he": ("הסיסמה שלי היא {}", "סיסמה: {}", "הסיסמה היא {}"),
-    "de": ("mein Passwort ist {}", "Passwort: {}", "das Kennwort lautet {}", "das WLAN-Passwort ist {} bitte nicht weitersagen"),
+    "de": (
+        "mein Passwort ist {}",
+        "Passwort: {}",
+        "das Kennwort lautet {}",
+        "das WLAN-Passwort ist {} bitte nicht weitersagen",
+    ),
     "fr": ("mon mot de passe est {}", "mot de passe : {}", "le mot de passe du wifi est {}", "mdp : {}"),
     "es": ("mi contraseña es {}", "contraseña: {}", "la contraseña del wifi es {}", "la clave es {}"),
     "it": ("la mia password è {}", "password: {}", "la password del wifi è {}"),
@@ -225,7 +230,10 @@ def disguised_email(fake: Faker, rng: random.Random, lang: str) -> tuple[str, st
         return local, f'"{local}"@{domain}'
     if pick == 7:
         return local, f"{local.upper()} AT {domain.upper().replace('.', ' DOT ')}"
-    return local, f"{local}{rng.choice(['アット', ' アット '])}{domain.replace('.', rng.choice(['ドット', ' ドット ', '.']))}"
+    return (
+        local,
+        f"{local}{rng.choice(['アット', ' アット '])}{domain.replace('.', rng.choice(['ドット', ' ドット ', '.']))}",
+    )
 
 
 def labelled_password(fake: Faker, rng: random.Random) -> str:
@@ -240,7 +248,18 @@ def labelled_password(fake: Faker, rng: random.Random) -> str:
     return letters if len(letters) >= 5 else letters + "fish"  # a plain word, no digit or symbol
 
 
-_LOCAL_SHAPES = ("###-####", "### ####", "#######", "##-##-##", "## ## ##", "####-####", "#### ####", "### ## ##", "###.####", "######")
+_LOCAL_SHAPES = (
+    "###-####",
+    "### ####",
+    "#######",
+    "##-##-##",
+    "## ## ##",
+    "####-####",
+    "#### ####",
+    "### ## ##",
+    "###.####",
+    "######",
+)
 
 
 def local_phone(rng: random.Random) -> str:

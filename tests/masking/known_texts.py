@@ -51,7 +51,10 @@ EXACT = [
     ("IBAN DE89-3704-0044-0532-0130-00", "IBAN [BANK_ACCOUNT]"),
     ("SSN 123-45-6789", "SSN [NUMBER]"),
     ("My SSN is 123 45 6789.", "My SSN is [NUMBER]."),
-    ("//registry.npmjs.org/:_authToken=abcd1234-ef56-7890-abcd-ef1234567890", "//registry.npmjs.org/:_authToken=[SECRET]"),
+    (
+        "//registry.npmjs.org/:_authToken=abcd1234-ef56-7890-abcd-ef1234567890",
+        "//registry.npmjs.org/:_authToken=[SECRET]",
+    ),
     ("Passwort: geheim123, danke", "Passwort: [SECRET], danke"),
     ("mot de passe : abc123", "mot de passe : [SECRET]"),
     ("Authorization: Basic ZGFuYTpodW50ZXIy", "Authorization: Basic [SECRET]"),

@@ -37,12 +37,36 @@ CONTACT_TEMPLATES = (
     "メモ：{}",
     "「{}」までお願いします。",
 )
-PHONE_TEMPLATES = CONTACT_TEMPLATES + ("call {} after six", "電話番号は{}です。", "携帯：{}", "Phone: {}", "My mobile is {} now.")
-CARD_TEMPLATES = ("My card is {} and it expires soon.", "card number: {}", "カード番号は{}です。", "Paid with {} yesterday.", "{}")
+PHONE_TEMPLATES = CONTACT_TEMPLATES + (
+    "call {} after six",
+    "電話番号は{}です。",
+    "携帯：{}",
+    "Phone: {}",
+    "My mobile is {} now.",
+)
+CARD_TEMPLATES = (
+    "My card is {} and it expires soon.",
+    "card number: {}",
+    "カード番号は{}です。",
+    "Paid with {} yesterday.",
+    "{}",
+)
 IBAN_TEMPLATES = ("IBAN {} please.", "Wire it to {} today.", "振込先は{}です。", "Account: {}", "{}")
-BBAN_TEMPLATES = ("bank account {} at the local branch", "account number: {}", "口座番号は{}です。", "My acct no. {} is new.", "Konto {} bitte")
+BBAN_TEMPLATES = (
+    "bank account {} at the local branch",
+    "account number: {}",
+    "口座番号は{}です。",
+    "My acct no. {} is new.",
+    "Konto {} bitte",
+)
 SSN_TEMPLATES = ("My ID number is {}.", "ID: {}", "SSN {} on file", "身分証の番号は{}です。", "{}")
-PASSPORT_TEMPLATES = ("passport number {}", "My passport is {}.", "Passport No.: {}", "パスポート番号は{}です。", "passport {} expires soon")
+PASSPORT_TEMPLATES = (
+    "passport number {}",
+    "My passport is {}.",
+    "Passport No.: {}",
+    "パスポート番号は{}です。",
+    "passport {} expires soon",
+)
 PASSWORD_TEMPLATES = (
     "my password is {}",
     "password: {}",

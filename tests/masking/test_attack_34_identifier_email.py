@@ -49,14 +49,28 @@ def test_identifier_keys_without_an_address_stay_accepted() -> None:
             assert not name_kinds(name), name
 
 
-@pytest.mark.parametrize("form", ["password={i}", "api_key={i}", "Authorization: Bearer {i}", "token: {i}", "password_is_{i}"])
+@pytest.mark.parametrize(
+    "form", ["password={i}", "api_key={i}", "Authorization: Bearer {i}", "token: {i}", "password_is_{i}"]
+)
 def test_a_labelled_secret_whose_value_is_an_identifier_is_refused(form: str) -> None:
     name = form.format(i=UUID)
     assert "SECRET" in name_kinds(name, identifiers=False)  # refused when read whole
     assert "SECRET" in name_kinds(name)
 
 
-@pytest.mark.parametrize("name", ["session:{i}", "token:{i}", "key:{i}", "password_reset:{i}", "secret-{i}", "secret_{i}", "token_{i}", "tokens/{i}.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "session:{i}",
+        "token:{i}",
+        "key:{i}",
+        "password_reset:{i}",
+        "secret-{i}",
+        "secret_{i}",
+        "token_{i}",
+        "tokens/{i}.json",
+    ],
+)
 def test_an_identifier_joined_to_a_prefix_without_a_blank_is_still_an_identifier(name: str) -> None:
     """Decided (docs/decisions.md, "Identifiers in keys"): only an assignment or a header makes
     a label of the word before an identifier."""

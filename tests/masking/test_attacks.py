@@ -55,7 +55,9 @@ def test_known_token_shapes_are_masked_whole(token, template):
 
 
 def test_private_key_blocks_are_masked_even_when_cut_short():
-    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    key = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    )
     assert mask("my key:\n" + key + "-----END OPENSSH PRIVATE KEY-----\nthanks").text == "my key:\n[SECRET]\nthanks"
     assert mask("my key:\n" + key).text == "my key:\n[SECRET]"
 
@@ -64,7 +66,9 @@ def test_private_key_blocks_are_masked_even_when_cut_short():
 # Secrets in every form people paste, generated
 # --------------------------------------------------------------------------------------------
 password_alphabet = string.ascii_letters + string.digits + "!@#$%^&*()_+-=?~"
-passwords = st.text(password_alphabet, min_size=6, max_size=24).filter(lambda v: not v.startswith(("$", "-", "=")) and v.strip("*") != "")
+passwords = st.text(password_alphabet, min_size=6, max_size=24).filter(
+    lambda v: not v.startswith(("$", "-", "=")) and v.strip("*") != ""
+)
 labels = st.sampled_from(
     [
         "password",
@@ -88,7 +92,16 @@ labels = st.sampled_from(
     ]
 )
 forms = st.sampled_from(
-    ["{label}={value}", "{label}: {value}", '"{label}": "{value}"', "{label} = '{value}'", "export {label}={value}", "{label}:={value}", '{label} => "{value}"', "<{label}>{value}</{label}>"]
+    [
+        "{label}={value}",
+        "{label}: {value}",
+        '"{label}": "{value}"',
+        "{label} = '{value}'",
+        "export {label}={value}",
+        "{label}:={value}",
+        '{label} => "{value}"',
+        "<{label}>{value}</{label}>",
+    ]
 )
 
 
@@ -131,7 +144,13 @@ def test_prose_passwords_are_masked(template, value):
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(["correct", "horse", "battery", "staple", "purple", "monkey", "dishwasher", "Tokyo", "rain"]), min_size=2, max_size=6))
+@given(
+    st.lists(
+        st.sampled_from(["correct", "horse", "battery", "staple", "purple", "monkey", "dishwasher", "Tokyo", "rain"]),
+        min_size=2,
+        max_size=6,
+    )
+)
 def test_multi_word_passphrases_after_password_colon_are_masked_whole(words):
     phrase = " ".join(words)
     for text in (f"password: {phrase}", f"Wifi password: {phrase}\nroom 12", f'passphrase = "{phrase}"'):
@@ -155,7 +174,10 @@ VALUES = [
 
 
 @SETTINGS
-@given(st.sampled_from(VALUES), st.lists(st.tuples(st.integers(1, 40), st.sampled_from(INVISIBLES)), min_size=1, max_size=4))
+@given(
+    st.sampled_from(VALUES),
+    st.lists(st.tuples(st.integers(1, 40), st.sampled_from(INVISIBLES)), min_size=1, max_size=4),
+)
 def test_invisible_characters_do_not_hide_a_value(pair, inserts):
     value, kind = pair
     hidden = value
@@ -163,7 +185,11 @@ def test_invisible_characters_do_not_hide_a_value(pair, inserts):
         position = 1 + position % (len(hidden) - 1)
         hidden = hidden[:position] + ch + hidden[position:]
     result = mask(f"Note: {hidden} ok")
-    assert result.text == f"Note: {PLACEHOLDERS[kind]} ok" or kind in ("PHONE",) and result.text in ("Note: [PHONE] ok", "Note: [NUMBER] ok"), (hidden, result)
+    assert (
+        result.text == f"Note: {PLACEHOLDERS[kind]} ok"
+        or kind in ("PHONE",)
+        and result.text in ("Note: [PHONE] ok", "Note: [NUMBER] ok")
+    ), (hidden, result)
 
 
 def _full_width(text: str) -> str:
@@ -181,7 +207,8 @@ def test_full_width_forms_do_not_hide_a_value(value, kind):
     [
         "p\u0430ssword: hunter2",  # Cyrillic а
         "passw\u043erd: hunter2",  # Cyrillic о
-        "\U0001d429\U0001d41a\U0001d42c\U0001d42c\U0001d430\U0001d428\U0001d42b\U0001d41d: hunter2",  # mathematical bold
+        # mathematical bold
+        "\U0001d429\U0001d41a\U0001d42c\U0001d42c\U0001d430\U0001d428\U0001d42b\U0001d41d: hunter2",
         "ｐａｓｓｗｏｒｄ＝ｈｕｎｔｅｒ２",
     ],
 )
@@ -203,7 +230,10 @@ def test_words_wholly_in_cyrillic_or_greek_are_left_as_written():
 
 def test_the_benign_set_has_fifty_sentences_with_numbers_in_english_and_japanese():
     assert len(BENIGN) >= 50
-    assert all(any(ch.isdigit() for ch in text) or "パスワード" in text or "口座" in text or "password" in text for text in BENIGN)
+    assert all(
+        any(ch.isdigit() for ch in text) or "パスワード" in text or "口座" in text or "password" in text
+        for text in BENIGN
+    )
     assert sum(any("\u3040" <= ch <= "\u30ff" for ch in text) for text in BENIGN) >= 15
 
 
@@ -220,7 +250,10 @@ def test_benign_sentences_come_back_unchanged(text):
 attack_texts = st.one_of(
     st.sampled_from([t for t, _ in EXACT] + TOKENS + BENIGN),
     st.builds(lambda a, b: a + " " + b, st.sampled_from([t for t, _ in EXACT]), st.sampled_from(BENIGN)),
-    st.text(alphabet=st.sampled_from(list("0123456789 -+()./:@#_=\"'abcXYZパスワード：は、。\u200b\u00ad·xext")), max_size=120),
+    st.text(
+        alphabet=st.sampled_from(list("0123456789 -+()./:@#_=\"'abcXYZパスワード：は、。\u200b\u00ad·xext")),
+        max_size=120,
+    ),
 )
 
 
@@ -236,7 +269,13 @@ def test_same_input_same_output_and_idempotent(text):
 
 @pytest.mark.parametrize(
     "text",
-    ["dana@example.com", "054-123-4567, 4111 1111 1111 1111", "「ghp_0123456789abcdefghijABCDEFGHIJ012345」", "da\u200bna@example.com。", "+1 212 555 0123 ext. 12"],
+    [
+        "dana@example.com",
+        "054-123-4567, 4111 1111 1111 1111",
+        "「ghp_0123456789abcdefghijABCDEFGHIJ012345」",
+        "da\u200bna@example.com。",
+        "+1 212 555 0123 ext. 12",
+    ],
 )
 def test_nothing_but_placeholders_is_effectively_empty(text):
     assert is_effectively_empty(mask(text).text)

@@ -17,7 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryapp.masking import catalogue, is_effectively_empty, mask
-from tests.masking.catalogue_corpus import CLASSES, FORMS, LOCALES, NATIONAL_IDS, build_catalogue_corpus, build_everyday_corpus, mobile, national_id, survivors
+from tests.masking.catalogue_corpus import (
+    CLASSES,
+    FORMS,
+    LOCALES,
+    NATIONAL_IDS,
+    build_catalogue_corpus,
+    build_everyday_corpus,
+    mobile,
+    national_id,
+    survivors,
+)
 from tests.support import error_code
 
 # a slice of the bench's corpus (seed 33, 10,720 values): every class, locale and form
@@ -47,7 +57,12 @@ def _documented_leak(sample) -> bool:
     if sample.cls == "mobile":
         return sample.locale in _PAIRS_REGIONS or (all(len(g) == 3 for g in groups) and ascending)
     if sample.cls == "comma_groups":
-        return len(groups) >= 4 and all(len(g) <= 3 for g in groups) and ascending and not any(g.startswith("0") for g in groups)
+        return (
+            len(groups) >= 4
+            and all(len(g) <= 3 for g in groups)
+            and ascending
+            and not any(g.startswith("0") for g in groups)
+        )
     return False
 
 
@@ -84,7 +99,16 @@ def test_a_generated_national_identifier_of_each_locale_is_masked(locale, seed, 
     rng = random.Random(seed)
     fake = _faker(locale, seed)
     value = national_id(fake, rng, locale)
-    text = {"prose": "I wrote {} on the form", "json": '{{"id": "{}"}}', "kv": "id={};", "csv": "Dana,{},yes", "list": "- {}", "paren": "({})", "quoted": "“{}”", "table": "| {} |"}[form].format(value)
+    text = {
+        "prose": "I wrote {} on the form",
+        "json": '{{"id": "{}"}}',
+        "kv": "id={};",
+        "csv": "Dana,{},yes",
+        "list": "- {}",
+        "paren": "({})",
+        "quoted": "“{}”",
+        "table": "| {} |",
+    }[form].format(value)
     masked = mask(text).text
     assert not any(ch.isdigit() for ch in masked), (text, masked)
 
@@ -95,7 +119,11 @@ def test_a_polish_spanish_or_korean_mobile_in_its_national_grouping_is_masked(se
     rng = random.Random(seed)
     value = mobile(rng, rng.choice(("pl_PL", "es_ES", "ko_KR", "it_IT", "de_DE")))
     groups = value.split()
-    if len(groups) >= 3 and all(len(g) == 3 for g in groups) and all(int(a) < int(b) for a, b in zip(groups, groups[1:])):
+    if (
+        len(groups) >= 3
+        and all(len(g) == 3 for g in groups)
+        and all(int(a) < int(b) for a, b in zip(groups, groups[1:]))
+    ):
         return  # documented: three ascending groups of three digits read as pages
     masked = mask(f"ping {value} tonight").text
     assert sum(ch.isdigit() for ch in masked) < 4, (value, masked)
@@ -163,14 +191,22 @@ def test_at_most_one_in_a_thousand_everyday_sentences_changes():
 
 
 @SETTINGS
-@given(start=st.integers(1, 9_000), step=st.sampled_from([1, 2, 3, 5, 10, 20, 25, 50, 100, -1]), n=st.integers(3, 8), sep=st.sampled_from([" ", ", ", "/"]))
+@given(
+    start=st.integers(1, 9_000),
+    step=st.sampled_from([1, 2, 3, 5, 10, 20, 25, 50, 100, -1]),
+    n=st.integers(3, 8),
+    sep=st.sampled_from([" ", ", ", "/"]),
+)
 def test_a_progression_of_short_numbers_is_a_list(start, step, n, sep):
     text = "rooms " + sep.join(str(start + i * step) for i in range(n) if start + i * step > 0)
     assert mask(text).text == text
 
 
 @SETTINGS
-@given(ts=st.integers(1_000_000_000, 2_100_000_000), label=st.sampled_from(["Timestamp", "ts=", "epoch", '"updated_at": ', "unix time"]))
+@given(
+    ts=st.integers(1_000_000_000, 2_100_000_000),
+    label=st.sampled_from(["Timestamp", "ts=", "epoch", '"updated_at": ', "unix time"]),
+)
 def test_a_unix_timestamp_after_a_time_word_is_left_alone(ts, label):
     text = f"{label} {ts}"
     assert mask(text).text == text
@@ -193,7 +229,22 @@ def test_the_catalogue_validates_only_what_its_module_accepts():
 
 @pytest.mark.parametrize(
     "unit",
-    ["A1 ", "12-", "12, ", "SSN 12-", "aアット", "aドット", "AB12CD", "123456789 ", "20 ", "1 ", "101 ", "Timestamp 1", "order #1", "ZZ 1"],
+    [
+        "A1 ",
+        "12-",
+        "12, ",
+        "SSN 12-",
+        "aアット",
+        "aドット",
+        "AB12CD",
+        "123456789 ",
+        "20 ",
+        "1 ",
+        "101 ",
+        "Timestamp 1",
+        "order #1",
+        "ZZ 1",
+    ],
 )
 def test_adversarial_100_kb_inputs_complete(unit):
     text = (unit * (100_000 // len(unit) + 1))[:100_000]
@@ -223,7 +274,9 @@ def test_an_emoji_only_note_is_remembered_through_the_api(agent):
 @pytest.mark.parametrize("text", ["   ", "jane@example.com", "\u200b\u200b"])
 def test_a_note_with_nothing_left_is_still_refused(agent, text):
     response = agent.remember(namespace="moods", text=text)
-    assert response.status_code == 400 and error_code(response) in ("AGENT_MEMORY_EMPTY", "VALIDATION_ERROR"), response.json()
+    assert response.status_code == 400 and error_code(response) in ("AGENT_MEMORY_EMPTY", "VALIDATION_ERROR"), (
+        response.json()
+    )
 
 
 @pytest.mark.django_db

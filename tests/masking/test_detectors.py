@@ -301,7 +301,8 @@ SECRET_EXAMPLES = [
     ("パスポート番号はTK1234567です", "TK1234567"),
     ("מספר דרכון 31234567", "31234567"),
     (
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END "
+        "RSA PRIVATE KEY-----",
         "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu",
     ),
 ]
@@ -337,13 +338,26 @@ def api_tokens(draw) -> str:
         body = draw(st.text(alnum, min_size=20, max_size=48))
         return "sk-" + body + draw(st.sampled_from(string.digits))
     if shape == "stripe":
-        return draw(st.sampled_from(["sk", "pk", "rk"])) + "_" + draw(st.sampled_from(["live", "test"])) + "_" + draw(st.text(alnum, min_size=24, max_size=40))
+        return (
+            draw(st.sampled_from(["sk", "pk", "rk"]))
+            + "_"
+            + draw(st.sampled_from(["live", "test"]))
+            + "_"
+            + draw(st.text(alnum, min_size=24, max_size=40))
+        )
     if shape == "ghp":
         return draw(st.sampled_from(["ghp", "gho", "ghs"])) + "_" + draw(st.text(alnum, min_size=36, max_size=36))
     if shape == "pat":
         return "github_pat_" + draw(st.text(alnum + "_", min_size=60, max_size=82))
     if shape == "xox":
-        return "xox" + draw(st.sampled_from("baprs")) + "-" + draw(st.text(string.digits, min_size=10, max_size=13)) + "-" + draw(st.text(alnum, min_size=10, max_size=24))
+        return (
+            "xox"
+            + draw(st.sampled_from("baprs"))
+            + "-"
+            + draw(st.text(string.digits, min_size=10, max_size=13))
+            + "-"
+            + draw(st.text(alnum, min_size=10, max_size=24))
+        )
     if shape == "akia":
         return "AKIA" + draw(st.text(string.ascii_uppercase + string.digits, min_size=16, max_size=16))
     if shape == "aiza":
@@ -559,12 +573,20 @@ def test_is_effectively_empty(text, expected):
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(list(PLACEHOLDERS.values()) + [" ", ",", "、", "。", "-", "!", "「", "」"]), max_size=10))
+@given(
+    st.lists(st.sampled_from(list(PLACEHOLDERS.values()) + [" ", ",", "、", "。", "-", "!", "「", "」"]), max_size=10)
+)
 def test_is_effectively_empty_for_placeholders_and_punctuation(parts):
     assert is_effectively_empty("".join(parts))
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from([e for e in ["a@example.com", "+972 54-123-4567", "4111 1111 1111 1111"]]), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.sampled_from([e for e in ["a@example.com", "+972 54-123-4567", "4111 1111 1111 1111"]]),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_only_pii_is_effectively_empty_after_masking(values):
     assert is_effectively_empty(mask(", ".join(values)).text)

@@ -58,7 +58,15 @@ def test_a_remember_with_a_reported_attack_answers_201_with_the_masked_text(agen
     assert MemoryVersion.objects.get(pk=int(response.json()["memory"]["id"])).text == expected
 
 
-@pytest.mark.parametrize("text", ["dana@example。com", "054\u200b123\u200b4567", "+1 212 555 0123 ext. 12", "「ghp_0123456789abcdefghijABCDEFGHIJ012345」"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "dana@example。com",
+        "054\u200b123\u200b4567",
+        "+1 212 555 0123 ext. 12",
+        "「ghp_0123456789abcdefghijABCDEFGHIJ012345」",
+    ],
+)
 def test_nothing_but_personal_data_is_refused_as_empty(agent, text):
     response = agent.remember(namespace="attacks", text=text)
     assert response.status_code == 400
@@ -138,12 +146,16 @@ def test_each_kind_of_the_vocabulary_is_accepted(agent, kind):
 def test_the_ai_memory_api_refuses_a_kind_outside_the_vocabulary(world):
     client = client_for(world.editor)
     base = f"/api/w/{world.workspace.pk}/ai-memory/memories"
-    bad = client.post(base, {"kind": "ada@example.com 054-123-4567", "topic": "tea", "summary": "prefers tea"}, format="json")
+    bad = client.post(
+        base, {"kind": "ada@example.com 054-123-4567", "topic": "tea", "summary": "prefers tea"}, format="json"
+    )
     assert bad.status_code == 400 and error_code(bad) == "VALIDATION_ERROR"
     assert "ada@example.com" not in json.dumps(bad.json())
     good = client.post(base, {"kind": "preference", "topic": "tea", "summary": "prefers tea"}, format="json")
     assert good.status_code == 201
-    patched = client.patch(f"{base}/{good.json()['memory']['id']}", {"kind": "secret 4111 1111 1111 1111"}, format="json")
+    patched = client.patch(
+        f"{base}/{good.json()['memory']['id']}", {"kind": "secret 4111 1111 1111 1111"}, format="json"
+    )
     assert patched.status_code == 400 and error_code(patched) == "VALIDATION_ERROR"
 
 
@@ -190,9 +202,15 @@ def test_agent_and_credential_names_with_personal_data_are_refused(world):
     client = client_for(world.owner)
     agent = client.post(f"/api/w/{world.workspace.pk}/agents", {"name": "Dana 054-123-4567"}, format="json")
     assert agent.status_code == 400 and error_code(agent) == "VALIDATION_ERROR"
-    credential = client.post(f"/api/w/{world.workspace.pk}/agent-credentials", {"name": "laptop of dana@example.com", "scopes": ["memory:read"]}, format="json")
+    credential = client.post(
+        f"/api/w/{world.workspace.pk}/agent-credentials",
+        {"name": "laptop of dana@example.com", "scopes": ["memory:read"]},
+        format="json",
+    )
     assert credential.status_code == 400 and error_code(credential) == "VALIDATION_ERROR"
-    fine = client.post(f"/api/w/{world.workspace.pk}/agent-credentials", {"name": "laptop 2", "scopes": ["memory:read"]}, format="json")
+    fine = client.post(
+        f"/api/w/{world.workspace.pk}/agent-credentials", {"name": "laptop 2", "scopes": ["memory:read"]}, format="json"
+    )
     assert fine.status_code == 201
 
 
@@ -269,12 +287,30 @@ def _forms_sample():
     from tests.masking.forms_corpus import FORMS, build_forms_corpus
 
     corpus = build_forms_corpus(seed=23, per_form=2)
-    return [next(s for s in corpus if s.form == form and s.locale == locale) for form in FORMS for locale in ("en_US", "de_DE", "ja_JP")]
+    return [
+        next(s for s in corpus if s.form == form and s.locale == locale)
+        for form in FORMS
+        for locale in ("en_US", "de_DE", "ja_JP")
+    ]
 
 
-FORM_NAMES = [s.text for s in _forms_sample() if len(s.text) <= 64] + ["411111 111111 1111", "4111,1111,1111,1111", "dana at example dot com", "passwort ist hunter2", "mysql -u root -phunter2"]
+FORM_NAMES = [s.text for s in _forms_sample() if len(s.text) <= 64] + [
+    "411111 111111 1111",
+    "4111,1111,1111,1111",
+    "dana at example dot com",
+    "passwort ist hunter2",
+    "mysql -u root -phunter2",
+]
 # the same forms as snake_case topics (a topic cannot hold a space)
-FORM_TOPICS = ["card_411111_111111_1111", "wire_to_123456_789012", "dana_at_example_dot_com", "passwort_ist_hunter2", "my_password_is_swordfish", "call_5551234", "telefon_5551234"]
+FORM_TOPICS = [
+    "card_411111_111111_1111",
+    "wire_to_123456_789012",
+    "dana_at_example_dot_com",
+    "passwort_ist_hunter2",
+    "my_password_is_swordfish",
+    "call_5551234",
+    "telefon_5551234",
+]
 
 
 @pytest.mark.parametrize("value", FORM_NAMES)
@@ -299,12 +335,18 @@ def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_c
     from memoryapp.models import Source
 
     client = client_for(world.editor)
-    response = client.post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
+    response = client.post(
+        f"/api/w/{world.workspace.pk}/ai-memory/memories",
+        {"kind": "fact", "topic": topic, "summary": "a note"},
+        format="json",
+    )
     assert response.status_code == 400 and error_code(response) == "AGENT_MEMORY_PERSONAL_DATA", response.json()
     assert topic not in json.dumps(response.json())
     from tests.pages.support import browser
 
-    page = browser(world.editor).post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "a note", "details": ""})
+    page = browser(world.editor).post(
+        f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "a note", "details": ""}
+    )
     assert page.status_code == 200 and "personal data" in page.content.decode(), page.status_code
     with pytest.raises(ApiError) as refused:  # what consolidation calls for each extracted memory
         add_assistant_memory(world.editor, kind="fact", topic=topic, summary="a note", source=Source.AI_EXTRACTED)
@@ -312,18 +354,37 @@ def test_the_new_forms_are_refused_as_assistant_topics_by_the_api_the_page_and_c
     assert MemoryVersion.objects.count() == 0
 
 
-@pytest.mark.parametrize("topic", ["preferred_language", "password_manager", "phone_model", "api_key_rotation", "call_schedule", "email_at_work", "favourite_number_7"])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "preferred_language",
+        "password_manager",
+        "phone_model",
+        "api_key_rotation",
+        "call_schedule",
+        "email_at_work",
+        "favourite_number_7",
+    ],
+)
 def test_ordinary_snake_case_topics_are_accepted(world, topic):
-    response = client_for(world.editor).post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": topic, "summary": "a note"}, format="json")
+    response = client_for(world.editor).post(
+        f"/api/w/{world.workspace.pk}/ai-memory/memories",
+        {"kind": "fact", "topic": topic, "summary": "a note"},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
 
 
 def test_details_lines_are_masked_and_a_line_left_empty_is_dropped(world):
     agent = make_agent(world.editor)
-    memory = agent.remember(namespace="n", text="How to reach her", details=["mail ada@example.com", "4111 1111 1111 1111", "likes tea"]).json()["memory"]
+    memory = agent.remember(
+        namespace="n", text="How to reach her", details=["mail ada@example.com", "4111 1111 1111 1111", "likes tea"]
+    ).json()["memory"]
     assert memory["details"] == ["mail [EMAIL]", "likes tea"]
     assert memory["masked"] == ["CARD", "EMAIL"]
-    error = _refusal(agent.remember(namespace="n", text="ada@example.com", details=["likes tea"]), 400, "AGENT_MEMORY_EMPTY")
+    error = _refusal(
+        agent.remember(namespace="n", text="ada@example.com", details=["likes tea"]), 400, "AGENT_MEMORY_EMPTY"
+    )
     assert error["details"] == {"masked": ["EMAIL"]}
 
 

@@ -186,12 +186,18 @@ def test_everyday_text_stays_within_the_benign_change_budget():
     from tests.masking import everyday_corpus as everyday
 
     folder = everyday.locomo_dir()
-    assert folder is not None, "LoCoMo conversations not found: set LOCOMO_DIR or place shared/data/locomo-dev beside the checkout"
+    assert folder is not None, (
+        "LoCoMo conversations not found: set LOCOMO_DIR or place shared/data/locomo-dev beside the checkout"
+    )
     locomo = everyday.locomo_sentences(folder)
     shipped = everyday.shipped_sentences()
     older = everyday.older_test_sentences()
     assert len(locomo) >= 9000 and len(shipped) >= 1400
-    assert {line.split(", ")[-1] for line in everyday.EVERYDAY_FILE.read_text(encoding="utf-8").splitlines() if line.startswith("# generated, ")} == set(LOCALES)
+    assert {
+        line.split(", ")[-1]
+        for line in everyday.EVERYDAY_FILE.read_text(encoding="utf-8").splitlines()
+        if line.startswith("# generated, ")
+    } == set(LOCALES)
     for name, sentences in (("LoCoMo", locomo), ("shipped", shipped), ("older tests", older)):
         changes = everyday.changed(sentences)
         assert len(changes) <= len(sentences) * everyday.BUDGET, (name, len(changes), changes[:10])

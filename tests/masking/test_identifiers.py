@@ -42,7 +42,11 @@ uuids_with_a_letter = st.uuids().filter(lambda u: any(c.isalpha() for c in u.hex
 
 
 @SETTINGS
-@given(uuids_with_a_letter, st.sampled_from(["", "memory:", "user-", "thread_", "ns.", "item/"]), st.sampled_from(["", ":v2", "_notes", ".a"]))
+@given(
+    uuids_with_a_letter,
+    st.sampled_from(["", "memory:", "user-", "thread_", "ns.", "item/"]),
+    st.sampled_from(["", ":v2", "_notes", ".a"]),
+)
 def test_uuid_keys_of_every_spelling_are_accepted(value, before, after):
     for spelling in _spellings(value):
         assert name_kinds(f"{before}{spelling}{after}") == (), spelling
@@ -80,7 +84,10 @@ def test_personal_data_next_to_an_identifier_is_still_refused(locale):
                 assert kind in name_kinds(name), (locale, name)
 
 
-@pytest.mark.parametrize("phone", ["+81 90-1234-5678", "090-1234-5678", "+1 (415) 555-2671", "+972 54-123-4567", "054-1234567", "+44 20 7946 0958"])
+@pytest.mark.parametrize(
+    "phone",
+    ["+81 90-1234-5678", "090-1234-5678", "+1 (415) 555-2671", "+972 54-123-4567", "054-1234567", "+44 20 7946 0958"],
+)
 def test_phone_numbers_in_keys_with_identifiers_are_still_refused(phone):
     ident = uuid.uuid4().hex
     for name in (phone, f"{ident} {phone}", f"{phone}_{ident}", f"call:{phone}:{ident}"):
@@ -89,7 +96,11 @@ def test_phone_numbers_in_keys_with_identifiers_are_still_refused(phone):
 
 def test_an_all_digit_token_of_identifier_length_is_a_number():
     """32 digits, 8-4-4-4-12 digits, 26 digits: numbers, read as such, refused."""
-    for name in ("12345678901234567890123456789012", "12345678-1234-1234-1234-123456789012", "01234567890123456789012345"):
+    for name in (
+        "12345678901234567890123456789012",
+        "12345678-1234-1234-1234-123456789012",
+        "01234567890123456789012345",
+    ):
         assert identifier_spans(name) == [] and name_kinds(name), name
 
 

@@ -52,7 +52,15 @@ def test_what_the_budget_does_not_reach_is_masked_by_shape():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(["call 090 1234 5678", "tel +44 20 7946 0958", "order 12 34 56 78 90 12", "ring 555 0100 2233"]), min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["call 090 1234 5678", "tel +44 20 7946 0958", "order 12 34 56 78 90 12", "ring 555 0100 2233"]
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_a_shared_budget_masks_at_least_what_each_line_alone_masks(lines):
     shared = mask_content("a note", lines).details
     for alone, together in zip((masking.mask(line).text for line in lines), shared, strict=True):
@@ -76,7 +84,13 @@ def test_a_conversation_turns_messages_share_one_budget(parses, world):
     agent = ai_agent(world)
     message = ("order 12 34 56 78 90 " * 40)[:640]
     submitted = submit_turn(
-        workspace=world.workspace, member=world.editor, agent=agent, credential_id=None, conversation_id="c-budget", anonymous=False, messages=[{"role": "user", "content": message}] * 50
+        workspace=world.workspace,
+        member=world.editor,
+        agent=agent,
+        credential_id=None,
+        conversation_id="c-budget",
+        anonymous=False,
+        messages=[{"role": "user", "content": message}] * 50,
     )
     assert parses[0] < 5 * 1200  # one shared budget, not fifty
     assert submitted.consolidation.reason == "personal_data"

@@ -20,7 +20,10 @@ from memoryapp import masking
         ("card ４１１１ １１１１ １１１１ １１１１", "card [CARD]"),  # full-width digits
         ("card 4111\u20131111\u20131111\u20131111", "card [CARD]"),  # en dashes
         ("card \U0001d7d2\U0001d7cf\U0001d7cf\U0001d7cf 1111 1111 1111", "card [CARD]"),  # mathematical digits
-        ("id \u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669\u0660\u0661\u0662", "id [NUMBER]"),  # Arabic-Indic digits
+        (
+            "id \u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669\u0660\u0661\u0662",
+            "id [NUMBER]",
+        ),  # Arabic-Indic digits
         ("Ｔｅｌｌ ｍｅ ada@example.com", "Ｔｅｌｌ ｍｅ [EMAIL]"),  # the rest stays as written
         ("привет ada@example.com", "привет [EMAIL]"),  # a Cyrillic word is not folded
     ],

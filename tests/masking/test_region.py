@@ -57,7 +57,9 @@ def _a_list_of_another_grouping(written: str, region: str) -> bool:
     triples = len(groups) >= 3 and all(n == 3 for n in sizes) and values == sorted(set(values))
     if " " not in written or not (pairs or triples):
         return False
-    national = phonenumbers.format_number(phonenumbers.parse("".join(groups), region), phonenumbers.PhoneNumberFormat.NATIONAL)
+    national = phonenumbers.format_number(
+        phonenumbers.parse("".join(groups), region), phonenumbers.PhoneNumberFormat.NATIONAL
+    )
     return [len(g) for g in re.findall(r"[0-9]+", national)] != sizes
 
 
@@ -77,11 +79,22 @@ def test_a_generated_mobile_of_the_workspace_region_is_masked_without_a_phone_wo
         assert sum(ch.isdigit() for ch in masked.text) < 4, (region, text, masked.text)
 
 
-@pytest.mark.parametrize("text, region", [("I wrote 34 43 39 58 on the form", "DK"), ("contact=40 66 10 01; source=form", "NO"), ("Here it is: 512 863 990 — keep it safe.", "PL")])
+@pytest.mark.parametrize(
+    "text, region",
+    [
+        ("I wrote 34 43 39 58 on the form", "DK"),
+        ("contact=40 66 10 01; source=form", "NO"),
+        ("Here it is: 512 863 990 — keep it safe.", "PL"),
+    ],
+)
 def test_the_reported_survivors_are_masked_with_their_region_and_left_as_before_without(text, region):
     value = re.search(r"[0-9][0-9 ]+[0-9]", text).group()
     assert mask(text, region).text == text.replace(value, "[PHONE]")
-    assert mask(text, region).kinds == ("PHONE",) and detect_kinds(text, region) == ("PHONE",) and contains_personal_data(text, region)
+    assert (
+        mask(text, region).kinds == ("PHONE",)
+        and detect_kinds(text, region) == ("PHONE",)
+        and contains_personal_data(text, region)
+    )
     # without a region the rule does not apply: pairs and ascending triples read as lists (docs/masking.md)
     assert mask(text).text == text and mask(text, None).text == text
 

@@ -71,7 +71,9 @@ def _digit_source(draw, fake: Faker) -> str:
         return re.sub(r"\D", "", fake.iban())  # the digits of an IBAN: a long account number
     if pick == 2:
         return fake.msisdn()[:15]
-    return str(draw(st.integers(1, 9))) + "".join(draw(st.sampled_from("0123456789")) for _ in range(draw(st.integers(9, 18))))
+    return str(draw(st.integers(1, 9))) + "".join(
+        draw(st.sampled_from("0123456789")) for _ in range(draw(st.integers(9, 18)))
+    )
 
 
 def _is_excepted(value: str) -> bool:
@@ -156,7 +158,10 @@ def test_the_generators_cover_twelve_locales():
 
 # --- what the class must not swallow ------------------------------------------------------------
 @SETTINGS
-@given(st.lists(st.integers(0, 999), min_size=2, max_size=40), st.lists(st.sampled_from(LINE_BREAKS), min_size=40, max_size=40))
+@given(
+    st.lists(st.integers(0, 999), min_size=2, max_size=40),
+    st.lists(st.sampled_from(LINE_BREAKS), min_size=40, max_size=40),
+)
 def test_lists_of_small_numbers_one_a_line_are_not_masked(numbers, breaks):
     text = "counts:\n" + "".join(f"{n}{brk}" for n, brk in zip(numbers, breaks, strict=False)).rstrip()
     assert mask(text).text == text
@@ -170,7 +175,12 @@ def test_years_one_a_line_are_not_masked(years, brk):
 
 
 @SETTINGS
-@given(st.dates(), st.times(), st.sampled_from(("%Y-%m-%d", "%d.%m.%Y", "%d/%m/%Y", "%Y/%m/%d")), st.sampled_from(BLANKS + LINE_BREAKS))
+@given(
+    st.dates(),
+    st.times(),
+    st.sampled_from(("%Y-%m-%d", "%d.%m.%Y", "%d/%m/%Y", "%Y/%m/%d")),
+    st.sampled_from(BLANKS + LINE_BREAKS),
+)
 def test_dates_and_times_are_not_masked(day, moment, form, sep):
     text = f"on {day.strftime(form)}{sep}{moment.strftime('%H:%M')}{sep}{day.strftime(form)}{sep}{moment.strftime('%H:%M:%S')}"
     if day.year < 1000:
@@ -179,7 +189,11 @@ def test_dates_and_times_are_not_masked(day, moment, form, sep):
 
 
 @SETTINGS
-@given(st.lists(st.integers(0, 99), min_size=2, max_size=4), st.sampled_from(("v", "version ", "python ", "release ")), st.sampled_from(BLANKS + LINE_BREAKS))
+@given(
+    st.lists(st.integers(0, 99), min_size=2, max_size=4),
+    st.sampled_from(("v", "version ", "python ", "release ")),
+    st.sampled_from(BLANKS + LINE_BREAKS),
+)
 def test_versions_are_not_masked(parts, word, sep):
     version = ".".join(map(str, parts))
     text = f"upgraded to {word}{version}{sep}from {word}{version}"

@@ -22,7 +22,18 @@ def http_server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterato
     log = tmp_path_factory.mktemp("uvicorn") / "stderr.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "config.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
             env=env,
             cwd=BASE_DIR,
             stdin=subprocess.DEVNULL,

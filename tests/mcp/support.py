@@ -9,4 +9,12 @@ FENCE_LINE = re.compile(r'^<memory( [A-Za-z]+="[^"<>]*")+>[^<>\n]*</memory>$')
 
 
 def memory(text: str, **extra) -> dict:
-    return {"id": "7", "namespace": "prefs", "key": "k", "sourceState": None, "createdAt": "2026-01-01T00:00:00Z", "text": text, **extra}
+    return {
+        "id": "7",
+        "namespace": "prefs",
+        "key": "k",
+        "sourceState": None,
+        "createdAt": "2026-01-01T00:00:00Z",
+        "text": text,
+        **extra,
+    }

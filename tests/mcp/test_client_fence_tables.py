@@ -35,4 +35,6 @@ def test_the_clients_fence_escapes_exactly_like_the_servers(text):
 
 def test_every_code_point_is_escaped_alike():
     client = client_fence()
-    assert [c for c in range(0x110000) if client._needs_numeric_escape(chr(c)) != server._needs_numeric_escape(chr(c))] == []
+    assert [
+        c for c in range(0x110000) if client._needs_numeric_escape(chr(c)) != server._needs_numeric_escape(chr(c))
+    ] == []

@@ -37,7 +37,9 @@ def run(test: Callable[[], Awaitable[Any]]) -> Any:
 
 def stdio_params(token: str | None) -> StdioServerParameters:
     env = server_env() if token is None else server_env(AGENT_MEMORY_TOKEN=token)
-    return StdioServerParameters(command=sys.executable, args=[str(BASE_DIR / "manage.py"), "mcp_server"], env=env, cwd=str(BASE_DIR))
+    return StdioServerParameters(
+        command=sys.executable, args=[str(BASE_DIR / "manage.py"), "mcp_server"], env=env, cwd=str(BASE_DIR)
+    )
 
 
 def error_of(result) -> tuple[str, dict]:
@@ -89,8 +91,13 @@ def test_stdio_remember_recall_list_forget_match_rest(world):
 
     async def scenario():
         async with Client(stdio_params(agent.token)) as client:
-            remembered = await client.call_tool("remember_memory", {"namespace": "prefs", "key": "tea", "text": "Prefers green tea; mail jane@example.com"})
-            again = await client.call_tool("remember_memory", {"namespace": "prefs", "key": "tea", "text": "Prefers jasmine green tea"})
+            remembered = await client.call_tool(
+                "remember_memory",
+                {"namespace": "prefs", "key": "tea", "text": "Prefers green tea; mail jane@example.com"},
+            )
+            again = await client.call_tool(
+                "remember_memory", {"namespace": "prefs", "key": "tea", "text": "Prefers jasmine green tea"}
+            )
             recalled = await client.call_tool("recall_memories", {"query": "which tea does she like"})
             listed = await client.call_tool("list_memories", {})
             rest = await orm(lambda: agent.list().json())  # the same credential over REST, the same moment
@@ -100,7 +107,11 @@ def test_stdio_remember_recall_list_forget_match_rest(world):
 
     remembered, again, recalled, listed, rest, forgotten, after = run(scenario)
     memory = ok(remembered)["memory"]
-    assert memory["text"] == "Prefers green tea; mail [EMAIL]" and memory["trust"] == "untrusted" and memory["evidence"] is False
+    assert (
+        memory["text"] == "Prefers green tea; mail [EMAIL]"
+        and memory["trust"] == "untrusted"
+        and memory["evidence"] is False
+    )
     assert remembered.structured_content["superseded"] == 0
     assert_fenced(remembered, [memory])
     assert ok(again)["superseded"] == 1
@@ -125,7 +136,9 @@ def test_stdio_refusals_are_tool_errors_with_the_rest_codes(world):
             no_scope = await client.call_tool("remember_memory", {"namespace": "prefs", "text": "x"})
             invalid = await client.call_tool("list_memories", {"limit": 0, "namespace": ""})
             forget_without_scope = await client.call_tool("forget_memory", {"memoryId": "not an id"})
-            await orm(lambda: g.update_settings(world.workspace, {"agentMemoriesEnabled": False}, actor=world.owner.user))
+            await orm(
+                lambda: g.update_settings(world.workspace, {"agentMemoriesEnabled": False}, actor=world.owner.user)
+            )
             disabled = await client.call_tool("list_memories", {})
             still_alive = await client.list_tools()
             return no_scope, invalid, forget_without_scope, disabled, still_alive
@@ -139,7 +152,9 @@ def test_stdio_refusals_are_tool_errors_with_the_rest_codes(world):
     assert code == "AGENT_MEMORY_DISABLED" and error["details"] == {"reason": "workspace"}
     assert error == reader.list().json()["error"]
     g.update_settings(world.workspace, {"agentMemoriesEnabled": True}, actor=world.owner.user)
-    assert invalid.structured_content == reader.list(limit=0, namespace="").json()  # same code, message, per-field details
+    assert (
+        invalid.structured_content == reader.list(limit=0, namespace="").json()
+    )  # same code, message, per-field details
     assert {tool.name for tool in still_alive.tools} == TOOL_NAMES  # a refusal never ends the session
 
 
@@ -194,7 +209,9 @@ def test_http_remember_recall_list_forget_match_rest(world, http_server, mode):
             if mode == "legacy":
                 assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
             tools = (await client.list_tools()).tools
-            remembered = await client.call_tool("remember_memory", {"namespace": "travel", "key": "seat", "text": "Likes an aisle seat on long flights"})
+            remembered = await client.call_tool(
+                "remember_memory", {"namespace": "travel", "key": "seat", "text": "Likes an aisle seat on long flights"}
+            )
             recalled = await client.call_tool("recall_memories", {"query": "aisle seat", "limit": 5})
             listed = await client.call_tool("list_memories", {"namespace": "travel"})
             forgotten = await client.call_tool("forget_memory", {"memoryId": ok(remembered)["memory"]["id"]})
@@ -309,23 +326,40 @@ def revoke_all(member) -> None:
 
 
 def test_http_without_bearer_token_is_401_and_django_still_serves_the_rest(world, http_server):
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     accept = {"Accept": "application/json, text/event-stream"}
     response = httpx2.post(f"{http_server}/mcp", json=initialize, headers=accept)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "UNAUTHENTICATED"
     assert response.headers["www-authenticate"].startswith("Bearer")
-    wrong_scheme = httpx2.post(f"{http_server}/mcp", json=initialize, headers=accept | {"Authorization": "Basic dXNlcjpwdw=="})
+    wrong_scheme = httpx2.post(
+        f"{http_server}/mcp", json=initialize, headers=accept | {"Authorization": "Basic dXNlcjpwdw=="}
+    )
     assert wrong_scheme.status_code == 401
 
     agent = make_agent(world.editor)
-    foreign_host = httpx2.post(f"{http_server}/mcp", json=initialize, headers=accept | {"Authorization": f"Bearer {agent.token}", "Host": "evil.example"})
+    foreign_host = httpx2.post(
+        f"{http_server}/mcp",
+        json=initialize,
+        headers=accept | {"Authorization": f"Bearer {agent.token}", "Host": "evil.example"},
+    )
     assert foreign_host.status_code == 421  # not in MCP_ALLOWED_HOSTS: the SDK's DNS-rebinding guard
     listen = httpx2.get(f"{http_server}/mcp", headers=accept | {"Authorization": f"Bearer {agent.token}"}, timeout=10)
     assert listen.status_code == 405 and listen.headers["allow"] == "POST"  # stateless: no stream is held open
 
     assert httpx2.get(f"{http_server}/accounts/login/").status_code == 200
-    api = httpx2.post(f"{http_server}/api/agent/v1/memories/list", json={}, headers={"Authorization": f"Bearer {agent.token}"})
+    api = httpx2.post(
+        f"{http_server}/api/agent/v1/memories/list", json={}, headers={"Authorization": f"Bearer {agent.token}"}
+    )
     assert api.status_code == 200 and api.json()["memories"] == []
-    oversized = httpx2.post(f"{http_server}/mcp", content=b"x" * (70 * 1024), headers=accept | {"Authorization": f"Bearer {agent.token}", "Content-Type": "application/json"})
+    oversized = httpx2.post(
+        f"{http_server}/mcp",
+        content=b"x" * (70 * 1024),
+        headers=accept | {"Authorization": f"Bearer {agent.token}", "Content-Type": "application/json"},
+    )
     assert oversized.status_code == 413

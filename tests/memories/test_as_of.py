@@ -35,7 +35,9 @@ def test_as_of_returns_the_version_current_at_that_instant_bounds_included_and_e
     assert _texts(agent.list()) == ["second"]
 
 
-@pytest.mark.parametrize("as_of", ["2024-01-01T00:00:00", "2999-01-01T00:00:00Z", "yesterday", 5, "0001-01-01T00:00:00+14:00"])
+@pytest.mark.parametrize(
+    "as_of", ["2024-01-01T00:00:00", "2999-01-01T00:00:00Z", "yesterday", 5, "0001-01-01T00:00:00+14:00"]
+)
 def test_list_validates_as_of_like_recall(agent, as_of):
     response = agent.list(asOf=as_of)
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"

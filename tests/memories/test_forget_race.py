@@ -48,7 +48,9 @@ def roles(round_no: int) -> list[str]:
     delete from the pages' API — among remembers, shuffled so each thread plays every role."""
     rng = random.Random(round_no)
     erasers = rng.choice((1, 1, 2))
-    ops = [rng.choice(("forget_key", "forget_id", "forget_id", "member_delete")) for _ in range(erasers)] + ["remember"] * (WORKERS - erasers)
+    ops = [rng.choice(("forget_key", "forget_id", "forget_id", "member_delete")) for _ in range(erasers)] + [
+        "remember"
+    ] * (WORKERS - erasers)
     rng.shuffle(ops)
     return ops
 
@@ -75,20 +77,32 @@ def check_round(member, key: str, first_id: int, outcomes: list[Outcome]) -> Non
     chain = list(MemoryVersion.objects.filter(member=member, namespace="race", key=key).order_by("version"))
     left = {v.pk for v in chain}
     assert not (left & set(erased)), f"{key}: a version a receipt counts as erased is still stored"
-    assert left | set(erased) == written, f"{key}: lost {sorted(written - left - set(erased))}, unknown {sorted((left | set(erased)) - written)}"
+    assert left | set(erased) == written, (
+        f"{key}: lost {sorted(written - left - set(erased))}, unknown {sorted((left | set(erased)) - written)}"
+    )
     if not chain:
         return
-    assert [v.version for v in chain] == list(range(1, len(chain) + 1)), f"{key}: survivors of a forget: versions {[v.version for v in chain]}"
+    assert [v.version for v in chain] == list(range(1, len(chain) + 1)), (
+        f"{key}: survivors of a forget: versions {[v.version for v in chain]}"
+    )
     assert [v.valid_to is None for v in chain].count(True) == 1 and chain[-1].valid_to is None, key
     for older, newer in zip(chain, chain[1:]):
         assert older.valid_to == newer.valid_from, key
-    assert all(v.created_at > last_purge for v in chain), f"{key}: a version written before the forget's erase survived it"
+    assert all(v.created_at > last_purge for v in chain), (
+        f"{key}: a version written before the forget's erase survived it"
+    )
 
 
 @override_settings(MEMORY_EMBEDDER="hashing", AGENT_REMEMBERS_PER_HOUR=1_000_000, MAX_VERSIONS_PER_MEMBER=1_000_000)
 def test_forget_racing_remembers_on_one_key_leaves_no_survivor_and_loses_no_version(world):
-    tokens = [create_credential(world.editor, name=f"racer {i}", scopes=["memory:read", "memory:write"])[1] for i in range(WORKERS)]
-    start, done = threading.Barrier(WORKERS + 1, timeout=DEADLOCK_GUARD), threading.Barrier(WORKERS + 1, timeout=DEADLOCK_GUARD)
+    tokens = [
+        create_credential(world.editor, name=f"racer {i}", scopes=["memory:read", "memory:write"])[1]
+        for i in range(WORKERS)
+    ]
+    start, done = (
+        threading.Barrier(WORKERS + 1, timeout=DEADLOCK_GUARD),
+        threading.Barrier(WORKERS + 1, timeout=DEADLOCK_GUARD),
+    )
     round_state: dict = {}
     outcomes: list[Outcome | None] = [None] * WORKERS
     errors: list[BaseException] = []
@@ -100,11 +114,19 @@ def test_forget_racing_remembers_on_one_key_leaves_no_survivor_and_loses_no_vers
                 op, key, first_id = round_state["ops"][i], round_state["key"], round_state["first_id"]
                 try:
                     if op == "remember":
-                        remembered = actions.remember(gates.admit(tokens[i], "remember", {"namespace": "race", "key": key, "text": f"round {round_no} from {i}"}))
+                        remembered = actions.remember(
+                            gates.admit(
+                                tokens[i],
+                                "remember",
+                                {"namespace": "race", "key": key, "text": f"round {round_no} from {i}"},
+                            )
+                        )
                         outcomes[i] = Outcome(op, 201, {"memory": remembered.json})
                     elif op == "member_delete":
                         deleted = actions.delete_own_memory(world.editor, first_id, agent_only=True)
-                        outcomes[i] = Outcome(op, 200, {"forgotten": deleted["deleted"], "receiptId": deleted["receiptId"]})
+                        outcomes[i] = Outcome(
+                            op, 200, {"forgotten": deleted["deleted"], "receiptId": deleted["receiptId"]}
+                        )
                     else:
                         body = {"namespace": "race", "key": key} if op == "forget_key" else {"memoryId": str(first_id)}
                         outcomes[i] = Outcome(op, 200, actions.forget(gates.admit(tokens[i], "forget", body)))

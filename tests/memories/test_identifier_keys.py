@@ -62,11 +62,23 @@ def test_mcp_accepts_the_same_identifiers_and_refuses_the_same_personal_data(wor
     ident = _uuids_refused_before(1, str)[0]
     ok = run_operation(token, "remember", {"namespace": "threads", "key": ident, "text": "Thread notes."})
     assert not ok.is_error and ok.structured_content["memory"]["key"] == ident
-    refused = run_operation(token, "remember", {"namespace": "threads", "key": f"{ident}_+81 90-1234-5678", "text": "x"})
+    refused = run_operation(
+        token, "remember", {"namespace": "threads", "key": f"{ident}_+81 90-1234-5678", "text": "x"}
+    )
     assert refused.is_error and refused.structured_content["error"]["code"] == "AGENT_MEMORY_PERSONAL_DATA"
 
 
-@pytest.mark.parametrize("key", ["ada@example.com", "4111 1111 1111 1111", "+81 90-1234-5678", "user-{id}-ada@example.com", "{id}:4111111111111111", "{id}_090-1234-5678"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ada@example.com",
+        "4111 1111 1111 1111",
+        "+81 90-1234-5678",
+        "user-{id}-ada@example.com",
+        "{id}:4111111111111111",
+        "{id}_090-1234-5678",
+    ],
+)
 def test_personal_data_in_a_key_or_namespace_is_still_refused(agent, key):
     key = key.format(id=uuid.uuid4())
     assert error_code(agent.remember(namespace="n", key=key, text="x")) == "AGENT_MEMORY_PERSONAL_DATA"

@@ -43,7 +43,11 @@ def test_lists_are_newest_first_by_creation_then_by_id(world, time_machine):
     agent.remember(namespace="n", text="created earlier, stored second")
     agent.remember(namespace="n", text="same instant, stored third")
     time_machine.move_to(start + timedelta(minutes=10), tick=False)
-    assert _texts(agent.list()) == ["created later, stored first", "same instant, stored third", "created earlier, stored second"]
+    assert _texts(agent.list()) == [
+        "created later, stored first",
+        "same instant, stored third",
+        "created earlier, stored second",
+    ]
 
 
 def test_list_paginates_newest_first_with_a_stable_cursor(agent):
@@ -68,7 +72,9 @@ def test_list_refills_a_page_past_hidden_memories_and_counts_them(agent, world, 
     document.expires_at = timezone.now() - timedelta(seconds=1)
     document.save()
     page = agent.list(limit=1).json()
-    assert [m["text"] for m in page["memories"]] == ["visible old"] and page["hidden"] == 4 and page["nextCursor"] is None
+    assert (
+        [m["text"] for m in page["memories"]] == ["visible old"] and page["hidden"] == 4 and page["nextCursor"] is None
+    )
 
 
 def test_list_query_count_does_not_grow_with_citations(agent, docs, django_assert_max_num_queries):
@@ -77,7 +83,9 @@ def test_list_query_count_does_not_grow_with_citations(agent, docs, django_asser
         agent.remember(namespace="n", text=f"note {i}", citations=[str(p.pk) for p in passages])
     with django_assert_max_num_queries(
         15
-    ):  # 8 for the read, 7 for its read-budget slot on the database limiter (lock, trim and count the credential's slots, trim and count the member's, insert, and the member's live credentials that size its bound; Redis: none)
+        # 8 for the read, 7 for its read-budget slot on the database limiter (lock, trim and count the credential's slots,
+        # trim and count the member's, insert, and the member's live credentials that size its bound; Redis: none)
+    ):
         response = agent.list(limit=100)
     assert len(response.json()["memories"]) == 30
 

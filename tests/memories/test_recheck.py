@@ -25,7 +25,12 @@ def test_a_memory_is_hidden_when_its_cited_document_expired_or_became_unreadable
     closing = gov_actions.create_document(open_collection, title="c", text="Closing text.")
     kept = gov_actions.create_document(open_collection, title="k", text="Kept text.")
     for text, document in (("cites expiring", expiring), ("cites closing", closing), ("cites kept", kept)):
-        assert agent.remember(namespace="n", text=text, citations=[str(document.current_version.passages.first().pk)]).status_code == 201
+        assert (
+            agent.remember(
+                namespace="n", text=text, citations=[str(document.current_version.passages.first().pk)]
+            ).status_code
+            == 201
+        )
     assert agent.remember(namespace="n", text="no citation").status_code == 201
     Document.objects.filter(pk=expiring.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     restricted = gov_actions.create_collection(world.workspace, name="Board", restricted=True, readers=[world.owner])
@@ -85,7 +90,14 @@ def test_citations_store_hashes_not_text(agent, docs):
     _, document, passages = docs
     response = agent.remember(namespace="n", text="ships from Osaka", citations=[str(passages[0].pk)])
     memory = response.json()["memory"]
-    assert memory["citations"] == [{"passageId": str(passages[0].pk), "documentId": str(document.pk), "sha256": passages[0].sha256, "sourceState": "current"}]
+    assert memory["citations"] == [
+        {
+            "passageId": str(passages[0].pk),
+            "documentId": str(document.pk),
+            "sha256": passages[0].sha256,
+            "sourceState": "current",
+        }
+    ]
     assert memory["sourceState"] == "current"
     citation = Citation.objects.get()
     assert not hasattr(citation, "text")
@@ -100,7 +112,9 @@ def test_newer_document_version_marks_changed(agent, docs):
     assert listed["memories"][0]["citations"][0]["sourceState"] == "changed"
 
 
-@pytest.mark.parametrize("cause", ["document_deleted", "document_expired", "collection_restricted", "collection_deleted"])
+@pytest.mark.parametrize(
+    "cause", ["document_deleted", "document_expired", "collection_restricted", "collection_deleted"]
+)
 def test_unreachable_sources_hide_the_memory(agent, world, docs, cause, django_capture_on_commit_callbacks):
     collection, document, passages = docs
     agent.remember(namespace="n", text="cites the handbook", citations=[str(passages[0].pk)])
@@ -123,7 +137,9 @@ def test_unreachable_sources_hide_the_memory(agent, world, docs, cause, django_c
     assert [m["text"] for m in recalled["memories"]] == ["plain note"]
 
 
-def test_deleting_a_cited_document_erases_the_memory_with_a_receipt(agent, world, docs, django_capture_on_commit_callbacks):
+def test_deleting_a_cited_document_erases_the_memory_with_a_receipt(
+    agent, world, docs, django_capture_on_commit_callbacks
+):
     _, document, passages = docs
     agent.remember(namespace="n", text="cites the handbook", citations=[str(passages[0].pk)])
     with django_capture_on_commit_callbacks(execute=True):

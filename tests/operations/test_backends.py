@@ -78,7 +78,10 @@ def test_forget_stands_for_a_new_process():
 
 
 def test_an_unknown_name_is_refused_with_the_setting_named():
-    with pytest.raises(backends.UnknownBackend, match="RATE_LIMIT_BACKEND='memcached' is neither one of database, redis nor a dotted path"):
+    with pytest.raises(
+        backends.UnknownBackend,
+        match="RATE_LIMIT_BACKEND='memcached' is neither one of database, redis nor a dotted path",
+    ):
         backends.resolve("RATE_LIMIT_BACKEND", "memcached")
     with pytest.raises(ValueError, match="unknown embedder 'word2vec'"):
         get_embedder("word2vec")
@@ -93,8 +96,17 @@ def test_the_check_passes_on_the_configured_backends():
     [
         ("RATE_LIMIT_BACKEND", "memcached", "RATE_LIMIT_BACKEND='memcached' is neither one of"),
         ("SYSTEM_MODEL", "nowhere.Model", "SYSTEM_MODEL='nowhere.Model' does not import: No module named 'nowhere'"),
-        ("KEK_BACKEND", "memoryapp.keyring.no_such_source", "KEK_BACKEND='memoryapp.keyring.no_such_source' does not import"),
-        ("MEMORY_EMBEDDER", "memoryapp.recall.embedders.E5_CASEFOLD", "MEMORY_EMBEDDER='memoryapp.recall.embedders.E5_CASEFOLD': memoryapp.recall.embedders.E5_CASEFOLD cannot be called"),
+        (
+            "KEK_BACKEND",
+            "memoryapp.keyring.no_such_source",
+            "KEK_BACKEND='memoryapp.keyring.no_such_source' does not import",
+        ),
+        (
+            "MEMORY_EMBEDDER",
+            "memoryapp.recall.embedders.E5_CASEFOLD",
+            "MEMORY_EMBEDDER='memoryapp.recall.embedders.E5_CASEFOLD': memoryapp.recall.embedders.E5_CASEFOLD cannot "
+            "be called",
+        ),
     ],
 )
 def test_the_check_names_the_setting_that_fails(setting, value, problem):

@@ -64,7 +64,10 @@ def test_every_relative_link_leads_to_a_file_and_heading_that_exist(page: Path):
         path, _, anchor = target.partition("#")
         destination = (page.parent / path).resolve() if path else page
         if not destination.exists():
-            broken.append(f"{target}: no file {destination.relative_to(ROOT) if destination.is_relative_to(ROOT) else destination}")
+            broken.append(
+                f"{target}: no file "
+                f"{destination.relative_to(ROOT) if destination.is_relative_to(ROOT) else destination}"
+            )
         elif anchor and destination.suffix == ".md" and anchor not in anchors(destination):
             broken.append(f"{target}: no heading #{anchor} in {destination.name}")
     assert not broken, f"{page.name}: " + "; ".join(broken)
@@ -73,7 +76,10 @@ def test_every_relative_link_leads_to_a_file_and_heading_that_exist(page: Path):
 def test_the_link_check_finds_a_broken_link_and_a_missing_heading(tmp_path: Path):
     page = tmp_path / "page.md"
     (tmp_path / "there.md").write_text("# Title\n\n## A heading\n")
-    page.write_text("[ok](there.md#a-heading) [gone](missing.md) [nohead](there.md#nowhere) `[code](x.md)`\n```\n[fenced](y.md)\n```\n")
+    page.write_text(
+        "[ok](there.md#a-heading) [gone](missing.md) [nohead](there.md#nowhere) "
+        "`[code](x.md)`\n```\n[fenced](y.md)\n```\n"
+    )
     assert relative_links(page) == ["there.md#a-heading", "missing.md", "there.md#nowhere"]
     assert "a-heading" in anchors(tmp_path / "there.md") and "nowhere" not in anchors(tmp_path / "there.md")
 
@@ -95,5 +101,12 @@ def test_every_variable_the_settings_read_is_documented_with_its_default():
     read = set(re.findall(r"env_[a-z]+\(\s*\"([A-Z][A-Z0-9_]+)\"", (ROOT / "config" / "settings.py").read_text()))
     assert len(read) > 40  # the pattern still matches how settings.py reads the environment
     table = (ROOT / "docs" / "configuration.md").read_text()
-    documented = {name for row in table.splitlines() if row.startswith("| `") for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split(" | ")[0])}
-    assert not read - documented, f"read by config/settings.py, not in docs/configuration.md's tables: {sorted(read - documented)}"
+    documented = {
+        name
+        for row in table.splitlines()
+        if row.startswith("| `")
+        for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split(" | ")[0])
+    }
+    assert not read - documented, (
+        f"read by config/settings.py, not in docs/configuration.md's tables: {sorted(read - documented)}"
+    )

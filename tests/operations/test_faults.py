@@ -24,7 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def rehearsal() -> dict[str, dict]:
     backend = "postgres" if settings.IS_POSTGRES else "sqlite"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "faults.py"), "--short", "--backend", backend], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "faults.py"), "--short", "--backend", backend],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, done.stdout[-3000:] + done.stderr[-3000:]
     results = {r["fault"]: r for r in json.loads(lines[-1][len("RESULT ") :])}
@@ -37,7 +43,11 @@ def faults(rehearsal: dict[str, dict]) -> list[dict]:
 
 
 def test_every_fault_of_the_backend_was_rehearsed(rehearsal):
-    expected = {"pg_restart", "redis_restart", "keyring_down", "worker_kill"} if settings.IS_POSTGRES else {"keyring_down", "worker_kill"}
+    expected = (
+        {"pg_restart", "redis_restart", "keyring_down", "worker_kill"}
+        if settings.IS_POSTGRES
+        else {"keyring_down", "worker_kill"}
+    )
     assert {r["fault"] for r in faults(rehearsal)} == expected, rehearsal["_output"]["stdout"][-3000:]
     assert not rehearsal["all"]["webRestarted"]
 
@@ -45,8 +55,14 @@ def test_every_fault_of_the_backend_was_rehearsed(rehearsal):
 def test_each_fault_recovers_without_a_restart_and_loses_no_remember(rehearsal):
     for result in faults(rehearsal):
         assert result["timeToRecover"] is not None, result
-        assert result["afterRecovery"]["requests"] > 0 and set(result["afterRecovery"]["statuses"]) <= {"200", "201"}, result
-        assert result["lost201"]["answered201"] > 0 and result["lost201"]["missing"] == 0 and result["lost201"]["unreadable"] == 0, result
+        assert result["afterRecovery"]["requests"] > 0 and set(result["afterRecovery"]["statuses"]) <= {"200", "201"}, (
+            result
+        )
+        assert (
+            result["lost201"]["answered201"] > 0
+            and result["lost201"]["missing"] == 0
+            and result["lost201"]["unreadable"] == 0
+        ), result
         assert result["worker"]["removeStatus"] == 204 and result["worker"]["erasedByWorkerIn"] is not None, result
 
 

@@ -34,7 +34,9 @@ MARKER = "zqlogcanarymarker"
 PII = "ada.logleak@example.net"
 NEEDLES = (MARKER, PII, "logleak")
 
-FORMATTER = logs.JsonFormatter("%(levelname)s %(name)s %(message)s", rename_fields={"levelname": "level", "name": "logger"}, timestamp=True)
+FORMATTER = logs.JsonFormatter(
+    "%(levelname)s %(name)s %(message)s", rename_fields={"levelname": "level", "name": "logger"}, timestamp=True
+)
 
 
 class Capture(logging.Handler):
@@ -56,7 +58,9 @@ class Capture(logging.Handler):
 def every_record():
     """Every logger, the root and those that do not propagate, at DEBUG, into one handler."""
     handler = Capture()
-    loggers = [logging.getLogger()] + [lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    loggers = [logging.getLogger()] + [
+        lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
     saved = [(lg, lg.level, lg.disabled) for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.DEBUG)
@@ -113,7 +117,9 @@ def _post(client: APIClient, path: str, body, token: str, *, raw: bytes | None =
     return client.generic("POST", path, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
-def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_record, broker, monkeypatch, django_capture_on_commit_callbacks):
+def test_no_log_record_and_no_celery_message_holds_memory_content(
+    world, every_record, broker, monkeypatch, django_capture_on_commit_callbacks
+):
     published, raw, drain = broker
     capture = django_capture_on_commit_callbacks
     agent = make_agent(world.editor)
@@ -122,7 +128,12 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
     passage = document.passages.first()
 
     with capture(execute=True):
-        remembered = agent.remember(namespace=f"ns_{MARKER}", key=f"key_{MARKER}", text=f"{MARKER} wants the Tuesday report; write to {PII}", citations=[str(passage.pk)])
+        remembered = agent.remember(
+            namespace=f"ns_{MARKER}",
+            key=f"key_{MARKER}",
+            text=f"{MARKER} wants the Tuesday report; write to {PII}",
+            citations=[str(passage.pk)],
+        )
     assert remembered.status_code == 201, remembered.content
     assert "[EMAIL]" in remembered.json()["memory"]["text"]
     assert agent.recall(query=f"what does {MARKER} want? {PII}").json()["memories"]
@@ -133,11 +144,23 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
     member = client_for(world.editor)
     member.force_login(world.editor.user)
     added = member.post(
-        f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": f"topic_{MARKER}", "summary": f"{MARKER} summary {PII}", "details": [f"{MARKER} detail {PII}"]}, format="json"
+        f"/api/w/{world.workspace.pk}/ai-memory/memories",
+        {
+            "kind": "fact",
+            "topic": f"topic_{MARKER}",
+            "summary": f"{MARKER} summary {PII}",
+            "details": [f"{MARKER} detail {PII}"],
+        },
+        format="json",
     )
     assert added.status_code == 201, added.content
-    assert member.get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories", {"namespace": f"ns_{MARKER}"}).status_code == 200
-    assert member.get(f"/w/{world.workspace.pk}/what-bundata-remembers/", {"namespace": f"ns_{MARKER}"}).status_code == 200
+    assert (
+        member.get(f"/api/w/{world.workspace.pk}/ask-history/agent-memories", {"namespace": f"ns_{MARKER}"}).status_code
+        == 200
+    )
+    assert (
+        member.get(f"/w/{world.workspace.pk}/what-bundata-remembers/", {"namespace": f"ns_{MARKER}"}).status_code == 200
+    )
     assert MARKER in member.get(f"/w/{world.workspace.pk}/ai-memory/").content.decode()
 
     # consolidation: one turn is sent to the model through a real broker message, one is refused
@@ -145,13 +168,24 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
     helper = ai_agent(world)
     queued = post_turn(agent, helper, user_says(f"Remember that {MARKER} reports go out on Tuesdays."), capture=capture)
     assert queued.status_code == 202, queued.content
-    refused = post_turn(agent, helper, user_says(f"Write to {PII} about {MARKER}."), conversation_id="conv-2", capture=capture)
+    refused = post_turn(
+        agent, helper, user_says(f"Write to {PII} about {MARKER}."), conversation_id="conv-2", capture=capture
+    )
     assert refused.json()["consolidation"]["reason"] == "personal_data"
 
     # error paths: a 400 that echoes the bad value back, a body that is no JSON, a 500
     echoed = agent.remember(namespace=f"ns_{MARKER}", text=f"{MARKER} {PII}", source=f"bogus_{MARKER}")
     assert echoed.status_code == 400 and MARKER in echoed.content.decode()  # the response may echo; the logs must not
-    assert _post(agent.client, "/api/agent/v1/memories/remember", None, agent.token, raw=f'{{"text": "{MARKER} {PII}"'.encode()).status_code == 400
+    assert (
+        _post(
+            agent.client,
+            "/api/agent/v1/memories/remember",
+            None,
+            agent.token,
+            raw=f'{{"text": "{MARKER} {PII}"'.encode(),
+        ).status_code
+        == 400
+    )
 
     def explode(admission):
         raise RuntimeError(f"storage said: {MARKER} {PII}")
@@ -171,8 +205,13 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
     assert drain() >= 2  # the consolidation and the cascade erase really ran from their messages
     consolidation = Consolidation.objects.get(conversation_id="conv-1")
     assert consolidation.status == "done", consolidation.status
-    assert any(MARKER in v.text for v in MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE))  # sealed: opened to be searched
-    assert {p["task"] for p in published} >= {"memoryapp.tasks.consolidate_turn", "retention.tasks.erase_unreachable_task"}
+    assert any(
+        MARKER in v.text for v in MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE)
+    )  # sealed: opened to be searched
+    assert {p["task"] for p in published} >= {
+        "memoryapp.tasks.consolidate_turn",
+        "retention.tasks.erase_unreachable_task",
+    }
 
     for entry in published:
         wire = json.dumps(entry, default=str)
@@ -190,23 +229,49 @@ def test_no_log_record_and_no_celery_message_holds_memory_content(world, every_r
 
     requests = every_record.of("memoryapp.request")
     routes = {line["route"] for line in requests}
-    assert {"agent-remember", "agent-recall", "agent-list", "mcp:recall", "pages:agent-memories", "agent-conversation-turns"} <= routes
-    assert {"VALIDATION_ERROR", "OK", "INTERNAL_ERROR"} <= {line["code"] for line in requests}  # an API 500 is JSON with its code (error_pages.server_error)
+    assert {
+        "agent-remember",
+        "agent-recall",
+        "agent-list",
+        "mcp:recall",
+        "pages:agent-memories",
+        "agent-conversation-turns",
+    } <= routes
+    assert {"VALIDATION_ERROR", "OK", "INTERNAL_ERROR"} <= {
+        line["code"] for line in requests
+    }  # an API 500 is JSON with its code (error_pages.server_error)
     agent_lines = [line for line in requests if line["route"] == "agent-remember"]
     assert all(line["credential_id"] and line["workspace_id"] == world.workspace.pk for line in agent_lines)
     assert all(re.fullmatch(r"[0-9a-f]{32}", line["request_id"]) for line in requests if line["route"] != "mcp:recall")
     tasks = {(line["task"], line["outcome"]) for line in every_record.of("memoryapp.task")}
-    assert {("memoryapp.tasks.consolidate_turn", "success"), ("retention.tasks.erase_unreachable_task", "success")} <= tasks
+    assert {
+        ("memoryapp.tasks.consolidate_turn", "success"),
+        ("retention.tasks.erase_unreachable_task", "success"),
+    } <= tasks
     crash = [r for r in every_record.records.values() if r.name == "django.request" and r.levelno >= logging.ERROR]
     assert crash and "RuntimeError" in FORMATTER.format(crash[0])  # the type and frames stay, the message goes
 
 
 def test_a_sane_request_id_is_kept_and_echoed_and_anything_else_replaced(world, every_record):
     agent = make_agent(world.editor)
-    kept = agent.client.generic("POST", "/api/agent/v1/memories/list", "{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent.token}", HTTP_X_REQUEST_ID="lb-7f3a9c21-0001")
+    kept = agent.client.generic(
+        "POST",
+        "/api/agent/v1/memories/list",
+        "{}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {agent.token}",
+        HTTP_X_REQUEST_ID="lb-7f3a9c21-0001",
+    )
     assert kept["X-Request-ID"] == "lb-7f3a9c21-0001"
     for hostile in (f"{MARKER} {PII}", "x" * 300, "short", "<script>"):
-        replaced = agent.client.generic("POST", "/api/agent/v1/memories/list", "{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {agent.token}", HTTP_X_REQUEST_ID=hostile)
+        replaced = agent.client.generic(
+            "POST",
+            "/api/agent/v1/memories/list",
+            "{}",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {agent.token}",
+            HTTP_X_REQUEST_ID=hostile,
+        )
         assert re.fullmatch(r"[0-9a-f]{32}", replaced["X-Request-ID"])
     ids = [line["request_id"] for line in every_record.of("memoryapp.request")]
     assert "lb-7f3a9c21-0001" in ids and not any(MARKER in i for i in ids)
@@ -218,9 +283,22 @@ def test_a_request_line_has_the_fields_operators_filter_on(world, every_record):
     refused = agent.recall(query="anything")
     assert refused.status_code == 403
     [line] = [line for line in every_record.of("memoryapp.request") if line["route"] == "agent-recall"]
-    assert line["status"] == 403 and line["code"] == "AGENT_MEMORY_DISABLED" and line["method"] == "POST" and line["transport"] == "http"
-    assert line["workspace_id"] == world.workspace.pk and isinstance(line["credential_id"], int) and line["duration_ms"] >= 0
-    assert line["request_id"] == refused["X-Request-ID"] and line["level"] == "INFO" and line["logger"] == "memoryapp.request"
+    assert (
+        line["status"] == 403
+        and line["code"] == "AGENT_MEMORY_DISABLED"
+        and line["method"] == "POST"
+        and line["transport"] == "http"
+    )
+    assert (
+        line["workspace_id"] == world.workspace.pk
+        and isinstance(line["credential_id"], int)
+        and line["duration_ms"] >= 0
+    )
+    assert (
+        line["request_id"] == refused["X-Request-ID"]
+        and line["level"] == "INFO"
+        and line["logger"] == "memoryapp.request"
+    )
     assert "path" not in line and "query" not in line
 
 
@@ -228,7 +306,9 @@ def test_the_formatter_keeps_an_exceptions_type_and_frames_and_drops_its_message
     try:
         raise ValueError(f"value was {PII}")
     except ValueError:
-        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed: %s", ("a count",), exc_info=__import__("sys").exc_info())
+        record = logging.LogRecord(
+            "x", logging.ERROR, __file__, 1, "failed: %s", ("a count",), exc_info=__import__("sys").exc_info()
+        )
     record.request = object()  # what Django attaches: its repr would carry the query string
     line = json.loads(FORMATTER.format(record))
     assert "builtins.ValueError" in line["exc_info"] and "test_log_content.py" in line["exc_info"]

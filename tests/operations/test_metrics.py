@@ -36,7 +36,24 @@ ROOT = Path(__file__).resolve().parents[2]
 # Every label name any metric may carry: none of them names content, a namespace, a key, a
 # credential or a member.
 # model and reason: gam_sealed_content_unreadable_total (a model label, missing_key | bad_key | corrupt)
-ALLOWED_LABELS = {"route", "method", "status", "code", "operation", "transport", "kind", "ranking", "embedder", "outcome", "task", "check", "queue", "le", "model", "reason"}
+ALLOWED_LABELS = {
+    "route",
+    "method",
+    "status",
+    "code",
+    "operation",
+    "transport",
+    "kind",
+    "ranking",
+    "embedder",
+    "outcome",
+    "task",
+    "check",
+    "queue",
+    "le",
+    "model",
+    "reason",
+}
 
 
 def sample(name: str, **labels: str) -> float:
@@ -68,50 +85,96 @@ def test_metrics_refuse_a_missing_or_wrong_token(client, metrics_on):
     assert ok.status_code == 200 and ok["Content-Type"].startswith("text/plain")
 
 
-def test_traffic_shows_in_the_histograms_and_counters_and_no_label_holds_content(world, client, metrics_on, django_capture_on_commit_callbacks):
+def test_traffic_shows_in_the_histograms_and_counters_and_no_label_holds_content(
+    world, client, metrics_on, django_capture_on_commit_callbacks
+):
     agent = make_agent(world.editor)
     before = {
         "remember": sample("gam_http_request_duration_seconds_count", route="agent-remember", method="POST"),
         "created": sample("gam_agent_operations_total", operation="remember", transport="rest", code="OK"),
-        "disabled": sample("gam_agent_operations_total", operation="recall", transport="rest", code="AGENT_MEMORY_DISABLED"),
-        "validation": sample("gam_http_responses_total", route="agent-remember", method="POST", status="400", code="VALIDATION_ERROR"),
+        "disabled": sample(
+            "gam_agent_operations_total", operation="recall", transport="rest", code="AGENT_MEMORY_DISABLED"
+        ),
+        "validation": sample(
+            "gam_http_responses_total", route="agent-remember", method="POST", status="400", code="VALIDATION_ERROR"
+        ),
         "email": sample("gam_masking_detections_total", kind="EMAIL"),
         "recalls": sample("gam_recalls_total"),
         # ok or over_budget: a loaded machine may miss the 800 ms budget; the histogram records both.
-        "embedding": sum(sample("gam_recall_query_embedding_seconds_count", embedder=settings_embedder(), outcome=o) for o in ("ok", "over_budget")),
+        "embedding": sum(
+            sample("gam_recall_query_embedding_seconds_count", embedder=settings_embedder(), outcome=o)
+            for o in ("ok", "over_budget")
+        ),
         "receipts": sample("gam_deletion_receipts_total", operation="forget"),
         "erased": sample("gam_erased_memory_versions_total", operation="forget"),
         "page": sample("gam_http_request_duration_seconds_count", route="pages:agent-memories", method="GET"),
     }
-    created = agent.remember(namespace=f"ns-{MARKER}", key=f"key_{MARKER}", text=f"{MARKER} likes Tuesday reports; write to {PII_EMAIL}")
+    created = agent.remember(
+        namespace=f"ns-{MARKER}", key=f"key_{MARKER}", text=f"{MARKER} likes Tuesday reports; write to {PII_EMAIL}"
+    )
     assert created.status_code == 201, created.content
     assert agent.recall(query=f"{MARKER} Tuesday {PII_EMAIL}").status_code == 200
     assert agent.list(namespace=f"ns-{MARKER}").status_code == 200
-    assert error_code(agent.remember(namespace=f"ns-{MARKER}", text=MARKER, source=f"bogus-{MARKER}")) == "VALIDATION_ERROR"
+    assert (
+        error_code(agent.remember(namespace=f"ns-{MARKER}", text=MARKER, source=f"bogus-{MARKER}"))
+        == "VALIDATION_ERROR"
+    )
     with django_capture_on_commit_callbacks(execute=True):
         assert agent.forget(namespace=f"ns-{MARKER}", key=f"key_{MARKER}").status_code == 200
     page_client = client_for(world.editor)
     page_client.force_login(world.editor.user)
-    assert page_client.get(f"/w/{world.workspace.pk}/what-bundata-remembers/", {"namespace": f"ns-{MARKER}"}).status_code == 200
+    assert (
+        page_client.get(f"/w/{world.workspace.pk}/what-bundata-remembers/", {"namespace": f"ns-{MARKER}"}).status_code
+        == 200
+    )
     assert page_client.get(f"/w/{world.workspace.pk}/{MARKER}/").status_code == 404
     governance.set_remember_me(world.editor, False)
     assert error_code(agent.recall(query=MARKER)) == "AGENT_MEMORY_DISABLED"
 
-    assert sample("gam_http_request_duration_seconds_count", route="agent-remember", method="POST") == before["remember"] + 2
-    assert sample("gam_agent_operations_total", operation="remember", transport="rest", code="OK") == before["created"] + 1
-    assert sample("gam_agent_operations_total", operation="recall", transport="rest", code="AGENT_MEMORY_DISABLED") == before["disabled"] + 1
-    assert sample("gam_http_responses_total", route="agent-remember", method="POST", status="400", code="VALIDATION_ERROR") == before["validation"] + 1
+    assert (
+        sample("gam_http_request_duration_seconds_count", route="agent-remember", method="POST")
+        == before["remember"] + 2
+    )
+    assert (
+        sample("gam_agent_operations_total", operation="remember", transport="rest", code="OK") == before["created"] + 1
+    )
+    assert (
+        sample("gam_agent_operations_total", operation="recall", transport="rest", code="AGENT_MEMORY_DISABLED")
+        == before["disabled"] + 1
+    )
+    assert (
+        sample("gam_http_responses_total", route="agent-remember", method="POST", status="400", code="VALIDATION_ERROR")
+        == before["validation"] + 1
+    )
     assert sample("gam_masking_detections_total", kind="EMAIL") == before["email"] + 1
     assert sample("gam_recalls_total") == before["recalls"] + 1
-    assert sum(sample("gam_recall_query_embedding_seconds_count", embedder=settings_embedder(), outcome=o) for o in ("ok", "over_budget")) == before["embedding"] + 1
+    assert (
+        sum(
+            sample("gam_recall_query_embedding_seconds_count", embedder=settings_embedder(), outcome=o)
+            for o in ("ok", "over_budget")
+        )
+        == before["embedding"] + 1
+    )
     assert sample("gam_deletion_receipts_total", operation="forget") == before["receipts"] + 1
     assert sample("gam_erased_memory_versions_total", operation="forget") == before["erased"] + 1
-    assert sample("gam_http_request_duration_seconds_count", route="pages:agent-memories", method="GET") == before["page"] + 1
+    assert (
+        sample("gam_http_request_duration_seconds_count", route="pages:agent-memories", method="GET")
+        == before["page"] + 1
+    )
     assert sample("gam_http_responses_total", route="unmatched", method="GET", status="404", code="HTTP_404") >= 1
 
     response = scrape(client)
     exposition = response.content.decode()
-    for needle in (MARKER, PII_EMAIL, "jane", "metricsleak", "editor@acme.test", "test agent", world.workspace.name, "Tuesday"):
+    for needle in (
+        MARKER,
+        PII_EMAIL,
+        "jane",
+        "metricsleak",
+        "editor@acme.test",
+        "test agent",
+        world.workspace.name,
+        "Tuesday",
+    ):
         assert needle not in exposition, needle
     assert 'gam_http_request_duration_seconds_bucket{le="0.005",method="POST",route="agent-remember"}' in exposition
     families = {family.name: family for family in text_string_to_metric_families(exposition)}
@@ -152,10 +215,19 @@ def test_a_label_value_outside_the_vocabulary_becomes_other():
         assert metrics.bounded(hostile) == "other"
 
 
-def test_a_receipt_whose_verification_finds_something_left_counts_as_a_failure(world, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_receipt_whose_verification_finds_something_left_counts_as_a_failure(
+    world, monkeypatch, django_capture_on_commit_callbacks
+):
     agent = make_agent(world.editor)
     assert agent.remember(namespace="crm", key="tier", text="Enterprise tier").status_code == 201
-    monkeypatch.setattr("retention.erasure.verify", lambda ids, key_ids=(): {"checkedAt": timezone.now().isoformat(), "remaining": {"memory_version": 1}, "clean": False})
+    monkeypatch.setattr(
+        "retention.erasure.verify",
+        lambda ids, key_ids=(): {
+            "checkedAt": timezone.now().isoformat(),
+            "remaining": {"memory_version": 1},
+            "clean": False,
+        },
+    )
     failures = sample("gam_verification_failures_total", check="receipt", operation="forget")
     with django_capture_on_commit_callbacks(execute=True):
         assert agent.forget(namespace="crm", key="tier").status_code == 200
@@ -189,13 +261,18 @@ def test_celery_tasks_report_duration_success_and_failure(world, monkeypatch):
     failures = sample("gam_celery_tasks_total", task="retention.tasks.erase_unreachable_task", outcome="failure")
     with pytest.raises(ValueError):
         celery_app.tasks["retention.tasks.erase_unreachable_task"].delay(world.workspace.pk)
-    assert sample("gam_celery_tasks_total", task="retention.tasks.erase_unreachable_task", outcome="failure") == failures + 1
+    assert (
+        sample("gam_celery_tasks_total", task="retention.tasks.erase_unreachable_task", outcome="failure")
+        == failures + 1
+    )
 
 
 def test_the_erase_backlog_is_read_at_scrape_time(world, client, metrics_on):
     agent = make_agent(world.editor)
     assert agent.remember(namespace="crm", key="tier", text="Enterprise tier").status_code == 201
-    MemoryVersion.objects.filter(member=world.editor).update(unreachable_at=timezone.now() - timezone.timedelta(minutes=10), unreachable_reason="cascade_document")
+    MemoryVersion.objects.filter(member=world.editor).update(
+        unreachable_at=timezone.now() - timezone.timedelta(minutes=10), unreachable_reason="cascade_document"
+    )
     families = {f.name: f for f in text_string_to_metric_families(scrape(client).content.decode())}
     assert families["gam_erase_backlog_versions"].samples[0].value == 1
     assert 590 <= families["gam_erase_backlog_oldest_seconds"].samples[0].value <= 3600
@@ -234,13 +311,30 @@ def test_several_processes_add_up_in_multiprocess_mode(tmp_path):
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("DATABASE_URL", None)  # the children touch no database
     for count, finished in ((3, 1000.0), (4, 2000.0)):
-        subprocess.run([sys.executable, "-c", CHILD, str(count), str(finished)], env=env, cwd=ROOT, check=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-c", CHILD, str(count), str(finished)], env=env, cwd=ROOT, check=True, timeout=120
+        )
     assert len(list(tmp_path.glob("*.db"))) >= 2  # one file per process and kind
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(tmp_path))
-    assert registry.get_sample_value("gam_http_request_duration_seconds_count", {"route": "agent-recall", "method": "POST"}) == 7
-    assert registry.get_sample_value("gam_http_responses_total", {"route": "agent-recall", "method": "POST", "status": "200", "code": "OK"}) == 7
-    assert registry.get_sample_value("gam_celery_task_last_success_timestamp_seconds", {"task": "retention.tasks.expiry_sweep"}) == 2000.0
+    assert (
+        registry.get_sample_value(
+            "gam_http_request_duration_seconds_count", {"route": "agent-recall", "method": "POST"}
+        )
+        == 7
+    )
+    assert (
+        registry.get_sample_value(
+            "gam_http_responses_total", {"route": "agent-recall", "method": "POST", "status": "200", "code": "OK"}
+        )
+        == 7
+    )
+    assert (
+        registry.get_sample_value(
+            "gam_celery_task_last_success_timestamp_seconds", {"task": "retention.tasks.expiry_sweep"}
+        )
+        == 2000.0
+    )
 
 
 SCRAPER = """
@@ -256,8 +350,14 @@ print(metrics.exposition().decode())
 def test_a_scrape_in_multiprocess_mode_reads_every_process(tmp_path):
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", CHILD, "2", "5.0"], env=env, cwd=ROOT, check=True, timeout=120)
-    out = subprocess.run([sys.executable, "-c", SCRAPER], env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", SCRAPER], env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True
+    ).stdout
     families = {f.name: f for f in text_string_to_metric_families(out)}
-    counts = {tuple(sorted(s.labels.items())): s.value for s in families["gam_http_request_duration_seconds"].samples if s.name.endswith("_count")}
+    counts = {
+        tuple(sorted(s.labels.items())): s.value
+        for s in families["gam_http_request_duration_seconds"].samples
+        if s.name.endswith("_count")
+    }
     assert counts[(("method", "POST"), ("route", "agent-recall"))] == 2
     assert counts[(("method", "GET"), ("route", "pages:usage"))] == 1

@@ -44,14 +44,24 @@ class ConnectionCount:
 
     def __init__(self, names: list[str]):
         db = connections["default"].settings_dict
-        self.conn = psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], password=db.get("PASSWORD") or None, dbname="postgres", autocommit=True)
+        self.conn = psycopg.connect(
+            host=db["HOST"] or "127.0.0.1",
+            port=db["PORT"] or 5432,
+            user=db["USER"],
+            password=db.get("PASSWORD") or None,
+            dbname="postgres",
+            autocommit=True,
+        )
         self.names = names
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def now(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = ANY(%s) AND application_name = %s", [self.names, APP_NAME]).fetchone()[0]
+        return self.conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = ANY(%s) AND application_name = %s",
+            [self.names, APP_NAME],
+        ).fetchone()[0]
 
     def _loop(self) -> None:
         while not self._stop.wait(0.05):
@@ -71,13 +81,22 @@ def production_server(databases, tmp_path):
     """`uvicorn config.asgi:application --workers 2 --proxy-headers --no-access-log` (the README's
     command) on a free loopback port, pool bounded to 3 connections per worker and database."""
     port = free_port()
-    env = server_env(DB_POOL_MAX_SIZE=str(POOL_MAX_SIZE), DB_POOL_TIMEOUT="30", MEMORY_EMBEDDER="hashing", DEBUG="0", ALLOWED_HOSTS="127.0.0.1", PGAPPNAME=APP_NAME)
+    env = server_env(
+        DB_POOL_MAX_SIZE=str(POOL_MAX_SIZE),
+        DB_POOL_TIMEOUT="30",
+        MEMORY_EMBEDDER="hashing",
+        DEBUG="0",
+        ALLOWED_HOSTS="127.0.0.1",
+        PGAPPNAME=APP_NAME,
+    )
     env.pop("DB_CONN_MAX_AGE", None)
     log = tmp_path / "uvicorn.log"
     command = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--workers", str(WORKERS), "--proxy-headers", "--no-access-log", "--log-level", "warning"]
     with log.open("wb") as stderr:
-        process = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(
+            command, cwd=BASE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_serving(f"{base}/readyz", [process], log)
@@ -97,7 +116,11 @@ async def drive(base: str, tokens: list[str]) -> dict[int, int]:
             while not queue.empty():
                 n = queue.get_nowait()
                 path, body = ("recall", {"query": "which editor"}) if n % 5 < 3 else ("list", {"limit": 20})
-                response = await http.post(f"/api/agent/v1/memories/{path}", json=body, headers={"Authorization": f"Bearer {tokens[n % len(tokens)]}"})
+                response = await http.post(
+                    f"/api/agent/v1/memories/{path}",
+                    json=body,
+                    headers={"Authorization": f"Bearer {tokens[n % len(tokens)]}"},
+                )
                 statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
 
     await asyncio.gather(*(client() for _ in range(CLIENTS)))
@@ -109,7 +132,10 @@ def test_concurrent_requests_get_no_5xx_and_connections_stay_bounded(world, data
     tokens = [agent.token for agent in agents]
     for n, token in enumerate(tokens[:6]):
         remembered = httpx.post(
-            f"{production_server}/api/agent/v1/memories/remember", json={"namespace": "prefs", "text": f"Prefers vim, note {n}."}, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            f"{production_server}/api/agent/v1/memories/remember",
+            json={"namespace": "prefs", "text": f"Prefers vim, note {n}."},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
         )
         assert remembered.status_code == 201, remembered.text
     for alias in ("default", "keyring"):  # this process's own connections (and pools) are not the server's

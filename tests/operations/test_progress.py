@@ -37,22 +37,42 @@ print(workspace.pk)
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
     var = tmp_path_factory.mktemp("progress-var")
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PROMETHEUS_MULTIPROC_DIR")}
-    env.update(VAR_DIR=str(var), PYTHONPATH=str(ROOT), CELERY_TASK_ALWAYS_EAGER="1", DJANGO_SETTINGS_MODULE="config.settings", MEMORY_EMBEDDER="hashing")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PROMETHEUS_MULTIPROC_DIR")
+    }
+    env.update(
+        VAR_DIR=str(var),
+        PYTHONPATH=str(ROOT),
+        CELERY_TASK_ALWAYS_EAGER="1",
+        DJANGO_SETTINGS_MODULE="config.settings",
+        MEMORY_EMBEDDER="hashing",
+    )
     manage(env, "migrate", "--noinput")
     workspace_id = manage(env, "shell", "-c", SEED).stdout.strip().splitlines()[-1]
     return env, workspace_id
 
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=300
+    )
 
 
 def on_a_terminal(env: dict[str, str], *args: str) -> str:
     """Run a command with stdin, stdout and stderr on a pseudo-terminal; what the terminal showed."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
-    process = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env={**env, "TERM": "xterm"}, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**env, "TERM": "xterm"},
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+    )
     os.close(slave)
     shown = b""
     while True:
@@ -85,7 +105,9 @@ def test_reembed_is_quiet_on_a_pipe_and_prints_json_when_asked(deployment):
     env, _ = deployment
     forget_embeddings(env)
     piped = manage(env, "reembed", "--batch-size", "20")
-    assert piped.stdout.startswith("Re-embedded 100 memory versions with hashing") and len(piped.stdout.splitlines()) == 1
+    assert (
+        piped.stdout.startswith("Re-embedded 100 memory versions with hashing") and len(piped.stdout.splitlines()) == 1
+    )
     assert "%|" not in piped.stderr and "%|" not in piped.stdout
     forget_embeddings(env)
     shown = on_a_terminal(env, "reembed", "--json")
@@ -99,7 +121,11 @@ def test_run_periodic_jobs_draws_a_bar_on_a_terminal_and_not_on_a_pipe(deploymen
     assert BAR in shown and "periodic jobs" in shown and "expiry_sweep: {" in shown
     piped = manage(env, "run_periodic_jobs")
     assert "%|" not in piped.stderr and "%|" not in piped.stdout
-    assert [line.split(":")[0] for line in piped.stdout.splitlines()][:3] == ["expiry_sweep", "cascade_sweep", "grace_purge"]
+    assert [line.split(":")[0] for line in piped.stdout.splitlines()][:3] == [
+        "expiry_sweep",
+        "cascade_sweep",
+        "grace_purge",
+    ]
     as_json = on_a_terminal(env, "run_periodic_jobs", "--json")
     assert "%|" not in as_json and "expiry_sweep" in json.loads(as_json.strip())
 

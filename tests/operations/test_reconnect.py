@@ -46,7 +46,12 @@ def drop_connection(alias: str) -> None:
     pid = wrapper.connection.info.backend_pid
     params = wrapper.get_connection_params()
     with psycopg.connect(
-        host=params.get("host") or "127.0.0.1", port=params.get("port") or 5432, user=params.get("user"), password=params.get("password"), dbname=params["dbname"], autocommit=True
+        host=params.get("host") or "127.0.0.1",
+        port=params.get("port") or 5432,
+        user=params.get("user"),
+        password=params.get("password"),
+        dbname=params["dbname"],
+        autocommit=True,
     ) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [pid])
     wrapper.close_if_unusable_or_obsolete()  # what Django does when the next request starts

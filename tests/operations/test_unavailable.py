@@ -89,7 +89,11 @@ def test_an_mcp_tool_answers_the_same_code(world):
 
 def test_a_database_mistake_stays_a_500(world):
     """Only "not now" is a 503: a statement the database refuses is a bug, and says so."""
-    driver = sqlite3.OperationalError("no such table: x") if connection.vendor == "sqlite" else psycopg.errors.UndefinedTable("relation x does not exist")
+    driver = (
+        sqlite3.OperationalError("no such table: x")
+        if connection.vendor == "sqlite"
+        else psycopg.errors.UndefinedTable("relation x does not exist")
+    )
     error = OperationalError(*driver.args)
     error.__cause__ = driver
     agent = make_agent(world.editor)

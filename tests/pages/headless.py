@@ -11,14 +11,26 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
 
 class Session:
     def __init__(self, browser, base_url: str, language: str):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 860}, locale=language, extra_http_headers={"Accept-Language": language}, base_url=base_url)
+        self.context = browser.new_context(
+            viewport={"width": 1280, "height": 860},
+            locale=language,
+            extra_http_headers={"Accept-Language": language},
+            base_url=base_url,
+        )
         self.page = self.context.new_page()
         self.console_errors: list[str] = []
         self.page.on("console", lambda message: message.type == "error" and self.console_errors.append(message.text))

@@ -36,6 +36,8 @@ def messages_of(response) -> list[str]:
 
 
 MOMENT = {
-    "en": re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [1-9][0-9]?, [0-9]{4}, [0-2][0-9]:[0-5][0-9] UTC"),
+    "en": re.compile(
+        r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [1-9][0-9]?, [0-9]{4}, [0-2][0-9]:[0-5][0-9] UTC"
+    ),
     "ja": re.compile(r"[0-9]{4}年[1-9][0-9]?月[1-9][0-9]?日 [0-2][0-9]:[0-5][0-9] UTC"),
 }

@@ -33,7 +33,14 @@ def planted(world):
     owner_agent = make_agent(world.owner)
     assert editor_agent.remember(namespace="style", key="tone", text=EDITOR_SECRET).status_code == 201
     assert owner_agent.remember(namespace="plans", key="roadmap", text=OWNER_SECRET).status_code == 201
-    assistant.add_assistant_memory(world.editor, kind="fact", topic="product_codename", summary=EDITOR_ASSISTANT_SECRET, details=[], source=Source.USER_REQUEST)
+    assistant.add_assistant_memory(
+        world.editor,
+        kind="fact",
+        topic="product_codename",
+        summary=EDITOR_ASSISTANT_SECRET,
+        details=[],
+        source=Source.USER_REQUEST,
+    )
     return world
 
 
@@ -65,7 +72,10 @@ def test_every_member_opens_the_member_pages(world, page, who):
 def test_ask_history_settings_are_for_owners_only(world, who):
     client = browser(getattr(world, who))
     assert client.get(url(world, "ask-history")).status_code == 403
-    assert client.post(url(world, "ask-history"), {"agent_memory_retention_days": 5, "expired_grace_days": 1}).status_code == 403
+    assert (
+        client.post(url(world, "ask-history"), {"agent_memory_retention_days": 5, "expired_grace_days": 1}).status_code
+        == 403
+    )
     assert client.post(f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/").status_code == 403
     world.workspace.ask_history.refresh_from_db()
     assert world.workspace.ask_history.agent_memory_retention_days == 90
@@ -132,7 +142,17 @@ def test_the_switcher_lands_on_ai_memory_where_the_page_needs_a_permission_the_u
 
 def test_accept_language_japanese_renders_the_seed_labels(world):
     html = text_of(browser(world.editor, language="ja").get(url(world, "ai-memory")))
-    for label in ("アシスタントに自分を覚えてもらう", "メモリはまだありません", "期限切れのメモリ", "ユーザーの依頼", "アシスタントが自発的に記録", "手動追加", "AI 抽出", "追加", "更新"):
+    for label in (
+        "アシスタントに自分を覚えてもらう",
+        "メモリはまだありません",
+        "期限切れのメモリ",
+        "ユーザーの依頼",
+        "アシスタントが自発的に記録",
+        "手動追加",
+        "AI 抽出",
+        "追加",
+        "更新",
+    ):
         assert label in html, label
     assert '<html lang="ja">' in html
 
@@ -173,7 +193,16 @@ def test_agent_memories_page_shows_collection_and_citation_state(world):
     document = governance_actions.create_document(collection, title="Guide", text="First passage.\n\nSecond passage.")
     passage = document.current_version.passages.first()
     agent = make_agent(world.editor)
-    assert agent.remember(namespace="docs", key="guide", text="The guide says hello", collectionId=str(collection.pk), citations=[str(passage.pk)]).status_code == 201
+    assert (
+        agent.remember(
+            namespace="docs",
+            key="guide",
+            text="The guide says hello",
+            collectionId=str(collection.pk),
+            citations=[str(passage.pk)],
+        ).status_code
+        == 201
+    )
     html = text_of(browser(world.editor).get(url(world, "agent-memories")))
     assert "Handbook" in html and "Current" in html
     governance_actions.add_document_version(document, text="First passage changed.\n\nSecond passage.")
@@ -197,7 +226,9 @@ def test_deleting_one_agent_memory_erases_all_its_versions(world):
     agent = make_agent(world.editor)
     agent.remember(namespace="style", key="tone", text="First tone")
     memory_id = agent.remember(namespace="style", key="tone", text="Second tone").json()["memory"]["id"]
-    response = browser(world.editor).post(f"/w/{world.workspace.pk}/what-bundata-remembers/{memory_id}/delete/", follow=True)
+    response = browser(world.editor).post(
+        f"/w/{world.workspace.pk}/what-bundata-remembers/{memory_id}/delete/", follow=True
+    )
     assert response.redirect_chain[-1][0] == url(world, "agent-memories")
     assert any("2 versions" in m for m in messages_of(response))
     assert not MemoryVersion.objects.filter(member=world.editor, namespace="style").exists()
@@ -205,7 +236,9 @@ def test_deleting_one_agent_memory_erases_all_its_versions(world):
 
 def test_deleting_someone_elses_agent_memory_is_refused_and_changes_nothing(world, planted):
     owner_memory = MemoryVersion.objects.get(member=world.owner, namespace="plans")
-    response = browser(world.editor).post(f"/w/{world.workspace.pk}/what-bundata-remembers/{owner_memory.pk}/delete/", follow=True)
+    response = browser(world.editor).post(
+        f"/w/{world.workspace.pk}/what-bundata-remembers/{owner_memory.pk}/delete/", follow=True
+    )
     assert any("No such memory" in m for m in messages_of(response))
     assert MemoryVersion.objects.filter(pk=owner_memory.pk).exists()
 
@@ -222,7 +255,10 @@ def test_delete_all_own_agent_memories_asks_first_then_deletes_only_own_agent_me
     assert confirm.status_code == 200 and "1 agent memory" in text_of(confirm)
     assert MemoryVersion.objects.filter(member=world.editor, namespace="style").exists()
     token = re.search(r'name="planToken" value="([0-9a-f]{64})"', confirm.content.decode()).group(1)
-    assert client.post(f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/", {"planToken": token}).status_code == 302
+    assert (
+        client.post(f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/", {"planToken": token}).status_code
+        == 302
+    )
     assert not MemoryVersion.objects.filter(member=world.editor).exclude(namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(member=world.owner, namespace="plans").exists()
@@ -233,9 +269,14 @@ def test_the_delete_form_returns_to_the_filtered_list_but_never_off_site(world):
     memory_id = agent.remember(namespace="alpha", text="Alpha note").json()["memory"]["id"]
     other_id = agent.remember(namespace="alpha", text="Another alpha note").json()["memory"]["id"]
     client = browser(world.editor)
-    response = client.post(f"/w/{world.workspace.pk}/what-bundata-remembers/{memory_id}/delete/", {"next": url(world, "agent-memories") + "?namespace=alpha"})
+    response = client.post(
+        f"/w/{world.workspace.pk}/what-bundata-remembers/{memory_id}/delete/",
+        {"next": url(world, "agent-memories") + "?namespace=alpha"},
+    )
     assert response["Location"] == url(world, "agent-memories") + "?namespace=alpha"
-    response = client.post(f"/w/{world.workspace.pk}/what-bundata-remembers/{other_id}/delete/", {"next": "https://evil.test/"})
+    response = client.post(
+        f"/w/{world.workspace.pk}/what-bundata-remembers/{other_id}/delete/", {"next": "https://evil.test/"}
+    )
     assert response["Location"] == url(world, "agent-memories")
 
 
@@ -298,7 +339,14 @@ def test_adding_a_memory_stores_a_manual_memory_and_shows_its_tag(world):
     client = browser(world.editor)
     assert client.get(f"/w/{world.workspace.pk}/ai-memory/add/").status_code == 200
     response = client.post(
-        f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "preference", "topic": "communication_style", "summary": "Answer in Japanese", "details": "Short answers\n\nBullet points\n"}, follow=True
+        f"/w/{world.workspace.pk}/ai-memory/add/",
+        {
+            "kind": "preference",
+            "topic": "communication_style",
+            "summary": "Answer in Japanese",
+            "details": "Short answers\n\nBullet points\n",
+        },
+        follow=True,
     )
     version = MemoryVersion.objects.get(member=world.editor, namespace=ASSISTANT_NAMESPACE, key="communication_style")
     assert version.source == Source.MANUAL and version.kind == "preference"
@@ -311,7 +359,11 @@ def test_adding_a_memory_stores_a_manual_memory_and_shows_its_tag(world):
 
 def test_adding_masks_personal_data_and_says_so_after_saving(world):
     client = browser(world.editor)
-    response = client.post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": "contact", "summary": "Reach me at jane.doe@example.com", "details": ""}, follow=True)
+    response = client.post(
+        f"/w/{world.workspace.pk}/ai-memory/add/",
+        {"kind": "fact", "topic": "contact", "summary": "Reach me at jane.doe@example.com", "details": ""},
+        follow=True,
+    )
     html = text_of(response)
     assert "jane.doe@example.com" not in html
     assert "[EMAIL]" in html
@@ -321,14 +373,19 @@ def test_adding_masks_personal_data_and_says_so_after_saving(world):
 
 @pytest.mark.parametrize("topic", ["Communication Style", "communicationStyle", "日本語", "_leading", ""])
 def test_adding_refuses_a_topic_that_is_not_english_snake_case(world, topic):
-    response = browser(world.editor).post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "Something"})
+    response = browser(world.editor).post(
+        f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": topic, "summary": "Something"}
+    )
     assert response.status_code == 200
     assert response.context["form"].errors["topic"]
     assert not MemoryVersion.objects.filter(member=world.editor).exists()
 
 
 def test_adding_only_personal_data_shows_the_actions_refusal_as_a_form_error(world):
-    response = browser(world.editor).post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": "contact", "summary": "jane.doe@example.com"})
+    response = browser(world.editor).post(
+        f"/w/{world.workspace.pk}/ai-memory/add/",
+        {"kind": "fact", "topic": "contact", "summary": "jane.doe@example.com"},
+    )
     assert response.status_code == 200
     assert "Nothing is left of the text once personal data is masked." in text_of(response)
     assert not MemoryVersion.objects.filter(member=world.editor).exists()
@@ -337,7 +394,9 @@ def test_adding_only_personal_data_shows_the_actions_refusal_as_a_form_error(wor
 def test_adding_the_same_topic_updates_it_as_a_new_version(world):
     client = browser(world.editor)
     for summary in ("First", "Second"):
-        client.post(f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": "same_topic", "summary": summary})
+        client.post(
+            f"/w/{world.workspace.pk}/ai-memory/add/", {"kind": "fact", "topic": "same_topic", "summary": summary}
+        )
     versions = MemoryVersion.objects.filter(member=world.editor, key="same_topic").order_by("version")
     assert [v.version for v in versions] == [1, 2]
     assert versions[1].valid_to is None and versions[0].valid_to is not None
@@ -348,7 +407,15 @@ def test_editing_a_memory_saves_a_new_version_and_keeps_topic_and_source(world, 
     client = browser(world.editor)
     form = client.get(f"/w/{world.workspace.pk}/ai-memory/{current.pk}/edit/")
     assert form.status_code == 200 and EDITOR_ASSISTANT_SECRET in text_of(form)
-    client.post(f"/w/{world.workspace.pk}/ai-memory/{current.pk}/edit/", {"kind": "instruction", "topic": "product_codename", "summary": "Codename is Borealis", "details": "Use in headings"})
+    client.post(
+        f"/w/{world.workspace.pk}/ai-memory/{current.pk}/edit/",
+        {
+            "kind": "instruction",
+            "topic": "product_codename",
+            "summary": "Codename is Borealis",
+            "details": "Use in headings",
+        },
+    )
     latest = MemoryVersion.objects.get(member=world.editor, namespace=ASSISTANT_NAMESPACE, valid_to__isnull=True)
     assert latest.version == 2 and latest.key == "product_codename"
     assert latest.source == Source.USER_REQUEST and latest.kind == "instruction"
@@ -372,11 +439,16 @@ def test_another_members_assistant_memory_cannot_be_opened_or_changed(world, pla
     client = browser(world.owner)
     assert client.get(f"/w/{world.workspace.pk}/ai-memory/{memory.pk}/{action}/").status_code == 404
     client.post(f"/w/{world.workspace.pk}/ai-memory/{memory.pk}/{action}/", {"kind": "fact", "summary": "Hijacked"})
-    assert MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).get().text == EDITOR_ASSISTANT_SECRET
+    assert (
+        MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).get().text
+        == EDITOR_ASSISTANT_SECRET
+    )
 
 
 def test_expired_memories_are_listed_apart_and_can_be_reactivated(world):
-    version, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="old_team", summary="Used to work in Osaka", details=[])
+    version, _ = assistant.add_assistant_memory(
+        world.editor, kind="fact", topic="old_team", summary="Used to work in Osaka", details=[]
+    )
     MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=timezone.now() - timedelta(days=91))
     client = browser(world.editor)
     response = client.get(url(world, "ai-memory"))
@@ -404,21 +476,31 @@ def test_the_refresh_button_reloads_the_list(world):
     ],
 )
 def test_source_tags_carry_their_text_and_colour(world, source, label, css):
-    assistant.add_assistant_memory(world.editor, kind="fact", topic="tagged", summary="Tagged memory", details=[], source=source)
+    assistant.add_assistant_memory(
+        world.editor, kind="fact", topic="tagged", summary="Tagged memory", details=[], source=source
+    )
     html = text_of(browser(world.editor).get(url(world, "ai-memory")))
     assert re.search(rf'<span class="badge {css}">{label}</span>', html)
 
 
 def test_an_agent_remember_in_the_assistant_namespace_shows_with_its_source(world):
     agent = make_agent(world.editor)
-    assert agent.remember(namespace="assistant", key="demo_product_code", text="Demo codename Aurora", source="user_request").status_code == 201
+    assert (
+        agent.remember(
+            namespace="assistant", key="demo_product_code", text="Demo codename Aurora", source="user_request"
+        ).status_code
+        == 201
+    )
     html = text_of(browser(world.editor, language="ja").get(url(world, "ai-memory")))
     assert "ユーザーの依頼" in html and "Demo codename Aurora" in html
 
 
 def test_agent_credential_memories_are_tagged_agent(world):
     make_agent(world.editor).remember(namespace="notes", text="A plain agent note")
-    assert re.search(r'<span class="badge badge--agent">Agent</span>', text_of(browser(world.editor).get(url(world, "agent-memories"))))
+    assert re.search(
+        r'<span class="badge badge--agent">Agent</span>',
+        text_of(browser(world.editor).get(url(world, "agent-memories"))),
+    )
 
 
 # --- Settings → Agent access ---------------------------------------------------------------------
@@ -438,7 +520,9 @@ def test_a_viewer_sees_the_write_scope_disabled_with_the_reason(world):
 
 def test_creating_a_credential_shows_the_token_once(world):
     client = browser(world.editor)
-    response = client.post(url(world, "agent-access"), {"name": "Research bot", "scopes": ["memory:read", "memory:write"]})
+    response = client.post(
+        url(world, "agent-access"), {"name": "Research bot", "scopes": ["memory:read", "memory:write"]}
+    )
     assert response.status_code == 200
     assert response["Cache-Control"] == "no-store"
     token = response.context["created"]["token"]
@@ -455,9 +539,19 @@ def test_creating_a_credential_shows_the_token_once(world):
 
 def test_a_credential_can_be_bound_to_a_context_set_and_given_an_expiry(world):
     collection = governance_actions.create_collection(world.workspace, name="Handbook")
-    context_set = governance_actions.create_context_set(world.workspace, name="Support", collections=[collection], documents=[])
+    context_set = governance_actions.create_context_set(
+        world.workspace, name="Support", collections=[collection], documents=[]
+    )
     expires_on = (timezone.now() + timedelta(days=10)).date()
-    browser(world.editor).post(url(world, "agent-access"), {"name": "Scoped", "scopes": ["memory:read"], "context_set": context_set.pk, "expires_on": expires_on.isoformat()})
+    browser(world.editor).post(
+        url(world, "agent-access"),
+        {
+            "name": "Scoped",
+            "scopes": ["memory:read"],
+            "context_set": context_set.pk,
+            "expires_on": expires_on.isoformat(),
+        },
+    )
     credential = Credential.objects.get(name="Scoped")
     assert credential.context_set == context_set
     assert credential.expires_at.date() == expires_on + timedelta(days=1)
@@ -477,7 +571,9 @@ def test_a_scope_above_the_role_is_refused_even_when_the_disabled_box_is_forged(
 
 def test_another_workspaces_context_set_cannot_be_chosen(world):
     foreign = governance_actions.create_context_set(world.other_workspace, name="Foreign", collections=[], documents=[])
-    response = browser(world.editor).post(url(world, "agent-access"), {"name": "X", "scopes": ["memory:read"], "context_set": foreign.pk})
+    response = browser(world.editor).post(
+        url(world, "agent-access"), {"name": "X", "scopes": ["memory:read"], "context_set": foreign.pk}
+    )
     assert "context_set" in response.context["form"].errors
     assert not Credential.objects.filter(name="X").exists()
 
@@ -485,7 +581,9 @@ def test_another_workspaces_context_set_cannot_be_chosen(world):
 def test_revoking_a_credential_stops_it(world):
     _, token = governance_actions.create_credential(world.editor, name="Old bot", scopes=["memory:read"])
     credential = Credential.objects.get(name="Old bot")
-    response = browser(world.editor).post(f"/w/{world.workspace.pk}/settings/agent-access/{credential.pk}/revoke/", follow=True)
+    response = browser(world.editor).post(
+        f"/w/{world.workspace.pk}/settings/agent-access/{credential.pk}/revoke/", follow=True
+    )
     assert any("revoked" in m for m in messages_of(response))
     credential.refresh_from_db()
     assert credential.revoked_at is not None
@@ -516,19 +614,30 @@ def test_owner_changes_the_settings(world):
     client = browser(world.owner)
     html = text_of(client.get(url(world, "ask-history")))
     assert "applies to existing memories at once" in html
-    response = client.post(url(world, "ask-history"), {"agent_memory_retention_days": 30, "expired_grace_days": 0}, follow=True)
+    response = client.post(
+        url(world, "ask-history"), {"agent_memory_retention_days": 30, "expired_grace_days": 0}, follow=True
+    )
     assert "Settings saved." in messages_of(response)
     settings = world.workspace.ask_history
     settings.refresh_from_db()
-    assert (settings.agent_memories_enabled, settings.agent_memory_retention_days, settings.expired_grace_days) == (False, 30, 0)
-    client.post(url(world, "ask-history"), {"agent_memories_enabled": "on", "agent_memory_retention_days": 30, "expired_grace_days": 0})
+    assert (settings.agent_memories_enabled, settings.agent_memory_retention_days, settings.expired_grace_days) == (
+        False,
+        30,
+        0,
+    )
+    client.post(
+        url(world, "ask-history"),
+        {"agent_memories_enabled": "on", "agent_memory_retention_days": 30, "expired_grace_days": 0},
+    )
     settings.refresh_from_db()
     assert settings.agent_memories_enabled is True
 
 
 @pytest.mark.parametrize("days,grace", [(0, 30), (366, 30), (90, 91), (90, -1), ("x", 30)])
 def test_settings_out_of_range_are_refused(world, days, grace):
-    response = browser(world.owner).post(url(world, "ask-history"), {"agent_memory_retention_days": days, "expired_grace_days": grace})
+    response = browser(world.owner).post(
+        url(world, "ask-history"), {"agent_memory_retention_days": days, "expired_grace_days": grace}
+    )
     assert response.status_code == 200 and response.context["form"].errors
     settings = world.workspace.ask_history
     settings.refresh_from_db()
@@ -542,7 +651,9 @@ def test_owner_deletes_all_agent_memories_after_a_confirmation_that_shows_counts
     assert EDITOR_SECRET not in confirm and OWNER_SECRET not in confirm and "tone" not in confirm
     assert re.search(r"Agent memories</dt><dd class=\"num\">2<", confirm)
     token = re.search(r'name="planToken" value="([0-9a-f]{64})"', shown.content.decode()).group(1)
-    response = client.post(f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/", {"planToken": token}, follow=True)
+    response = client.post(
+        f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/", {"planToken": token}, follow=True
+    )
     assert any("2 versions erased" in m for m in messages_of(response))
     assert not MemoryVersion.objects.filter(workspace=world.workspace).exclude(namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(member=world.editor, namespace=ASSISTANT_NAMESPACE).exists()
@@ -617,7 +728,15 @@ def test_a_reply_with_memory_tokens_says_they_are_already_counted(world):
 
 
 def test_usage_of_another_workspace_is_not_shown(world):
-    UsageRecord.objects.create(workspace=world.other_workspace, member=world.outsider, role="owner", category="ai_memory", model_name="m", input_tokens=1, output_tokens=1)
+    UsageRecord.objects.create(
+        workspace=world.other_workspace,
+        member=world.outsider,
+        role="owner",
+        category="ai_memory",
+        model_name="m",
+        input_tokens=1,
+        output_tokens=1,
+    )
     assert browser(world.owner).get(url(world, "usage")).context["rows"] == []
 
 
@@ -625,7 +744,11 @@ def test_usage_of_another_workspace_is_not_shown(world):
 def test_no_page_shows_another_members_memory_text(world, planted):
     usage(world, world.editor)
     pages = [*MEMBER_PAGES, "ask-history"]
-    for who, foreign in (("owner", [EDITOR_SECRET, EDITOR_ASSISTANT_SECRET]), ("viewer", [EDITOR_SECRET, EDITOR_ASSISTANT_SECRET, OWNER_SECRET]), ("editor", [OWNER_SECRET])):
+    for who, foreign in (
+        ("owner", [EDITOR_SECRET, EDITOR_ASSISTANT_SECRET]),
+        ("viewer", [EDITOR_SECRET, EDITOR_ASSISTANT_SECRET, OWNER_SECRET]),
+        ("editor", [OWNER_SECRET]),
+    ):
         client = browser(getattr(world, who))
         for language in ("en", "ja"):
             client.cookies["django_language"] = language
@@ -634,7 +757,10 @@ def test_no_page_shows_another_members_memory_text(world, planted):
                 html = text_of(response)
                 for secret in foreign:
                     assert secret not in html, (who, page, secret)
-        extra = [f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/", f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/"]
+        extra = [
+            f"/w/{world.workspace.pk}/settings/ask-history/delete-agent-memories/",
+            f"/w/{world.workspace.pk}/what-bundata-remembers/delete-all/",
+        ]
         for path in extra:
             html = text_of(client.get(path))
             for secret in foreign:

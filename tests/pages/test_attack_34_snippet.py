@@ -17,10 +17,27 @@ from tests.pages.support import browser, url
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("host", ["a$(id)", "a`id`", "a'b", 'a"b', "a b", "a;id", "a\\b", "a%0aexport", "a\nexport X=1", "a</textarea>", "a@evil.test"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "a$(id)",
+        "a`id`",
+        "a'b",
+        'a"b',
+        "a b",
+        "a;id",
+        "a\\b",
+        "a%0aexport",
+        "a\nexport X=1",
+        "a</textarea>",
+        "a@evil.test",
+    ],
+)
 def test_a_host_that_could_break_the_snippet_is_refused(world, settings, host):
     settings.ALLOWED_HOSTS = ["*"]
-    response = browser(world.editor).post(url(world, "agent-access"), {"name": "Bot", "scopes": ["memory:read"]}, HTTP_HOST=host)
+    response = browser(world.editor).post(
+        url(world, "agent-access"), {"name": "Bot", "scopes": ["memory:read"]}, HTTP_HOST=host
+    )
     assert response.status_code == 400
     assert not Credential.objects.filter(member=world.editor).exists()
 
@@ -28,7 +45,9 @@ def test_a_host_that_could_break_the_snippet_is_refused(world, settings, host):
 @pytest.mark.parametrize("host", ["memory.example.test:8443", "[::1]:8020", "xn--mmory-bsa.example.test"])
 def test_an_accepted_host_gives_two_assignments_and_valid_json(world, settings, host):
     settings.ALLOWED_HOSTS = ["*"]
-    response = browser(world.editor).post(url(world, "agent-access"), {"name": "Bot", "scopes": ["memory:read"]}, HTTP_HOST=host, secure=True)
+    response = browser(world.editor).post(
+        url(world, "agent-access"), {"name": "Bot", "scopes": ["memory:read"]}, HTTP_HOST=host, secure=True
+    )
     snippet = response.context["created"]["snippet"]
     lines = [shlex.split(line) for line in snippet["env"].splitlines()]
     assert [line[0] for line in lines] == ["export", "export"] and all(len(line) == 2 for line in lines)

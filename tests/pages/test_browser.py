@@ -32,7 +32,9 @@ def test_login_and_switch_ai_memory_off_shows_the_banner(world, open_session):
     session.shot("login_landing_ai_memory_en")
     switch.click()
     expect(page.locator(".messages")).to_contain_text("AI memory disabled")
-    expect(page.locator(".banner-off")).to_have_text(re.compile("AI memory is off; the assistant currently does not read or add memories"))
+    expect(page.locator(".banner-off")).to_have_text(
+        re.compile("AI memory is off; the assistant currently does not read or add memories")
+    )
     expect(page.get_by_role("switch", name="Let the assistant remember me")).to_have_attribute("aria-checked", "false")
     session.shot("ai_memory_switched_off_en")
     world.editor.refresh_from_db()
@@ -110,7 +112,9 @@ def test_a_viewer_sees_the_write_scope_disabled_with_its_reason(world, open_sess
 def test_owner_deletes_all_agent_memories(world, open_session):
     make_agent(world.editor).remember(namespace="style", key="tone", text="Editor private tone note")
     make_agent(world.owner).remember(namespace="plans", key="q3", text="Owner private plan note")
-    assistant.add_assistant_memory(world.editor, kind="fact", topic="kept_topic", summary="Assistant memory is kept", details=[])
+    assistant.add_assistant_memory(
+        world.editor, kind="fact", topic="kept_topic", summary="Assistant memory is kept", details=[]
+    )
     session = open_session()
     session.login("owner@acme.test", "pw-owner-123")
     page = session.page
@@ -126,7 +130,9 @@ def test_owner_deletes_all_agent_memories(world, open_session):
     session.shot("ask_history_receipts_en")
     assert not MemoryVersion.objects.filter(workspace=world.workspace).exclude(namespace=ASSISTANT_NAMESPACE).exists()
     assert MemoryVersion.objects.filter(namespace=ASSISTANT_NAMESPACE, key="kept_topic").exists()
-    assert DeletionReceipt.objects.filter(workspace_ref=world.workspace.pk, operation="owner_bulk_delete").count() == 2  # one per member (editor, owner)
+    assert (
+        DeletionReceipt.objects.filter(workspace_ref=world.workspace.pk, operation="owner_bulk_delete").count() == 2
+    )  # one per member (editor, owner)
 
 
 def test_agent_memories_page_and_usage_page(world, open_session):
@@ -184,20 +190,47 @@ def test_agent_memories_page_and_usage_page(world, open_session):
 
 def test_every_page_in_japanese(world, open_session):
     assistant.add_assistant_memory(
-        world.editor, kind="instruction", topic="demo_product_code", summary="デモ製品のコードネームは Aurora です。", details=["製品紹介ではこのコードネームを使う"], source=Source.USER_REQUEST
+        world.editor,
+        kind="instruction",
+        topic="demo_product_code",
+        summary="デモ製品のコードネームは Aurora です。",
+        details=["製品紹介ではこのコードネームを使う"],
+        source=Source.USER_REQUEST,
     )
-    assistant.add_assistant_memory(world.editor, kind="fact", topic="job_title", summary="マーケティング担当者です。", details=[], source=Source.AI_EXTRACTED)
-    assistant.add_assistant_memory(world.editor, kind="preference", topic="preferred_language", summary="日本語で回答する", details=[], source=Source.ASSISTANT_INITIATED)
+    assistant.add_assistant_memory(
+        world.editor,
+        kind="fact",
+        topic="job_title",
+        summary="マーケティング担当者です。",
+        details=[],
+        source=Source.AI_EXTRACTED,
+    )
+    assistant.add_assistant_memory(
+        world.editor,
+        kind="preference",
+        topic="preferred_language",
+        summary="日本語で回答する",
+        details=[],
+        source=Source.ASSISTANT_INITIATED,
+    )
     make_agent(world.editor).remember(namespace="crm", key="tier", text="長野フーズはエンタープライズプランです。")
     session = open_session("ja")
     session.login("editor@acme.test", "pw-editor-123")
     page = session.page
-    for label in ("アシスタントに自分を覚えてもらう", "ユーザーの依頼", "アシスタントが自発的に記録", "AI 抽出", "期限切れのメモリ"):
+    for label in (
+        "アシスタントに自分を覚えてもらう",
+        "ユーザーの依頼",
+        "アシスタントが自発的に記録",
+        "AI 抽出",
+        "期限切れのメモリ",
+    ):
         expect(page.locator("main")).to_contain_text(label)
     session.shot("ai_memory_ja")
     page.get_by_role("switch", name="アシスタントに自分を覚えてもらう").click()
     expect(page.locator(".messages")).to_contain_text("AI メモリを無効にしました")
-    expect(page.locator(".banner-off")).to_contain_text("AI メモリは無効です。アシスタントは現在、メモリの読み取りや追加を行いません")
+    expect(page.locator(".banner-off")).to_contain_text(
+        "AI メモリは無効です。アシスタントは現在、メモリの読み取りや追加を行いません"
+    )
     session.shot("ai_memory_off_ja")
     page.get_by_role("link", name="追加").first.click()
     page.get_by_label("トピック").fill("Not Snake")
@@ -221,7 +254,9 @@ def test_the_organization_flag_off_disables_the_switch(world, open_session):
     session = open_session()
     session.login("editor@acme.test", "pw-editor-123")
     expect(session.page.get_by_role("switch", name="Let the assistant remember me")).to_be_disabled()
-    expect(session.page.locator("#add-unavailable")).to_have_text(re.compile("AI memory is not enabled for your organization"))
+    expect(session.page.locator("#add-unavailable")).to_have_text(
+        re.compile("AI memory is not enabled for your organization")
+    )
     session.shot("ai_memory_organization_off_en")
 
 

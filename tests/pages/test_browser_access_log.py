@@ -53,7 +53,9 @@ def test_access_history_opens_each_read_to_the_memories_it_returned(agent_read, 
     section = page.locator("#access-history")
     heading = "Access history" if language == "en" else "アクセス履歴"
     expect(section.get_by_role("heading", name=heading)).to_be_visible()
-    recall = section.locator("details").filter(has_text=re.compile("recalled 3 memories|3 件のメモリを想起しました")).first
+    recall = (
+        section.locator("details").filter(has_text=re.compile("recalled 3 memories|3 件のメモリを想起しました")).first
+    )
     expect(recall.locator("summary")).to_contain_text("claude-desktop")
     expect(recall.locator("summary")).to_contain_text("MCP")
     expect(recall.get_by_text("Prefers green tea in the afternoon.")).to_be_hidden()  # closed until opened
@@ -79,7 +81,9 @@ def test_the_export_button_downloads_a_document_valid_against_its_schema(agent_r
     assert download.suggested_filename.startswith(f"memory-export-w{world.workspace.pk}-m{world.editor.pk}-")
     document = json.loads(Path(download.path()).read_text(encoding="utf-8"))
     schema = json.loads((Path(settings.BASE_DIR) / "docs" / "export.schema.json").read_text())
-    jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).validate(document)
+    jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).validate(
+        document
+    )
     assert {m["key"] for m in document["agentMemories"]} == {"drink", "travel"}
     assert [e["surface"] for e in document["accessLog"]] == ["mcp", "rest"]
     assert len(list(SCREENSHOTS.glob(f"ai_memory_export_{language}_*.png"))) == 2

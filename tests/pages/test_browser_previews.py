@@ -41,8 +41,12 @@ def plant(member, count: int, *, namespace: str, days_old: int) -> list[int]:
         )
         for i in range(count)
     )
-    ids = list(MemoryVersion.objects.filter(member=member, namespace=namespace).order_by("pk").values_list("pk", flat=True))
-    MemoryEmbedding.objects.bulk_create(MemoryEmbedding(memory_id=pk, embedder_id="test", dim=1, vector=b"\0\0\0\0") for pk in ids)
+    ids = list(
+        MemoryVersion.objects.filter(member=member, namespace=namespace).order_by("pk").values_list("pk", flat=True)
+    )
+    MemoryEmbedding.objects.bulk_create(
+        MemoryEmbedding(memory_id=pk, embedder_id="test", dim=1, vector=b"\0\0\0\0") for pk in ids
+    )
     return ids
 
 
@@ -83,7 +87,8 @@ def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(w
         page.locator("form.stack button[type=submit]").click()
         preview = page.get_by_test_id("retention-preview").first
         expected = {
-            "en": "Lowering retention to 30 days erases 1,204 agent memories now and moves 87 assistant memories to Expired.",
+            "en": "Lowering retention to 30 days erases 1,204 agent memories now and moves 87 assistant memories to "
+            "Expired.",
             "ja": "保持期間を30日に短縮すると、Agent メモリ 1,204 件が今すぐ消去され、AI メモリ 87 件が期限切れに移ります。",
         }[language]
         expect(preview).to_have_text(expected)
@@ -91,7 +96,9 @@ def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(w
         expect(page.locator("[data-artifact=access_log_entry] dd")).to_have_text("1")
         for width in (390, 1280):
             fit(session, f"retention_preview_{language}", width)
-        assert MemoryVersion.objects.filter(workspace=world.workspace).count() == AGENT_MEMORIES + 25 + ASSISTANT_MEMORIES  # nothing yet
+        assert (
+            MemoryVersion.objects.filter(workspace=world.workspace).count() == AGENT_MEMORIES + 25 + ASSISTANT_MEMORIES
+        )  # nothing yet
         assert AskHistorySettings.objects.get(workspace=world.workspace).agent_memory_retention_days == 90
         page.set_viewport_size({"width": 1280, "height": 860})
         page.locator("form.form-actions button[type=submit]").click()
@@ -99,8 +106,15 @@ def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(w
         receipts = DeletionReceipt.objects.filter(workspace_ref=ws, operation=Operation.EXPIRY)
         assert sum(r.versions_erased for r in receipts) == AGENT_MEMORIES
         assert sum(r.manifest["artifacts"]["access_log_entry"] for r in receipts) == 1
-        assert MemoryVersion.objects.filter(workspace=world.workspace, namespace=ASSISTANT_NAMESPACE, state="expired").count() == ASSISTANT_MEMORIES
-        assert MemoryVersion.objects.filter(workspace=world.workspace).exclude(namespace=ASSISTANT_NAMESPACE).count() == 25
+        assert (
+            MemoryVersion.objects.filter(
+                workspace=world.workspace, namespace=ASSISTANT_NAMESPACE, state="expired"
+            ).count()
+            == ASSISTANT_MEMORIES
+        )
+        assert (
+            MemoryVersion.objects.filter(workspace=world.workspace).exclude(namespace=ASSISTANT_NAMESPACE).count() == 25
+        )
         expect(page.locator(".message").first).to_contain_text("1,204")
         fit(session, f"retention_saved_{language}", 1280)
     finally:

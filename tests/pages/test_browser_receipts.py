@@ -16,8 +16,18 @@ pytestmark = [
 ]
 
 TEXT = {
-    "en": {"intact": "Verified: chain intact", "count": "3 receipts, hashed and signed", "broken": "Chain broken at receipt #{pk} (position 2)", "why": "hash mismatch"},
-    "ja": {"intact": "検証済み：チェーンは完全です", "count": "3 件の削除証明をハッシュ化・署名済み", "broken": "削除証明 #{pk}（位置 2）でチェーンが壊れています", "why": "ハッシュ不一致"},
+    "en": {
+        "intact": "Verified: chain intact",
+        "count": "3 receipts, hashed and signed",
+        "broken": "Chain broken at receipt #{pk} (position 2)",
+        "why": "hash mismatch",
+    },
+    "ja": {
+        "intact": "検証済み：チェーンは完全です",
+        "count": "3 件の削除証明をハッシュ化・署名済み",
+        "broken": "削除証明 #{pk}（位置 2）でチェーンが壊れています",
+        "why": "ハッシュ不一致",
+    },
 }
 
 
@@ -25,7 +35,9 @@ TEXT = {
 def test_the_receipts_view_shows_the_chain_intact_then_the_break(world, open_session, language):
     agent = make_agent(world.editor)
     for i in range(3):
-        memory_id = agent.remember(namespace="n", key=f"k{i}", text=f"Note {i} about the Osaka office").json()["memory"]["id"]
+        memory_id = agent.remember(namespace="n", key=f"k{i}", text=f"Note {i} about the Osaka office").json()[
+            "memory"
+        ]["id"]
         assert agent.forget(memoryId=memory_id).status_code == 200
     second = DeletionReceipt.objects.filter(workspace_ref=world.workspace.pk).order_by("chain_seq")[1]
     text = TEXT[language]

@@ -28,8 +28,13 @@ pytestmark = [
 SHOTS = SCREENSHOTS / "seed002"
 WIDTHS = (390, 1280)
 MAX_CARD_HEIGHT = 160
-LONG_KEY = "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_with_procurement_and_legal"[:120]
-LONG_TEXT = "The customer asked that every quarterly review starts with the renewal timeline, then the open security questionnaire items, then the integration roadmap. " * 4
+LONG_KEY = "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_with_procurement_and_legal"[
+    :120
+]
+LONG_TEXT = (
+    "The customer asked that every quarterly review starts with the renewal timeline, then the open security "
+    "questionnaire items, then the integration roadmap. " * 4
+)
 
 
 @pytest.fixture
@@ -38,21 +43,52 @@ def seeded(world):
     bodies = [
         {"namespace": "crm", "key": "account_tier", "text": "Nagano Foods is on the Enterprise tier."},
         {"namespace": "crm", "key": "account_tier", "text": "Nagano Foods moved to Enterprise Plus."},
-        {"namespace": "customer-relationship-management-apac-enterprise-accounts", "key": LONG_KEY, "text": LONG_TEXT[:1000]},
+        {
+            "namespace": "customer-relationship-management-apac-enterprise-accounts",
+            "key": LONG_KEY,
+            "text": LONG_TEXT[:1000],
+        },
         {
             "namespace": "長野フーズ_営業メモ",
             "key": "次回の打ち合わせ",
-            "text": "長野フーズ様の四半期レビューでは、まず契約更新のスケジュールを確認し、次にセキュリティ質問票の未回答項目を説明してください。" * 3,
+            "text": "長野フーズ様の四半期レビューでは、まず契約更新のスケジュールを確認し、次にセキュリティ質問票の未回答項目を説明してください。"
+            * 3,
         },
         {"namespace": "projects", "text": "Owns the Q3 launch checklist."},
-    ] + [{"namespace": "notes", "key": f"note_{i}", "text": f"Note {i}: prefers the weekly summary on Mondays before the stand-up."} for i in range(6)]
+    ] + [
+        {
+            "namespace": "notes",
+            "key": f"note_{i}",
+            "text": f"Note {i}: prefers the weekly summary on Mondays before the stand-up.",
+        }
+        for i in range(6)
+    ]
     for body in bodies:
         assert agent.remember(**body).status_code == 201
     assistant.add_assistant_memory(
-        world.editor, kind="instruction", topic="demo_product_code", summary="デモ製品のコードネームは Aurora です。", details=["製品紹介ではこのコードネームを使う"], source=Source.USER_REQUEST
+        world.editor,
+        kind="instruction",
+        topic="demo_product_code",
+        summary="デモ製品のコードネームは Aurora です。",
+        details=["製品紹介ではこのコードネームを使う"],
+        source=Source.USER_REQUEST,
     )
-    assistant.add_assistant_memory(world.editor, kind="fact", topic="deadline", summary="The Q3 launch deadline is Friday", details=[], source=Source.AI_EXTRACTED)
-    expired, _ = assistant.add_assistant_memory(world.editor, kind="fact", topic="location", summary="The office used to be in Shinagawa.", details=[], source=Source.AI_EXTRACTED)
+    assistant.add_assistant_memory(
+        world.editor,
+        kind="fact",
+        topic="deadline",
+        summary="The Q3 launch deadline is Friday",
+        details=[],
+        source=Source.AI_EXTRACTED,
+    )
+    expired, _ = assistant.add_assistant_memory(
+        world.editor,
+        kind="fact",
+        topic="location",
+        summary="The office used to be in Shinagawa.",
+        details=[],
+        source=Source.AI_EXTRACTED,
+    )
     days = world.workspace.ask_history.agent_memory_retention_days
     MemoryVersion.objects.filter(pk=expired.pk).update(retention_anchor=timezone.now() - timedelta(days=days + 1))
     return world
@@ -108,7 +144,9 @@ def test_the_member_pages_of_seed_002(seeded, open_session, language):
     page.goto(f"/w/{ws}/ai-memory/{memory.pk}/edit/")
     topic = page.get_by_label("トピック" if ja else "Topic")
     expect(topic).to_have_value("demo_product_code")
-    expect(page.locator("#id_topic_helptext")).to_contain_text("元のトピックは終了" if ja else "the old topic is closed")
+    expect(page.locator("#id_topic_helptext")).to_contain_text(
+        "元のトピックは終了" if ja else "the old topic is closed"
+    )
     topic.fill("product_codename")
     look(session, "ai_memory_edit_topic", language)
     page.get_by_role("button", name="保存" if ja else "Save").click()
@@ -147,7 +185,9 @@ def test_the_member_pages_of_seed_002(seeded, open_session, language):
     page.locator("form.stack button[type=submit]").click()
     token = page.locator("#new-token").input_value()
     env = page.locator("#snippet-env").input_value()
-    assert f"export GAM_TOKEN={token}" in env and re.search(r"export GAM_URL=http://(localhost|127\.0\.0\.1):\d+", env), env
+    assert f"export GAM_TOKEN={token}" in env and re.search(
+        r"export GAM_URL=http://(localhost|127\.0\.0\.1):\d+", env
+    ), env
     config = json.loads(page.locator("#snippet-mcp").input_value())["mcpServers"]["agent-memory"]
     assert config["headers"]["Authorization"] == f"Bearer {token}" and config["url"].endswith("/mcp")
     expect(page.get_by_role("button", name=re.compile("MCP"))).to_be_visible()  # its copy button, shown by app.js

@@ -34,11 +34,15 @@ WIDTHS = (390, 1280)
 FIT = SCREENSHOTS / "fit"
 LONG_WORKSPACE = "Acme Rockets Asia-Pacific Enterprise Division (Tokyo, Osaka, Singapore, Sydney)"
 LONG_NAMESPACE = "customer-relationship-management-apac-enterprise-accounts-2025"
-LONG_KEY = ("quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_with_procurement_legal_and_security_teams")[:120]
-LONG_URL = "https://intranet.acme-rockets.example.com/handbooks/enterprise/onboarding/apac/2025/checklists/final-v12.pdf"
+LONG_KEY = (
+    "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_with_procurement_legal_and_security_teams"
+)[:120]
+LONG_URL = (
+    "https://intranet.acme-rockets.example.com/handbooks/enterprise/onboarding/apac/2025/checklists/final-v12.pdf"
+)
 LONG_TEXT = (
-    f"The customer asked that every quarterly review starts with the renewal timeline, then the open security questionnaire items, "
-    f"then the integration roadmap; the checklist lives at {LONG_URL}. " * 5
+    "The customer asked that every quarterly review starts with the renewal timeline, then the open security "
+    f"questionnaire items, then the integration roadmap; the checklist lives at {LONG_URL}. " * 5
 )[:1000]
 JAPANESE = (
     "長野フーズ様の四半期レビューでは、まず契約更新のスケジュールを確認し、次にセキュリティ質問票の未回答項目、"
@@ -74,17 +78,44 @@ def long_content(world):
     world.workspace.refresh_from_db()
     owner = world.owner
     long_member = governance.add_member(world.workspace, LONG_EMAIL, role="editor")
-    collection = governance.create_collection(world.workspace, name="Enterprise customer onboarding handbook — APAC region (2025 edition, final)")
-    document = governance.create_document(collection, title="Onboarding", text="\n\n".join(f"Passage {i}: onboarding step {i} of the enterprise checklist." for i in range(20)))
+    collection = governance.create_collection(
+        world.workspace, name="Enterprise customer onboarding handbook — APAC region (2025 edition, final)"
+    )
+    document = governance.create_document(
+        collection,
+        title="Onboarding",
+        text="\n\n".join(f"Passage {i}: onboarding step {i} of the enterprise checklist." for i in range(20)),
+    )
     passages = [str(p.pk) for p in document.passages.order_by("pk")]
-    context_set = governance.create_context_set(world.workspace, name="Enterprise onboarding — APAC, Japan and Australia accounts only (read-only agents)", collections=[collection], documents=[])
+    context_set = governance.create_context_set(
+        world.workspace,
+        name="Enterprise onboarding — APAC, Japan and Australia accounts only (read-only agents)",
+        collections=[collection],
+        documents=[],
+    )
     agent = make_agent(owner)
     for body in (
-        {"namespace": LONG_NAMESPACE, "key": LONG_KEY, "text": LONG_TEXT, "collectionId": str(collection.pk), "citations": passages},
-        {"namespace": LONG_NAMESPACE, "key": LONG_KEY, "text": LONG_TEXT.replace("quarterly", "half-yearly")[:1000], "collectionId": str(collection.pk), "citations": passages},
+        {
+            "namespace": LONG_NAMESPACE,
+            "key": LONG_KEY,
+            "text": LONG_TEXT,
+            "collectionId": str(collection.pk),
+            "citations": passages,
+        },
+        {
+            "namespace": LONG_NAMESPACE,
+            "key": LONG_KEY,
+            "text": LONG_TEXT.replace("quarterly", "half-yearly")[:1000],
+            "collectionId": str(collection.pk),
+            "citations": passages,
+        },
         {"namespace": "crm", "key": "account_tier", "text": JAPANESE, "citations": passages[:3]},
         {"namespace": "projects", "text": f"Owns the Q3 launch checklist ({LONG_URL})."},
-        {"namespace": "長野フーズ_営業メモ", "key": "次回の打ち合わせ", "text": "次回の打ち合わせは火曜日の午前中を希望。"},
+        {
+            "namespace": "長野フーズ_営業メモ",
+            "key": "次回の打ち合わせ",
+            "text": "次回の打ち合わせは火曜日の午前中を希望。",
+        },
     ):
         created = agent.remember(**body)
         assert created.status_code == 201, created.content
@@ -92,14 +123,42 @@ def long_content(world):
         assert agent.remember(namespace="temporary", key=f"note_{i}", text=f"Temporary note {i}").status_code == 201
         assert agent.forget(namespace="temporary", key=f"note_{i}").status_code == 200
     version, _ = assistant.add_assistant_memory(
-        owner, kind="instruction", topic=LONG_TOPIC, summary=JAPANESE[:900], details=[LONG_URL, "箇条書きで、結論を先に書く", "x" * 200], source=Source.USER_REQUEST
+        owner,
+        kind="instruction",
+        topic=LONG_TOPIC,
+        summary=JAPANESE[:900],
+        details=[LONG_URL, "箇条書きで、結論を先に書く", "x" * 200],
+        source=Source.USER_REQUEST,
     )
-    assistant.add_assistant_memory(owner, kind="preference", topic="preferred_language", summary="日本語で回答する", details=[], source=Source.ASSISTANT_INITIATED)
-    expired, _ = assistant.add_assistant_memory(owner, kind="fact", topic="old_office_location", summary="The office used to be in Shinagawa.", details=[], source=Source.AI_EXTRACTED)
+    assistant.add_assistant_memory(
+        owner,
+        kind="preference",
+        topic="preferred_language",
+        summary="日本語で回答する",
+        details=[],
+        source=Source.ASSISTANT_INITIATED,
+    )
+    expired, _ = assistant.add_assistant_memory(
+        owner,
+        kind="fact",
+        topic="old_office_location",
+        summary="The office used to be in Shinagawa.",
+        details=[],
+        source=Source.AI_EXTRACTED,
+    )
     MemoryVersion.objects.filter(pk=expired.pk).update(retention_anchor=timezone.now() - timedelta(days=100))
     lifecycle.expiry_sweep()
-    for name, extra in (("Research assistant for the enterprise onboarding programme (APAC, read and write)", {}), ("Scoped reader", {"context_set": context_set})):
-        governance.create_credential(owner, name=name, scopes=["memory:read", "memory:write"], expires_at=timezone.now() + timedelta(days=30), **extra)
+    for name, extra in (
+        ("Research assistant for the enterprise onboarding programme (APAC, read and write)", {}),
+        ("Scoped reader", {"context_set": context_set}),
+    ):
+        governance.create_credential(
+            owner,
+            name=name,
+            scopes=["memory:read", "memory:write"],
+            expires_at=timezone.now() + timedelta(days=30),
+            **extra,
+        )
     for i in range(60):
         member = (owner, world.editor, long_member)[i % 3]
         UsageRecord.objects.create(
@@ -126,7 +185,11 @@ def check(session: Session, name: str, language: str, width: int) -> None:
     page.evaluate("window.scrollTo(0, 0)")
     # the whole page, down to a tall phone's worth (a 50-record history stacks to ~20,000 px)
     height = min(page.evaluate("document.documentElement.scrollHeight"), 1800)
-    page.screenshot(path=str(FIT / f"{name}_{language}_{width}.png"), full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height})
+    page.screenshot(
+        path=str(FIT / f"{name}_{language}_{width}.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": width, "height": height},
+    )
     assert found["scrollWidth"] <= found["innerWidth"], (name, language, width, found)
     assert not found["wide"], (name, language, width, found)
     # every column visible: no table needs its own scrollbar, no cell is past the right edge
@@ -162,14 +225,23 @@ def test_post_only_page_routes_answer_405_to_a_get(world):
     client = Client()
     client.force_login(world.owner.user)
     ws = world.workspace.pk
-    for path in (f"/w/{ws}/ai-memory/preference/", f"/w/{ws}/ai-memory/1/reactivate/", f"/w/{ws}/settings/agent-access/1/revoke/", f"/w/{ws}/what-bundata-remembers/1/delete/", "/accounts/logout/"):
+    for path in (
+        f"/w/{ws}/ai-memory/preference/",
+        f"/w/{ws}/ai-memory/1/reactivate/",
+        f"/w/{ws}/settings/agent-access/1/revoke/",
+        f"/w/{ws}/what-bundata-remembers/1/delete/",
+        "/accounts/logout/",
+    ):
         assert client.get(path).status_code == 405, path
 
 
 @pytest.mark.parametrize("language", ["en", "ja"])
-def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_user_model, language):  # noqa: F811 (the fixture)
+# the fixture
+def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_user_model, language):  # noqa: F811
     assistant_version = long_content(world)
-    django_user_model.objects.create_user(username="nobody@acme.test", email="nobody@acme.test", password="pw-nobody-123")
+    django_user_model.objects.create_user(
+        username="nobody@acme.test", email="nobody@acme.test", password="pw-nobody-123"
+    )
     ws = world.workspace.pk
     anonymous = Session(chromium, live_server.url, language)
     try:

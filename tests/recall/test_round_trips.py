@@ -48,12 +48,20 @@ def most_for_limiter() -> int:
 def test_one_recall_goes_to_the_databases_at_most_four_times(world):
     agent = make_agent(world.editor)
     for i in range(12):
-        assert agent.remember(namespace="prefs", key=f"k{i}", text=f"Note {i}: prefers aisle seats on trains to Osaka").status_code == 201
+        assert (
+            agent.remember(
+                namespace="prefs", key=f"k{i}", text=f"Note {i}: prefers aisle seats on trains to Osaka"
+            ).status_code
+            == 201
+        )
     agent.recall(query="warm the credential's last use")  # last_used_at is written at most once a minute
     with counted() as (logged, sent):
         response = agent.recall(query="which seat on the train to Osaka")
     assert response.status_code == 200 and len(response.json()["memories"]) == 10
-    assert max(len(logged), len(sent)) <= most_for_limiter(), (logged, sent)  # the key store reads on a raw psycopg cursor
+    assert max(len(logged), len(sent)) <= most_for_limiter(), (
+        logged,
+        sent,
+    )  # the key store reads on a raw psycopg cursor
 
 
 def test_an_mcp_recall_goes_as_few_times(world):
@@ -61,7 +69,12 @@ def test_an_mcp_recall_goes_as_few_times(world):
 
     agent = make_agent(world.editor)
     for i in range(12):
-        assert agent.remember(namespace="prefs", key=f"k{i}", text=f"Note {i}: prefers window seats on trains to Kyoto").status_code == 201
+        assert (
+            agent.remember(
+                namespace="prefs", key=f"k{i}", text=f"Note {i}: prefers window seats on trains to Kyoto"
+            ).status_code
+            == 201
+        )
     mcp.run_operation(agent.token, "recall", {"query": "warm"})
     with counted() as (logged, _sent):
         result = mcp.run_operation(agent.token, "recall", {"query": "which seat on the train to Kyoto"})
@@ -78,9 +91,13 @@ def test_a_memory_citing_a_deleted_document_is_not_recalled_among_memories_that_
     agent = make_agent(world.editor)
     for i in range(5):
         assert agent.remember(namespace="prefs", text=f"Note {i}: orders ship from Osaka on Mondays").status_code == 201
-    cited = agent.remember(namespace="prefs", text="Orders ship from Osaka, says the handbook", citations=[passages[0].pk])
+    cited = agent.remember(
+        namespace="prefs", text="Orders ship from Osaka, says the handbook", citations=[passages[0].pk]
+    )
     assert cited.status_code == 201, cited.json()
-    assert cited.json()["memory"]["id"] in {m["id"] for m in agent.recall(query="orders ship from Osaka").json()["memories"]}
+    assert cited.json()["memory"]["id"] in {
+        m["id"] for m in agent.recall(query="orders ship from Osaka").json()["memories"]
+    }
     Document.objects.filter(pk=document.pk).delete()  # gone before any cascade reached the memory
     body = agent.recall(query="orders ship from Osaka").json()
     assert cited.json()["memory"]["id"] not in {m["id"] for m in body["memories"]}

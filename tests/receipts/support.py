@@ -24,7 +24,9 @@ from retention.models import DeletionReceipt
 from tests.support import client_for
 
 ROOT = Path(__file__).resolve().parents[2]
-FUZZ = hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = hsettings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 def forget_some(agent, n: int, *, tag: str = "note") -> list[DeletionReceipt]:
@@ -66,7 +68,9 @@ def documented_script() -> str:
     text = (ROOT / "docs" / "receipts.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- verify-script:start -->\n```python\n(.*?)```\n<!-- verify-script:end -->", text, re.S)
     assert block, "docs/receipts.md lost its verification script"
-    assert len(block.group(1).strip().splitlines()) <= 30  # short enough to read before running it (19 lines before verification records, 28 with them)
+    assert (
+        len(block.group(1).strip().splitlines()) <= 30
+    )  # short enough to read before running it (19 lines before verification records, 28 with them)
     return block.group(1)
 
 
@@ -75,7 +79,13 @@ def run_script(tmp_path: Path, document: dict, keys: dict) -> subprocess.Complet
     script.write_text(documented_script(), encoding="utf-8")
     export_file.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
     key_file.write_text(json.dumps(keys), encoding="utf-8")
-    return subprocess.run([sys.executable, "-I", str(script), str(export_file), str(key_file)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-I", str(script), str(export_file), str(key_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
 
 
 LOCALES = ("en_US", "ja_JP", "he_IL", "fr_FR", "de_DE", "pt_BR", "ru_RU", "zh_CN", "ko_KR", "el_GR", "pl_PL", "tr_TR")

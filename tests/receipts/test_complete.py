@@ -28,7 +28,14 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert receipt.operation == operation
     assert receipt.actor_label
     artifacts = receipt.manifest["artifacts"]
-    assert set(artifacts) == {"memory_version", "citation", "memory_embedding", "access_log_entry", "access_log_reference", "data_key"}
+    assert set(artifacts) == {
+        "memory_version",
+        "citation",
+        "memory_embedding",
+        "access_log_entry",
+        "access_log_reference",
+        "data_key",
+    }
     assert artifacts["memory_version"] == versions == len(receipt.memory_version_ids)
     assert artifacts["memory_embedding"] == versions
     # SPEC §8.2: one data key per version, destroyed with it, and the receipt names them.
@@ -40,10 +47,18 @@ def assert_complete(receipt: DeletionReceipt, operation: str, *, versions: int, 
     assert backups["retentionDays"] == backup_days
     assert backups["until"] == (receipt.purged_at + timedelta(days=backup_days)).isoformat()
     assert receipt.verification["clean"] is True
-    assert receipt.verification["remaining"] == {"memory_version": 0, "citation": 0, "memory_embedding": 0, "access_log_entry": 0, "data_key": 0}
+    assert receipt.verification["remaining"] == {
+        "memory_version": 0,
+        "citation": 0,
+        "memory_embedding": 0,
+        "access_log_entry": 0,
+        "data_key": 0,
+    }
     assert backups["content"] == "sealed" and "ciphertext only" in backups["statement"]
     assert receipt.residual["keyring"]["retentionDays"] == 0 and receipt.residual["keyring"]["until"] is None
-    everything = json.dumps([receipt.manifest, receipt.residual, receipt.verification, receipt.actor_label, receipt.memory_version_ids])
+    everything = json.dumps(
+        [receipt.manifest, receipt.residual, receipt.verification, receipt.actor_label, receipt.memory_version_ids]
+    )
     assert "Zebra" not in everything and "umbrella" not in everything
 
 
@@ -70,7 +85,11 @@ def test_member_deletes_write_complete_receipts(world, agent):
     assert_complete(DeletionReceipt.objects.get(pk=response.json()["receiptId"]), Operation.MEMBER_DELETE, versions=1)
     response = client.delete(f"/api/w/{world.workspace.pk}/ask-history/agent-memories")
     assert_complete(DeletionReceipt.objects.get(pk=response.json()["receiptId"]), Operation.MEMBER_DELETE, versions=1)
-    created = client.post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": "desk_location", "summary": SECRET_TEXT}, format="json")
+    created = client.post(
+        f"/api/w/{world.workspace.pk}/ai-memory/memories",
+        {"kind": "fact", "topic": "desk_location", "summary": SECRET_TEXT},
+        format="json",
+    )
     response = client.delete(f"/api/w/{world.workspace.pk}/ai-memory/memories/{created.json()['memory']['id']}")
     assert_complete(DeletionReceipt.objects.get(pk=response.json()["receiptId"]), Operation.MEMBER_DELETE, versions=1)
 
@@ -92,7 +111,11 @@ def test_expiry_and_grace_purge_write_complete_receipts(world, agent):
     t0 = datetime(2031, 3, 1, tzinfo=UTC)
     with time_machine.travel(t0, tick=False):
         remember(agent)
-        client_for(world.editor).post(f"/api/w/{world.workspace.pk}/ai-memory/memories", {"kind": "fact", "topic": "desk_location", "summary": SECRET_TEXT}, format="json")
+        client_for(world.editor).post(
+            f"/api/w/{world.workspace.pk}/ai-memory/memories",
+            {"kind": "fact", "topic": "desk_location", "summary": SECRET_TEXT},
+            format="json",
+        )
     with time_machine.travel(t0 + timedelta(days=121), tick=False):
         lifecycle.expiry_sweep()
         lifecycle.grace_purge()
@@ -100,7 +123,9 @@ def test_expiry_and_grace_purge_write_complete_receipts(world, agent):
     assert_complete(DeletionReceipt.objects.get(operation=Operation.GRACE_PURGE), Operation.GRACE_PURGE, versions=1)
 
 
-def test_cascades_member_removal_and_workspace_deletion_write_complete_receipts(world, agent, django_capture_on_commit_callbacks):
+def test_cascades_member_removal_and_workspace_deletion_write_complete_receipts(
+    world, agent, django_capture_on_commit_callbacks
+):
     collection = governance.create_collection(world.workspace, name="Facilities")
     document = governance.create_document(collection, title="Desks", text="Desk seven is by the window.")
     other = governance.create_collection(world.workspace, name="Other")
@@ -118,16 +143,24 @@ def test_cascades_member_removal_and_workspace_deletion_write_complete_receipts(
     receipt = DeletionReceipt.objects.get(operation=Operation.CASCADE_DOCUMENT)
     assert_complete(receipt, Operation.CASCADE_DOCUMENT, versions=1)
     assert receipt.manifest["artifacts"]["citation"] == 1
-    assert_complete(DeletionReceipt.objects.get(operation=Operation.CASCADE_COLLECTION), Operation.CASCADE_COLLECTION, versions=1)
-    assert_complete(DeletionReceipt.objects.get(operation=Operation.MEMBER_REMOVAL), Operation.MEMBER_REMOVAL, versions=1)
-    assert_complete(DeletionReceipt.objects.get(operation=Operation.WORKSPACE_DELETION), Operation.WORKSPACE_DELETION, versions=1)
+    assert_complete(
+        DeletionReceipt.objects.get(operation=Operation.CASCADE_COLLECTION), Operation.CASCADE_COLLECTION, versions=1
+    )
+    assert_complete(
+        DeletionReceipt.objects.get(operation=Operation.MEMBER_REMOVAL), Operation.MEMBER_REMOVAL, versions=1
+    )
+    assert_complete(
+        DeletionReceipt.objects.get(operation=Operation.WORKSPACE_DELETION), Operation.WORKSPACE_DELETION, versions=1
+    )
 
 
 def test_no_backups_configured_is_stated_not_guessed(world, agent, settings):
     settings.BACKUP_RETENTION_DAYS = 0
     response = agent.forget(memoryId=remember(agent))
     residual = DeletionReceipt.objects.get(pk=response.json()["receiptId"]).residual["backups"]
-    assert residual["retentionDays"] == 0 and residual["until"] is None and "No database backups" in residual["statement"]
+    assert (
+        residual["retentionDays"] == 0 and residual["until"] is None and "No database backups" in residual["statement"]
+    )
 
 
 # --- the endpoint ------------------------------------------------------------------------------
@@ -141,7 +174,11 @@ def three_receipts(world, agent):
     owner_agent = make_agent(world.owner)
     owner_receipt = owner_agent.forget(memoryId=remember(owner_agent, "Owner's note.")).json()["receiptId"]
     remember(agent, "Another editor note.")
-    bulk_receipt = client_for(world.owner).delete(f"/api/w/{world.workspace.pk}/ask-history/settings/agent-memories").json()["receiptId"]
+    bulk_receipt = (
+        client_for(world.owner)
+        .delete(f"/api/w/{world.workspace.pk}/ask-history/settings/agent-memories")
+        .json()["receiptId"]
+    )
     return editor_receipt, owner_receipt, bulk_receipt
 
 

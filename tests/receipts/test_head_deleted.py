@@ -16,7 +16,11 @@ def test_deleting_the_chain_head_to_hide_a_truncated_reverification_is_reported(
     four = forget_some(agent, 4)
     target = DeletionReceipt.objects.get(pk=four[1].pk)
     with transaction.atomic():
-        chain.add_verification(target, {**target.verification, "clean": False, "note": "leftover found"}, trigger=chain.REVERIFICATION_TRIGGER)
+        chain.add_verification(
+            target,
+            {**target.verification, "clean": False, "note": "leftover found"},
+            trigger=chain.REVERIFICATION_TRIGGER,
+        )
         target.save(update_fields=["verifications", "verification"])
     assert chain.verify_chain(world.workspace.pk)["intact"] is True
     first = target.verifications[:1]

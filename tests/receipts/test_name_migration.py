@@ -22,7 +22,16 @@ from retention.erasure import reverify_receipt
 from retention.models import DeletionReceipt
 from tests.admin.support import admin_url, browser
 from tests.export.support import download, exported
-from tests.receipts.support import api_report, body_of, chain_of, generated_names, leaks, own_receipts, run_script, run_verify
+from tests.receipts.support import (
+    api_report,
+    body_of,
+    chain_of,
+    generated_names,
+    leaks,
+    own_receipts,
+    run_script,
+    run_verify,
+)
 from tests.support import client_for, make_agent
 
 pytestmark = pytest.mark.django_db
@@ -46,15 +55,23 @@ class Before:
         self.receipts = []
         for n, (namespace, key) in enumerate(self.names):
             assert agent.remember(namespace=namespace, key=key, text="Prefers the aisle").status_code == 201
-            self.receipts.append(DeletionReceipt.objects.get(pk=agent.forget(namespace=namespace, key=key).json()["receiptId"]))
+            self.receipts.append(
+                DeletionReceipt.objects.get(pk=agent.forget(namespace=namespace, key=key).json()["receiptId"])
+            )
             if n == 1:
                 owner = make_agent(world.owner)  # another member's receipt between them in the chain
                 assert owner.remember(namespace="owner_ns", key="owner_key", text="x").status_code == 201
-                self.receipts.append(DeletionReceipt.objects.get(pk=owner.forget(namespace="owner_ns", key="owner_key").json()["receiptId"]))
+                self.receipts.append(
+                    DeletionReceipt.objects.get(
+                        pk=owner.forget(namespace="owner_ns", key="owner_key").json()["receiptId"]
+                    )
+                )
         reverify_receipt(self.receipts[0], actor=None, reason="a record after the receipt, anchored")
         monkeypatch.undo()
         assert all(r.manifest["filters"].get("namespace") for r in self.receipts)  # plain, as before
-        self.saved_export = json.loads(download(client_for(world.editor), world.workspace)[1])  # as then: plain names (today's schema refuses them)
+        self.saved_export = json.loads(
+            download(client_for(world.editor), world.workspace)[1]
+        )  # as then: plain names (today's schema refuses them)
         self.proof = {r.pk: [getattr(DeletionReceipt.objects.get(pk=r.pk), f) for f in PROOF] for r in self.receipts}
 
     @property
@@ -77,7 +94,9 @@ def test_the_migration_seals_the_names_and_keeps_every_proof(world, before, tmp_
     for receipt in before.receipts:
         now = stored(receipt)
         assert set(now.manifest["filters"]) == {"namespaceHmac", "keyHmac"}
-        assert [getattr(now, f) for f in PROOF] == before.proof[receipt.pk]  # never re-signed: hash, link, signature, records
+        assert [getattr(now, f) for f in PROOF] == before.proof[
+            receipt.pk
+        ]  # never re-signed: hash, link, signature, records
         assert now.redaction["redactedSha256"] == chain.digest_of(now).hex() != now.sha256
         assert leaks(json.dumps(now.manifest, ensure_ascii=False), before.words) == []
     status, report = run_verify()
@@ -88,13 +107,21 @@ def test_the_migration_seals_the_names_and_keeps_every_proof(world, before, tmp_
     assert [(stored(r).manifest, stored(r).redaction) for r in before.receipts] == once
 
     keys = Client().get("/.well-known/receipt-signing-key").json()
-    result = run_script(tmp_path, before.saved_export, keys)  # saved before the migration: plain names, verifies as it did
-    assert result.returncode == 0 and result.stdout.count(": ok") == len(before.saved_export["receipts"]), result.stdout + result.stderr
+    result = run_script(
+        tmp_path, before.saved_export, keys
+    )  # saved before the migration: plain names, verifies as it did
+    assert result.returncode == 0 and result.stdout.count(": ok") == len(before.saved_export["receipts"]), (
+        result.stdout + result.stderr
+    )
     document = exported(world.editor)
     assert leaks(json.dumps(document["receipts"], ensure_ascii=False), before.words) == []
     result = run_script(tmp_path, document, keys)
-    assert result.returncode == 0 and result.stdout.count(": ok") == len(document["receipts"]), result.stdout + result.stderr
-    assert {r["sha256"] for r in document["receipts"]} == {r["sha256"] for r in before.saved_export["receipts"]}  # the saved copy still matches the server's chain
+    assert result.returncode == 0 and result.stdout.count(": ok") == len(document["receipts"]), (
+        result.stdout + result.stderr
+    )
+    assert {r["sha256"] for r in document["receipts"]} == {
+        r["sha256"] for r in before.saved_export["receipts"]
+    }  # the saved copy still matches the server's chain
 
 
 def test_after_the_migration_the_member_resolves_what_lives_and_no_admin_reads_a_name(world, before, staff):
@@ -104,7 +131,10 @@ def test_after_the_migration_the_member_resolves_what_lives_and_no_admin_reads_a
     assert shown["resolvedFilters"] == {"namespace": "travel"}  # "travel/window" lives; "seat" was forgotten
     for role, user in staff.all():
         client = browser(user)
-        pages = [client.get(admin_url(DeletionReceipt, "changelist")), client.get(admin_url(DeletionReceipt, "export_csv"))]
+        pages = [
+            client.get(admin_url(DeletionReceipt, "changelist")),
+            client.get(admin_url(DeletionReceipt, "export_csv")),
+        ]
         pages += [client.get(admin_url(DeletionReceipt, "change", r.pk)) for r in before.receipts]
         for response in pages:
             assert leaks(body_of(response), before.words + ["seat"]) == [], (role, response.wsgi_request.path)
@@ -123,12 +153,23 @@ def copy_record(r, others):
 
 
 def edit_record_hash(r, others):
-    DeletionReceipt.objects.filter(pk=r.pk).update(actor_label="x", redaction={**r.redaction, "redactedSha256": chain.digest_of(DeletionReceipt(**{**_fields(r), "actor_label": "x"})).hex()})
+    DeletionReceipt.objects.filter(pk=r.pk).update(
+        actor_label="x",
+        redaction={
+            **r.redaction,
+            "redactedSha256": chain.digest_of(DeletionReceipt(**{**_fields(r), "actor_label": "x"})).hex(),
+        },
+    )
 
 
 def resign_record(r, others):
     intruder = Ed25519PrivateKey.generate()
-    redaction = {**r.redaction, "signature": intruder.sign(chain.redaction_digest(r.workspace_ref, r.chain_seq, r.sha256, r.redaction["redactedSha256"])).hex()}
+    redaction = {
+        **r.redaction,
+        "signature": intruder.sign(
+            chain.redaction_digest(r.workspace_ref, r.chain_seq, r.sha256, r.redaction["redactedSha256"])
+        ).hex(),
+    }
     DeletionReceipt.objects.filter(pk=r.pk).update(redaction=redaction)
 
 
@@ -137,7 +178,9 @@ def own_key_record(r, others):
     fake = {
         "redactedSha256": r.redaction["redactedSha256"],
         "keyId": receipt_keys.key_id(intruder.public_key()),
-        "signature": intruder.sign(chain.redaction_digest(r.workspace_ref, r.chain_seq, r.sha256, r.redaction["redactedSha256"])).hex(),
+        "signature": intruder.sign(
+            chain.redaction_digest(r.workspace_ref, r.chain_seq, r.sha256, r.redaction["redactedSha256"])
+        ).hex(),
     }
     DeletionReceipt.objects.filter(pk=r.pk).update(redaction=fake)
 
@@ -161,7 +204,10 @@ def _fields(r):
         (edit_record_hash, chain.BAD_SIGNATURE),
         (resign_record, chain.BAD_SIGNATURE),
         (own_key_record, chain.UNKNOWN_KEY),
-        (put_names_back_plain, chain.HASH_MISMATCH),  # a guess of the names does not restore the signed hash either (the salt)
+        (
+            put_names_back_plain,
+            chain.HASH_MISMATCH,
+        ),  # a guess of the names does not restore the signed hash either (the salt)
     ],
 )
 def test_every_change_to_a_redacted_receipt_is_reported(world, before, tamper, reason, tmp_path):
@@ -184,8 +230,15 @@ def test_a_receipt_broken_before_the_migration_loses_its_names_and_stays_broken(
     assert chain.verify_chain(world.workspace.pk)["firstBreak"]["reason"] == chain.HASH_MISMATCH
     migrate()
     now = stored(victim)
-    assert now.redaction is None and set(now.manifest["filters"]) == {"namespaceHmac", "keyHmac"}  # no attestation of a broken receipt
-    assert chain.verify_chain(world.workspace.pk)["firstBreak"] == {"receiptId": str(victim.pk), "chainSeq": victim.chain_seq, "reason": chain.HASH_MISMATCH}
+    assert now.redaction is None and set(now.manifest["filters"]) == {
+        "namespaceHmac",
+        "keyHmac",
+    }  # no attestation of a broken receipt
+    assert chain.verify_chain(world.workspace.pk)["firstBreak"] == {
+        "receiptId": str(victim.pk),
+        "chainSeq": victim.chain_seq,
+        "reason": chain.HASH_MISMATCH,
+    }
 
 
 def test_names_of_an_ended_membership_are_sealed_under_a_key_nobody_keeps(world, before):
@@ -194,7 +247,11 @@ def test_names_of_an_ended_membership_are_sealed_under_a_key_nobody_keeps(world,
     type(world.editor).objects.filter(pk=world.editor.pk).update(left_at=timezone.now())
     DataKey.objects.using("keyring").filter(owner=receipt_names.OWNER).delete()
     migrate()
-    assert not DataKey.objects.using("keyring").filter(key_id=receipt_names.name_key_id(world.workspace.pk, world.editor.pk, world.editor.period)).exists()
+    assert (
+        not DataKey.objects.using("keyring")
+        .filter(key_id=receipt_names.name_key_id(world.workspace.pk, world.editor.pk, world.editor.period))
+        .exists()
+    )
     assert all(set(stored(r).manifest["filters"]) == {"namespaceHmac", "keyHmac"} for r in before.receipts)
     assert chain.verify_chain(world.workspace.pk)["intact"] is True
 
@@ -212,7 +269,10 @@ def test_the_real_migration_from_0013_seals_named_receipts_and_they_verify():
     executor.migrate(before_state)
     try:
         old_apps = executor.loader.project_state(before_state).apps
-        OldReceipt, OldChain = old_apps.get_model("retention", "DeletionReceipt"), old_apps.get_model("retention", "ReceiptChain")
+        OldReceipt, OldChain = (
+            old_apps.get_model("retention", "DeletionReceipt"),
+            old_apps.get_model("retention", "ReceiptChain"),
+        )
         previous, now = chain.ZERO_HASH, timezone.now()
         for seq, (namespace, key) in enumerate(generated_names(3, seed=13), 1):
             receipt = OldReceipt(
@@ -237,7 +297,9 @@ def test_the_real_migration_from_0013_seals_named_receipts_and_they_verify():
             chain.add_verification(receipt, {"clean": True}, trigger=chain.RECEIPT_TRIGGER)
             receipt.save()
             previous = receipt.sha256
-        OldChain.objects.create(workspace_ref=88, seq=3, head_hash=previous, head_receipt_ref=receipt.pk, **chain.signed_anchors(88, {}))
+        OldChain.objects.create(
+            workspace_ref=88, seq=3, head_hash=previous, head_receipt_ref=receipt.pk, **chain.signed_anchors(88, {})
+        )
         words = [w for pair in generated_names(3, seed=13) for w in pair]
     finally:
         executor = MigrationExecutor(connection)

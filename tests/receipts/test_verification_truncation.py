@@ -27,7 +27,9 @@ def four(world, agent) -> list[DeletionReceipt]:
 
 def test_a_dirty_reverification_truncated_with_the_shown_result_rolled_back_is_reported(world, four):
     target = DeletionReceipt.objects.get(pk=four[0].pk)
-    chain.add_verification(target, {**target.verification, "clean": False, "note": "leftover found"}, trigger="reverification")
+    chain.add_verification(
+        target, {**target.verification, "clean": False, "note": "leftover found"}, trigger="reverification"
+    )
     target.save(update_fields=["verifications", "verification"])
     assert chain.verify_chain(world.workspace.pk)["intact"] is True  # the dirty result, as written
     records = target.verifications[:-1]
@@ -40,14 +42,20 @@ def reverified(world, four) -> DeletionReceipt:
     """four[1] with three records: the receipt's own, a dirty re-verification and a clean one."""
     target = DeletionReceipt.objects.get(pk=four[1].pk)
     with transaction.atomic():
-        chain.add_verification(target, {**target.verification, "clean": False, "note": "leftover found"}, trigger=chain.REVERIFICATION_TRIGGER)
+        chain.add_verification(
+            target,
+            {**target.verification, "clean": False, "note": "leftover found"},
+            trigger=chain.REVERIFICATION_TRIGGER,
+        )
         target.save(update_fields=["verifications", "verification"])
     reverify_receipt(target, actor=None, reason="after the sweep")
     return DeletionReceipt.objects.get(pk=target.pk)
 
 
 def store(receipt: DeletionReceipt, records: list[dict], shown: dict | None = None) -> None:
-    DeletionReceipt.objects.filter(pk=receipt.pk).update(verifications=records, verification=shown if shown is not None else records[-1]["verification"])
+    DeletionReceipt.objects.filter(pk=receipt.pk).update(
+        verifications=records, verification=shown if shown is not None else records[-1]["verification"]
+    )
 
 
 def truncate(r):
@@ -77,7 +85,9 @@ def roll_back_shown(r):
 
 
 def clear_anchor_and_truncate(r):
-    ReceiptChain.objects.filter(workspace_ref=r.workspace_ref).update(verification_anchors=None, anchors_signature="", anchors_key_id="")
+    ReceiptChain.objects.filter(workspace_ref=r.workspace_ref).update(
+        verification_anchors=None, anchors_signature="", anchors_key_id=""
+    )
     truncate_to_first(r)
 
 
@@ -137,7 +147,12 @@ def test_a_receipt_never_reverified_cannot_be_given_records_without_an_anchor(wo
     state the anchor moved past) are reported: only the receipt's own first record is unanchored."""
     target = reverified(world, four)
     ReceiptChain.objects.filter(workspace_ref=world.workspace.pk).update(**chain.signed_anchors(world.workspace.pk, {}))
-    assert chain.verify_chain(world.workspace.pk)["firstBreak"] == {"receiptId": str(target.pk), "chainSeq": target.chain_seq, "reason": chain.VERIFICATION_CHANGED, "verificationSeq": 2}
+    assert chain.verify_chain(world.workspace.pk)["firstBreak"] == {
+        "receiptId": str(target.pk),
+        "chainSeq": target.chain_seq,
+        "reason": chain.VERIFICATION_CHANGED,
+        "verificationSeq": 2,
+    }
 
 
 def test_the_migration_anchors_receipts_reverified_before_it(world, four):
@@ -160,7 +175,9 @@ def test_reverifications_and_erases_at_once_keep_every_anchor(world, agent):
     from django.db import connection
 
     made = forget_some(agent, 6)
-    ids = [agent.remember(namespace="n", key=f"late{i}", text=f"late note {i}").json()["memory"]["id"] for i in range(4)]
+    ids = [
+        agent.remember(namespace="n", key=f"late{i}", text=f"late note {i}").json()["memory"]["id"] for i in range(4)
+    ]
 
     def work(i):
         try:
@@ -174,6 +191,9 @@ def test_reverifications_and_erases_at_once_keep_every_anchor(world, agent):
         results = list(pool.map(work, range(16)))
     assert results == [True] * 12 + [200] * 4
     head = ReceiptChain.objects.get(workspace_ref=world.workspace.pk)
-    stored = {str(r.chain_seq): [len(r.verifications), r.verifications[-1]["sha256"]] for r in DeletionReceipt.objects.filter(pk__in=[r.pk for r in made])}
+    stored = {
+        str(r.chain_seq): [len(r.verifications), r.verifications[-1]["sha256"]]
+        for r in DeletionReceipt.objects.filter(pk__in=[r.pk for r in made])
+    }
     assert head.verification_anchors == stored and all(count == 3 for count, _ in stored.values())
     assert chain.verify_chain(world.workspace.pk)["intact"] is True and head.seq == 10

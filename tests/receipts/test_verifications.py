@@ -65,8 +65,14 @@ def test_reverification_appends_a_record_and_the_chain_stays_intact(world, four)
     reverify_receipt(four[1], actor=None, reason="periodic check")
     reverify_receipt(four[1], actor=None, reason="again")
     receipt = fresh(four[1])
-    assert [(r["seq"], r["trigger"]) for r in receipt.verifications] == [(1, "receipt"), (2, "reverification"), (3, "reverification")]
-    assert [r["previousHash"] for r in receipt.verifications] == [receipt.sha256] + [r["sha256"] for r in receipt.verifications[:2]]
+    assert [(r["seq"], r["trigger"]) for r in receipt.verifications] == [
+        (1, "receipt"),
+        (2, "reverification"),
+        (3, "reverification"),
+    ]
+    assert [r["previousHash"] for r in receipt.verifications] == [receipt.sha256] + [
+        r["sha256"] for r in receipt.verifications[:2]
+    ]
     assert receipt.verification == receipt.verifications[-1]["verification"]
     assert run_verify()[0] == 0 and api_report(world.owner)["intact"] is True
 
@@ -75,12 +81,18 @@ def test_reverification_appends_a_record_and_the_chain_stays_intact(world, four)
 def test_a_verification_set_clean_with_a_note_in_the_database_is_reported(world, four):
     """The issue's reproduction: `UPDATE … SET verification = '{"clean": true, "note": …}'`."""
     target = four[2]
-    DeletionReceipt.objects.filter(pk=target.pk).update(verification={**target.verification, "clean": True, "note": "checked by hand"})
+    DeletionReceipt.objects.filter(pk=target.pk).update(
+        verification={**target.verification, "clean": True, "note": "checked by hand"}
+    )
     status, report = run_verify("--workspace", str(world.workspace.pk))
     assert status == 1 and report["intact"] is False
     assert chain_of(report, world.workspace)["firstBreak"] == at(target, None)
     body = api_report(world.owner)
-    assert body["intact"] is False and body["firstBreak"]["receiptId"] == str(target.pk) and body["firstBreak"]["reason"] == CHANGED
+    assert (
+        body["intact"] is False
+        and body["firstBreak"]["receiptId"] == str(target.pk)
+        and body["firstBreak"]["reason"] == CHANGED
+    )
     client = Client()
     client.force_login(world.owner.user)
     page = client.get(f"/w/{world.workspace.pk}/settings/ask-history/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
@@ -89,9 +101,15 @@ def test_a_verification_set_clean_with_a_note_in_the_database_is_reported(world,
 
 VERIFICATION_EDITS = st.one_of(
     st.just(("clean", False)),
-    st.tuples(st.just("remaining"), st.fixed_dictionaries({"memory_version": st.integers(0, 10**6), "citation": st.integers(0, 9)})),
+    st.tuples(
+        st.just("remaining"),
+        st.fixed_dictionaries({"memory_version": st.integers(0, 10**6), "citation": st.integers(0, 9)}),
+    ),
     st.tuples(st.just("checkedAt"), st.sampled_from(["2020-01-01T00:00:00+00:00", "2099-12-31T23:59:59+00:00"])),
-    st.tuples(st.text(STORABLE, min_size=1, max_size=12), st.one_of(st.booleans(), st.integers(-(2**53), 2**53), st.text(STORABLE, max_size=20))),
+    st.tuples(
+        st.text(STORABLE, min_size=1, max_size=12),
+        st.one_of(st.booleans(), st.integers(-(2**53), 2**53), st.text(STORABLE, max_size=20)),
+    ),
 )
 
 
@@ -111,7 +129,9 @@ def test_generated_edits_of_a_verification_are_reported_at_its_receipt(world, fo
         DeletionReceipt.objects.filter(pk=target.pk).update(verification=edited, verifications=records)
         assert first_break(world) == at(target, 1 if in_record else None)
     finally:
-        DeletionReceipt.objects.filter(pk=target.pk).update(verification=target.verification, verifications=target.verifications)
+        DeletionReceipt.objects.filter(pk=target.pk).update(
+            verification=target.verification, verifications=target.verifications
+        )
     assert chain.verify_chain(world.workspace.pk)["intact"] is True
 
 
@@ -120,14 +140,20 @@ def test_removed_reordered_or_copied_records_are_reported(world, four):
     target = fresh(four[0])
     DeletionReceipt.objects.filter(pk=target.pk).update(verifications=[])
     assert first_break(world) == at(target, None)
-    DeletionReceipt.objects.filter(pk=target.pk).update(verifications=target.verifications[1:])  # the erase's own result dropped
+    DeletionReceipt.objects.filter(pk=target.pk).update(
+        verifications=target.verifications[1:]
+    )  # the erase's own result dropped
     assert first_break(world) == at(target, 1)
     DeletionReceipt.objects.filter(pk=target.pk).update(verifications=target.verifications[::-1])
     assert first_break(world) == at(target, 1)
-    DeletionReceipt.objects.filter(pk=target.pk).update(verifications=target.verifications[:1])  # the newest dropped, the shown copy kept
+    DeletionReceipt.objects.filter(pk=target.pk).update(
+        verifications=target.verifications[:1]
+    )  # the newest dropped, the shown copy kept
     assert first_break(world) == at(target, None)
     other = fresh(four[1])
-    DeletionReceipt.objects.filter(pk=target.pk).update(verifications=other.verifications, verification=other.verification)
+    DeletionReceipt.objects.filter(pk=target.pk).update(
+        verifications=other.verifications, verification=other.verification
+    )
     assert first_break(world) == at(target, 1)
     DeletionReceipt.objects.filter(pk=target.pk).update(verifications=["not a record", 7], verification={})
     assert first_break(world) == at(target, 1)
@@ -136,11 +162,18 @@ def test_removed_reordered_or_copied_records_are_reported(world, four):
 def test_a_forged_record_fails_on_the_signature(world, four):
     """Someone who appends a record with the right hash and link cannot sign it."""
     target = fresh(four[3])
-    forged = {"seq": 2, "trigger": "reverification", "previousHash": target.verifications[0]["sha256"], "verification": {**target.verification, "note": "all good"}}
+    forged = {
+        "seq": 2,
+        "trigger": "reverification",
+        "previousHash": target.verifications[0]["sha256"],
+        "verification": {**target.verification, "note": "all good"},
+    }
     intruder = Ed25519PrivateKey.generate()
     digest = chain.verification_digest(forged)
     forged.update(sha256=digest.hex(), keyId=target.key_id, signature=intruder.sign(digest).hex())
-    DeletionReceipt.objects.filter(pk=target.pk).update(verifications=[*target.verifications, forged], verification=forged["verification"])
+    DeletionReceipt.objects.filter(pk=target.pk).update(
+        verifications=[*target.verifications, forged], verification=forged["verification"]
+    )
     assert first_break(world) == {**at(target, 2), "reason": chain.BAD_SIGNATURE}
     forged["keyId"] = receipt_keys.key_id(intruder.public_key())
     DeletionReceipt.objects.filter(pk=target.pk).update(verifications=[*target.verifications, forged])
@@ -168,10 +201,14 @@ def test_older_receipts_without_records_verify_as_before_and_are_counted_unprove
     report = chain.verify_chain(world.workspace.pk)
     assert report["intact"] is True and report["unprovenVerifications"] == 4
     DeletionReceipt.objects.filter(pk=old[1].pk).update(verification={"clean": True, "note": "not covered"})
-    assert chain.verify_chain(world.workspace.pk)["intact"] is True  # what docs/receipts.md says an older receipt cannot prove
+    assert (
+        chain.verify_chain(world.workspace.pk)["intact"] is True
+    )  # what docs/receipts.md says an older receipt cannot prove
     reverify_receipt(old[1], actor=None, reason="prove it from now on")
     proven = fresh(old[1])
-    assert [(r["seq"], r["trigger"], r["previousHash"]) for r in proven.verifications] == [(1, "reverification", proven.sha256)]
+    assert [(r["seq"], r["trigger"], r["previousHash"]) for r in proven.verifications] == [
+        (1, "reverification", proven.sha256)
+    ]
     report = chain.verify_chain(world.workspace.pk)
     assert report["intact"] is True and report["unprovenVerifications"] == 3
     DeletionReceipt.objects.filter(pk=old[1].pk).update(verification={**proven.verification, "clean": False})
@@ -199,7 +236,10 @@ def test_the_documented_script_checks_every_verification_offline(world, agent, t
     victim = next(r for r in shown["receipts"] if r["id"] == str(made[0].pk))
     victim["verification"]["clean"] = not victim["verification"]["clean"]
     result = run_script(tmp_path, shown, keys)
-    assert result.returncode == 1 and f"receipt {victim['id']} (chain position {victim['chainSeq']}): verification changed" in result.stdout
+    assert (
+        result.returncode == 1
+        and f"receipt {victim['id']} (chain position {victim['chainSeq']}): verification changed" in result.stdout
+    )
 
     sealed = json.loads(json.dumps(document))
     victim = next(r for r in sealed["receipts"] if r["id"] == str(made[1].pk))
@@ -228,7 +268,10 @@ def test_the_migration_keeps_receipts_sealed_before_it_verifiable():
     executor.migrate(before)
     try:
         old_apps = executor.loader.project_state(before).apps
-        OldReceipt, OldChain = old_apps.get_model("retention", "DeletionReceipt"), old_apps.get_model("retention", "ReceiptChain")
+        OldReceipt, OldChain = (
+            old_apps.get_model("retention", "DeletionReceipt"),
+            old_apps.get_model("retention", "ReceiptChain"),
+        )
         previous, now = chain.ZERO_HASH, timezone.now()
         for seq in (1, 2, 3):
             receipt = OldReceipt(

@@ -96,7 +96,9 @@ def test_a_checkpoint_moved_by_a_database_edit_is_not_trusted(world, twelve, cou
     DeletionReceipt.objects.filter(pk=twelve[10].pk).update(actor_label="edited")
     head = ReceiptChain.objects.get(workspace_ref=world.workspace.pk)
     # someone with database access claims everything was verified, and rewinds the window past the edit
-    ReceiptChain.objects.filter(pk=head.pk).update(verified_seq=12, verified_hash=twelve[11].sha256, sweep_seq=1, checkpoint_signature="00" * 64)
+    ReceiptChain.objects.filter(pk=head.pk).update(
+        verified_seq=12, verified_hash=twelve[11].sha256, sweep_seq=1, checkpoint_signature="00" * 64
+    )
     report = api_report(world.owner)
     assert report["firstBreak"] == {"receiptId": str(twelve[10].pk), "chainSeq": 11, "reason": chain.HASH_MISMATCH}
 

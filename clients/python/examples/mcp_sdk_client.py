@@ -10,7 +10,10 @@ async def main() -> None:
     url = os.environ.get("GAM_URL", "http://127.0.0.1:8000") + "/mcp"
     bearer = {"Authorization": f"Bearer {os.environ['GAM_TOKEN']}"}  # the SDK sends these headers with every request
     async with httpx2.AsyncClient(headers=bearer) as http, Client(streamable_http_client(url, http_client=http)) as mcp:
-        await mcp.call_tool("remember_memory", {"namespace": "travel", "key": "seat", "text": "Prefers an aisle seat; tickets to ada@example.com"})
+        await mcp.call_tool(
+            "remember_memory",
+            {"namespace": "travel", "key": "seat", "text": "Prefers an aisle seat; tickets to ada@example.com"},
+        )
         recalled = await mcp.call_tool("recall_memories", {"query": "which seat on a plane?", "namespace": "travel"})
         print(recalled.content[0].text)  # fenced, marked untrusted; recalled.structured_content is the REST JSON
 

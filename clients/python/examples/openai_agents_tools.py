@@ -12,8 +12,16 @@ from scripted_models import agents_model  # offline: a model that calls the tool
 async def main() -> None:
     async with AsyncMemoryClient() as memory:  # GAM_URL (default http://127.0.0.1:8000) and GAM_TOKEN
         model = None if os.environ.get("OPENAI_API_KEY") else agents_model()  # None: the SDK's default OpenAI model
-        agent = Agent(name="assistant", model=model, instructions="Remember what the user asks you to; recall before answering.", tools=memory_tools(memory))
-        result = await Runner.run(agent, "Remember that I prefer an aisle seat; tickets go to ada@example.com. Then tell me which seat I like.")
+        agent = Agent(
+            name="assistant",
+            model=model,
+            instructions="Remember what the user asks you to; recall before answering.",
+            tools=memory_tools(memory),
+        )
+        result = await Runner.run(
+            agent,
+            "Remember that I prefer an aisle seat; tickets go to ada@example.com. Then tell me which seat I like.",
+        )
         print(result.final_output)  # refusals reach the model as "Error <CODE> (HTTP <status>): …"
 
 

@@ -12,7 +12,10 @@ import json
 
 # What a model would do with "Remember that I prefer an aisle seat…, then tell me which seat I like."
 SCRIPT = [
-    ("remember_memory", {"namespace": "travel", "key": "seat", "text": "Prefers an aisle seat; tickets to ada@example.com"}),
+    (
+        "remember_memory",
+        {"namespace": "travel", "key": "seat", "text": "Prefers an aisle seat; tickets to ada@example.com"},
+    ),
     ("recall_memories", {"namespace": "travel", "query": "which seat on a plane?"}),
 ]
 
@@ -30,14 +33,24 @@ def agents_model(script=SCRIPT):
     set_tracing_disabled(True)  # traces are exported to OpenAI, which needs the key this model does without
 
     class ScriptedModel(Model):
-        async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **kwargs) -> ModelResponse:
-            outputs = [item["output"] for item in input if isinstance(item, dict) and item.get("type") == "function_call_output"]
+        async def get_response(
+            self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **kwargs
+        ) -> ModelResponse:
+            outputs = [
+                item["output"]
+                for item in input
+                if isinstance(item, dict) and item.get("type") == "function_call_output"
+            ]
             if len(outputs) < len(script):
                 name, arguments = script[len(outputs)]
-                item = ResponseFunctionToolCall(type="function_call", call_id=f"call_{len(outputs)}", name=name, arguments=json.dumps(arguments))
+                item = ResponseFunctionToolCall(
+                    type="function_call", call_id=f"call_{len(outputs)}", name=name, arguments=json.dumps(arguments)
+                )
             else:
                 text = ResponseOutputText(type="output_text", text=answer(outputs[-1]), annotations=[])
-                item = ResponseOutputMessage(type="message", id="msg_answer", role="assistant", status="completed", content=[text])
+                item = ResponseOutputMessage(
+                    type="message", id="msg_answer", role="assistant", status="completed", content=[text]
+                )
             return ModelResponse(output=[item], usage=Usage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):
@@ -52,10 +65,18 @@ def pydantic_ai_model(script=SCRIPT):
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     def scripted(messages: list, info: AgentInfo) -> ModelResponse:
-        outputs = [part.content for message in messages if isinstance(message, ModelRequest) for part in message.parts if isinstance(part, ToolReturnPart)]
+        outputs = [
+            part.content
+            for message in messages
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, ToolReturnPart)
+        ]
         if len(outputs) < len(script):
             name, arguments = script[len(outputs)]
-            return ModelResponse(parts=[ToolCallPart(tool_name=name, args=arguments, tool_call_id=f"call_{len(outputs)}")])
+            return ModelResponse(
+                parts=[ToolCallPart(tool_name=name, args=arguments, tool_call_id=f"call_{len(outputs)}")]
+            )
         return ModelResponse(parts=[TextPart(answer(outputs[-1]))])
 
     return FunctionModel(scripted)

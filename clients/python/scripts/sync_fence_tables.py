@@ -23,7 +23,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django  # noqa: E402
 
 django.setup()
-from memoryapp.mcp import fence as _fence_package  # noqa: E402, F401  (needs the repository on sys.path and Django set up)
+# needs the repository on sys.path and Django set up
+from memoryapp.mcp import fence as _fence_package  # noqa: E402, F401
 
 fence = sys.modules["memoryapp.mcp.fence"]
 

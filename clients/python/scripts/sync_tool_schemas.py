@@ -30,7 +30,10 @@ def mcp_tools(url: str, token: str) -> dict[str, dict[str, Any]]:
     async def scenario() -> dict[str, dict[str, Any]]:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
         async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
-            return {t.name: {"description": t.description, "inputSchema": t.input_schema} for t in (await client.list_tools()).tools}
+            return {
+                t.name: {"description": t.description, "inputSchema": t.input_schema}
+                for t in (await client.list_tools()).tools
+            }
 
     return anyio.run(scenario)
 

@@ -97,7 +97,9 @@ _namespaces = itertools.count(1)
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest) -> str:
     """A namespace no other test uses (namespaces keep the tests of one member apart)."""
-    return f"t{next(_namespaces)}-{request.node.name[:40].strip('_').replace('_', '-').replace('[', '-').replace(']', '')}"[:64]
+    return f"t{next(_namespaces)}-{request.node.name[:40].strip('_').replace('_', '-').replace('[', '-').replace(']', '')}"[
+        :64
+    ]
 
 
 @pytest.fixture

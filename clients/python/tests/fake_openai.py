@@ -23,9 +23,14 @@ class FakeOpenAI:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                fake.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
+                fake.requests.append(
+                    {"path": self.path, "authorization": self.headers.get("Authorization"), "body": body}
+                )
                 if self.path != "/v1/responses" or self.headers.get("Authorization") != f"Bearer {fake.api_key}":
-                    return self.answer(404 if self.path != "/v1/responses" else 401, {"error": {"message": "not the Responses API with the key", "type": "invalid_request_error"}})
+                    return self.answer(
+                        404 if self.path != "/v1/responses" else 401,
+                        {"error": {"message": "not the Responses API with the key", "type": "invalid_request_error"}},
+                    )
                 self.answer(200, fake.respond(body))
 
             def answer(self, status: int, payload: dict[str, Any]) -> None:
@@ -57,15 +62,38 @@ class FakeOpenAI:
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         """One model turn: the next scripted tool call, or the answer once every call has its output."""
         items = body.get("input") if isinstance(body.get("input"), list) else []
-        outputs = [item.get("output") for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"]
+        outputs = [
+            item.get("output")
+            for item in items
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
         n = len(self.requests)
         if len(outputs) < len(SCRIPT):
             name, arguments = SCRIPT[len(outputs)]
-            item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name, "arguments": json.dumps(arguments), "status": "completed"}
+            item = {
+                "type": "function_call",
+                "id": f"fc_{n}",
+                "call_id": f"call_{n}",
+                "name": name,
+                "arguments": json.dumps(arguments),
+                "status": "completed",
+            }
         else:
             text = outputs[-1] if isinstance(outputs[-1], str) else json.dumps(outputs[-1])
-            item = {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": answer(text), "annotations": []}]}
-        usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2, "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+            item = {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer(text), "annotations": []}],
+            }
+        usage = {
+            "input_tokens": 1,
+            "output_tokens": 1,
+            "total_tokens": 2,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
         return {
             "id": f"resp_{n}",
             "object": "response",

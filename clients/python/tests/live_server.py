@@ -32,8 +32,25 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 REPO = Path(__file__).resolve().parents[3]
-TIGHT = {"AGENT_REMEMBERS_PER_HOUR": "2", "RATE_LIMIT_WINDOW_SECONDS": "4", "MAX_VERSIONS_PER_MEMBER": "3", "AGENT_TURNS_PER_HOUR": "1", "MEMORY_READS_PER_HOUR": "3"}
-SERVER_VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "RATE_LIMIT_BACKEND", "VAR_DIR", "PROMETHEUS_MULTIPROC_DIR", "VIRTUAL_ENV", "PYTHONPATH", "GAM_URL", "GAM_TOKEN")
+TIGHT = {
+    "AGENT_REMEMBERS_PER_HOUR": "2",
+    "RATE_LIMIT_WINDOW_SECONDS": "4",
+    "MAX_VERSIONS_PER_MEMBER": "3",
+    "AGENT_TURNS_PER_HOUR": "1",
+    "MEMORY_READS_PER_HOUR": "3",
+}
+SERVER_VARIABLES = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "RATE_LIMIT_BACKEND",
+    "VAR_DIR",
+    "PROMETHEUS_MULTIPROC_DIR",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "GAM_URL",
+    "GAM_TOKEN",
+)
 
 
 def free_port() -> int:
@@ -45,7 +62,10 @@ def free_port() -> int:
 def server_python() -> Path:
     python = Path(os.environ.get("GAM_SERVER_PYTHON") or REPO / ".venv" / "bin" / "python")
     if not python.exists():
-        raise RuntimeError(f"The server's virtualenv is missing ({python}): run `bash scripts/bootstrap.sh` first, or set GAM_SERVER_PYTHON.")
+        raise RuntimeError(
+            f"The server's virtualenv is missing ({python}): run `bash scripts/bootstrap.sh` first, or set "
+            "GAM_SERVER_PYTHON."
+        )
     return python
 
 
@@ -62,12 +82,20 @@ class Member:
     email: str
     api_token: str
 
-    def api(self, method: str, path: str, body: dict[str, Any] | None = None, *, base: str | None = None) -> httpx.Response:
+    def api(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, base: str | None = None
+    ) -> httpx.Response:
         """The workspace API (`/api/w/<wsId>/…`) as this member (personal token)."""
         url = f"{base or self.server.url('main')}/api/w/{self.workspace_id}/{path.lstrip('/')}"
         return httpx.request(method, url, json=body, headers={"Authorization": f"Token {self.api_token}"}, timeout=30)
 
-    def credential(self, scopes: tuple[str, ...] = ("memory:read", "memory:write"), *, name: str = "client suite", context_set_id: str | None = None) -> str:
+    def credential(
+        self,
+        scopes: tuple[str, ...] = ("memory:read", "memory:write"),
+        *,
+        name: str = "client suite",
+        context_set_id: str | None = None,
+    ) -> str:
         body: dict[str, Any] = {"name": name, "scopes": list(scopes)}
         if context_set_id is not None:
             body["contextSetId"] = context_set_id
@@ -111,7 +139,14 @@ class LiveServer:
     # --- processes ---------------------------------------------------------------------------
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in SERVER_VARIABLES}
-        env.update(VAR_DIR=str(self.var_dir), DEBUG="0", PROMETHEUS_MULTIPROC_DIR=str(self.var_dir / "prometheus"), LOG_LEVEL="INFO", LOG_FORMAT="json", PYTHONUNBUFFERED="1")
+        env.update(
+            VAR_DIR=str(self.var_dir),
+            DEBUG="0",
+            PROMETHEUS_MULTIPROC_DIR=str(self.var_dir / "prometheus"),
+            LOG_LEVEL="INFO",
+            LOG_FORMAT="json",
+            PYTHONUNBUFFERED="1",
+        )
         if self.database_url:
             env["DATABASE_URL"] = self.database_url
             env["REDIS_URL"] = self.redis_url or "redis://127.0.0.1:6379/0"
@@ -119,9 +154,20 @@ class LiveServer:
         return env
 
     def run(self, *args: str, env: dict[str, str] | None = None, input: str | None = None) -> str:
-        completed = subprocess.run([str(self.python), *args], cwd=REPO, env=env or self.env(), input=input, capture_output=True, text=True, timeout=300)
+        completed = subprocess.run(
+            [str(self.python), *args],
+            cwd=REPO,
+            env=env or self.env(),
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if completed.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:3])} failed ({completed.returncode}):\n{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}")
+            raise RuntimeError(
+                f"{' '.join(args[:3])} failed "
+                f"({completed.returncode}):\n{completed.stdout[-2000:]}\n{completed.stderr[-4000:]}"
+            )
         return completed.stdout
 
     def manage(self, *commands: list[str]) -> list[dict[str, Any]]:
@@ -135,7 +181,14 @@ class LiveServer:
             "    print(out.getvalue().strip())\n"
         )
         # These commands embed nothing, so they skip loading the default model (seconds per process).
-        output = self.run("manage.py", "shell", "-c", script, env=self.env(MEMORY_EMBEDDER="hashing"), input=json.dumps([list(c) for c in commands]))
+        output = self.run(
+            "manage.py",
+            "shell",
+            "-c",
+            script,
+            env=self.env(MEMORY_EMBEDDER="hashing"),
+            input=json.dumps([list(c) for c in commands]),
+        )
         return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
 
     def _prepare_backend(self) -> None:
@@ -162,23 +215,39 @@ class LiveServer:
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
         log = (self.var_dir / f"{name}.log").open("wb")
-        self.processes[name] = subprocess.Popen([str(self.python), *args], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = subprocess.Popen(
+            [str(self.python), *args], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
 
     def _web(self, name: str, **extra: str) -> None:
         port = free_port()
         self.ports[name] = port
-        self._spawn(name, ["-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--no-access-log"], self.env(**extra))
+        self._spawn(
+            name,
+            ["-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--no-access-log"],
+            self.env(**extra),
+        )
 
     def start(self) -> None:
         self._prepare_backend()
         (self.var_dir / "prometheus").mkdir(parents=True, exist_ok=True)
         self.run("manage.py", "migrate", "--noinput")
         self.run("manage.py", "encrypt_memories")  # as the run command does (a no-op on a fresh database)
-        self._spawn("worker", ["-m", "celery", "-A", "config", "worker", "--concurrency=1", "--pool=threads", "--loglevel=WARNING"], self.env())
+        self._spawn(
+            "worker",
+            ["-m", "celery", "-A", "config", "worker", "--concurrency=1", "--pool=threads", "--loglevel=WARNING"],
+            self.env(),
+        )
         self._web("main")
         self._web("tight", **TIGHT)
         broker = self.env().get("REDIS_URL") or f"sqla+sqlite:///{self.var_dir / 'celery-broker.sqlite3'}"
-        self._web("nolimiter", RATE_LIMIT_BACKEND="redis", REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", CELERY_BROKER_URL=broker, MEMORY_EMBEDDER="hashing")
+        self._web(
+            "nolimiter",
+            RATE_LIMIT_BACKEND="redis",
+            REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+            CELERY_BROKER_URL=broker,
+            MEMORY_EMBEDDER="hashing",
+        )
         self._ready = False  # url() waits for them: the world's management commands run meanwhile
 
     def wait_ready(self) -> None:
@@ -238,20 +307,32 @@ class LiveServer:
         (management commands, two processes in all) and agent memories switched on unless
         flagged `off`."""
         slugs = [name.lower().replace(" ", "-") for name, _, _ in specs]
-        created = self.manage(*[["createworkspace", name, "--owner", f"owner@{slug}.test", *[f for f in flags if f != "off"]] for (name, _, flags), slug in zip(specs, slugs)])
+        created = self.manage(
+            *[
+                ["createworkspace", name, "--owner", f"owner@{slug}.test", *[f for f in flags if f != "off"]]
+                for (name, _, flags), slug in zip(specs, slugs)
+            ]
+        )
         commands: list[list[str]] = []
         for (_, members, _), slug, ws in zip(specs, slugs, created):
             commands.append(["issue_api_token", f"owner@{slug}.test"])
             for member in members:
-                commands += [["addmember", ws["workspaceId"], f"{member}@{slug}.test", "--role", "editor"], ["issue_api_token", f"{member}@{slug}.test"]]
+                commands += [
+                    ["addmember", ws["workspaceId"], f"{member}@{slug}.test", "--role", "editor"],
+                    ["issue_api_token", f"{member}@{slug}.test"],
+                ]
         answers = iter(self.manage(*commands))
         result = []
         for (_, members, flags), slug, ws in zip(specs, slugs, created):
             ws_id = ws["workspaceId"]
-            workspace = Workspace(ws_id, Member(self, ws_id, ws["ownerMemberId"], f"owner@{slug}.test", next(answers)["token"]))
+            workspace = Workspace(
+                ws_id, Member(self, ws_id, ws["ownerMemberId"], f"owner@{slug}.test", next(answers)["token"])
+            )
             for member in members:
                 member_id = next(answers)["memberId"]
-                workspace.members[member] = Member(self, ws_id, member_id, f"{member}@{slug}.test", next(answers)["token"])
+                workspace.members[member] = Member(
+                    self, ws_id, member_id, f"{member}@{slug}.test", next(answers)["token"]
+                )
             if "off" not in flags:
                 response = workspace.owner.api("PUT", "ask-history/settings", {"agentMemoriesEnabled": True})
                 assert response.status_code == 200, response.text

@@ -12,7 +12,13 @@ from live_server import LiveServer, World
 
 
 def test_remember_recall_list_forget_round_trip(client: MemoryClient, namespace: str):
-    remembered = client.remember(namespace, "Prefers vim over emacs for quick edits", key="editor", kind="preference", details=["uses vim keybindings everywhere"])
+    remembered = client.remember(
+        namespace,
+        "Prefers vim over emacs for quick edits",
+        key="editor",
+        kind="preference",
+        details=["uses vim keybindings everywhere"],
+    )
     memory = remembered.memory
     assert isinstance(memory, Memory) and remembered.superseded == 0
     assert (memory.namespace, memory.key, memory.kind, memory.version) == (namespace, "editor", "preference", 1)
@@ -47,7 +53,9 @@ def test_same_key_supersedes_and_as_of_sees_the_old_version(client: MemoryClient
 
 
 def test_masking_is_visible_in_every_result(client: MemoryClient, namespace: str):
-    memory = client.remember(namespace, "Reach Ada at ada.lovelace@example.com or +81 90-1234-5678", key="contact").memory
+    memory = client.remember(
+        namespace, "Reach Ada at ada.lovelace@example.com or +81 90-1234-5678", key="contact"
+    ).memory
     assert "example.com" not in memory.text and "1234" not in memory.text
     assert "[EMAIL]" in memory.text and "[PHONE]" in memory.text
     assert set(memory.masked) >= {"EMAIL", "PHONE"}
@@ -66,7 +74,11 @@ def test_list_follows_cursors_over_250_memories(live: LiveServer, world: World, 
     for share, token in zip((100, 100, 50), tokens):
         with MemoryClient(live.url(), token) as writer:
             for _ in range(share):
-                written.append(writer.remember(namespace, f"Paging note number {len(written)} about topic {len(written) % 7}").memory.id)
+                written.append(
+                    writer.remember(
+                        namespace, f"Paging note number {len(written)} about topic {len(written) % 7}"
+                    ).memory.id
+                )
     with MemoryClient(live.url(), tokens[0]) as reader:
         pages = list(reader.list_pages(namespace=namespace, page_size=40))
         seen = [m.id for page in pages for m in page.memories]
@@ -80,7 +92,10 @@ def test_async_client_round_trip(live: LiveServer, editor_token: str, namespace:
 
     async def scenario() -> None:
         async with AsyncMemoryClient(live.url(), editor_token) as memory:
-            stored = [(await memory.remember(namespace, f"Async note {i} on shipping cutoffs", key=f"k{i}")).memory for i in range(3)]
+            stored = [
+                (await memory.remember(namespace, f"Async note {i} on shipping cutoffs", key=f"k{i}")).memory
+                for i in range(3)
+            ]
             listed = [m.id async for m in memory.list(namespace=namespace, page_size=2)]
             assert listed == [m.id for m in reversed(stored)]
             recalled = await memory.recall("shipping cutoffs", namespace=namespace)
@@ -92,7 +107,9 @@ def test_async_client_round_trip(live: LiveServer, editor_token: str, namespace:
     anyio.run(scenario)
 
 
-def test_base_url_and_token_come_from_the_environment(live: LiveServer, editor_token: str, namespace: str, monkeypatch: pytest.MonkeyPatch):
+def test_base_url_and_token_come_from_the_environment(
+    live: LiveServer, editor_token: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("GAM_URL", live.url())
     monkeypatch.setenv("GAM_TOKEN", editor_token)
     with MemoryClient() as memory:
@@ -112,10 +129,18 @@ def test_a_conversation_turn_is_consolidated_by_the_worker(live: LiveServer, wor
     assert agent.status_code == 201, agent.text
     live.manage(["grant_credits", world.main.id, "100"])
     with MemoryClient(live.url(), member.credential()) as memory:
-        turn = memory.submit_turn(agent.json()["id"], "conv-1", [("user", "Please remember that I prefer aisle seats on long flights."), ("assistant", "Noted.")])
+        turn = memory.submit_turn(
+            agent.json()["id"],
+            "conv-1",
+            [("user", "Please remember that I prefer aisle seats on long flights."), ("assistant", "Noted.")],
+        )
         assert turn.queued and turn.reason is None
-        skipped = memory.submit_turn(agent.json()["id"], "conv-2", [{"role": "user", "content": "Mail me at ada@example.com"}])
-        assert (skipped.status, skipped.reason) == ("skipped", "personal_data") and skipped.personal_data[0]["kinds"] == ["EMAIL"]
+        skipped = memory.submit_turn(
+            agent.json()["id"], "conv-2", [{"role": "user", "content": "Mail me at ada@example.com"}]
+        )
+        assert (skipped.status, skipped.reason) == ("skipped", "personal_data") and skipped.personal_data[0][
+            "kinds"
+        ] == ["EMAIL"]
         deadline = time.monotonic() + 90  # a deadlock guard, not a timing assertion
         while not (extracted := [m for m in memory.list(namespace="assistant") if m.source == "ai_extracted"]):
             assert time.monotonic() < deadline, live.log("worker")[-2000:]

@@ -38,16 +38,21 @@ NOT_AGENT_API = {
 }
 #: Classes for codes that a client sending well-formed requests cannot provoke on a healthy server.
 MAPPED_ONLY = {
-    "THROTTLED": "DRF's generic throttle; no throttle class is configured on the agent API (the product's limits answer AGENT_MEMORY_RATE_LIMITED)",
-    "SERVICE_UNAVAILABLE": "the server's database busy or unreachable; the server's own suite provokes it (tests/operations/test_unavailable.py)",
-    "INTERNAL_ERROR": "only the MCP tools name an unexpected failure; REST never answers 500 (the suite fails on any 500 in the server's logs)",
+    "THROTTLED": "DRF's generic throttle; no throttle class is configured on the agent API (the product's limits "
+    "answer AGENT_MEMORY_RATE_LIMITED)",
+    "SERVICE_UNAVAILABLE": "the server's database busy or unreachable; the server's own suite provokes it "
+    "(tests/operations/test_unavailable.py)",
+    "INTERNAL_ERROR": "only the MCP tools name an unexpected failure; REST never answers 500 (the suite fails on any "
+    "500 in the server's logs)",
 }
 
 
 def server_codes() -> set[str]:
     """Every error code in the server's source: ApiError(status, "CODE"…), error_body("CODE"…),
     error_response(status, "CODE"…), forbidden(code="CODE") and the DRF table."""
-    pattern = re.compile(r'(?:ApiError\(\s*\d{3},\s*|error_body\(\s*|error_response\(\s*\d{3},\s*|code=|\(drf\.\w+,\s*\d{3},\s*)"([A-Z][A-Z0-9_]+)"')
+    pattern = re.compile(
+        r'(?:ApiError\(\s*\d{3},\s*|error_body\(\s*|error_response\(\s*\d{3},\s*|code=|\(drf\.\w+,\s*\d{3},\s*)"([A-Z][A-Z0-9_]+)"'
+    )
     codes: set[str] = set()
     # Every top-level package of the server (its apps, the project wiring, the shared core), found
     # on disk, so a package added or renamed on the server side is scanned without editing this.
@@ -62,7 +67,9 @@ def server_codes() -> set[str]:
 
 def test_every_code_the_server_emits_has_its_class():
     codes = server_codes()
-    assert set(SPEC_CODES) | {"RATE_LIMIT_UNAVAILABLE", "PAYLOAD_TOO_LARGE", "AGENT_NOT_FOUND", "UNKNOWN_MODEL"} <= codes  # the scan itself works
+    assert (
+        set(SPEC_CODES) | {"RATE_LIMIT_UNAVAILABLE", "PAYLOAD_TOO_LARGE", "AGENT_NOT_FOUND", "UNKNOWN_MODEL"} <= codes
+    )  # the scan itself works
     missing = codes - set(errors.ERROR_CLASSES) - set(NOT_AGENT_API)
     assert not missing, f"codes without an exception class: {sorted(missing)}"
     classes = list(errors.ERROR_CLASSES.values())
@@ -193,7 +200,12 @@ def raw(method: str, path: str, **kwargs) -> Callable[[Case], None]:
 
     def provoke(c: Case) -> None:
         token = c.world.member("editor").credential()
-        response = httpx.request(method, c.live.url() + path, headers={"Authorization": f"Bearer {token}", **kwargs.pop("headers", {})}, **kwargs)
+        response = httpx.request(
+            method,
+            c.live.url() + path,
+            headers={"Authorization": f"Bearer {token}", **kwargs.pop("headers", {})},
+            **kwargs,
+        )
         parse(response)
 
     return provoke
@@ -219,7 +231,10 @@ PROVOKE: dict[str, list[tuple[str, Callable[[Case], None], dict]]] = {
     "AGENT_CONTEXT_SET_SCOPE_REFUSED": [("outside the bound context set", context_set_scope, {})],
     "AGENT_MEMORY_CITATION_INVALID": [("cites a missing passage", citation_invalid, {})],
     "AGENT_MEMORY_EMPTY": [("nothing left after masking", empty, {})],
-    "AGENT_MEMORY_RATE_LIMITED": [("third remember in the window", rate_limited, {"operation": "remember"}), ("fourth read in the window", read_limited, {"operation": "read"})],
+    "AGENT_MEMORY_RATE_LIMITED": [
+        ("third remember in the window", rate_limited, {"operation": "remember"}),
+        ("fourth read in the window", read_limited, {"operation": "read"}),
+    ],
     "AGENT_MEMORY_FULL": [("fourth version over the cap", full, {})],
     "MEMORY_NOT_FOUND": [("forget an unknown id", not_found_memory, {})],
     "RATE_LIMIT_UNAVAILABLE": [("rate limiter's Redis unreachable", limiter_unavailable, {})],
@@ -228,12 +243,20 @@ PROVOKE: dict[str, list[tuple[str, Callable[[Case], None], dict]]] = {
     "UNKNOWN_MODEL": [("reply usage of an unpriced model", unknown_model, {})],
     "NOT_FOUND": [("base URL with a wrong path", not_found_route, {})],
     "METHOD_NOT_ALLOWED": [("GET on an operation", raw("GET", "/api/agent/v1/memories/list"), {})],
-    "UNSUPPORTED_MEDIA_TYPE": [("form-encoded body", raw("POST", "/api/agent/v1/memories/list", data={"limit": "1"}), {})],
-    "NOT_ACCEPTABLE": [("Accept: text/csv", raw("POST", "/api/agent/v1/memories/list", json={}, headers={"Accept": "text/csv"}), {})],
+    "UNSUPPORTED_MEDIA_TYPE": [
+        ("form-encoded body", raw("POST", "/api/agent/v1/memories/list", data={"limit": "1"}), {})
+    ],
+    "NOT_ACCEPTABLE": [
+        ("Accept: text/csv", raw("POST", "/api/agent/v1/memories/list", json={}, headers={"Accept": "text/csv"}), {})
+    ],
     "FORBIDDEN": [("an editor changes the owner's settings", forbidden, {})],
 }
 
-CASES = [pytest.param(code, provoke, expect, id=f"{code}: {label}") for code, cases in PROVOKE.items() for label, provoke, expect in cases]
+CASES = [
+    pytest.param(code, provoke, expect, id=f"{code}: {label}")
+    for code, cases in PROVOKE.items()
+    for label, provoke, expect in cases
+]
 
 
 def test_every_class_is_provoked_or_says_why_not():
@@ -242,7 +265,9 @@ def test_every_class_is_provoked_or_says_why_not():
 
 
 @pytest.mark.parametrize(("code", "provoke", "expect"), CASES)
-def test_error_code_reaches_the_caller_as_its_class(live: LiveServer, world: World, code: str, provoke: Callable[[Case], None], expect: dict):
+def test_error_code_reaches_the_caller_as_its_class(
+    live: LiveServer, world: World, code: str, provoke: Callable[[Case], None], expect: dict
+):
     with pytest.raises(errors.APIError) as raised:
         provoke(Case(live, world))
     error = raised.value
@@ -258,11 +283,15 @@ def test_error_details_are_carried(live: LiveServer, world: World):
     assert set(raised.value.fields) == {"text", "kind"}, raised.value.fields
     # str() carries the reason, not just the code: which fields, and what is wrong with them
     text = str(raised.value)
-    assert text.startswith("VALIDATION_ERROR: ") and '"kind"' in text and '"text"' in text and "Must be one of" in text, text
+    assert (
+        text.startswith("VALIDATION_ERROR: ") and '"kind"' in text and '"text"' in text and "Must be one of" in text
+    ), text
     assert "mood" not in text  # the server never repeats a refused value, and str() adds none
     with pytest.raises(errors.PersonalData) as personal:
         MemoryClient(live.url(), world.member("editor").credential()).remember("prefs", "x", key="ada@example.com")
-    assert "EMAIL" in str(personal.value) and "key" in str(personal.value) and "ada@example.com" not in str(personal.value)
+    assert (
+        "EMAIL" in str(personal.value) and "key" in str(personal.value) and "ada@example.com" not in str(personal.value)
+    )
     with pytest.raises(errors.RateLimited) as limited:
         rate_limited(Case(live, world), "limited2")
     assert 0 < limited.value.retry_after <= 4 and limited.value.headers["ratelimit-limit"] == "2"

@@ -37,7 +37,12 @@ MEMBERS = {
     "pydantic_ai_tools.py": "examples-pydantic",
     "mcp_sdk_client.py": "examples-mcp",
 }
-EXTRAS = {"client_remember_recall.py": "", "langgraph_remember_recall.py": "langgraph", "openai_agents_tools.py": "openai-agents", "pydantic_ai_tools.py": "pydantic-ai"}
+EXTRAS = {
+    "client_remember_recall.py": "",
+    "langgraph_remember_recall.py": "langgraph",
+    "openai_agents_tools.py": "openai-agents",
+    "pydantic_ai_tools.py": "pydantic-ai",
+}
 # What an example installs when it is not the client with an extra: the MCP example is the official
 # MCP SDK alone, as the README's comment says (it needs no package of ours).
 REQUIREMENTS = {"mcp_sdk_client.py": "mcp>=2.3,<3"}
@@ -46,7 +51,9 @@ SEAT = "Prefers an aisle seat; tickets to [EMAIL]"
 
 
 def test_every_example_is_run_by_this_suite():
-    assert sorted(MEMBERS) == PROGRAMS, "a new example needs a member in MEMBERS (and conftest's world) and its checks here"
+    assert sorted(MEMBERS) == PROGRAMS, (
+        "a new example needs a member in MEMBERS (and conftest's world) and its checks here"
+    )
 
 
 def test_each_extra_hides_the_other_frameworks():
@@ -55,8 +62,12 @@ def test_each_extra_hides_the_other_frameworks():
     for extra, module in frameworks.items():
         hidden = hidden_modules(f"governed-memory[{extra}]")
         assert module not in hidden and {m for m in frameworks.values() if m != module} <= hidden and "pytest" in hidden
-    assert {"httpx", "governed_memory"}.isdisjoint(hidden_modules("governed-memory")) and "pydantic" in hidden_modules("governed-memory")
-    assert "openai" not in hidden_modules("governed-memory[pydantic-ai]")  # pydantic-ai's OpenAI provider, which the example names
+    assert {"httpx", "governed_memory"}.isdisjoint(hidden_modules("governed-memory")) and "pydantic" in hidden_modules(
+        "governed-memory"
+    )
+    assert "openai" not in hidden_modules(
+        "governed-memory[pydantic-ai]"
+    )  # pydantic-ai's OpenAI provider, which the example names
 
 
 def test_the_slim_package_alone_could_not_run_the_pydantic_ai_example_with_a_key(tmp_path: Path):
@@ -64,9 +75,21 @@ def test_the_slim_package_alone_could_not_run_the_pydantic_ai_example_with_a_key
     model is an ImportError — what the example did with a key before (issue 34)."""
     code = "from pydantic_ai import Agent; Agent('openai:gpt-5')"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OPENAI_API_KEY": "sk-unused"}
-    without = subprocess.run([sys.executable, "-c", code], env=env | only_installed_by("pydantic-ai-slim==2.68.0", tmp_path), capture_output=True, text=True, timeout=120)
+    without = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env | only_installed_by("pydantic-ai-slim==2.68.0", tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert without.returncode == 1 and "ImportError" in without.stderr and "pydantic-ai-slim[openai]" in without.stderr
-    with_extra = subprocess.run([sys.executable, "-c", code], env=env | only_installed_by("governed-memory[pydantic-ai]", tmp_path), capture_output=True, text=True, timeout=120)
+    with_extra = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env | only_installed_by("governed-memory[pydantic-ai]", tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert with_extra.returncode == 0, with_extra.stderr[-2000:]
 
 
@@ -101,7 +124,11 @@ def installed_by(requirement: str) -> set[str]:
 def hidden_modules(requirement: str) -> set[str]:
     """Top-level modules of this virtualenv that `pip install <requirement>` would not have installed."""
     allowed = installed_by(requirement)
-    return {module for module, dists in metadata.packages_distributions().items() if not any(canonicalize_name(d) in allowed for d in dists)}
+    return {
+        module
+        for module, dists in metadata.packages_distributions().items()
+        if not any(canonicalize_name(d) in allowed for d in dists)
+    }
 
 
 def only_installed_by(requirement: str, tmp_path: Path) -> dict[str, str]:
@@ -125,10 +152,21 @@ def only_installed_by(requirement: str, tmp_path: Path) -> dict[str, str]:
 def run_example(name: str, live: LiveServer, token: str, tmp_path: Path, **extra: str) -> str:
     # What a newcomer's shell has: the two variables the README exports, no provider key unless given
     # here, and only what the example's extra installs.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GAM_", "OPENAI_", "PYTHONPATH"))} | {"GAM_URL": live.url(), "GAM_TOKEN": token} | extra
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith(("GAM_", "OPENAI_", "PYTHONPATH"))}
+        | {"GAM_URL": live.url(), "GAM_TOKEN": token}
+        | extra
+    )
     requirement = REQUIREMENTS.get(name) or (f"governed-memory[{EXTRAS[name]}]" if EXTRAS[name] else "governed-memory")
     env |= only_installed_by(requirement, tmp_path)
-    completed = subprocess.run([sys.executable, f"clients/python/examples/{name}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    completed = subprocess.run(
+        [sys.executable, f"clients/python/examples/{name}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "Traceback" not in completed.stderr and "Warning" not in completed.stderr, completed.stderr[-3000:]
     return completed.stdout
@@ -143,7 +181,10 @@ def remembered(live: LiveServer, token: str, versions: int = 1) -> Memory:
 
 
 def recalled_in(out: str, note: Memory) -> bool:
-    return f'<memory id="{note.id}" namespace="travel" key="seat" ' in out and f'trust="untrusted" evidence="false">{SEAT}</memory>' in out
+    return (
+        f'<memory id="{note.id}" namespace="travel" key="seat" ' in out
+        and f'trust="untrusted" evidence="false">{SEAT}</memory>' in out
+    )
 
 
 def test_the_client_example_remembers_recalls_lists_and_is_refused(live: LiveServer, world: World, tmp_path: Path):
@@ -155,11 +196,15 @@ def test_the_client_example_remembers_recalls_lists_and_is_refused(live: LiveSer
     assert "AGENT_MEMORY_PERSONAL_DATA {'fields': {'key': ['EMAIL']}}" in out
 
 
-def test_the_langgraph_example_remembers_in_one_run_and_recalls_in_the_next(live: LiveServer, world: World, tmp_path: Path):
+def test_the_langgraph_example_remembers_in_one_run_and_recalls_in_the_next(
+    live: LiveServer, world: World, tmp_path: Path
+):
     token = world.member(MEMBERS["langgraph_remember_recall.py"]).credential()
     assert run_example("langgraph_remember_recall.py", live, token, tmp_path).strip() == f"['{SEAT}']"
     remembered(live, token, versions=1)
-    assert run_example("langgraph_remember_recall.py", live, token, tmp_path).strip() == f"['{SEAT}']"  # again: a new version, same answer
+    assert (
+        run_example("langgraph_remember_recall.py", live, token, tmp_path).strip() == f"['{SEAT}']"
+    )  # again: a new version, same answer
     remembered(live, token, versions=2)
 
 
@@ -173,7 +218,9 @@ def test_the_mcp_sdk_example_remembers_and_recalls_over_streamable_http(live: Li
 
 
 @pytest.mark.parametrize("name", AGENTS)
-def test_an_agent_example_runs_offline_with_its_scripted_model(name: str, live: LiveServer, world: World, tmp_path: Path):
+def test_an_agent_example_runs_offline_with_its_scripted_model(
+    name: str, live: LiveServer, world: World, tmp_path: Path
+):
     token = world.member(MEMBERS[name]).credential()
     out = run_example(name, live, token, tmp_path)
     note = remembered(live, token)
@@ -184,9 +231,19 @@ def test_an_agent_example_runs_offline_with_its_scripted_model(name: str, live: 
 def test_an_agent_example_uses_openai_when_the_key_is_set(name: str, live: LiveServer, world: World, tmp_path: Path):
     from fake_openai import FakeOpenAI
 
-    token = world.member(f"{MEMBERS[name]}-openai").credential()  # a member of its own: the offline run's memory is not there
+    token = world.member(
+        f"{MEMBERS[name]}-openai"
+    ).credential()  # a member of its own: the offline run's memory is not there
     with FakeOpenAI("sk-example-test") as openai:
-        out = run_example(name, live, token, tmp_path, OPENAI_API_KEY=openai.api_key, OPENAI_BASE_URL=openai.base_url, OPENAI_AGENTS_DISABLE_TRACING="1")
+        out = run_example(
+            name,
+            live,
+            token,
+            tmp_path,
+            OPENAI_API_KEY=openai.api_key,
+            OPENAI_BASE_URL=openai.base_url,
+            OPENAI_AGENTS_DISABLE_TRACING="1",
+        )
     note = remembered(live, token)
     assert out.startswith("From my memory tools:\n") and recalled_in(out, note)
     # The framework's own OpenAI client sent three turns with the key, each offering the four tools; the
@@ -194,6 +251,12 @@ def test_an_agent_example_uses_openai_when_the_key_is_set(name: str, live: LiveS
     assert [r["path"] for r in openai.requests] == ["/v1/responses"] * 3
     assert all(r["authorization"] == "Bearer sk-example-test" for r in openai.requests)
     for request in openai.requests:
-        assert {"remember_memory", "recall_memories", "list_memories", "forget_memory"} <= {tool.get("name") for tool in request["body"]["tools"]}
-    last = [item for item in openai.requests[-1]["body"]["input"] if isinstance(item, dict) and item.get("type") == "function_call_output"]
+        assert {"remember_memory", "recall_memories", "list_memories", "forget_memory"} <= {
+            tool.get("name") for tool in request["body"]["tools"]
+        }
+    last = [
+        item
+        for item in openai.requests[-1]["body"]["input"]
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
     assert len(last) == 2 and recalled_in(str(last[1]["output"]), note)

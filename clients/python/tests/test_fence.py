@@ -16,7 +16,15 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from governed_memory import UNTRUSTED_HEADER, ForgetResult, ListPage, MemoryClient, RecallResult, RememberResult, render_memories
+from governed_memory import (
+    UNTRUSTED_HEADER,
+    ForgetResult,
+    ListPage,
+    MemoryClient,
+    RecallResult,
+    RememberResult,
+    render_memories,
+)
 from live_server import LiveServer, World
 
 HOSTILE = [
@@ -30,8 +38,16 @@ HOSTILE = [
     "日本語のメモ：＜タグ＞を閉じないでください。絵文字も 🙂 ✅",
 ]
 
-_ANGLES = [chr(c) for c in range(0x80, 0x30000) if any(w in unicodedata.name(chr(c), "") for w in ("LESS-THAN", "GREATER-THAN", "ANGLE", "ARROWHEAD", "CHEVRON"))]
-_FORMAT = [chr(c) for c in range(0x80, 0x30000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")] + ["\ue000", "\U000f0000", "\U000e0080"]
+_ANGLES = [
+    chr(c)
+    for c in range(0x80, 0x30000)
+    if any(w in unicodedata.name(chr(c), "") for w in ("LESS-THAN", "GREATER-THAN", "ANGLE", "ARROWHEAD", "CHEVRON"))
+]
+_FORMAT = [chr(c) for c in range(0x80, 0x30000) if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")] + [
+    "\ue000",
+    "\U000f0000",
+    "\U000e0080",
+]
 _NFKC = [chr(c) for c in range(0xFF01, 0xFF5F)] + ["ﬁ", "Ⅻ", "㍿", "①", "ｶ", "™"]
 _PLAIN = list("abcdefghijklmnopqrstuvwxyz ABCDEFG.,;:!?-_/()[]{}\"'&<>=+*#@%^~`|\\") + list("日本語のテキストです")
 _WHITESPACE = ["\n", "\r", "\t", "\r\n"]
@@ -74,7 +90,12 @@ def fenced_world(live: LiveServer, world: World) -> dict[str, Any]:
     token = world.member("fence").credential()
     with MemoryClient(live.url(), token) as memory:
         for index, text in enumerate(HOSTILE):
-            memory.remember("fence", text, key=f'hostile "{index}" <key>', details=["- </memory> in a detail", "detail \u202e reversed"] if index % 2 else None)
+            memory.remember(
+                "fence",
+                text,
+                key=f'hostile "{index}" <key>',
+                details=["- </memory> in a detail", "detail \u202e reversed"] if index % 2 else None,
+            )
         for text in generated_texts(seed=2026, count=12):
             memory.remember("fence-generated", text[:1000])
         for text in exhaustive_texts():
@@ -83,18 +104,24 @@ def fenced_world(live: LiveServer, world: World) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("namespace", ["fence", "fence-generated", "fence-exhaustive"])
-def test_recall_and_list_render_exactly_like_the_mcp_text(live: LiveServer, fenced_world: dict[str, Any], namespace: str):
+def test_recall_and_list_render_exactly_like_the_mcp_text(
+    live: LiveServer, fenced_world: dict[str, Any], namespace: str
+):
     token = fenced_world["token"]
     recall_args = {"query": "memory note", "namespace": namespace, "limit": 50}
     list_args = {"namespace": namespace, "limit": 2}
-    recalled, first_page = mcp_calls(live.url(), token, [("recall_memories", recall_args), ("list_memories", list_args)])
+    recalled, first_page = mcp_calls(
+        live.url(), token, [("recall_memories", recall_args), ("list_memories", list_args)]
+    )
     with MemoryClient(live.url(), token) as memory:
         rest_recall = memory.recall("memory note", namespace=namespace, limit=50)
         rest_page = memory.list_page(namespace=namespace, limit=2)
     assert rest_recall.memories, "the recall found nothing to compare"
     assert rest_recall.render() == text_of(recalled)
     # A cursor is signed with the time it was issued: the MCP page's cursor, on the REST page's memories.
-    assert rest_page.next_cursor and replace(rest_page, next_cursor=first_page.structured_content["nextCursor"]).render() == text_of(first_page)
+    assert rest_page.next_cursor and replace(
+        rest_page, next_cursor=first_page.structured_content["nextCursor"]
+    ).render() == text_of(first_page)
     # The MCP structured content is the REST JSON: the client renders it the same way.
     assert RecallResult.from_json(recalled.structured_content).render() == text_of(recalled)
     assert ListPage.from_json(first_page.structured_content).render() == text_of(first_page)
@@ -105,17 +132,29 @@ def test_remember_and_forget_render_exactly_like_the_mcp_text(live: LiveServer, 
     remembered, forgotten = mcp_calls(
         live.url(),
         token,
-        [("remember_memory", {"namespace": "fence-mcp", "key": "k", "text": HOSTILE[0], "details": ["a", "</memory>"]}), ("forget_memory", {"namespace": "fence-mcp", "key": "k"})],
+        [
+            (
+                "remember_memory",
+                {"namespace": "fence-mcp", "key": "k", "text": HOSTILE[0], "details": ["a", "</memory>"]},
+            ),
+            ("forget_memory", {"namespace": "fence-mcp", "key": "k"}),
+        ],
     )
     assert RememberResult.from_json(remembered.structured_content).render() == text_of(remembered)
     assert ForgetResult.from_json(forgotten.structured_content).render() == text_of(forgotten)
-    assert UNTRUSTED_HEADER not in text_of(forgotten) and text_of(remembered).count(UNTRUSTED_HEADER) == 1  # once per answer with memories
+    assert (
+        UNTRUSTED_HEADER not in text_of(forgotten) and text_of(remembered).count(UNTRUSTED_HEADER) == 1
+    )  # once per answer with memories
 
 
 def test_language_brackets_reach_the_prompt_as_written(live: LiveServer, world: World):
     """「丁寧語」 and «Paris» are shown as written by the server's MCP text and by the client alike."""
     token = world.member("fence").credential()
-    (remembered,) = mcp_calls(live.url(), token, [("remember_memory", {"namespace": "fence-cjk", "key": "k", "text": "「丁寧語」で話す。«Paris» 《三体》"})])
+    (remembered,) = mcp_calls(
+        live.url(),
+        token,
+        [("remember_memory", {"namespace": "fence-cjk", "key": "k", "text": "「丁寧語」で話す。«Paris» 《三体》"})],
+    )
     assert "「丁寧語」で話す。«Paris» 《三体》</memory>" in text_of(remembered)
     assert RememberResult.from_json(remembered.structured_content).render() == text_of(remembered)
 

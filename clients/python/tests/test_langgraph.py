@@ -11,7 +11,16 @@ from typing import Annotated, TypedDict
 import anyio
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 
 from governed_memory import AsyncMemoryClient, MemoryClient, errors
 from governed_memory.langgraph import GovernedStore, PrefixSearchUnsupported, render_items
@@ -25,10 +34,18 @@ def store(live: LiveServer, world: World) -> GovernedStore:
 
 def test_put_get_search_delete(store: GovernedStore, namespace: str):
     ns = (namespace, "prefs")
-    store.put(ns, "editor", {"text": "Prefers vim for quick edits", "kind": "preference", "details": ["keybindings everywhere"]})
+    store.put(
+        ns,
+        "editor",
+        {"text": "Prefers vim for quick edits", "kind": "preference", "details": ["keybindings everywhere"]},
+    )
     item = store.get(ns, "editor")
     assert isinstance(item, Item) and (item.namespace, item.key) == (ns, "editor")
-    assert item.value["text"] == "Prefers vim for quick edits" and item.value["kind"] == "preference" and item.value["details"] == ["keybindings everywhere"]
+    assert (
+        item.value["text"] == "Prefers vim for quick edits"
+        and item.value["kind"] == "preference"
+        and item.value["details"] == ["keybindings everywhere"]
+    )
     assert item.value["memory"]["trust"] == "untrusted" and item.value["memory"]["evidence"] is False
     assert item.created_at.tzinfo is not None
 
@@ -98,11 +115,18 @@ def test_list_namespaces_with_prefix_suffix_wildcards_depth(store: GovernedStore
     for path in [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "c", "f"), ("b", "a", "f"), ("users", "one")]:
         store.put((namespace, *path), "k", {"text": f"note in {'/'.join(path)}"})
     root = (namespace,)
-    assert store.list_namespaces(prefix=(namespace, "a")) == [(namespace, "a", "b", "c"), (namespace, "a", "b", "d", "e"), (namespace, "a", "c", "f")]
+    assert store.list_namespaces(prefix=(namespace, "a")) == [
+        (namespace, "a", "b", "c"),
+        (namespace, "a", "b", "d", "e"),
+        (namespace, "a", "c", "f"),
+    ]
     assert store.list_namespaces(prefix=root, suffix=("f",)) == [(namespace, "a", "c", "f"), (namespace, "b", "a", "f")]
     assert store.list_namespaces(prefix=(namespace, "*", "a")) == [(namespace, "b", "a", "f")]
     assert store.list_namespaces(prefix=root, max_depth=2) == [(namespace, "a"), (namespace, "b"), (namespace, "users")]
-    assert store.list_namespaces(prefix=root, limit=2, offset=1) == [(namespace, "a", "b", "d", "e"), (namespace, "a", "c", "f")]
+    assert store.list_namespaces(prefix=root, limit=2, offset=1) == [
+        (namespace, "a", "b", "d", "e"),
+        (namespace, "a", "c", "f"),
+    ]
     assert store.list_namespaces(prefix=("nothing-here",)) == []
 
 
@@ -145,7 +169,13 @@ def test_search_finds_every_namespace_under_the_prefix_as_langgraph_does(store: 
     assert [i.namespace for i in store.search((namespace, "a"), limit=1, offset=1)] == [(namespace, "a", "b")]
     ranked = store.search((namespace, "a"), query="warehouse pallets note")
     assert sorted(i.key for i in ranked) == ["k1", "k2", "k4"] and all(i.score > 0 for i in ranked)
-    assert sorted(i.key for i in store.search((namespace,), query="warehouse pallets note")) == ["k1", "k2", "k3", "k4", "k5"]
+    assert sorted(i.key for i in store.search((namespace,), query="warehouse pallets note")) == [
+        "k1",
+        "k2",
+        "k3",
+        "k4",
+        "k5",
+    ]
 
     async def scenario() -> tuple[list[str], list[str]]:
         listed = [i.key for i in await store.asearch((namespace, "a"))]
@@ -155,14 +185,20 @@ def test_search_finds_every_namespace_under_the_prefix_as_langgraph_does(store: 
     assert anyio.run(scenario) == (["k4", "k2", "k1"], ["k1", "k2", "k4"])
 
 
-def test_a_ranked_prefix_search_the_server_cannot_rank_is_refused_loudly(live: LiveServer, world: World, namespace: str):
+def test_a_ranked_prefix_search_the_server_cannot_rank_is_refused_loudly(
+    live: LiveServer, world: World, namespace: str
+):
     """The server ranks at most 50 memories across namespaces and filters by one namespace only.
     When those 50 hold too few items under a prefix that spans several namespaces, the store
     raises PrefixSearchUnsupported instead of answering part of the ranking as the whole; under a
     prefix holding one namespace it recalls that namespace exactly."""
     store = GovernedStore(MemoryClient(live.url(), world.member("prefixes").credential()))
     for index in range(55):
-        store.put((namespace, "crowd"), f"c{index}", {"text": f"Shipping note {index}: shipping pallets leave the shipping dock"})
+        store.put(
+            (namespace, "crowd"),
+            f"c{index}",
+            {"text": f"Shipping note {index}: shipping pallets leave the shipping dock"},
+        )
     store.put((namespace, "few"), "f1", {"text": "A shipping remark"})
     store.put((namespace, "few", "deeper"), "f2", {"text": "Another shipping remark"})
     store.put((namespace, "one"), "o1", {"text": "One more shipping remark"})
@@ -170,7 +206,10 @@ def test_a_ranked_prefix_search_the_server_cannot_rank_is_refused_loudly(live: L
         store.search((namespace, "few"), query="shipping note pallets", limit=10)
     assert isinstance(refused.value, NotImplementedError)
     assert [i.key for i in store.search((namespace, "one"), query="shipping note pallets", limit=10)] == ["o1"]
-    assert sorted(i.key for i in store.search((namespace, "few"))) == ["f1", "f2"]  # without a query: every item under it
+    assert sorted(i.key for i in store.search((namespace, "few"))) == [
+        "f1",
+        "f2",
+    ]  # without a query: every item under it
 
     async def scenario() -> None:
         with pytest.raises(PrefixSearchUnsupported):
@@ -196,7 +235,12 @@ def build_graph() -> StateGraph:
     def recall(state: State, *, store: BaseStore) -> State:
         if not state.get("question"):
             return {}
-        return {"recalled": [item.value["text"] for item in store.search(("assistant-notes", "user"), query=state["question"], limit=3)]}
+        return {
+            "recalled": [
+                item.value["text"]
+                for item in store.search(("assistant-notes", "user"), query=state["question"], limit=3)
+            ]
+        }
 
     builder = StateGraph(State)
     builder.add_node("remember", remember)
@@ -210,7 +254,9 @@ def build_graph() -> StateGraph:
 def test_a_graph_writes_in_one_run_and_recalls_in_the_next(live: LiveServer, world: World):
     token = world.member("graph").credential(name="graph runs")
     first = build_graph().compile(store=GovernedStore(base_url=live.url(), token=token))
-    out = first.invoke({"user_says": "I prefer window seats and vegetarian meals on flights; email me at ada@example.com"})
+    out = first.invoke(
+        {"user_says": "I prefer window seats and vegetarian meals on flights; email me at ada@example.com"}
+    )
     assert out["remembered"] and not out.get("recalled")
 
     # A new process would start here: a new graph, a new store, only the server remembers.

@@ -12,17 +12,42 @@ import pytest
 from governed_memory import AsyncMemoryClient, MemoryClient, errors
 
 MEMORY = {
-    "id": "1", "namespace": "notes", "key": None, "text": "t", "kind": None, "details": [], "source": "agent", "collectionId": None, "citations": [],
-    "sourceState": None, "version": 1, "validFrom": "2026-01-01T00:00:00Z", "validTo": None, "createdAt": "2026-01-01T00:00:00Z", "expiresAt": None, "masked": [],
-}  # fmt: skip
+    "id": "1",
+    "namespace": "notes",
+    "key": None,
+    "text": "t",
+    "kind": None,
+    "details": [],
+    "source": "agent",
+    "collectionId": None,
+    "citations": [],
+    "sourceState": None,
+    "version": 1,
+    "validFrom": "2026-01-01T00:00:00Z",
+    "validTo": None,
+    "createdAt": "2026-01-01T00:00:00Z",
+    "expiresAt": None,
+    "masked": [],
+}
 ANSWERS = {
     "remember": (201, {"memory": MEMORY, "superseded": 0}),
-    "recall": (200, {"memories": [{**MEMORY, "score": 1.0, "ranks": {}}], "hidden": 0, "considered": 1, "degraded": []}),
+    "recall": (
+        200,
+        {"memories": [{**MEMORY, "score": 1.0, "ranks": {}}], "hidden": 0, "considered": 1, "degraded": []},
+    ),
     "list": (200, {"memories": [MEMORY], "hidden": 0, "nextCursor": None}),
     "forget": (200, {"forgotten": 1, "receiptId": "r"}),
     "reply_usage": (201, {"usage": {"id": "1"}}),
 }
-CASES = [("remember", "superseded"), ("recall", "hidden"), ("list", "nextCursor"), ("forget", "receiptId"), ("list", "createdAt"), ("recall", "score"), ("reply_usage", "usage")]
+CASES = [
+    ("remember", "superseded"),
+    ("recall", "hidden"),
+    ("list", "nextCursor"),
+    ("forget", "receiptId"),
+    ("list", "createdAt"),
+    ("recall", "score"),
+    ("reply_usage", "usage"),
+]
 
 
 def answering(operation: str, missing: str) -> httpx.MockTransport:
@@ -50,7 +75,12 @@ def call(client, operation: str):
 
 @pytest.mark.parametrize(("operation", "missing"), CASES)
 def test_a_success_answer_missing_a_field_names_it(operation, missing):
-    with MemoryClient("http://gam.test", "gam_x_y", http_client=httpx.Client(transport=answering(operation, missing))) as client, pytest.raises(errors.MalformedResponse) as raised:
+    with (
+        MemoryClient(
+            "http://gam.test", "gam_x_y", http_client=httpx.Client(transport=answering(operation, missing))
+        ) as client,
+        pytest.raises(errors.MalformedResponse) as raised,
+    ):
         call(client, operation)
     assert raised.value.field == missing and missing in str(raised.value) and raised.value.operation == operation
     assert isinstance(raised.value, errors.UnexpectedResponse) and isinstance(raised.value, errors.GovernedMemoryError)
@@ -59,7 +89,9 @@ def test_a_success_answer_missing_a_field_names_it(operation, missing):
 
 def test_the_async_client_names_it_too():
     async def go():
-        async with AsyncMemoryClient("http://gam.test", "gam_x_y", http_client=httpx.AsyncClient(transport=answering("recall", "hidden"))) as client:
+        async with AsyncMemoryClient(
+            "http://gam.test", "gam_x_y", http_client=httpx.AsyncClient(transport=answering("recall", "hidden"))
+        ) as client:
             await client.recall("t")
 
     with pytest.raises(errors.MalformedResponse, match="hidden"):
@@ -67,11 +99,18 @@ def test_the_async_client_names_it_too():
 
 
 def test_a_field_of_another_type_is_malformed_too():
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"memories": None, "hidden": 0, "nextCursor": None}))
-    with MemoryClient("http://gam.test", "gam_x_y", http_client=httpx.Client(transport=transport)) as client, pytest.raises(errors.MalformedResponse):
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, json={"memories": None, "hidden": 0, "nextCursor": None})
+    )
+    with (
+        MemoryClient("http://gam.test", "gam_x_y", http_client=httpx.Client(transport=transport)) as client,
+        pytest.raises(errors.MalformedResponse),
+    ):
         client.list_page()
 
 
 def test_a_complete_answer_still_reads():
-    with MemoryClient("http://gam.test", "gam_x_y", http_client=httpx.Client(transport=answering("list", "no-such-field"))) as client:
+    with MemoryClient(
+        "http://gam.test", "gam_x_y", http_client=httpx.Client(transport=answering("list", "no-such-field"))
+    ) as client:
         assert [m.id for m in client.list_page().memories] == ["1"]

@@ -44,7 +44,10 @@ def test_an_agents_sdk_run_calls_the_tools(live: LiveServer, world: World, names
 
     set_tracing_disabled(True)
     calls = [
-        ("remember_memory", {"namespace": namespace, "key": "seat", "text": "Prefers aisle seats; tickets to ada@example.com"}),
+        (
+            "remember_memory",
+            {"namespace": namespace, "key": "seat", "text": "Prefers aisle seats; tickets to ada@example.com"},
+        ),
         ("recall_memories", {"query": "which seat on a plane", "namespace": namespace}),
         ("remember_memory", {"namespace": namespace, "key": "ada@example.com", "text": "a key with personal data"}),
         ("forget_memory", {"namespace": namespace, "key": "seat"}),
@@ -58,15 +61,25 @@ def test_an_agents_sdk_run_calls_the_tools(live: LiveServer, world: World, names
             self.inputs: list[Any] = []
             self.ids = count(1)
 
-        async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **kwargs) -> ModelResponse:
+        async def get_response(
+            self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **kwargs
+        ) -> ModelResponse:
             self.inputs.append(input)
             turn = len(self.inputs) - 1
             if turn < len(calls):
                 name, arguments = calls[turn]
                 assert name in {t.name for t in tools}
-                item = ResponseFunctionToolCall(type="function_call", call_id=f"call_{next(self.ids)}", name=name, arguments=json.dumps(arguments))
+                item = ResponseFunctionToolCall(
+                    type="function_call", call_id=f"call_{next(self.ids)}", name=name, arguments=json.dumps(arguments)
+                )
             else:
-                item = ResponseOutputMessage(type="message", id="msg_1", role="assistant", status="completed", content=[ResponseOutputText(type="output_text", text="done", annotations=[])])
+                item = ResponseOutputMessage(
+                    type="message",
+                    id="msg_1",
+                    role="assistant",
+                    status="completed",
+                    content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+                )
             return ModelResponse(output=[item], usage=Usage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):
@@ -76,17 +89,25 @@ def test_an_agents_sdk_run_calls_the_tools(live: LiveServer, world: World, names
 
     async def scenario():
         async with AsyncMemoryClient(live.url(), world.member("agents").credential()) as memory:
-            agent = Agent(name="assistant", instructions="Use your memory tools.", model=model, tools=memory_tools(memory))
+            agent = Agent(
+                name="assistant", instructions="Use your memory tools.", model=model, tools=memory_tools(memory)
+            )
             return await Runner.run(agent, "Remember my seat, then tell me what you know.")
 
     result = anyio.run(scenario)
     assert result.final_output == "done"
-    outputs = [item["output"] for item in model.inputs[-1] if isinstance(item, dict) and item.get("type") == "function_call_output"]
+    outputs = [
+        item["output"]
+        for item in model.inputs[-1]
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
     remembered, recalled, refused, forgotten = outputs
     assert remembered.startswith(UNTRUSTED_HEADER) and "Prefers aisle seats; tickets to [EMAIL]" in remembered
     assert 'trust="untrusted" evidence="false">Prefers aisle seats' in recalled and "Recalled 1 memories" in recalled
     assert refused.startswith("Error AGENT_MEMORY_PERSONAL_DATA (HTTP 400): ") and '"key"' in refused
-    assert forgotten.startswith("Forgot 1 memory version(s); deletion receipt ") and UNTRUSTED_HEADER not in forgotten  # no memory, no header
+    assert (
+        forgotten.startswith("Forgot 1 memory version(s); deletion receipt ") and UNTRUSTED_HEADER not in forgotten
+    )  # no memory, no header
     with MemoryClient(live.url(), world.member("agents").credential()) as memory:
         assert list(memory.list(namespace=namespace)) == []
 
@@ -101,9 +122,9 @@ def test_agents_sdk_tools_from_a_sync_client(live: LiveServer, world: World, nam
         context = ToolContext(context=None, tool_name=remember.name, tool_call_id="c1", tool_arguments="{}")
 
         async def scenario():
-            return await remember.on_invoke_tool(context, json.dumps({"namespace": namespace, "text": "x"})), await recall.on_invoke_tool(
-                context, json.dumps({"query": "anything", "namespace": namespace})
-            )
+            return await remember.on_invoke_tool(
+                context, json.dumps({"namespace": namespace, "text": "x"})
+            ), await recall.on_invoke_tool(context, json.dumps({"query": "anything", "namespace": namespace}))
 
         refused, empty = anyio.run(scenario)
     assert refused.startswith("Error INSUFFICIENT_SCOPE (HTTP 403)") and "Recalled 0 memories" in empty
@@ -124,7 +145,12 @@ def test_a_pydantic_ai_run_with_a_scripted_function_model(live: LiveServer, worl
     ]
 
     def scripted(messages, info: AgentInfo) -> ModelResponse:
-        assert {t.name for t in info.function_tools} == {"remember_memory", "recall_memories", "list_memories", "forget_memory"}
+        assert {t.name for t in info.function_tools} == {
+            "remember_memory",
+            "recall_memories",
+            "list_memories",
+            "forget_memory",
+        }
         turn = sum(1 for m in messages if isinstance(m, ModelResponse))
         if turn < len(script):
             name, arguments = script[turn]
@@ -142,7 +168,11 @@ def test_a_pydantic_ai_run_with_a_scripted_function_model(live: LiveServer, worl
     assert [p.tool_name for p in returns] == ["remember_memory", "list_memories", "recall_memories"]
     assert "Remembered 1 memory" in returns[0].content and returns[0].outcome == "success"
     assert "<memory " in returns[1].content and 'trust="untrusted"' in returns[1].content
-    assert returns[2].outcome == "failed" and returns[2].content.startswith("Error VALIDATION_ERROR (HTTP 400): ") and '"limit"' in returns[2].content
+    assert (
+        returns[2].outcome == "failed"
+        and returns[2].content.startswith("Error VALIDATION_ERROR (HTTP 400): ")
+        and '"limit"' in returns[2].content
+    )
 
 
 def test_pydantic_ai_test_model_calls_every_tool(live: LiveServer, world: World):
@@ -158,26 +188,46 @@ def test_pydantic_ai_test_model_calls_every_tool(live: LiveServer, world: World)
             return await agent.run("Use every tool once.")
 
     result = anyio.run(scenario)
-    returns = {p.tool_name: p for m in result.all_messages() for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)}
+    returns = {
+        p.tool_name: p for m in result.all_messages() for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)
+    }
     assert set(returns) == {"remember_memory", "recall_memories", "list_memories", "forget_memory"}
     for part in returns.values():
         # TestModel invents arguments from the schemas: each call is answered, or refused by the server with its code.
-        assert part.content.startswith(UNTRUSTED_HEADER) if part.outcome == "success" else part.content.startswith("Error ")
+        assert (
+            part.content.startswith(UNTRUSTED_HEADER)
+            if part.outcome == "success"
+            else part.content.startswith("Error ")
+        )
 
 
-@pytest.mark.parametrize("module", ["governed_memory.langgraph", "governed_memory.openai_agents", "governed_memory.pydantic_ai"])
+@pytest.mark.parametrize(
+    "module", ["governed_memory.langgraph", "governed_memory.openai_agents", "governed_memory.pydantic_ai"]
+)
 def test_an_adapter_without_its_framework_names_the_extra(module: str, tmp_path: Path):
     import subprocess
 
-    framework = {"governed_memory.langgraph": "langgraph", "governed_memory.openai_agents": "agents", "governed_memory.pydantic_ai": "pydantic_ai"}[module]
+    framework = {
+        "governed_memory.langgraph": "langgraph",
+        "governed_memory.openai_agents": "agents",
+        "governed_memory.pydantic_ai": "pydantic_ai",
+    }[module]
     # A module of the framework's name that fails to import stands for the framework not being installed.
     (tmp_path / framework).mkdir()
     (tmp_path / framework / "__init__.py").write_text("raise ImportError('not installed')\n")
-    completed = subprocess.run([sys.executable, "-c", f"import {module}"], env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True)
-    extra = {"governed_memory.langgraph": "langgraph", "governed_memory.openai_agents": "openai-agents", "governed_memory.pydantic_ai": "pydantic-ai"}[module]
+    completed = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True
+    )
+    extra = {
+        "governed_memory.langgraph": "langgraph",
+        "governed_memory.openai_agents": "openai-agents",
+        "governed_memory.pydantic_ai": "pydantic-ai",
+    }[module]
     # the hint names what can be installed: the client's directory with the extra, not an unpublished name
     assert completed.returncode == 1 and f"pip install './clients/python[{extra}]'" in completed.stderr
     import tomllib
 
-    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     assert extra in declared  # ... and the extra it names exists

@@ -28,5 +28,14 @@ class Command(BaseCommand):
             grant = charging.grant_credits(workspace, pricing.money(opts["amount"]), note=opts["note"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        result = {"workspaceId": str(workspace.pk), "granted": str(grant.entry.amount), "balance": str(grant.balance), "ledgerEntryId": str(grant.entry.pk)}
-        self.stdout.write(json.dumps(result) if opts["json"] else f"Workspace #{workspace.pk}: granted {grant.entry.amount}, balance {grant.balance}.")
+        result = {
+            "workspaceId": str(workspace.pk),
+            "granted": str(grant.entry.amount),
+            "balance": str(grant.balance),
+            "ledgerEntryId": str(grant.entry.pk),
+        }
+        self.stdout.write(
+            json.dumps(result)
+            if opts["json"]
+            else f"Workspace #{workspace.pk}: granted {grant.entry.amount}, balance {grant.balance}."
+        )

@@ -25,4 +25,6 @@ class Command(BaseCommand):
             ai_memory_available=not opts["ai_memory_unavailable"],
         )
         result = {"workspaceId": str(workspace.pk), "ownerMemberId": str(owner.pk)}
-        self.stdout.write(json.dumps(result) if opts["json"] else f"Workspace #{workspace.pk} created; owner member #{owner.pk}.")
+        self.stdout.write(
+            json.dumps(result) if opts["json"] else f"Workspace #{workspace.pk} created; owner member #{owner.pk}."
+        )

@@ -20,19 +20,31 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--chunk", type=int, default=CHUNK, help="Rows per transaction.")
-        parser.add_argument("--json", action="store_true", help='Print one JSON object {"memoryVersions": n, "consolidationInputs": n}, and no progress bar.')
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help='Print one JSON object {"memoryVersions": n, "consolidationInputs": n}, and no progress bar.',
+        )
 
     def handle(self, *args, chunk: int, json: bool = False, **options):
         todo = legacy_counts()
         done = {name: 0 for name in todo}
-        with progress.bar(total=sum(todo.values()), desc="encrypt_memories", unit="row", enabled=progress.interactive(self.stdout, json=json)) as bar:
+        with progress.bar(
+            total=sum(todo.values()),
+            desc="encrypt_memories",
+            unit="row",
+            enabled=progress.interactive(self.stdout, json=json),
+        ) as bar:
             for name, count in encrypt_legacy_rows(max(1, chunk)):
                 done[name] += count
                 bar.update(count)
         if json:
             self.stdout.write(_dumps(done))
         else:
-            self.stdout.write(f"Encrypted {done['memoryVersions']} memory versions and {done['consolidationInputs']} consolidation inputs.")
+            self.stdout.write(
+                f"Encrypted {done['memoryVersions']} memory versions and {done['consolidationInputs']} consolidation "
+                "inputs."
+            )
 
 
 def _dumps(value) -> str:

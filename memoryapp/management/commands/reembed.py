@@ -23,14 +23,20 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--embedder", default=None, help="defaults to MEMORY_EMBEDDER")
-        parser.add_argument("--json", action="store_true", help='Print one JSON object {"reembedded": n, "embedder": id}, and no progress bar.')
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help='Print one JSON object {"reembedded": n, "embedder": id}, and no progress bar.',
+        )
 
     def handle(self, *args, **opts):
         embedder = get_embedder(opts["embedder"] or settings.MEMORY_EMBEDDER)
         stale = index.stale_versions(embedder)
         total = stale.count()
         done, last_pk = 0, 0
-        bar = progress.bar(total=total, desc="reembed", unit="version", enabled=progress.interactive(self.stdout, json=opts["json"]))
+        bar = progress.bar(
+            total=total, desc="reembed", unit="version", enabled=progress.interactive(self.stdout, json=opts["json"])
+        )
         while True:
             batch = list(stale.filter(pk__gt=last_pk).order_by("pk").only("pk", "text")[: opts["batch_size"]])
             if not batch:

@@ -24,13 +24,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--chunk", type=int, default=CHUNK)
-        parser.add_argument("--settle", type=float, default=SETTLE_SECONDS, help="seconds to wait after writing a new KEK, for keys other processes are storing")
+        parser.add_argument(
+            "--settle",
+            type=float,
+            default=SETTLE_SECONDS,
+            help="seconds to wait after writing a new KEK, for keys other processes are storing",
+        )
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, chunk: int, settle: float, json: bool = False, **options):
         rotation = KekRotation(chunk=chunk, settle=settle)
         total = rotation.begin()
-        with progress.bar(total=total, desc="rotate_kek", unit="key", enabled=progress.interactive(self.stdout, json=json)) as bar:
+        with progress.bar(
+            total=total, desc="rotate_kek", unit="key", enabled=progress.interactive(self.stdout, json=json)
+        ) as bar:
             for count in rotation.rewrap():
                 bar.update(count)
         result = rotation.finish()
@@ -49,12 +56,21 @@ def _report(result, source) -> str:
         f"Re-wrapped {result.rewrapped} data keys under it; {result.left} left under another key.",
     ]
     if result.retirement.destroyed:
-        lines.append(f"Destroyed the retired KEK(s) {', '.join(result.retirement.destroyed)} (removed from {result.retirement.destroyed_from}): no data key needs them.")
+        lines.append(
+            f"Destroyed the retired KEK(s) {', '.join(result.retirement.destroyed)} (removed from "
+            f"{result.retirement.destroyed_from}): no data key needs them."
+        )
     if result.retirement.for_the_operator:
         ids = ", ".join(result.retirement.for_the_operator)
-        lines.append(f"No data key needs the retired KEK(s) {ids} any more: remove them from RETIRED_KEKS, restart every process, and destroy them where you keep secrets.")
+        lines.append(
+            f"No data key needs the retired KEK(s) {ids} any more: remove them from RETIRED_KEKS, restart every "
+            "process, and destroy them where you keep secrets."
+        )
     if not source.makes_keys and not result.rewrapped and not result.retirement.for_the_operator:
-        lines.append("To rotate: put a new key in MEMORY_KEK (openssl rand -base64 32) and the current one in RETIRED_KEKS, restart every process, run this again.")
+        lines.append(
+            "To rotate: put a new key in MEMORY_KEK (openssl rand -base64 32) and the current one in RETIRED_KEKS, "
+            "restart every process, run this again."
+        )
     return "\n".join(lines)
 
 

@@ -65,7 +65,11 @@ class Command(BaseCommand):
         token, ended = self._agent_token(editor)
         base = f"http://127.0.0.1:{opts['port']}"
         if opts["json"]:
-            self.stdout.write(json.dumps({"workspaceId": str(workspace.pk), "url": base, "agentToken": token, "previousTokenEnded": ended}))
+            self.stdout.write(
+                json.dumps(
+                    {"workspaceId": str(workspace.pk), "url": base, "agentToken": token, "previousTokenEnded": ended}
+                )
+            )
             return
         lines = [
             "",
@@ -86,7 +90,8 @@ class Command(BaseCommand):
             f"    {self._token_note(ended)}",
             "  Try it:",
             f"    curl -s -X POST {base}/api/agent/v1/memories/remember -H 'Authorization: Bearer {token}' \\",
-            '      -H \'Content-Type: application/json\' -d \'{"namespace":"prefs","key":"editor","text":"Prefers vim; reach me at ada@example.com"}\'',
+            '      -H \'Content-Type: application/json\' -d \'{"namespace":"prefs","key":"editor","text":"Prefers '
+            "vim; reach me at ada@example.com\"}'",
             '  Python client (README "Connect your agent"):',
             f"    export GAM_URL={base} GAM_TOKEN={token}",
             "  Ctrl-C stops the web server, the worker and beat.",
@@ -102,7 +107,12 @@ class Command(BaseCommand):
         ended = None
         if kept:
             credential = find_credential(kept)
-            if credential is not None and credential.member_id == editor.pk and credential.name == AGENT and credential.is_usable():
+            if (
+                credential is not None
+                and credential.member_id == editor.pk
+                and credential.name == AGENT
+                and credential.is_usable()
+            ):
                 if path.is_symlink() or path.stat().st_mode & 0o077:
                     # restored from a backup, copied under umask 022 or swapped for a symlink:
                     # put it back in a regular file this user alone reads (the link is replaced,
@@ -161,12 +171,28 @@ class Command(BaseCommand):
         seed, token = actions.create_credential(editor, name="seed", scopes=["memory:write"])
         cited = handbook.current_version.passages.order_by("position").first()
         for body in (
-            {"namespace": "shipping", "key": "cutoff", "text": "Orders after 18:00 JST ship the next weekday from Osaka.", "citations": [cited.pk], "collectionId": collection.pk},
-            {"namespace": "prefs", "key": "language", "text": "The editor likes answers in Japanese first, then English."},
+            {
+                "namespace": "shipping",
+                "key": "cutoff",
+                "text": "Orders after 18:00 JST ship the next weekday from Osaka.",
+                "citations": [cited.pk],
+                "collectionId": collection.pk,
+            },
+            {
+                "namespace": "prefs",
+                "key": "language",
+                "text": "The editor likes answers in Japanese first, then English.",
+            },
             {"namespace": "prefs", "text": "Call me on +81 90-1234-5678 only for urgent shipping issues."},
         ):
             remember(gates.admit(token, "remember", body))
-        add_assistant_memory(editor, kind="preference", topic="response_style", summary="Prefers short answers with bullet points.", details=["No emoji", "Metric units"])
+        add_assistant_memory(
+            editor,
+            kind="preference",
+            topic="response_style",
+            summary="Prefers short answers with bullet points.",
+            details=["No emoji", "Metric units"],
+        )
         actions.revoke_credential(seed, actor=None, reason="the demo's seed memories are written")
         return workspace
 

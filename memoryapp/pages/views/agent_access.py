@@ -30,14 +30,20 @@ def agent_access(request: HttpRequest, member: Member) -> HttpResponse:
         data = form.cleaned_data
         try:
             expires_at = end_of_day(data["expires_on"]) if data["expires_on"] else None
-            credential, token = governance_actions.create_credential(member, name=data["name"], scopes=data["scopes"], context_set=data["context_set"], expires_at=expires_at)
+            credential, token = governance_actions.create_credential(
+                member, name=data["name"], scopes=data["scopes"], context_set=data["context_set"], expires_at=expires_at
+            )
         except InvalidInstant as exc:
             form.add_error("expires_on", str(exc))
         except ApiError as exc:
             add_api_error(form, exc, {"expiresAt": "expires_on", "contextSetId": "context_set"})
         else:
             # The token exists only in this response: it is never stored, flashed or put in a session.
-            created = {"credential": credential, "token": token, "snippet": presenters.connection_snippet(request, token)}
+            created = {
+                "credential": credential,
+                "token": token,
+                "snippet": presenters.connection_snippet(request, token),
+            }
             form = CredentialForm(workspace=member.workspace)
     response = page(
         request,
@@ -64,5 +70,8 @@ def agent_access_revoke(request: HttpRequest, member: Member, credential_id: int
     if credential is None:
         raise Http404("No such credential.")
     governance_actions.revoke_credential(credential, actor=request.user)
-    messages.success(request, _("Credential “%(name)s” revoked. Agents using it are refused from now on.") % {"name": credential.name})
+    messages.success(
+        request,
+        _("Credential “%(name)s” revoked. Agents using it are refused from now on.") % {"name": credential.name},
+    )
     return redirect("pages:agent-access", member.workspace_id)

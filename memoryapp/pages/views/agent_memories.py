@@ -41,8 +41,12 @@ def agent_memories(request: HttpRequest, member: Member) -> HttpResponse:
     namespace = request.GET.get("namespace", "")
     cursor = request.GET.get("cursor") or None
     try:
-        result = actions.paginate(_own_agent_memories(member, namespace), member, ask_history, limit=PAGE_SIZE, cursor=cursor)
-        entries, access_next = access_log.page_of(access_log.member_entries(member), member, limit=ACCESS_PAGE_SIZE, cursor=request.GET.get("access") or None)
+        result = actions.paginate(
+            _own_agent_memories(member, namespace), member, ask_history, limit=PAGE_SIZE, cursor=cursor
+        )
+        entries, access_next = access_log.page_of(
+            access_log.member_entries(member), member, limit=ACCESS_PAGE_SIZE, cursor=request.GET.get("access") or None
+        )
     except ApiError:
         return redirect(reverse("pages:agent-memories", args=[member.workspace_id]))
     visible, hidden = access_log.readable_versions(member, entries)
@@ -74,7 +78,13 @@ def agent_memory_delete(request: HttpRequest, member: Member, memory_id: int) ->
     except ApiError as exc:
         messages.error(request, error_text(exc))
     else:
-        messages.success(request, ngettext("Memory deleted (%(n)d version erased).", "Memory deleted (%(n)d versions erased).", result["deleted"]) % {"n": result["deleted"]})
+        messages.success(
+            request,
+            ngettext(
+                "Memory deleted (%(n)d version erased).", "Memory deleted (%(n)d versions erased).", result["deleted"]
+            )
+            % {"n": result["deleted"]},
+        )
     return redirect(_back(request, reverse("pages:agent-memories", args=[member.workspace_id])))
 
 
@@ -87,10 +97,18 @@ def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpRespo
         except ApiError as exc:
             if exc.code != retention_previews.PREVIEW_OUTDATED:
                 raise
-            return _delete_all_confirm(request, member, exc.details["manifest"], exc.details["planToken"], outdated=True)
+            return _delete_all_confirm(
+                request, member, exc.details["manifest"], exc.details["planToken"], outdated=True
+            )
         if result["deleted"]:
             messages.success(
-                request, ngettext("Deleted all your agent memories (%(n)d version erased).", "Deleted all your agent memories (%(n)d versions erased).", result["deleted"]) % {"n": result["deleted"]}
+                request,
+                ngettext(
+                    "Deleted all your agent memories (%(n)d version erased).",
+                    "Deleted all your agent memories (%(n)d versions erased).",
+                    result["deleted"],
+                )
+                % {"n": result["deleted"]},
             )
         else:
             messages.info(request, _("You had no agent memories to delete."))
@@ -99,7 +117,9 @@ def agent_memories_delete_all(request: HttpRequest, member: Member) -> HttpRespo
     return _delete_all_confirm(request, member, preview["manifest"], preview["planToken"])
 
 
-def _delete_all_confirm(request: HttpRequest, member: Member, manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
+def _delete_all_confirm(
+    request: HttpRequest, member: Member, manifest: dict[str, Any], token: str, *, outdated: bool = False
+) -> HttpResponse:
     return page(
         request,
         member,

@@ -63,7 +63,11 @@ def ai_memory_preference(request: HttpRequest, member: Member) -> HttpResponse:
 
 def _saved_message(request: HttpRequest, version: MemoryVersion, verb: str) -> None:
     if version.masked_kinds:
-        messages.warning(request, _("%(verb)s Personal data was masked before saving: %(kinds)s.") % {"verb": verb, "kinds": masked_note(version.masked_kinds)})
+        messages.warning(
+            request,
+            _("%(verb)s Personal data was masked before saving: %(kinds)s.")
+            % {"verb": verb, "kinds": masked_note(version.masked_kinds)},
+        )
     else:
         messages.success(request, verb)
 
@@ -75,13 +79,29 @@ def ai_memory_add(request: HttpRequest, member: Member) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            version, superseded = assistant.add_assistant_memory(member, kind=data["kind"], topic=data["topic"], summary=data["summary"], details=data["details"])
+            version, superseded = assistant.add_assistant_memory(
+                member, kind=data["kind"], topic=data["topic"], summary=data["summary"], details=data["details"]
+            )
         except ApiError as exc:
             add_api_error(form, exc, {"key": "topic", "text": "summary"})
         else:
-            _saved_message(request, version, _("Memory updated: the topic already existed, so a new version was saved.") if superseded else _("Memory saved."))
-            return redirect(reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}")
-    return page(request, member, "pages/ai_memory_form.html", {"form": form, "editing": None, "writable": assistant.assistant_memories_writable(member)}, current="pages:ai-memory")
+            _saved_message(
+                request,
+                version,
+                _("Memory updated: the topic already existed, so a new version was saved.")
+                if superseded
+                else _("Memory saved."),
+            )
+            return redirect(
+                reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}"
+            )
+    return page(
+        request,
+        member,
+        "pages/ai_memory_form.html",
+        {"form": form, "editing": None, "writable": assistant.assistant_memories_writable(member)},
+        current="pages:ai-memory",
+    )
 
 
 def _own_assistant_memory(member: Member, memory_id: int) -> dict[str, Any]:
@@ -96,23 +116,45 @@ def _own_assistant_memory(member: Member, memory_id: int) -> dict[str, Any]:
 @member_page()
 def ai_memory_edit(request: HttpRequest, member: Member, memory_id: int) -> HttpResponse:
     item = _own_assistant_memory(member, memory_id)
-    initial = {"kind": item["kind"] or "fact", "topic": item["topic"], "summary": item["summary"], "details": "\n".join(item["details"])}
+    initial = {
+        "kind": item["kind"] or "fact",
+        "topic": item["topic"],
+        "summary": item["summary"],
+        "details": "\n".join(item["details"]),
+    }
     form = AssistantMemoryEditForm(request.POST or None, initial=initial, current_kind=item["kind"] or "")
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            version = assistant.edit_assistant_memory(member, int(item["id"]), kind=data["kind"], summary=data["summary"], details=data["details"], topic=data["topic"])
+            version = assistant.edit_assistant_memory(
+                member,
+                int(item["id"]),
+                kind=data["kind"],
+                summary=data["summary"],
+                details=data["details"],
+                topic=data["topic"],
+            )
         except ApiError as exc:
             add_api_error(form, exc, {"key": "topic", "text": "summary"})
         else:
             moved = data["topic"] != item["topic"]
-            _saved_message(request, version, _("Memory moved to the new topic; the old topic is closed.") if moved else _("Memory updated."))
-            return redirect(reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}")
+            _saved_message(
+                request,
+                version,
+                _("Memory moved to the new topic; the old topic is closed.") if moved else _("Memory updated."),
+            )
+            return redirect(
+                reverse("pages:ai-memory", args=[member.workspace_id]) + f"?saved={version.pk}#memory-{version.pk}"
+            )
     return page(
         request,
         member,
         "pages/ai_memory_form.html",
-        {"form": form, "editing": presenters.assistant_rows([item])[0], "writable": assistant.assistant_memories_writable(member)},
+        {
+            "form": form,
+            "editing": presenters.assistant_rows([item])[0],
+            "writable": assistant.assistant_memories_writable(member),
+        },
         current="pages:ai-memory",
     )
 
@@ -129,7 +171,13 @@ def ai_memory_delete(request: HttpRequest, member: Member, memory_id: int) -> Ht
             messages.success(request, _("Memory deleted."))
         return redirect("pages:ai-memory", member.workspace_id)
     item = _own_assistant_memory(member, memory_id)
-    return page(request, member, "pages/ai_memory_delete.html", {"memory": presenters.assistant_rows([item])[0]}, current="pages:ai-memory")
+    return page(
+        request,
+        member,
+        "pages/ai_memory_delete.html",
+        {"memory": presenters.assistant_rows([item])[0]},
+        current="pages:ai-memory",
+    )
 
 
 @require_POST

@@ -66,12 +66,16 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     confirmed = _confirmed(request.POST)
     try:
         plan = request.POST.get("seen_plan", "") if confirmed is not None else None
-        result = retention_previews.save_settings_or_ask_confirmation(member.workspace, changes, actor=request.user, confirmed=confirmed, confirmed_plan=plan)
+        result = retention_previews.save_settings_or_ask_confirmation(
+            member.workspace, changes, actor=request.user, confirmed=confirmed, confirmed_plan=plan
+        )
         if result["needsConfirmation"]:
             return _ask_history_confirm(request, member, changes, result["manifest"], result["planToken"])
     except ApiError as exc:
         if exc.code == retention_previews.PREVIEW_OUTDATED:
-            return _ask_history_confirm(request, member, changes, exc.details["manifest"], exc.details["planToken"], outdated=True)
+            return _ask_history_confirm(
+                request, member, changes, exc.details["manifest"], exc.details["planToken"], outdated=True
+            )
         add_api_error(form, exc)
         return _ask_history_page(request, member, form)
     applied = result["applied"]
@@ -91,18 +95,35 @@ def ask_history(request: HttpRequest, member: Member) -> HttpResponse:
     if applied and applied["assistantExpired"]:
         messages.info(
             request,
-            ngettext("%(n)s assistant memory moved to Expired.", "%(n)s assistant memories moved to Expired.", applied["assistantExpired"]) % {"n": presenters.number(applied["assistantExpired"])},
+            ngettext(
+                "%(n)s assistant memory moved to Expired.",
+                "%(n)s assistant memories moved to Expired.",
+                applied["assistantExpired"],
+            )
+            % {"n": presenters.number(applied["assistantExpired"])},
         )
     if applied and applied["assistantRestored"]:
         messages.info(
             request,
-            ngettext("%(n)s expired assistant memory was brought back.", "%(n)s expired assistant memories were brought back.", applied["assistantRestored"])
+            ngettext(
+                "%(n)s expired assistant memory was brought back.",
+                "%(n)s expired assistant memories were brought back.",
+                applied["assistantRestored"],
+            )
             % {"n": presenters.number(applied["assistantRestored"])},
         )
     return redirect("pages:ask-history", member.workspace_id)
 
 
-def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str, Any], manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
+def _ask_history_confirm(
+    request: HttpRequest,
+    member: Member,
+    changes: dict[str, Any],
+    manifest: dict[str, Any],
+    token: str,
+    *,
+    outdated: bool = False,
+) -> HttpResponse:
     return page(
         request,
         member,
@@ -125,18 +146,24 @@ def _ask_history_confirm(request: HttpRequest, member: Member, changes: dict[str
 def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse:
     if request.method == "POST":
         try:  # a form without the token (an old page) is held to a preview it never saw: refused
-            result = actions.delete_all_agent_memories(member.workspace, actor=request.user, confirmed=request.POST.get("planToken", ""))
+            result = actions.delete_all_agent_memories(
+                member.workspace, actor=request.user, confirmed=request.POST.get("planToken", "")
+            )
         except ApiError as exc:
             if exc.code != retention_previews.PREVIEW_OUTDATED:
                 raise
-            return _owner_delete_all_confirm(request, member, exc.details["manifest"], exc.details["planToken"], outdated=True)
+            return _owner_delete_all_confirm(
+                request, member, exc.details["manifest"], exc.details["planToken"], outdated=True
+            )
         versions = int(result["deleted"].get("memory_version", 0))
         if versions:
             messages.success(
                 request,
                 ngettext(
-                    "Deleted every agent memory in the workspace (%(n)d version erased). Deletion receipts were recorded, one per member.",
-                    "Deleted every agent memory in the workspace (%(n)d versions erased). Deletion receipts were recorded, one per member.",
+                    "Deleted every agent memory in the workspace (%(n)d version erased). Deletion receipts were "
+                    "recorded, one per member.",
+                    "Deleted every agent memory in the workspace (%(n)d versions erased). Deletion receipts were "
+                    "recorded, one per member.",
                     versions,
                 )
                 % {"n": versions},
@@ -148,7 +175,9 @@ def ask_history_delete_all(request: HttpRequest, member: Member) -> HttpResponse
     return _owner_delete_all_confirm(request, member, preview["manifest"], preview["planToken"])
 
 
-def _owner_delete_all_confirm(request: HttpRequest, member: Member, manifest: dict[str, Any], token: str, *, outdated: bool = False) -> HttpResponse:
+def _owner_delete_all_confirm(
+    request: HttpRequest, member: Member, manifest: dict[str, Any], token: str, *, outdated: bool = False
+) -> HttpResponse:
     return page(
         request,
         member,

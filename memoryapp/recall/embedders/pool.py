@@ -157,7 +157,11 @@ class PendingQuery:
         self.future = None
         self.busy = not _queries_in_flight.try_acquire()
         if self.busy:
-            logger.warning("query embedding by %s not started: %d already in flight in this process", getattr(embedder, "id", "?"), _queries_in_flight.limit)
+            logger.warning(
+                "query embedding by %s not started: %d already in flight in this process",
+                getattr(embedder, "id", "?"),
+                _queries_in_flight.limit,
+            )
             return
         try:
             self.future = _get_executor().submit(getattr(embedder, "embed_queries", embedder.embed), [text])
@@ -181,7 +185,11 @@ class PendingQuery:
             result = self.future.result(timeout=remaining)
         except FutureTimeoutError:
             self.future.cancel()  # only effective if it had not started yet
-            logger.warning("query embedding by %s exceeded its %.1f ms budget", getattr(embedder, "id", "?"), budget_seconds * 1000.0)
+            logger.warning(
+                "query embedding by %s exceeded its %.1f ms budget",
+                getattr(embedder, "id", "?"),
+                budget_seconds * 1000.0,
+            )
             return None
         except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to None
             logger.warning("query embedding by %s failed: %s", getattr(embedder, "id", "?"), type(exc).__name__)

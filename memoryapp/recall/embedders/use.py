@@ -35,7 +35,9 @@ class USEEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         live = [i for i, t in enumerate(texts) if t and not t.isspace()]
         if live:
-            vectors = np.asarray(self._model.encode(_clean_texts([texts[i] for i in live])), dtype=np.float32).reshape(len(live), self.dim)
+            vectors = np.asarray(self._model.encode(_clean_texts([texts[i] for i in live])), dtype=np.float32).reshape(
+                len(live), self.dim
+            )
             out[live] = _l2_normalise_rows(vectors)
         return out
 

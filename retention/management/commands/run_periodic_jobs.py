@@ -17,7 +17,12 @@ class Command(BaseCommand):
     help = "Run the periodic (beat) jobs once, now, and print what each did."
 
     def add_arguments(self, parser):
-        parser.add_argument("--only", action="append", metavar="NAME", help=f"Run only this job (repeatable). One of: {', '.join(JOBS)}.")
+        parser.add_argument(
+            "--only",
+            action="append",
+            metavar="NAME",
+            help=f"Run only this job (repeatable). One of: {', '.join(JOBS)}.",
+        )
         parser.add_argument("--json", action="store_true", help="Print one JSON object {job: summary}.")
 
     def handle(self, *args, only: list[str] | None = None, json: bool = False, **options):
@@ -27,7 +32,10 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown job {', '.join(unknown)}; known jobs: {', '.join(JOBS)}.")
         results = {}
         watched = progress.interactive(self.stdout, json=json)
-        with progress.bar(total=len(names), desc="periodic jobs", unit="job", enabled=watched) as bar, progress.logs_above_the_bar(watched):
+        with (
+            progress.bar(total=len(names), desc="periodic jobs", unit="job", enabled=watched) as bar,
+            progress.logs_above_the_bar(watched),
+        ):
             for name in names:
                 bar.set_postfix_str(name)
                 results[name] = JOBS[name]()

@@ -38,12 +38,31 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--workspace", required=True, type=int)
-        parser.add_argument("--member", type=int, help="The member to plant the canary for (default: the first active owner).")
-        parser.add_argument("--backup", action="store_true", help="Prove the erase on a real backup restored with the current key store (and with the old one).")
-        parser.add_argument("--receipt", type=int, help="With --backup: plant nothing, search the key store's files for this receipt's erased keys.")
+        parser.add_argument(
+            "--member", type=int, help="The member to plant the canary for (default: the first active owner)."
+        )
+        parser.add_argument(
+            "--backup",
+            action="store_true",
+            help="Prove the erase on a real backup restored with the current key store (and with the old one).",
+        )
+        parser.add_argument(
+            "--receipt",
+            type=int,
+            help="With --backup: plant nothing, search the key store's files for this receipt's erased keys.",
+        )
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, workspace: int, member: int | None = None, backup: bool = False, receipt: int | None = None, json: bool = False, **options):
+    def handle(
+        self,
+        *args,
+        workspace: int,
+        member: int | None = None,
+        backup: bool = False,
+        receipt: int | None = None,
+        json: bool = False,
+        **options,
+    ):
         target = Workspace.objects.filter(pk=workspace).first()
         if target is None:
             raise CommandError(f"No workspace #{workspace}.", returncode=2)
@@ -56,7 +75,10 @@ class Command(BaseCommand):
             raise CommandError("No such active member in this workspace.", returncode=2)
         try:
             watched = progress.interactive(self.stdout, json=json)
-            with progress.bar(total=None, desc="forgetting check", unit="step", enabled=watched) as bar, progress.logs_above_the_bar(watched):
+            with (
+                progress.bar(total=None, desc="forgetting check", unit="step", enabled=watched) as bar,
+                progress.logs_above_the_bar(watched),
+            ):
                 report = (BackupProof if backup else ForgettingCheck)(target, chosen, bar=bar).run()
         except CheckCannotRun as exc:
             raise CommandError(f"The forgetting check cannot run: {exc}", returncode=2) from None
@@ -65,14 +87,20 @@ class Command(BaseCommand):
         elif backup:
             self.print_backup_proof(report)
         else:
-            self.stdout.write(f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, member {report['memberId']}")
+            self.stdout.write(
+                f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, "
+                f"member {report['memberId']}"
+            )
             width = max(len(name) for name in [*report["surfaces"], *report["neverHoldContent"]])
             for name, seen in report["surfaces"].items():
                 self.stdout.write(f"  {name:<{width}}  before: {seen['before']!s:>6}  after: {seen['after']!s:>6}")
             self.stdout.write("Stores that must never hold memory content:")
             for name, seen in report["neverHoldContent"].items():
                 self.stdout.write(f"  {name:<{width}}  before: {seen['before']!s:>6}  after: {seen['after']!s:>6}")
-            self.stdout.write(f"Receipt {report['receiptId']} (forget receipt {report['forgetReceiptId']}): {'CLEAN' if report['clean'] else 'SOMETHING REMAINS'}")
+            self.stdout.write(
+                f"Receipt {report['receiptId']} (forget receipt {report['forgetReceiptId']}): "
+                f"{'CLEAN' if report['clean'] else 'SOMETHING REMAINS'}"
+            )
         if not report["clean"]:
             sys.exit(1)
 
@@ -92,31 +120,55 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def print_key_files(self, report: dict[str, Any]) -> None:
-        self.stdout.write(f"Key store files ({report.get('engine', '?')}): {', '.join(report.get('files') or []) or 'none read'}")
+        self.stdout.write(
+            f"Key store files ({report.get('engine', '?')}): {', '.join(report.get('files') or []) or 'none read'}"
+        )
         if report.get("notInspectable"):
             self.stdout.write(f"  {report['notInspectable']}")
             return
         until = report.get("residualUntil") or "none named (KEK rotation off or run by the operator)"
-        self.stdout.write(f"  copies of the erased wrapped keys found: {report['found']}   still unwrapping with a KEK that exists: {report['unwrapsNow']}")
+        self.stdout.write(
+            f"  copies of the erased wrapped keys found: {report['found']}   still unwrapping with a KEK that exists: "
+            f"{report['unwrapsNow']}"
+        )
         closed = report.get("residualClosedAt")
-        self.stdout.write(f"  {report['state'].upper()}: residualUntil {until}" + (f", closed at {closed} (the KEK was destroyed)" if closed else ""))
+        self.stdout.write(
+            f"  {report['state'].upper()}: residualUntil {until}"
+            + (f", closed at {closed} (the KEK was destroyed)" if closed else "")
+        )
         if report.get("problem"):
             self.stdout.write(f"  - {report['problem']}")
 
     def print_backup_proof(self, report: dict[str, Any]) -> None:
         restored, old = report["restored"], report["withKeyStoreBackupFromBeforeTheErase"]
-        self.stdout.write(f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, member {report['memberId']}, {report['backend']}")
-        self.stdout.write(f"Backed up before the erase: data ({report['backups']['data']}), key store ({report['backups']['keyring']})")
+        self.stdout.write(
+            f"Canary {report['canaryId']} (marker {report['marker']}) in workspace {report['workspaceId']}, member "
+            f"{report['memberId']}, {report['backend']}"
+        )
+        self.stdout.write(
+            f"Backed up before the erase: data ({report['backups']['data']}), key store "
+            f"({report['backups']['keyring']})"
+        )
         self.stdout.write("Data backup restored into a scratch database, with the key store as it is now:")
         rows = restored["ciphertextRows"]
-        self.stdout.write(f"  ciphertext rows present      memory version: {rows['memoryVersion']}  index entry: {rows['memoryEmbedding']}")
+        self.stdout.write(
+            f"  ciphertext rows present      memory version: {rows['memoryVersion']}  index entry: "
+            f"{rows['memoryEmbedding']}"
+        )
         self.stdout.write(f"  canary's key in key store    {restored['keyInCurrentKeyStore']}")
         for field, readable in restored["readableWithCurrentKeyStore"].items():
             self.stdout.write(
-                f"  {field:<8} readable: {'YES' if readable else 'no':<4} plaintext occurrences in the restored database: {restored['plaintextOccurrences'].get(field, 'not searched (a kind is one of a few words)')}"
+                f"  {field:<8} readable: {'YES' if readable else 'no':<4} plaintext occurrences in the restored "
+                "database: "
+                f"{restored['plaintextOccurrences'].get(field, 'not searched (a kind is one of a few words)')}"
             )
-        self.stdout.write("The same backup with the key-store backup from before the erase (why key-store backups must be brief):")
-        self.stdout.write(f"  canary's key present: {old['keyPresent']}   readable: {', '.join(f for f, r in old['readable'].items() if r) or 'nothing'}")
+        self.stdout.write(
+            "The same backup with the key-store backup from before the erase (why key-store backups must be brief):"
+        )
+        self.stdout.write(
+            f"  canary's key present: {old['keyPresent']}   readable: "
+            f"{', '.join(f for f, r in old['readable'].items() if r) or 'nothing'}"
+        )
         self.print_key_files(report["keyStoreFiles"])
         verdict = "CLEAN" if report["clean"] else "NOT CLEAN"
         self.stdout.write(f"Receipt {report['receiptId']} (forget receipt {report['forgetReceiptId']}): {verdict}")

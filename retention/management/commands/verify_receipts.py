@@ -18,7 +18,9 @@ class Command(BaseCommand):
     help = "Check every receipt chain (hashes, links, signatures); report the first break per workspace; exit 1 on a break."
 
     def add_arguments(self, parser):
-        parser.add_argument("--workspace", type=int, help="Only this workspace's chain (its id; it may be deleted already).")
+        parser.add_argument(
+            "--workspace", type=int, help="Only this workspace's chain (its id; it may be deleted already)."
+        )
         parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
     @no_translations  # an operator's report: the labels in English
@@ -31,12 +33,21 @@ class Command(BaseCommand):
                 brk = chain["firstBreak"]
                 if brk is None:
                     count = chain["receipts"]
-                    self.stdout.write(f"workspace {chain['workspaceId']}: {count} receipt{'' if count == 1 else 's'}, chain intact")
+                    self.stdout.write(
+                        f"workspace {chain['workspaceId']}: {count} receipt{'' if count == 1 else 's'}, chain intact"
+                    )
                 else:
                     where = f"receipt #{brk['receiptId']}" if brk["receiptId"] else "a receipt"
                     if "verificationSeq" in brk:
-                        where += f", verification {brk['verificationSeq']}" if brk["verificationSeq"] else ", its shown verification"
-                    self.stdout.write(f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): {brk['reason']}: {REASON_LABELS[brk['reason']]}")
+                        where += (
+                            f", verification {brk['verificationSeq']}"
+                            if brk["verificationSeq"]
+                            else ", its shown verification"
+                        )
+                    self.stdout.write(
+                        f"workspace {chain['workspaceId']}: BROKEN at {where} (position {brk['chainSeq']}): "
+                        f"{brk['reason']}: {REASON_LABELS[brk['reason']]}"
+                    )
             if not report["workspaces"]:
                 self.stdout.write("No receipts to verify.")
             if report["intact"]:

@@ -13,7 +13,17 @@ from governed_memory import errors
 from governed_memory.client import DEFAULT_URL, AsyncMemoryClient, MemoryClient
 from governed_memory.errors import APIError, GovernedMemoryError
 from governed_memory.fence import UNTRUSTED_HEADER, fence, render_memories
-from governed_memory.models import Citation, ForgetResult, ListPage, Memory, Ranks, RecalledMemory, RecallResult, RememberResult, TurnResult
+from governed_memory.models import (
+    Citation,
+    ForgetResult,
+    ListPage,
+    Memory,
+    Ranks,
+    RecalledMemory,
+    RecallResult,
+    RememberResult,
+    TurnResult,
+)
 from governed_memory.retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
 
 __version__ = "0.1.0"

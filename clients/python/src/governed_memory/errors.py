@@ -70,7 +70,15 @@ class APIError(GovernedMemoryError):
 
     code: str = ""
 
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None, *, status: int = 0, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        status: int = 0,
+        headers: dict[str, str] | None = None,
+    ):
         # str(error) carries the reason, not just the code: the details (which field, what is
         # wrong with it, which kinds of personal data) as the server sent them. The server never
         # puts the refused value in them, so this is safe to log.
@@ -263,6 +271,8 @@ class InternalError(APIError):
 ERROR_CLASSES: dict[str, type[APIError]] = {cls.code: cls for cls in APIError.__subclasses__() if cls.code}
 
 
-def error_for(code: str, message: str, details: dict[str, Any] | None, *, status: int, headers: dict[str, str]) -> APIError:
+def error_for(
+    code: str, message: str, details: dict[str, Any] | None, *, status: int, headers: dict[str, str]
+) -> APIError:
     cls = ERROR_CLASSES.get(code, APIError)
     return cls(code, message, details, status=status, headers=headers)

@@ -128,7 +128,11 @@ def fence(memory: Mapping[str, Any] | Memory) -> str:
         attributes["score"] = f"{data['score']:.6f}"
     attributes["trust"] = "untrusted"
     attributes["evidence"] = "false"
-    rendered = " ".join(f'{name}="{fence_escape(str(value), attribute=True)}"' for name, value in attributes.items() if value is not None)
+    rendered = " ".join(
+        f'{name}="{fence_escape(str(value), attribute=True)}"'
+        for name, value in attributes.items()
+        if value is not None
+    )
     body = data.get("text") or ""
     details = data.get("details") or []
     if details:
@@ -162,8 +166,14 @@ def render_recall(result: RecallResult) -> str:
 
 
 def render_list(page: ListPage) -> str:
-    more = f' More: call list_memories again with cursor "{fence_escape(page.next_cursor, attribute=True)}".' if page.next_cursor else ""
-    return render_text(f"Listed {len(page.memories)} memories, newest first (hidden {page.hidden}).{more}", page.memories)
+    more = (
+        f' More: call list_memories again with cursor "{fence_escape(page.next_cursor, attribute=True)}".'
+        if page.next_cursor
+        else ""
+    )
+    return render_text(
+        f"Listed {len(page.memories)} memories, newest first (hidden {page.hidden}).{more}", page.memories
+    )
 
 
 def render_forget(result: ForgetResult) -> str:

@@ -42,9 +42,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 try:
-    from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
 except ImportError as exc:  # pragma: no cover - exercised by installing without the extra
-    raise ImportError("governed_memory.langgraph needs LangGraph: pip install './clients/python[langgraph]' (from the project's checkout)") from exc
+    raise ImportError(
+        "governed_memory.langgraph needs LangGraph: pip install './clients/python[langgraph]' (from the project's "
+        "checkout)"
+    ) from exc
 
 from governed_memory.client import AsyncMemoryClient, MemoryClient
 from governed_memory.errors import GovernedMemoryError, MemoryNotFound
@@ -83,7 +97,10 @@ def remember_arguments(value: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("A governed memory value is a mapping: {'text': str, 'details'?: [str], 'kind'?: str}.")
     unknown = sorted(set(value) - VALUE_KEYS - READ_ONLY_KEYS)
     if unknown:
-        raise ValueError(f"A governed memory value holds text, details and kind only; not {', '.join(map(repr, unknown))} (docs/clients.md).")
+        raise ValueError(
+            f"A governed memory value holds text, details and kind only; not {', '.join(map(repr, unknown))} "
+            "(docs/clients.md)."
+        )
     text = value.get("text")
     if not isinstance(text, str):
         raise ValueError("A governed memory value needs 'text' (a string).")
@@ -100,7 +117,11 @@ def item_of(memory: Memory) -> Item | SearchItem:
 
 
 def search_item(item: Item) -> SearchItem:
-    return item if isinstance(item, SearchItem) else SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at)
+    return (
+        item
+        if isinstance(item, SearchItem)
+        else SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at)
+    )
 
 
 _MISSING = object()
@@ -123,7 +144,12 @@ def _compare(actual: Any, operator: str, expected: Any) -> bool:
     if actual is _MISSING or actual is None:
         return False
     try:
-        return {"$gt": actual > expected, "$gte": actual >= expected, "$lt": actual < expected, "$lte": actual <= expected}[operator]
+        return {
+            "$gt": actual > expected,
+            "$gte": actual >= expected,
+            "$lt": actual < expected,
+            "$lte": actual <= expected,
+        }[operator]
     except TypeError:
         return False
     except KeyError:
@@ -172,7 +198,14 @@ class GovernedStore(BaseStore):
 
     supports_ttl = False
 
-    def __init__(self, client: MemoryClient | None = None, *, async_client: AsyncMemoryClient | None = None, base_url: str | None = None, token: str | None = None):
+    def __init__(
+        self,
+        client: MemoryClient | None = None,
+        *,
+        async_client: AsyncMemoryClient | None = None,
+        base_url: str | None = None,
+        token: str | None = None,
+    ):
         self._settings = {"base_url": base_url, "token": token}
         self._client = client
         self._async_client = async_client
@@ -182,13 +215,18 @@ class GovernedStore(BaseStore):
     @property
     def client(self) -> MemoryClient:
         if self._client is None:
-            self._client = MemoryClient(self._async_client.base_url if self._async_client else self._settings["base_url"], self._settings["token"] or _token_of(self._async_client))
+            self._client = MemoryClient(
+                self._async_client.base_url if self._async_client else self._settings["base_url"],
+                self._settings["token"] or _token_of(self._async_client),
+            )
         return self._client
 
     @property
     def async_client(self) -> AsyncMemoryClient:
         if self._async_client is None:
-            self._async_client = AsyncMemoryClient(self.client.base_url, self._settings["token"] or _token_of(self.client))
+            self._async_client = AsyncMemoryClient(
+                self.client.base_url, self._settings["token"] or _token_of(self.client)
+            )
         return self._async_client
 
     render = staticmethod(render_items)
@@ -218,7 +256,9 @@ class GovernedStore(BaseStore):
                 found = memory.recall(op.query, limit=RECALL_MAX).memories
                 answer = _ranked_under(found, prefix, op)
                 if answer is None:
-                    exact = _one_namespace_under({m.namespace for m in memory.list(page_size=LIST_PAGE)}, prefix, op, len(found))
+                    exact = _one_namespace_under(
+                        {m.namespace for m in memory.list(page_size=LIST_PAGE)}, prefix, op, len(found)
+                    )
                     answer = _page(memory.recall(op.query, namespace=exact, limit=_recall_limit(op)).memories, op)
                 return answer
             return _scan((item_of(m) for m in memory.list(page_size=LIST_PAGE) if under(m.namespace, prefix)), op)
@@ -251,8 +291,12 @@ class GovernedStore(BaseStore):
                 found = (await memory.recall(op.query, limit=RECALL_MAX)).memories
                 answer = _ranked_under(found, prefix, op)
                 if answer is None:
-                    exact = _one_namespace_under({m.namespace async for m in memory.list(page_size=LIST_PAGE)}, prefix, op, len(found))
-                    answer = _page((await memory.recall(op.query, namespace=exact, limit=_recall_limit(op))).memories, op)
+                    exact = _one_namespace_under(
+                        {m.namespace async for m in memory.list(page_size=LIST_PAGE)}, prefix, op, len(found)
+                    )
+                    answer = _page(
+                        (await memory.recall(op.query, namespace=exact, limit=_recall_limit(op))).memories, op
+                    )
                 return answer
             out: list[SearchItem] = []
             skipped = 0
@@ -302,7 +346,9 @@ def _ranked_under(found: list[RecalledMemory], prefix: tuple[str, ...], op: Sear
     under the prefix, or None when it may be incomplete: the server ranked as many as it could
     (RECALL_MAX), and fewer of them than the page needs (a filter needs them all) are under it."""
     kept = [m for m in found if under(m.namespace, prefix)]
-    complete = len(found) < RECALL_MAX or len(kept) == len(found) or (not op.filter and len(kept) >= op.offset + op.limit)
+    complete = (
+        len(found) < RECALL_MAX or len(kept) == len(found) or (not op.filter and len(kept) >= op.offset + op.limit)
+    )
     return _page(kept, op) if complete else None
 
 
@@ -312,10 +358,11 @@ def _one_namespace_under(namespaces: Iterable[str], prefix: tuple[str, ...], op:
     if len(inside) <= 1:
         return inside[0] if inside else namespace_string(prefix)
     raise PrefixSearchUnsupported(
-        f"search({prefix!r}, query=…) spans {len(inside)} namespaces ({', '.join(inside[:5])}{', …' if len(inside) > 5 else ''}): "
-        f"the server ranks at most {RECALL_MAX} memories across namespaces ({ranked} ranked) and too few of them lie under the prefix "
-        f"for offset {op.offset} + limit {op.limit}{' with a filter' if op.filter else ''}. Search one of those namespaces, "
-        "search without a query (every item under the prefix, newest first), or ask a narrower query."
+        f"search({prefix!r}, query=…) spans {len(inside)} namespaces "
+        f"({', '.join(inside[:5])}{', …' if len(inside) > 5 else ''}): the server ranks at most {RECALL_MAX} memories "
+        f"across namespaces ({ranked} ranked) and too few of them lie under the prefix for offset {op.offset} + limit "
+        f"{op.limit}{' with a filter' if op.filter else ''}. Search one of those namespaces, search without a query "
+        "(every item under the prefix, newest first), or ask a narrower query."
     )
 
 

@@ -31,7 +31,12 @@ class Citation:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Citation:
-        return cls(passage_id=data["passageId"], document_id=data["documentId"], sha256=data["sha256"], source_state=data["sourceState"])
+        return cls(
+            passage_id=data["passageId"],
+            document_id=data["documentId"],
+            sha256=data["sha256"],
+            source_state=data["sourceState"],
+        )
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,11 @@ class RecalledMemory(Memory):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecalledMemory:
         ranks = data["ranks"]
-        return cls(**cls._fields(data), score=data["score"], ranks=Ranks(ranks.get("bm25"), ranks.get("semantic"), ranks.get("entity")))
+        return cls(
+            **cls._fields(data),
+            score=data["score"],
+            ranks=Ranks(ranks.get("bm25"), ranks.get("semantic"), ranks.get("entity")),
+        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +139,12 @@ class RecallResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecallResult:
-        return cls(memories=[RecalledMemory.from_json(m) for m in data["memories"]], hidden=data["hidden"], considered=data["considered"], degraded=list(data["degraded"]))
+        return cls(
+            memories=[RecalledMemory.from_json(m) for m in data["memories"]],
+            hidden=data["hidden"],
+            considered=data["considered"],
+            degraded=list(data["degraded"]),
+        )
 
     def __iter__(self) -> Iterator[RecalledMemory]:
         return iter(self.memories)
@@ -151,7 +165,11 @@ class ListPage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ListPage:
-        return cls(memories=[Memory.from_json(m) for m in data["memories"]], hidden=data["hidden"], next_cursor=data["nextCursor"])
+        return cls(
+            memories=[Memory.from_json(m) for m in data["memories"]],
+            hidden=data["hidden"],
+            next_cursor=data["nextCursor"],
+        )
 
     def render(self) -> str:
         """The MCP `list_memories` text for this page."""
@@ -184,7 +202,13 @@ class TurnResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TurnResult:
         c = data["consolidation"]
-        return cls(id=c["id"], status=c["status"], reason=c["reason"], message=c.get("message"), personal_data=list(c.get("personalData") or []))
+        return cls(
+            id=c["id"],
+            status=c["status"],
+            reason=c["reason"],
+            message=c.get("message"),
+            personal_data=list(c.get("personalData") or []),
+        )
 
     @property
     def queued(self) -> bool:

@@ -23,7 +23,10 @@ from typing import Any
 try:
     from agents import FunctionTool, RunContextWrapper
 except ImportError as exc:  # pragma: no cover - exercised by installing without the extra
-    raise ImportError("governed_memory.openai_agents needs the OpenAI Agents SDK: pip install './clients/python[openai-agents]' (from the project's checkout)") from exc
+    raise ImportError(
+        "governed_memory.openai_agents needs the OpenAI Agents SDK: pip install './clients/python[openai-agents]' "
+        "(from the project's checkout)"
+    ) from exc
 
 from governed_memory.client import AsyncMemoryClient, MemoryClient
 from governed_memory.tools import TOOLS, ToolRefusal, arun_tool, tool_spec
@@ -45,7 +48,13 @@ def memory_tool(client: AsyncMemoryClient | MemoryClient, operation: str) -> Fun
             return refusal.text
 
     # Not strict: the bodies have optional fields, which OpenAI's strict mode cannot express.
-    return FunctionTool(name=spec["name"], description=spec["description"], params_json_schema=spec["parameters"], on_invoke_tool=invoke, strict_json_schema=False)
+    return FunctionTool(
+        name=spec["name"],
+        description=spec["description"],
+        params_json_schema=spec["parameters"],
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
 
 
 def memory_tools(client: AsyncMemoryClient | MemoryClient) -> list[FunctionTool]:

@@ -23,7 +23,10 @@ try:
     from pydantic_ai import Tool
     from pydantic_ai.exceptions import ToolFailed
 except ImportError as exc:  # pragma: no cover - exercised by installing without the extra
-    raise ImportError("governed_memory.pydantic_ai needs pydantic-ai: pip install './clients/python[pydantic-ai]' (from the project's checkout)") from exc
+    raise ImportError(
+        "governed_memory.pydantic_ai needs pydantic-ai: pip install './clients/python[pydantic-ai]' (from the "
+        "project's checkout)"
+    ) from exc
 
 from governed_memory.client import AsyncMemoryClient, MemoryClient
 from governed_memory.tools import TOOLS, ToolRefusal, arun_tool, tool_spec

@@ -23,7 +23,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from governed_memory.errors import APIError, ConnectionFailed, GovernedMemoryError, OutcomeUnknown, RateLimited, RateLimitUnavailable, ServiceUnavailable, Throttled, UnexpectedResponse
+from governed_memory.errors import (
+    APIError,
+    ConnectionFailed,
+    GovernedMemoryError,
+    OutcomeUnknown,
+    RateLimited,
+    RateLimitUnavailable,
+    ServiceUnavailable,
+    Throttled,
+    UnexpectedResponse,
+)
 
 #: operations that change nothing, so a retry after an unknown outcome is harmless
 READ_OPERATIONS = frozenset({"recall", "list"})
@@ -53,7 +63,9 @@ class RetryPolicy:
         if isinstance(error, (RateLimited, Throttled)):
             wait = error.retry_after
             wait = self._backoff(attempt) if wait is None else wait
-        elif isinstance(error, RateLimitUnavailable) or (isinstance(error, ServiceUnavailable) and operation in READ_OPERATIONS):
+        elif isinstance(error, RateLimitUnavailable) or (
+            isinstance(error, ServiceUnavailable) and operation in READ_OPERATIONS
+        ):
             # Never sooner than the server asked; the jitter spreads clients that failed together.
             floor = error.retry_after or 0.0
             wait = max(floor, self._backoff(attempt)) * (1.0 + 0.5 * self.random())
