@@ -17,12 +17,7 @@ def chat(state: State, *, store: BaseStore) -> State:
     return {"recalled": [item.value["text"] for item in store.search(("travel",), query="which seat on a plane?")]}
 
 
-graph = (
-    StateGraph(State)
-    .add_node("chat", chat)
-    .add_edge(START, "chat")
-    .add_edge("chat", END)
-    .compile(store=GovernedStore())
-)
+builder = StateGraph(State).add_node("chat", chat).add_edge(START, "chat").add_edge("chat", END)
+graph = builder.compile(store=GovernedStore())
 graph.invoke({"said": "Prefers an aisle seat; tickets to ada@example.com"})  # one run remembers…
 print(graph.invoke({})["recalled"])  # …the next recalls: ['Prefers an aisle seat; tickets to [EMAIL]']
