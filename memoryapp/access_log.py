@@ -167,7 +167,7 @@ def strike_references(version_ids: Sequence[int], *, member_id: int | None = Non
 
     The listing entries are locked first; those listing nothing else are deleted, the others
     rewritten without the erased references. On PostgreSQL the rewrite is one UPDATE computed in
-    the database (Django's bulk_update of ~90 JSON rows took 30-65 ms there, this 3-5 ms)."""
+    the database, not Django's bulk_update (docs/benchmarks.md "Figures behind code choices")."""
     counts = {ENTRY_ARTIFACT: 0, REFERENCE_ARTIFACT: 0}
     ids = sorted({int(i) for i in version_ids})
     if not ids:
@@ -246,7 +246,7 @@ def strike_counts_in_order(batches: Sequence[Sequence[int]], *, member_id: int |
         return counts
     if member_id is not None and len(batch_of) > _SCAN_MEMBER_ABOVE:
         # A bulk preview names most of a member's memories: reading the member's entries once
-        # beats one GIN probe per id (1.1 s for 2,000 ids against 20 ms for 4,000 entries).
+        # beats one GIN probe per id (docs/benchmarks.md "Figures behind code choices").
         rows = _rows(f"SELECT memories FROM {_TABLE} WHERE member_id = %s", [member_id])
     else:
         rows = _rows(*_listing_sql(sorted(batch_of), member_id, select="memories"))

