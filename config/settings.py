@@ -392,7 +392,7 @@ if _names("KEK_BACKEND", "pkcs11", KEK_BACKEND):
         )
     if not PKCS11_KEY_LABEL or ":" in PKCS11_KEY_LABEL:
         raise ImproperlyConfigured("PKCS11_KEY_LABEL must be a non-empty label without ':'")
-# How often the key-encryption key is rotated (issue 33, docs/encryption.md "Scheduled rotation"):
+# How often the key-encryption key is rotated (docs/encryption.md "Scheduled rotation"):
 # a beat job checks every 10 minutes and, once the current KEK is this many hours old, makes a new
 # one, re-wraps every data key under it and destroys the old one. That destruction is what closes
 # an erase's residual window (`residualUntil` on every receipt): a wrapped key left behind in a dead

@@ -281,7 +281,7 @@ def _readable(path: Path) -> list[bytes]:
 
 def destroy_file(path: Path) -> None:
     """Overwrite a key file with zeros, then unlink it. (On a journaling or copy-on-write file
-    system, or an SSD, the old blocks may survive: that is what a hardware KEK, issue 33, fixes.)"""
+    system, or an SSD, the old blocks may survive: that is what a hardware KEK fixes.)"""
     try:
         size = path.stat().st_size
         with open(path, "r+b") as handle:

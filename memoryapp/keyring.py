@@ -116,7 +116,7 @@ class KekRecordQuerySet(models.QuerySet):
 
 
 class KekRecord(models.Model):
-    """When a key-encryption key was made and when it was destroyed (issue 33): the instants a
+    """When a key-encryption key was made and when it was destroyed: the instants a
     deletion receipt's residual window (`residualUntil`) is computed from and checked against. Kept
     in the key store's database, beside the keys it wrapped; holds nothing of the KEK but its id."""
 
@@ -339,7 +339,7 @@ class DatabaseKeyStore:
     def destroy_many(self, key_ids: Iterable[UUID]) -> list[tuple[UUID, str, bytes]]:
         """Delete these keys; (key id, wrapped by, wrapped) of each deleted, as it was deleted
         (`DELETE … RETURNING`, one statement: a rotation re-wrapping meanwhile cannot slip a newer
-        value past it). The caller keeps only `fingerprint()`s of the wrapped bytes (issue 33)."""
+        value past it). The caller keeps only `fingerprint()`s of the wrapped bytes."""
         ids = list(dict.fromkeys(key_ids))
         connection = connections[self.alias]
         table, pk = DataKey._meta.db_table, DataKey._meta.pk
@@ -367,7 +367,7 @@ class DatabaseKeyStore:
 
     def vacuum(self) -> bool:
         """PostgreSQL: VACUUM the key table, outside any transaction, so destroyed keys stop being
-        dead tuples in its files sooner (issue 33 row 1). It shortens the window; it does not bound
+        dead tuples in its files sooner. It shortens the window; it does not bound
         it (a pruned page may keep the bytes in its free space, a WAL segment or a replica keeps
         them): the KEK's destruction does (`memoryapp.encryption.scheduled_rotation`). SKIP_LOCKED:
         another VACUUM of it under way is enough. False on SQLite (secure_delete zeroes them) and

@@ -214,7 +214,7 @@ def is_effectively_empty(masked_text: str) -> bool:
     Uses Unicode categories: punctuation (P*), separators (Z*), control/format characters (C*)
     and the mathematical, currency and modifier symbols (Sm, Sc, Sk) do not count as content, so
     Japanese punctuation such as 、。「」 is ignored. Letters, marks, digits and the other symbols
-    (So: emoji, pictographs, dingbats) count: a note of only emoji is a note (issue 33).
+    (So: emoji, pictographs, dingbats) count: a note of only emoji is a note.
     """
     rest = PLACEHOLDER_RE.sub(" ", masked_text)
     return all(unicodedata.category(ch)[0] in "PZC" or unicodedata.category(ch) in ("Sm", "Sc", "Sk") for ch in rest)
