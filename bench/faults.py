@@ -1,38 +1,19 @@
-"""Fault rehearsal (issue 32, item 5): each fault injected under load into the product as it is
-deployed, and what the clients saw.
+"""Fault rehearsal: each fault injected under load into the product as it is deployed, and what the
+clients saw.
 
     .venv/bin/python bench/faults.py [--backend postgres sqlite] [--short] [--only NAME ...] [--clients 4]
 
-PostgreSQL + Redis (the README's "Production", docs/operations.md "Production deployment": `uvicorn
-config.asgi:application
---workers 2` and `celery -A config worker`, prefork): the harness starts its OWN PostgreSQL
-clusters (the data on port 8055, the key store on 8057, so it can be made unreachable alone) and
-its OWN redis-server (8056), and restarts or kills only those; the web server listens on 8050.
-Faults: `pg_restart` (the data's server stopped `-m immediate`, i.e. crashed, then started),
-`redis_restart` (SIGKILL, then a fresh empty server: rate limits, cache and broker queue gone),
-`keyring_down` (the key store's server stopped, then started), `worker_kill` (a member removal
-queues the Celery erase of their memories; the worker's process group gets SIGKILL while it runs,
-a new worker is started, the cascade and keyring sweeps are run once).
+It never touches the machine's own servers: it starts its OWN PostgreSQL clusters (data on 8055, key
+store on 8057), redis-server (8056) and the run command's processes (web on 8050), and restarts or
+kills only those. Faults: `pg_restart`, `redis_restart`, `keyring_down`, `worker_kill` (PostgreSQL +
+Redis), and `keyring_down`, `worker_kill` on the embedded default. A client loop runs before, during
+and after each; every memory answered 201 must still exist and open at the end, and after every
+fault the same worker must erase a removed probe member's memories by itself.
 
-Embedded default (SQLite + the broker-less Celery set-up of scripts/run.sh: one uvicorn process,
-`celery worker --pool=threads --concurrency=2`): `keyring_down` moves the key store's file aside and
-puts a directory in its place (a volume gone: no connection can open it; as root, a chmod would
-not stop the processes),
-`worker_kill` as above.
-
-Around every fault a client loop (remember 30%, recall 35%, list 35%, from 16 credentials) runs
-before, during and after it. Printed per backend and fault: requests sent, status counts,
-answers that are not JSON or not the house error body `{"error": {"code", "message",
-"details"}}`, 5xx answers by code, time to recover (from the service's return to the last failed
-answer; "not recovered" when failures go on past the bounded wait), 201s lost (every memory
-answered 201 must still exist and open at the end), and for `worker_kill` the erase state right
-after the kill and after the sweep (rows and data keys left, rows whose key is gone, receipts and
-ids in more than one receipt). After every fault a probe member is removed over the API and the
-(same, never restarted) worker must erase their memories by itself: the worker recovered too.
-
-The last line is `RESULT <json>`; the exit status is 1 when a check failed (lost 201s, no
-recovery, a half-done erase, a probe the worker never erased). JSON-ness is reported, not
-enforced here: tests/operations/test_faults.py states what it expects of it.
+The last line is `RESULT <json>`; the exit status is 1 when a check failed (lost 201s, no recovery,
+a half-done erase, a probe the worker never erased). JSON-ness is reported, not enforced:
+tests/operations/test_faults.py states what it expects. What each fault does and what is printed:
+docs/operations.md "Fault rehearsal".
 """
 
 from __future__ import annotations

@@ -2,27 +2,14 @@
 
     .venv/bin/python bench/fusion_ceiling.py [--data DIR] [--embedder e5] [--tune 26,30]
 
-Issue 14 asks the fusion to beat its best single ranking by 0.02 recall@5; measured against the
-unfloored cosine (a plain vector search) it does not (bench/recall_locomo.py). This script asks
-whether any choice of the constants SPEC §4.4 leaves open could, and what a fusion SPEC §4.4 does
-not allow would give — figures for deciding whether the SPEC should change, not a tuning tool
-(the product's constants stay chosen on the tuning conversations by bench/recall_locomo.py).
+Figures for deciding whether SPEC §4.4 should change, not a tuning tool: the product's constants
+stay chosen on the tuning conversations by bench/recall_locomo.py. Loads LoCoMo as that script does,
+scores every question's candidates once (BM25 of the product's terms, cosine of the stored vectors)
+and re-ranks offline, within SPEC §4.4 (a grid of floors, margins and depth cuts: an upper bound,
+fitted to all five conversations) and beyond it (weighted RRF, smaller k, z-scored score fusion).
+The first line is the product's own configuration and must equal bench/recall_locomo.py's fusion.
 
-It loads the LoCoMo development conversations exactly as bench/recall_locomo.py does (the
-product's write path), takes each question's candidates through the product's read path
-(``service.recall_candidates``, ``visibility.recheck``), computes once per question the Okapi
-BM25 scores of the product's terms (``service`` constants) and the cosine similarities of the
-stored vectors, and then re-ranks offline:
-
-* within SPEC §4.4 (plain RRF, k = 60): every BM25 relative floor x cosine margin of a grid, and
-  depth cuts of either ranking — the best of the grid is fitted to all five conversations, so it
-  is an upper bound of what choosing constants can give, not a result;
-* beyond it: RRF with a weight on the cosine ranking or a smaller k, and a convex combination of
-  z-scored BM25 and cosine scores.
-
-Each line: R@5 overall / multi-hop on the tuning conversations, the other three and all five, and
-the difference to the unfloored cosine on all five. The product's own configuration is the first
-line and must equal bench/recall_locomo.py's fusion.
+Method: docs/benchmarks.md "How the recall benchmarks work"; results: "Default embedder".
 """
 
 from __future__ import annotations

@@ -3,39 +3,15 @@
     .venv/bin/python bench/recall_locomo.py [--data DIR] [--embedders e5,minilm,use,hashing]
         [--tune 26,30] [--only tune|other|all] [--set NAME=VALUE ...] [--json FILE] [--quiet]
 
-The data is the development split of LoCoMo (Maharana et al., ACL 2024) in
-``../shared/data/locomo-dev/`` (or ``--data``, or ``$LOCOMO_DIR``); it is research data and is never
-copied into the repository. Without it the script says so and exits 0.
+Reads LoCoMo's development split from ``../shared/data/locomo-dev/`` (or ``--data``, ``$LOCOMO_DIR``);
+research data, never copied into the repository; without it the script says so and exits 0. Every
+observation is remembered through the product's write path and every answerable question recalled
+through its read path; the fusion is ``service.recall()``'s own answer, checked to equal RRF over
+the rankings it prints. Choose parameters on ``--tune`` only and read the other conversations
+afterwards; ``--set`` overrides a named constant of ``memoryapp.recall`` for one run.
 
-The benchmark is the one that folder's README defines: per conversation and per embedder, one
-member remembers every observation (``"<speaker>: <fact>"``, in the order of the dialogue) through
-the product's write path (``gates.admit`` — validation, masking — and
-``memoryapp.actions.store_version``, which stores the index entry with that embedder). Every
-answerable question (categories 1–4: multi-hop, temporal, open-domain, single-hop; 5 is
-adversarial and left out) is recalled with its text, limit 10; a memory is relevant when its
-``dia_id`` is among the question's evidence (multi-id and mistyped evidence strings are split and
-normalised); questions without a relevant observation are skipped.
-
-Every ranking comes from the product's read path: ``service.recall_candidates`` (newest 300,
-filters), ``visibility.recheck`` and ``service.rank_candidates`` — the function ``recall()`` fuses —
-give BM25, cosine (with the member's embedder) and entities alone; the fusion is the answer of
-``service.recall()`` itself, and the script checks that it equals RRF over those rankings.
-LoCoMo's memories cite no knowledge passages, so the entity ranking is empty here (it is
-measured by ``bench/recall_quality.py``).
-
-Parameters must not be fitted to these five conversations (five more are held out): choose them
-on ``--tune`` (default conversations 26 and 30) and read the other three, and all five,
-separately. ``--set service.NAME=VALUE`` (or ``bm25.NAME``, ``embedders.NAME``) overrides a named
-constant of ``memoryapp.recall`` for a run, which is how the constants' comments were measured.
-
-"cosine NAME unfloored" ranks every candidate by the embedder's cosine with no floor or margin — a
-plain vector search, which is what Mem0's open-source search does — so that the fusion is also
-compared with the best its semantic input could do alone, not only with that input as cut for
-fusion.
-
-Metrics per question, averaged: recall@k = share of the relevant memories in the top k; MRR@10 =
-1 / rank of the first relevant memory in the top 10 (else 0); hit@5 = 1 if any relevant memory is
-in the top 5.
+Method, relevance rule and metrics (recall@k, MRR@10, hit@5): docs/benchmarks.md "How the recall
+benchmarks work"; results: docs/benchmarks.md "Default embedder".
 """
 
 from __future__ import annotations

@@ -3,29 +3,14 @@
     .venv/bin/python bench/recall_quality.py [--data bench/data/recall_eval.json] [--budget 30] [--verbose]
         [--embedders e5,minilm,use,hashing] [--set MODULE.NAME=VALUE]
 
-Builds a throwaway SQLite database (VAR_DIR is a fresh temporary directory; DATABASE_URL,
-REDIS_URL and CELERY_BROKER_URL are ignored), loads the evaluation set of
-``bench/data/recall_eval.json`` through the product's own write paths — ``governance.actions``
-for the collection, documents (passages) and entities, ``gates.admit`` (validation, masking,
-citation checks) and ``memoryapp.actions.store_version`` for the memories — and then, for every
-query, runs the product's read path: ``service.recall_candidates`` (newest 300, filters) and
-``visibility.recheck`` on a real recall admission, then ``service.lexical_ranking``,
-``service.semantic_ranking`` (once per embedder), ``service.entity_ranking`` and
-``fusion.rrf`` on those candidates.
+Builds a throwaway SQLite database (DATABASE_URL, REDIS_URL and CELERY_BROKER_URL are ignored),
+loads the evaluation set through the product's own write paths and ranks every query with the
+product's read path, once per installed embedder (vectors of the embedders not stored are computed
+with ``index.index_entry`` and attached in memory). ``--set`` overrides a named constant of
+``memoryapp.recall``; ``--budget`` raises the semantic budget so that load does not turn quality into
+latency. A sanity check confirms that ``service.recall()`` returns the bench's fusion order.
 
-The index entry stores the configured embedder's vector only; for every other embedder (each one
-whose package is installed, or ``--embedders``) the bench computes the entries with
-``memoryapp.recall.index.index_entry`` under that setting and attaches them to the candidates
-(``service.Candidate``) in memory, so ``semantic_ranking`` sees exactly what it would see had the
-memories been remembered with that embedder. ``--set`` overrides a named constant of
-``memoryapp.recall`` as in ``bench/recall_locomo.py``. The semantic budget is raised (``--budget``) so
-that a busy machine does not turn a quality measurement into a latency one; how often the
-default 800 ms budget would have been missed is reported separately.
-
-A query's relevant memories are listed in the data. recall@5 = share of the relevant memories in
-the top 5; MRR = mean of 1 / rank of the first relevant memory (0 when a ranking leaves it out:
-BM25 and entities only rank memories sharing a term / an entity). A sanity check confirms that
-``service.recall()`` returns the same order as the bench's fusion for the stored embedder.
+Method and metrics: docs/benchmarks.md "How the recall benchmarks work"; results: "Default embedder".
 """
 
 from __future__ import annotations

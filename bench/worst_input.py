@@ -1,30 +1,16 @@
-"""Benchmark: the worst input an agent can send against a typical one, as a ratio (SPEC §4.7, issue 22
-row 1: no request may cost more than a bounded multiple of a typical one; target <= 5x).
+"""Benchmark: the worst input an agent can send against a typical one, as a ratio (SPEC §4.7: no
+request may cost more than a bounded multiple of a typical one; target <= 5x).
 
     .venv/bin/python bench/worst_input.py [--n 15] [--db bench_worst_input] [--engine-only] [--before]
 
 PostgreSQL + Redis (bench/_setup.py; BENCH_DB_PREFIX / REDIS_URL keep parallel runs apart), the
-default embedder, every request through the whole REST stack (middleware, gates, masking, the
-rate limits — raised so that they never refuse —, the write or the recall, the access log).
-Each worst case is timed interleaved with its typical case, call by call, so that the machine's
-noise falls on both alike; the ratio is worst p50 / typical p50 (and the same at p95).
+default embedder, every request through the whole REST stack with the rate limits raised. Each worst
+case is timed interleaved with its typical case, call by call; the ratio is worst p50 / typical p50
+(and p95). --engine-only prints the embedding alone; --before adds one uncapped run of each.
 
-What "worst" is made of (each at the field limits of SPEC §3: text and query 1,000 characters,
-namespace 64, key 120, details 20 lines of 500, limit 50 for recall):
-
-* ligature: U+FDFA, which NFKC expands to 18 characters (18,000 characters, 4,005 tokens uncapped);
-* a@: "a@" * 500, one token per character (1,005 tokens);
-* emoji: family ZWJ sequences (7 code points, ~7 tokens each), a letter between them (emoji alone
-  are refused as AGENT_MEMORY_EMPTY, which costs nothing);
-* combining: a letter with nine combining accents, repeated;
-* digits: digit groups (the masking's number detector's own worst shape);
-* cjk: 1,000 CJK characters (999 BM25 bigrams);
-* words: ordinary English at 1,000 characters (the honest long note).
-
-Recall is measured against a member holding 300 typical memories (the SPEC's candidate count) and,
-for "recall over worst memories", against one holding 300 memories each built like the worst
-remember (hostile terms in every candidate). --engine-only prints the embedding alone (query
-and passage side); --before adds one uncapped run of each (what a text cost before the caps)."""
+The worst inputs (ligature, `a@`, emoji, combining, digits, CJK, words) and the method:
+docs/benchmarks.md "Worst input".
+"""
 
 from __future__ import annotations
 

@@ -392,7 +392,7 @@ if _names("KEK_BACKEND", "pkcs11", KEK_BACKEND):
         )
     if not PKCS11_KEY_LABEL or ":" in PKCS11_KEY_LABEL:
         raise ImproperlyConfigured("PKCS11_KEY_LABEL must be a non-empty label without ':'")
-# How often the key-encryption key is rotated (issue 33, docs/encryption.md "Scheduled rotation"):
+# How often the key-encryption key is rotated (docs/encryption.md "Scheduled rotation"):
 # a beat job checks every 10 minutes and, once the current KEK is this many hours old, makes a new
 # one, re-wraps every data key under it and destroys the old one. That destruction is what closes
 # an erase's residual window (`residualUntil` on every receipt): a wrapped key left behind in a dead
@@ -584,8 +584,8 @@ MEMORY_EMBEDDER_THREADS = env_int(
     "MEMORY_EMBEDDER_THREADS", min(2, len(os.sched_getaffinity(0))), minimum=1, maximum=64
 )
 # Query embeddings one process runs or queues at once; over it a recall answers without its
-# semantic ranking (degraded "semantic") instead of queueing. 4 x a capped query's worst cost (p50
-# ~130 ms at load 5 on 2 cores) stays inside SEMANTIC_BUDGET_SECONDS (docs/limits.md).
+# semantic ranking (degraded "semantic") instead of queueing. 4 x a capped query's worst cost stays
+# inside SEMANTIC_BUDGET_SECONDS (docs/limits.md; docs/benchmarks.md "Figures behind code choices").
 MEMORY_QUERIES_IN_FLIGHT = env_int("MEMORY_QUERIES_IN_FLIGHT", 4, minimum=1, maximum=64)
 BACKUP_RETENTION_DAYS = env_int("BACKUP_RETENTION_DAYS", 0, minimum=0)
 # PostgreSQL WAL archiving (archive_command / a backup tool's WAL stream): how long archived WAL

@@ -63,8 +63,8 @@ workspace_api = [
     path("agents/<id:agent_id>", conversations.AgentView.as_view()),
 ]
 
-# The credit, usage and consolidation models moved from retention to the credits app (issue 23
-# step 4), and the admin's URLs name the app: an old link or bookmark lands on the same page. Only
+# The credit, usage and consolidation models moved from retention to the credits app, and the
+# admin's URLs name the app: an old link or bookmark lands on the same page. Only
 # ids and the admin's own words (change, history, delete) pass, so the target is always local.
 MOVED_TO_CREDITS = "usagerecord|modelprice|creditaccount|memberquota|rolequota|ledgerentry|usagerollup|consolidation"
 

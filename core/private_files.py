@@ -1,4 +1,4 @@
-"""Files only the service's user may read: the embedded default's SQLite databases (issue 24).
+"""Files only the service's user may read: the embedded default's SQLite databases.
 
 `var/memory.sqlite3` and `var/keyring.sqlite3` hold ciphertext and wrapped keys, next to key files
 that are mode 600; they are created 600 too (`create_private`, from the settings, before any

@@ -1,7 +1,7 @@
 """SQLite write-ahead-log checkpoints that never wait longer than they are told.
 
 An erase must not leave erased bytes in a WAL file, but a checkpoint that waits for readers while
-its caller holds the write lock stalls every writer of the file (issue 32, row 3). The erase
+its caller holds the write lock stalls every writer of the file. The erase
 paths checkpoint without waiting; the sweep truncates later with a bounded wait
 (`retention.erasure.truncate_wals`, docs/encryption.md)."""
 

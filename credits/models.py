@@ -3,9 +3,9 @@ append-only ledger, usage records and their daily rollups, and the consolidation
 submitted conversation turns (what each turn cost is a usage record). Whose usage a member may
 read: `UsageRecord.objects.restrict(member, "view")` (`core.restrict`).
 
-The models moved here from `retention` (issue 23 step 4) with their tables: `db_table` keeps the
+The models moved here from `retention` with their tables: `db_table` keeps the
 `retention_*` names, and the migrations only move Django's state (SeparateDatabaseAndState). The
-names stay (issue 35): renaming eight tables that hold the ledger and the usage would break every
+names stay: renaming eight tables that hold the ledger and the usage would break every
 backup, restore and report query written against them, for a name only (docs/operations.md,
 "Migrations")."""
 
@@ -261,7 +261,7 @@ class Consolidation(models.Model):
 
     content_fields = frozenset({"messages"})
     content_digests = frozenset({"message_count"})
-    # Its data keys stored before the move to this app (issue 23 step 4) name the old owner; the
+    # Its data keys stored before the move to this app name the old owner; the
     # keyring sweep scans both (memoryapp.sealing.owner_labels).
     former_key_owners = ("retention.consolidation",)
     metadata_fields = frozenset(

@@ -2,7 +2,7 @@
 beat (`CELERY_BEAT_SCHEDULE` names `credits.tasks.<job>`) and idempotent, so a retry or a second
 runner settles nothing twice.
 
-Until issue 35 they ran as `retention.tasks.<job>`. Those names stay registered (`FORMER_NAMES`),
+Their former names, `retention.tasks.<job>`, stay registered (`FORMER_NAMES`),
 running the same jobs, so that a message queued under one (a worker restarted with a full queue, a
 beat of the previous release during a rolling deploy) still runs. A beat's stored schedule
 (`celerybeat-schedule`) needs nothing: at start Celery replaces each stored entry's task name with

@@ -1,34 +1,16 @@
 """Which stored fields are memory content, declared once on the models that hold them.
 
-A model that stores memory content (or anything computed from it) declares four class
-attributes, and every concrete field must be in exactly one of them:
+A model that stores memory content (or anything computed from it) puts every concrete field in
+exactly one of `content_fields` (never shown or queried by the admin), `content_digests` (sizes,
+counts, kinds: shown, never queried; never a hash), `keyed_digests` (digests under a key: shown,
+never queried) and `metadata_fields`. The system check below refuses a model with an unclassified
+field, so a field added later cannot be forgotten; the admin base (`governance.admin_base`) reads
+these declarations to deny every path that reaches a content-derived field.
 
-- `content_fields`: the content itself (text, details, kind, BM25 terms, vectors, conversation
-  messages). Never displayed, exported, looked up, searched, filtered or ordered on by the admin.
-- `content_digests`: measures of the content (sizes, counts, detected kinds). The admin may show
-  them as metadata (SPEC §10 allows sizes), but never looks up, searches, filters or orders on
-  them: a filter `text_length=<n>` would confirm a guess one row at a time. Never a hash: an
-  unkeyed hash lets anyone with a guess confirm it offline (`sha256(guess)` against an export),
-  so it is content, and the system check refuses a hash-like name here (governance.E003).
-- `keyed_digests`: digests of the content under a key: shown like the measures, never queried.
-  Without the key nobody can compute one for a guess. `MemoryVersion.text_hmac` is keyed by the
-  version's own data key (`memoryapp.crypto.DataKeyCipher.digest`), so it dies with the erase;
-  `member_digest` (below) keys what has no data key of its own (an assistant topic's name).
-- `metadata_fields`: everything else (ids, dates, states, namespace and key).
-
-The system check below refuses a model whose fields are not all classified, so a field added
-later cannot be forgotten; the admin base (`governance.admin_base`) reads these declarations to
-deny every path that reaches a content-derived field, through any relation.
-
-Digests of content shown to anyone but the member are keyed (SPEC §8.2). A memory version's text
-digest is keyed by its data key (it must not outlive the erase: a backup's copy plus a long-lived
-server key would confirm a guess of the erased text). `member_digest` is the way for the rest: the key is
-`settings.CONTENT_DIGEST_KEY` (kept in var/ like the receipt
-signing key, or from the environment); HKDF-SHA256 derives from it one key per (workspace,
-member), and the digest is HMAC-SHA256 of the UTF-8 text under that key. Why per member and not
-per workspace: with one key per workspace, two members who stored the same sentence would show
-the same digest, and whoever knows one of them (their own test account, a member who told them)
-would learn the other's. The member's own export keeps the plain SHA-256 (it is theirs).
+Digests of content shown to anyone but the member are keyed (SPEC §8.2): a version's text digest by
+its own data key (it dies with the erase), the rest by `member_digest`, one HKDF-derived key per
+(workspace, member) so equal texts of two members never show equal digests.
+Details: docs/privacy.md "Which fields are content".
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Entity links (SPEC §5.1) written outside the knowledge write that causes them, in bounded chunks.
 
-Creating an entity used to scan every passage of the workspace inside its own transaction, and
-on the embedded default (SQLite, IMMEDIATE transactions) that held the one write lock of the file
-for every workspace for as long as the scan took (issue 32, row 2). Now the write commits first,
+A knowledge write never scans the workspace's passages inside its own transaction: on the
+embedded default (SQLite, IMMEDIATE transactions) that would hold the one write lock of the file
+for every workspace for as long as the scan takes. The write commits first,
 with its pending state on the rows (`Entity.link_cursor`, `Passage.links_pending`); the links are
 then matched while only reading, and written in short transactions of LINK_CHUNK passages each:
 in the request when the work is small (ENTITY_LINK_INLINE_CHARS), else by the Celery task

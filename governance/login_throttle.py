@@ -1,5 +1,4 @@
-"""Login throttling that nobody can use to lock the owner out (docs/privacy.md, issue
-22).
+"""Login throttling that nobody can use to lock the owner out (docs/privacy.md).
 
 - **Per address and account: a limit.** After 5 failed attempts for one username from one client
   address within 15 minutes, further attempts for it from that address are refused until the

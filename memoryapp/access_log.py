@@ -1,25 +1,14 @@
 """The access log (SPEC §8.1): which agent read which memory versions, as ids, never text.
 
-- `record` writes one entry per agent read that returned memories (called by `memoryapp.reads`,
-  which REST and MCP share). A read that returned nothing is not logged: it put nothing of the
-  member's into an agent, and an entry listing no memory could not be erased with them.
-  The entry is written before the answer leaves, in one statement (one round trip), and lists
-  only the versions still stored at that moment, so an erase that commits between the read and
-  its entry cannot be undone by it (`record`'s docstring: the locks that make this hold with the
-  two side by side). On PostgreSQL that statement's transaction commits with
-  `synchronous_commit = off`: it does not wait for the WAL flush (0.1-0.2 ms instead of
-  0.7-4 ms on a loaded machine), is visible to every other session at once, and survives a
-  crash or SIGKILL of the application process; only a crash of the database server (or its
-  machine) within about 3 x `wal_writer_delay` (0.6 s by default) can lose it — the guarantee
-  SQLite's `synchronous=NORMAL` in WAL mode already gives every write of the embedded default.
-  Memories themselves, and erases, still commit synchronously.
-- Not deferred past the answer, on purpose (issue 32, measured in docs/benchmarks.md): an entry
-  written after the response (a `request_finished` hook, an ASGI task — and MCP is served
-  outside Django's request cycle) or batched by a timer is lost when the process dies between
-  the answer and the write, unless it is first journalled somewhere durable before the answer;
-  such a journal costs a write of its own and, on disk, would hold erased memories' ids outside
-  the erase's reach until replayed. With the flush no longer waited for, what deferring could
-  still take off the answer's path is the statement's round trip.
+- `record` writes one entry per agent read that returned memories (called by `memoryapp.reads`, shared
+  by REST and MCP); a read that returned nothing is not logged. The entry is written before the
+  answer leaves, in one statement, and lists only the versions still stored at that moment, so an
+  erase committing between the read and its entry is never undone by it (`record`'s docstring: the
+  locks). On PostgreSQL its transaction commits with `synchronous_commit = off`: it survives any
+  crash of the application, and only a crash of the database server within about 3 x
+  `wal_writer_delay` can lose it — what SQLite's `synchronous=NORMAL` gives the embedded default.
+  Memories themselves, and erases, still commit synchronously. Not deferred past the answer, on
+  purpose: docs/decisions.md "The access-log entry is written before the answer".
 - `strike_references` runs inside every erase (`retention.erasure.erase_memories`): the erased
   versions' references leave every entry that lists them; an entry left listing nothing is
   deleted. `count_listing` is the erase's verification that none is left.
@@ -178,7 +167,7 @@ def strike_references(version_ids: Sequence[int], *, member_id: int | None = Non
 
     The listing entries are locked first; those listing nothing else are deleted, the others
     rewritten without the erased references. On PostgreSQL the rewrite is one UPDATE computed in
-    the database (Django's bulk_update of ~90 JSON rows took 30-65 ms there, this 3-5 ms)."""
+    the database, not Django's bulk_update (docs/benchmarks.md "Figures behind code choices")."""
     counts = {ENTRY_ARTIFACT: 0, REFERENCE_ARTIFACT: 0}
     ids = sorted({int(i) for i in version_ids})
     if not ids:
@@ -257,7 +246,7 @@ def strike_counts_in_order(batches: Sequence[Sequence[int]], *, member_id: int |
         return counts
     if member_id is not None and len(batch_of) > _SCAN_MEMBER_ABOVE:
         # A bulk preview names most of a member's memories: reading the member's entries once
-        # beats one GIN probe per id (1.1 s for 2,000 ids against 20 ms for 4,000 entries).
+        # beats one GIN probe per id (docs/benchmarks.md "Figures behind code choices").
         rows = _rows(f"SELECT memories FROM {_TABLE} WHERE member_id = %s", [member_id])
     else:
         rows = _rows(*_listing_sql(sorted(batch_of), member_id, select="memories"))

@@ -1,41 +1,16 @@
 """Conversation turns consolidated into assistant memories by the system model (SPEC §9, seed 002).
 
-A turn is judged twice: when it is submitted (the answer says "queued" or "skipped" and why) and
-again by the task (state may have changed while it waited). Skip reasons, in the order checked:
+A turn is judged twice, when submitted (`queued`, or `skipped` with a reason) and again by the task,
+since state may change while it waits; docs/consolidation.md "Skip reasons, in the order checked" lists
+the reasons and the order. Skipped and failed consolidations charge nothing; one that succeeds is
+charged even when it finds nothing, and its memories are stored in the same transaction as the charge.
 
-| reason           | when                                                                   |
-|------------------|------------------------------------------------------------------------|
-| `organization`   | the platform's AI-memory flag is off for the workspace                 |
-| `anonymous`      | the conversation partner is an anonymous visitor                       |
-| `member_left`    | the partner is no longer a member, or was removed and re-added since the turn was submitted (task only) |
-| `member`         | the partner turned "Let the assistant remember me" off                 |
-| `vector_memory`  | the agent's "vector memory" switch is off (or the agent was deleted)   |
-| `non_retaining`  | the workspace became non-retaining while the turn waited (task only)   |
-| `personal_data`  | a message contains personal data; the turn is stored without content   |
-| `credits`        | the workspace's credits cannot cover it                                |
-| `member_quota`   | the partner's own quota is used up                                     |
-| `role_quota`     | the quota of the partner's role is used up                             |
-
-A model failure ends as `failed` with reason `model_error`; a refused store as `store_error`; a
-turn still waiting after `STALE_AFTER` (a stopped worker) as `expired`.
-Skipped and failed consolidations charge nothing. A consolidation that succeeds is charged,
-even when it finds nothing, and its memories are stored in the same transaction as the charge.
-
-The owner's "Let agents keep memories" switch is not a reason: it governs memories written by
-agent credentials (the agent namespaces), while consolidation writes assistant memories, which
-seed 002 governs by the platform flag, the member's switch and the agent's vector memory.
-
-Topics are keys, and the admin sees keys (SPEC §10): an extracted memory's topic passes the
-same personal-data refusal as any key (`check_topic` on the model's topic as given: refused ones
-are dropped), and is stored only as a name of the fixed vocabulary (`memoryapp.topics`), numbered
-when the topic holds several memories (`extracted_key`) — never the model's or the member's words.
-
-Message content lives only in `Consolidation.messages` (clean messages only) until the task
-ends; the task payload is the consolidation id. A turn belongs to the membership period it was
-submitted in (`member_period`): removing the member discards every turn of theirs still waiting
-(`discard_turns_of`, input purged at once), and a task that runs anyway (or one whose member is
-removed while the model works) stores nothing and charges nothing (`member_left`), however the
-member was re-added since.
+Message content lives only in `Consolidation.messages` until the task ends (the task payload is the
+id). A turn belongs to the membership period it was submitted in (`member_period`): once the member
+is removed it stores nothing and charges nothing (`member_left`), however they were re-added.
+An extracted topic is a key: it passes the personal-data refusal (`check_topic`) and is stored only
+as a name of the fixed vocabulary (`memoryapp.topics`), never the model's or the member's words.
+The owner's "Let agents keep memories" switch is not a reason: it governs credential-written memories.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Sealing rows stored before encryption, and rotating the key-encryption key (SPEC §8.2).
 
 `manage.py encrypt_memories` and `manage.py rotate_kek` call these, and the beat job
-`kek_rotation` calls `scheduled_rotation()` (every KEK_ROTATION_HOURS, issue 33). They work in
+`kek_rotation` calls `scheduled_rotation()` (every KEK_ROTATION_HOURS). They work in
 chunks, one transaction each, and pick up where an interrupted run stopped (what is done no longer
 matches their selection), so running any of them twice changes nothing the second time.
 
@@ -198,7 +198,7 @@ class KekRotation:
         return self.finish()
 
 
-# --- the scheduled rotation (issue 33) ---------------------------------------------------------------
+# --- the scheduled rotation --------------------------------------------------------------------------
 ROTATION_LEASE = "kek-rotation"
 #: A rotation renews its lease after every chunk; a crashed holder's lapses after this.
 LEASE_TTL = timedelta(minutes=10)

@@ -192,7 +192,7 @@ def _receipt_json(receipt: DeletionReceipt) -> dict[str, Any]:
         elif field.attname == "memory_version_ids":
             value = [str(i) for i in value or []]
         data[_camel(field.attname)] = value
-    data.update(receipt.residual_json())  # residualUntil as the APIs write it, and whether it has closed (issue 33)
+    data.update(receipt.residual_json())  # residualUntil as the APIs write it, and whether it has closed
     return data
 
 

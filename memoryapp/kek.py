@@ -1,33 +1,17 @@
 """Where the key-encryption keys come from, and the check that no stored data key is left without
 one (SPEC §8.2, docs/encryption.md "The KEK").
 
-A **KEK source** gives the keys (`keys()`: the current KEK, which wraps every new data key, and
-the retired ones, which still unwrap), says what it holds without changing anything
-(`configured()`: KEK ids and where each comes from) and takes part in a rotation
-(`begin_rotation()`, `retire_unneeded()`; `memoryapp.encryption.KekRotation` drives it). Two
-sources today, chosen by the settings (`memoryapp.keyring.kek_source`):
+A KEK source gives the keys (`keys()`: the current KEK, which wraps every new data key, and the
+retired ones, which still unwrap), says what it holds without changing anything (`configured()`)
+and takes part in a rotation (`begin_rotation()`, `retire_unneeded()`). Sources, chosen by
+`memoryapp.keyring.kek_source`: `FileKeks` (the file `var/memory_kek`, rewritten atomically, created
+**only while the key store holds no data key**: a missing file with keys stored is never replaced)
+and `EnvironmentKeks` (`MEMORY_KEK`, which only the operator rotates); the PKCS#11 token is in
+`memoryapp.kek_backends`. `RETIRED_KEKS` is the one explicit fallback, for every source.
 
-- `FileKeks`, the embedded default: the file `var/memory_kek` (mode 600). Its first line is the
-  current KEK; further lines are retired KEKs a rotation keeps until every data key is re-wrapped
-  (then it rewrites the file without them). Every rewrite is atomic (a private temporary file,
-  fsync, rename), so a crash leaves the old file or the new one. A running process notices a
-  rewrite (the file's inode, size and time change) at its next key-store call. The file is created
-  on first use **only while the key store holds no data key**: a missing file with keys stored
-  is never replaced; the process refuses (`KekUnavailable`).
-- `EnvironmentKeks`: `MEMORY_KEK` (current) and the retired `RETIRED_KEKS`, from the
-  environment. A rotation cannot change them: the operator does (put the new key in
-  MEMORY_KEK and the old in RETIRED_KEKS, restart, `rotate_kek`, remove it, restart) and the
-  command says which ids to remove.
-
-`RETIRED_KEKS` is the one explicit fallback and applies to both sources; nothing falls back to a
-key file when MEMORY_KEK is set. The third source, a PKCS#11 token (`KEK_BACKEND=pkcs11`), is in
-`memoryapp.kek_backends`: its `keys()` wrap and unwrap in the token, `begin_rotation` generates a
-key there.
-
-`missing_keks(source, store)` is the start-up check (`memoryapp.keyring.require_keks`, the system
-check in `memoryapp.apps`): the KEK ids the stored data keys were wrapped by (`DataKey.wrapped_by`,
-the first 8 bytes of SHA-256(`gam/kek-id/v1` || KEK): a 64-bit check value, so a wrong key passes
-with probability 2^-64) against the ids of the configured KEKs.
+`missing_keks(source, store)` is the start-up check: the KEK ids the stored data keys name
+(`DataKey.wrapped_by`, a 64-bit check value) against the configured ones. A process with a key it
+cannot unwrap does not start.
 """
 
 from __future__ import annotations
@@ -297,7 +281,7 @@ def _readable(path: Path) -> list[bytes]:
 
 def destroy_file(path: Path) -> None:
     """Overwrite a key file with zeros, then unlink it. (On a journaling or copy-on-write file
-    system, or an SSD, the old blocks may survive: that is what a hardware KEK, issue 33, fixes.)"""
+    system, or an SSD, the old blocks may survive: that is what a hardware KEK fixes.)"""
     try:
         size = path.stat().st_size
         with open(path, "r+b") as handle:

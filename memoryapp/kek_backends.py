@@ -1,32 +1,19 @@
-"""KEK backends: where the key-encryption key lives and where data keys are wrapped (issue 33,
-docs/encryption.md "KEK backends").
+"""KEK backends: where the key-encryption key lives and where data keys are wrapped
+(docs/encryption.md "KEK backends").
 
-A **backend** (`KekBackend`) is the small interface a KEK store offers: the current KEK's id,
-`wrap(key_id, dek) -> (kek_id, wrapped)`, `unwrap(key_id, kek_id, wrapped)`, `generate()` (a new
-current KEK, the old one kept until destroyed), `destroy(kek_id)` and `ids()` (the KEKs present,
-current first). Two implementations, chosen by the settings (`KEK_BACKEND`,
-`memoryapp.keyring.kek_source`):
+`KekBackend` is the interface a KEK store offers: the current KEK's id, `wrap`, `unwrap`, `generate`
+(a new current KEK, the old one kept until destroyed), `destroy` and `ids`. Chosen by `KEK_BACKEND`:
 
-- `FileBackend` (`KEK_BACKEND=file`, the default): the key file of the embedded default
-  (`memoryapp.kek.FileKeks`, unchanged: first line current, further lines retired). Wrapping is
-  AES-256-GCM in this process, with the KEK in its memory.
-- `Pkcs11Keks` (`KEK_BACKEND=pkcs11`): AES-256 key objects in a PKCS#11 token (an HSM, a cloud
-  HSM, SoftHSM2 for tests), generated in the token as sensitive and non-extractable: the KEK never
-  leaves it, and wrap/unwrap are `C_Encrypt`/`C_Decrypt` with CKM_AES_GCM inside the token. The
-  wrapped layout is the file backend's (`0x01 || nonce || ciphertext || tag`, associated data
-  `gam/dek/v1|<key id>`), so a data key stays bound to its key id. Each object is labelled
-  `<PKCS11_KEY_LABEL>:<generation>:<id>` (`gam-kek:00000002:3f1c…`): the highest generation is the
-  current KEK; the id (16 hex, random, also the object's CKA_ID) is what `DataKey.wrapped_by` names.
+- `FileBackend` (`file`, the default): the key file of `memoryapp.kek.FileKeks`; wrapping is
+  AES-256-GCM in this process.
+- `Pkcs11Keks` (`pkcs11`): non-extractable AES-256 keys generated in a PKCS#11 token; wrap and unwrap
+  run inside the token, so the KEK never leaves it. The wrapped layout and associated data are the
+  file backend's, so a data key stays bound to its key id.
 
-Both are KEK sources (`memoryapp.kek.KekSource`) too, so `KekRotation`, `rotate_kek` and the
-start-up check (`require_keks`) drive them alike: a rotation generates the new KEK in the token,
-re-wraps every data key there and destroys the retired object (`C_DestroyObject`), after which a
-wrapped key left in any copy of the key store (a dead tuple, a WAL segment, a backup) unwraps
-nowhere.
-
-The first KEK is generated only while no stored data key would need another one (the key store is
-empty, or every stored key is wrapped by a KEK in RETIRED_KEKS: a migration from the key file):
-a token without the KEK object the stored keys name is never silently given a new one.
+Both are KEK sources (`memoryapp.kek.KekSource`), so a rotation and the start-up check drive them
+alike; in the token a rotation destroys the retired object, after which no copy of a wrapped key
+unwraps anywhere. The first KEK is generated only while no stored data key needs another one: a
+token without the KEK the stored keys name is never silently given a new one.
 
 Over ~400 lines on purpose: both backends behind one interface, and the token session, its
 errors and its start-up checks, which only the PKCS#11 backend has.

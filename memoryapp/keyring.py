@@ -116,7 +116,7 @@ class KekRecordQuerySet(models.QuerySet):
 
 
 class KekRecord(models.Model):
-    """When a key-encryption key was made and when it was destroyed (issue 33): the instants a
+    """When a key-encryption key was made and when it was destroyed: the instants a
     deletion receipt's residual window (`residualUntil`) is computed from and checked against. Kept
     in the key store's database, beside the keys it wrapped; holds nothing of the KEK but its id."""
 
@@ -317,8 +317,8 @@ class DatabaseKeyStore:
     def _rows(self, ids: Sequence[UUID]) -> Iterable[tuple[UUID, str, bytes]]:
         """(key id, wrapped by, wrapped) of these ids. PostgreSQL: one array parameter (`= ANY`),
         not 300 placeholders to interpolate and parse, sent in binary (`%b`: 300 ids as 16 bytes
-        each, not 300 texts for the server to parse; 6.5 against 7.5–10 ms p50 under load,
-        bench/recall_latency.py)."""
+        each, not 300 texts for the server to parse; docs/benchmarks.md "Figures behind code
+        choices")."""
         connection = connections[self.alias]
         if connection.vendor == "postgresql":
             # Binary results (as recall's index entries): no hex decoding of bytea, no UUID parsing
@@ -339,7 +339,7 @@ class DatabaseKeyStore:
     def destroy_many(self, key_ids: Iterable[UUID]) -> list[tuple[UUID, str, bytes]]:
         """Delete these keys; (key id, wrapped by, wrapped) of each deleted, as it was deleted
         (`DELETE … RETURNING`, one statement: a rotation re-wrapping meanwhile cannot slip a newer
-        value past it). The caller keeps only `fingerprint()`s of the wrapped bytes (issue 33)."""
+        value past it). The caller keeps only `fingerprint()`s of the wrapped bytes."""
         ids = list(dict.fromkeys(key_ids))
         connection = connections[self.alias]
         table, pk = DataKey._meta.db_table, DataKey._meta.pk
@@ -367,7 +367,7 @@ class DatabaseKeyStore:
 
     def vacuum(self) -> bool:
         """PostgreSQL: VACUUM the key table, outside any transaction, so destroyed keys stop being
-        dead tuples in its files sooner (issue 33 row 1). It shortens the window; it does not bound
+        dead tuples in its files sooner. It shortens the window; it does not bound
         it (a pruned page may keep the bytes in its free space, a WAL segment or a replica keeps
         them): the KEK's destruction does (`memoryapp.encryption.scheduled_rotation`). SKIP_LOCKED:
         another VACUUM of it under way is enough. False on SQLite (secure_delete zeroes them) and
@@ -398,7 +398,7 @@ class DatabaseKeyStore:
         rows = list(queryset.order_by("key_id").values_list("key_id", "wrapped_by", "wrapped")[:limit])
         done = 0
         # One transaction per chunk: one commit (one fsync with SQLite's synchronous=FULL) for the
-        # chunk instead of one per key — 10,000 keys took 55 s, see docs/encryption.md "Measured".
+        # chunk instead of one per key (docs/encryption.md "Measured: scheduled rotation").
         with transaction.atomic(using=self.alias):
             for key_id, wrapped_by, wrapped in rows:
                 try:
@@ -502,7 +502,7 @@ class SpareKeys:
       orphaned keys; the sweep destroys them after KEY_GRACE like any other.
     - **Erase**: a spare opens no stored content (it has no row), so holding it in memory
       exposes nothing an erase must reach; once handed out it is the row's key and lives only on
-      that row's instance, as before, and the erase destroys it in the key store.
+      that row's instance, like any row's key, and the erase destroys it in the key store.
     - **Fork** (gunicorn's prefork, Celery's workers): a child starts with an empty pool (the pid
       is checked on every take), so no two processes ever hand out the same key.
     - **Threads**: one lock; a refill happens in the caller's thread, under the lock.

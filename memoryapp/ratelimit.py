@@ -126,7 +126,7 @@ return {allowed, remaining, reset}
 
 @dataclass(frozen=True)
 class MemberBound:
-    """The anti-cycling bound of a budget (issue 22, F1): what the member's credentials spent
+    """The anti-cycling bound of a budget: what the member's credentials spent
     together, revoked and expired ones included, against `limit` = the budget × the member's
     usable credentials. Each live credential keeps its full SPEC §4.7 budget, and a fresh
     credential never brings a fresh one: a member admits at most the budget × the most
@@ -229,9 +229,9 @@ class RedisRateLimiter:
 
 
 class DatabaseRateLimiter:
-    """The check and the admission are ONE conditional INSERT (issue 32: a recall's database
-    round trips): the slot is written only if the credential's and the member's slots inside the
-    window leave room, and the statement answers the counts the headers need. SQLite runs a
+    """The check and the admission are ONE conditional INSERT (one database round trip): the slot
+    is written only if the credential's and the member's slots inside the window leave room, and
+    the statement answers the counts the headers need. SQLite runs a
     writing statement under its write lock from its first step, so the statement is exact under
     concurrency by itself; PostgreSQL (a statement's snapshot is taken when it starts) first takes
     the member's (else the credential's) row lock, then runs it. Slots older than the window count

@@ -1,35 +1,21 @@
 """Sealed fields: memory content stored only as AES-256-GCM ciphertext, opened in bulk on read.
 
-A model that stores content declares its content fields as `SealedField`s and keeps its row's key
-id in a `RowKeyField` (or names, in `sealed_with`, the foreign key whose row's key it shares: a
-memory embedding is sealed under its memory version's key). Every sealed value is bound to its
-table, field, key id and owner — the key holder's `workspace_id` and `member_id`
-(`OWNER_COLUMNS`), the columns the visibility rules read — so a ciphertext copied to another row,
-or a row re-owned by an UPDATE, does not open. Then:
+A model declares its content fields as `SealedField`s and keeps its row's key id in a `RowKeyField`
+(or names in `sealed_with` the foreign key whose row's key it shares). Every sealed value is bound
+to its table, field, key id and owner (`OWNER_COLUMNS`), so a ciphertext copied to another row, or a
+row re-owned by an UPDATE, does not open (docs/encryption.md "Formats"). Then:
 
-- **Writing**: saving the row (save, create, bulk_create) seals each field under the row's data
-  key, creating the key (and storing it, wrapped, in the key store) the first time. The key id is
-  chosen before the INSERT, so the associated data can name the row before it has a primary key.
-  `QuerySet.update()` and filters refuse a plain value for a sealed field (TypeError): nothing
-  writes or queries content except by saving the row.
-- **Reading**: the model's QuerySet (`SealedQuerySet`, also its base manager, so related lookups
-  and `refresh_from_db` use it) fetches the rows, then the data keys of all of them in ONE
-  key-store query, and decrypts every sealed field in place: callers keep reading `version.text`.
-  `values()`/`values_list()` return the `Sealed` ciphertext unopened: `open_values` opens such a row
-  explicitly, `open_rows` many in one pass (recall's 300 index entries: what is looked up per
-  column is looked up once, and a row that does not open is answered, not raised).
-- **Unreadable rows**: a row whose key is gone (destroyed by an erase, the sweep erases the rest
-  of it) reads as erased: it is left out of the results. A corrupted ciphertext, one bound to
-  another row or field, or a key that does not unwrap: logged as an error (ids only), left out,
-  and counted (`content_unreadable`, which `memoryapp.observers` turns into a metric). Never a
-  500, never another row's text. `keep_unreadable()` keeps them, flagged (`is_unreadable`), for a
-  caller that must count them (the list's pagination).
-- **Legacy rows** (stored before encryption, `key_id` NULL) are read as plaintext until
-  `manage.py encrypt_memories` seals them.
+- saving the row seals each field under the row's data key, created on first use; `update()` and
+  filters refuse a plain value for a sealed field (TypeError): nothing else writes or queries content;
+- `SealedQuerySet` (also the base manager) fetches the rows, then all their keys in ONE key-store
+  query, and decrypts in place; `values()` stays sealed until `open_values` / `open_rows`;
+- a row that does not open (key destroyed, corrupt, bound elsewhere) is left out as if erased,
+  logged (ids only) and counted; never a 500, never another row's text (`keep_unreadable()` keeps
+  them flagged for a caller that must count them);
+- legacy rows (`key_id` NULL) read as plaintext until `manage.py encrypt_memories` seals them.
 
-No unwrapped key is cached between queries: a DEK lives on the instances it opened (for the
-request that loaded them), so no process can read a row after its key was destroyed
-(docs/encryption.md measures what that costs).
+No unwrapped key is cached between queries, so no process can read a row after its key was
+destroyed (docs/encryption.md "Reading: one key-store query, no cache").
 
 Over ~400 lines on purpose: the field types, the bulk open and the seal-on-save are one seam
 (the format of a sealed value); cutting them apart would spread the AAD rule over modules.

@@ -139,7 +139,7 @@ class DeletionReceiptAdmin(GovernedAdmin):
 
     @admin.display(description="residual window closed")
     def residual_closed_display(self, obj: DeletionReceipt) -> str:
-        """When the last KEK that may have wrapped the erased keys was destroyed (issue 33)."""
+        """When the last KEK that may have wrapped the erased keys was destroyed."""
         closed = obj.residual_closed_at()
         if closed is not None:
             return f"closed at {closed.isoformat()}: no copy of the key store can unwrap the erased keys"

@@ -279,7 +279,7 @@ class BackupProof(ForgettingCheck):
                 if status == 200 and forgotten.get("receiptId")
                 else None
             )
-            # issue 33: the key store's own files, searched for the canary's destroyed wrapped key
+            # the key store's own files, searched for the canary's destroyed wrapped key
             key_files = (
                 inspect_receipt(erased)
                 if erased is not None

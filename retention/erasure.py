@@ -335,7 +335,7 @@ def destroy_keys(key_ids: Sequence[UUID]) -> list[dict[str, str]]:
     when the key store fails: logged, and the keyring sweep destroys them later). Runs in the key
     store's own transaction, so the keys are gone for good before the erase commits (module
     docstring). The fingerprints let `verify_forgetting --backup` find the wrapped bytes a key
-    store's files may keep (issue 33) without keeping them readable."""
+    store's files may keep without keeping them readable."""
     if not key_ids:
         return []
     try:

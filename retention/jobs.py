@@ -29,7 +29,7 @@ JOBS: dict[str, Callable[[], dict[str, Any]]] = {
     "wal_sweep": lifecycle.wal_sweep,  # SQLite: erased frames leave the WAL once no reader holds them
     "link_sweep": linking.link_sweep,  # entity links a lost task or a restarted worker left pending
     "keyring_sweep": keysweep.sweep_keyring,  # SPEC §8.2: data keys and sealed rows converge
-    # issue 33: a new KEK every KEK_ROTATION_HOURS, the old one destroyed (closes receipts' residualUntil)
+    # SPEC §8.2: a new KEK every KEK_ROTATION_HOURS, the old one destroyed (closes receipts' residualUntil)
     "kek_rotation": encryption.scheduled_rotation,
     **CREDIT_JOBS,
     "consolidation_sweep": consolidation.sweep_stale_consolidations,

@@ -1,4 +1,4 @@
-"""Proof on disk (issue 33 Build 3): do the key store's physical files still hold an erased key's
+"""Proof on disk: do the key store's physical files still hold an erased key's
 wrapped bytes, and does anything that exists still unwrap them?
 
 An erase keeps a fingerprint of each wrapped key it destroyed (`memoryapp.keyring.fingerprint`:

@@ -1,7 +1,7 @@
 """Deletion receipts: what was erased, when it became unreachable, when it was purged, what may remain.
 Who may see which: `DeletionReceipt.objects.restrict(member, "view")` (`core.restrict`).
 
-Credits, usage and consolidation records live in the `credits` app (issue 23 step 4)."""
+Credits, usage and consolidation records live in the `credits` app."""
 
 from __future__ import annotations
 

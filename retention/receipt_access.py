@@ -67,7 +67,7 @@ def receipt_json(receipt: DeletionReceipt, *, viewer: Member, resolver: Resolver
         "unreachableAt": iso(receipt.unreachable_at),
         "purgedAt": iso(receipt.purged_at),
         "residual": receipt.residual,
-        **receipt.residual_json(),  # residualUntil, residualClosedAt, residualOpen (issue 33)
+        **receipt.residual_json(),  # residualUntil, residualClosedAt, residualOpen
         "verification": receipt.verification,
     }
     if own:

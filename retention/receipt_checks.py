@@ -28,11 +28,11 @@ from retention.receipts import (
 # --- the verified checkpoint and the bounded check ---------------------------------------------------
 #: Receipts of the verified prefix the endpoint re-checks per request, from `sweep_seq` on: a
 #: request costs at most this many receipts plus those appended since the last check, and every
-#: receipt is re-checked once per ceil(prefix / SWEEP_WINDOW) requests (0.18 ms a receipt,
-#: bench/receipt_chain.py: about 90 ms at most).
+#: receipt is re-checked once per ceil(prefix / SWEEP_WINDOW) requests (what a receipt costs:
+#: docs/benchmarks.md "Receipt chain").
 SWEEP_WINDOW = 500
-# Receipts appended since the checkpoint that one verify request checks at most (issue 22 review
-# F4): a burst of forgets between two requests is checked over several, the rest reported as not
+# Receipts appended since the checkpoint that one verify request checks at most: a
+# burst of forgets between two requests is checked over several, the rest reported as not
 # verified yet; the command and the daily job check every receipt.
 APPEND_CAP = 2000
 NOT_VERIFIED_NOTE = "Receipts after verifiedThroughSeq were not verified by this request (at most {cap} new receipts are checked per request); later requests go on from there, the daily receipt_chain_check job and `manage.py verify_receipts` check every receipt."

@@ -1,4 +1,4 @@
-"""Receipts name no words of the member's (issue 33 row 2, docs/receipts.md "Names in receipts").
+"""Receipts name no words of the member's (docs/receipts.md "Names in receipts").
 
 A forget by key records which memory it erased, and the namespace and key are words the member
 (or their agent) wrote: "travel", "seat". A receipt outlives the memory and is read by every admin

@@ -1,41 +1,21 @@
-"""Receipts anyone can verify (docs/receipts.md): each workspace's deletion receipts form a hash
-chain, and every link is signed with Ed25519.
+"""Receipts anyone can verify: each workspace's deletion receipts form a hash chain, every link
+signed with Ed25519 (docs/receipts.md).
 
-A receipt's hash is the SHA-256 of its canonical JSON: the fields that never change after it is
-written, in the form the member's export writes them (ids as strings, instants as the APIs write
-them), keys sorted, no spaces, UTF-8. `actor` (nulled when the user is deleted) is not part of
-it, nor `verification`: that result is proven by records of its own (below). A random `salt`,
-shown only to the member whose receipt it is, is hashed with them: the owner sees the hash and
-every other hashed field, and without a secret in it could confirm a guessed key or memory id
-offline. Each receipt stores the previous receipt's hash (64 zeros for the first), its position,
-the id of the signing key and the signature of the 32 raw digest bytes.
+A receipt's hash is the SHA-256 of its canonical JSON (docs/receipts.md "The canonical form"): the
+fields that never change after writing, plus a random `salt` shown only to its member, so the owner
+cannot confirm a guessed key or memory id offline. Verification results are proven by signed
+records appended to the receipt, and the chain head's signed anchor pins each re-verified receipt's
+record count and newest hash, so dropping a record or rolling back the shown result is reported
+("Verification records"). Names are kept only as keyed digests ("Names in receipts").
 
-Verification results are proven too: the erase's own result and every re-verification is a
-record appended to the receipt's `verifications` — its position, what wrote it, the result, the
-hash of the receipt (first record) or of the record before it, its own hash and signature — and
-the result shown with the receipt must be the newest record's. Receipts of proof format 2 hash
-`"proofFormat": 2`, so dropping their records cannot make them pass for a receipt sealed before
-records existed (format 1: unproven results, counted as such, verified as before). A receipt's
-hash cannot commit to records appended after it, so the workspace's chain head anchors every
-re-verified receipt's record count and newest record hash, signed (`anchor`): dropping the newest
-record and rolling the shown result back is reported too.
+`append` is the one way a receipt is written: it locks the workspace's chain head row, so erases in
+one workspace serialise on it, and a (workspace, position) unique constraint makes a fork impossible
+even past the lock. `verify_chain` recomputes every hash, link and signature and reports the first
+break. Keys: `receipt_keys`; bounded and whole-chain checks: `receipt_checks`; who sees which
+receipt: `receipt_access`.
 
-Names: a receipt keeps the namespace and key a forget named only as keyed digests under the
-membership's name key (`receipt_names`: `append` seals them before hashing). Receipts signed
-before that were redacted by migration 0014: their fields now hash to `redactedSha256`, which a
-signed redaction record binds to the `sha256` they were signed with (`redact`, `signed_digest`);
-hash, signature, links and verification records are unchanged.
-
-`append` is the one way a receipt is written: it locks the workspace's chain head row, so two
-erases at once in one workspace serialise on it (PostgreSQL row lock; SQLite's IMMEDIATE
-transactions serialise every writer anyway) and a (workspace, position) unique constraint makes
-a fork impossible even if a caller bypassed the lock. `verify_chain` recomputes every hash, link
-and signature and reports the first break.
-
-The keys are `receipt_keys`, the bounded per-request check and the whole-chain jobs
-`receipt_checks`, who sees which receipt `receipt_access`. Over ~400 lines on purpose: what is
-left is the chain's format — canonical form, verification records, anchors, appending, the full
-verify — which changes as one."""
+Over ~400 lines on purpose: what is left is the chain's format — canonical form, verification
+records, anchors, appending, the full verify — which changes as one."""
 
 from __future__ import annotations
 

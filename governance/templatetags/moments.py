@@ -1,8 +1,7 @@
 """`{{ value|moment }}` and `{% moment value %}`: one way to write an instant on every member page.
 
-One format per language, always with the time and the time zone (issue 34: "Dec. 5, 2026" and
-"12/05/2026" mixed, with no zone). The tag wraps it in `<time datetime="…">` with the ISO form,
-so a reader's tools and the tests see the exact instant."""
+One format per language, always with the time and the time zone. The tag wraps it in
+`<time datetime="…">` with the ISO form, so a reader's tools and the tests see the exact instant."""
 
 from __future__ import annotations
 

@@ -1,36 +1,14 @@
 """Deterministic masking of personal data in free text (SPEC §4.1).
 
-``mask(text)`` replaces each piece of personal data with a typed placeholder (``PLACEHOLDERS``).
-Detection runs in a fixed order, most specific first, each stage reading the text as the
-stages before it left it (so no stage sees, or re-matches, what an earlier one replaced):
+``mask(text)`` (or ``mask(text, region)`` with the workspace's region) replaces each piece of personal
+data with a typed placeholder (``PLACEHOLDERS``). The stages run in a fixed order, most specific
+first (SECRET, EMAIL, bank and card numbers, PHONE, NUMBER), each reading the text as the ones before
+left it; numbers that are no personal data (``catalogue.protected_spans``) are left alone. Detectors
+read a normalised copy, replacements are made on the original, so what is not replaced stays exactly
+as written. The result is deterministic and idempotent: ``mask(mask(x).text).text == mask(x).text``.
+Time is linear in the input; callers bound its size (``MAX_MASKED_CHARS`` per request).
 
-1. ``SECRET``        private keys, API keys and tokens of known shapes, values after password /
-                     secret / token / key words in the users' languages (``secrets``, ``words``),
-                     command-line credential flags, passport numbers;
-2. ``EMAIL``         e-mail addresses, also spelled or disguised (``email``);
-3. ``BANK_ACCOUNT``, ``CARD``, ``IL_ID``: IBANs, cards (in digit groups of any size), Israeli IDs,
-                     bank shapes (``numbers``);
-4. ``PHONE``         phone numbers, with their extensions; short numbers after a phone word of
-                     the users' languages;
-   (and mobiles of the users' countries in their national grouping, without a phone word; with
-   the workspace's region, ``mask(text, region)``, that country's mobiles in any grouping);
-5. ``NUMBER``        social security numbers (any range after an SSN label), digit groups of any
-                     size adding up to 10 or more digits, any run of 10 or more digits, and the
-                     national identifiers python-stdnum validates (``catalogue``).
-
-Numbers that are no personal data — a list of rooms or pages, a Unix timestamp after a time word,
-an order id after an order word — are protected: a detector's span inside one is dropped
-(``catalogue.protected_spans``).
-
-Detectors read a normalised copy of the text (``text.Work``: invisible characters left out,
-look-alikes and full-width forms folded) and replacements are made on the original, so what is
-not replaced stays exactly as written. The pipeline repeats until the text no longer changes
-(normally one extra round that finds nothing), which makes ``mask`` idempotent:
-``mask(mask(x).text).text == mask(x).text``. Nothing depends on time or chance: the same input
-always gives the same output.
-
-Cost: every stage is linear in the text, or works on bounded windows (phones), so masking time
-grows linearly with the input; callers bound the input size (``MAX_MASKED_CHARS`` per request).
+The stages and what each catches: docs/masking.md "The pipeline" and docs/privacy.md "What masking covers".
 """
 
 from __future__ import annotations
@@ -236,7 +214,7 @@ def is_effectively_empty(masked_text: str) -> bool:
     Uses Unicode categories: punctuation (P*), separators (Z*), control/format characters (C*)
     and the mathematical, currency and modifier symbols (Sm, Sc, Sk) do not count as content, so
     Japanese punctuation such as 、。「」 is ignored. Letters, marks, digits and the other symbols
-    (So: emoji, pictographs, dingbats) count: a note of only emoji is a note (issue 33).
+    (So: emoji, pictographs, dingbats) count: a note of only emoji is a note.
     """
     rest = PLACEHOLDER_RE.sub(" ", masked_text)
     return all(unicodedata.category(ch)[0] in "PZC" or unicodedata.category(ch) in ("Sm", "Sc", "Sk") for ch in rest)

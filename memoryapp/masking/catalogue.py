@@ -1,5 +1,5 @@
 """National identifiers by python-stdnum's maintained catalogue, and the numbers that are not
-personal data (SPEC §4.1; issue 33).
+personal data (SPEC §4.1).
 
 - ``stage_national_id`` (``NUMBER``): a token of letters and digits, or digit groups joined by
   one "-", ".", "/" or blank, that one of ``NATIONAL_ID_MODULES`` validates (format, embedded

@@ -17,7 +17,7 @@ from memoryapp.masking.common import Span, count_digits, is_date
 # A mobile number of one of MOBILE_REGIONS (the countries of the users' locales) written in that
 # country's own national grouping ("512 345 678" in Poland, "20 12 34 56" in Denmark): valid and
 # of type MOBILE in phonenumbers' metadata, and grouped exactly as phonenumbers formats it. The
-# grouping requirement is what keeps everyday numbers out (measured in bench/masking_corpus.py):
+# grouping requirement is what keeps everyday numbers out (docs/masking.md "Measured"):
 # a run of digits without blanks ("order 512345678") or in another grouping is left to the other
 # stages.
 MOBILE_REGIONS: tuple[str, ...] = (

@@ -384,10 +384,10 @@ def _raw_phone_valid(raw: str) -> bool:
     return False
 
 
-#: phonenumbers costs about 1 ms per 40-character snippet. A text can ask for this many snippet
-#: reads per pass; past it, the remaining windows are masked by shape (any run of 7 or more
-#: digits in phone-like groups becomes NUMBER), so masking time stays linear in the text with a
-#: small constant, and the result still depends on the input only.
+#: phonenumbers is slow per snippet (docs/benchmarks.md "Figures behind code choices"). A text can
+#: ask for this many snippet reads per pass; past it, the remaining windows are masked by shape
+#: (any run of 7 or more digits in phone-like groups becomes NUMBER), so masking time stays linear
+#: in the text with a small constant, and the result still depends on the input only.
 MATCHER_BUDGET = 48
 _FALLBACK_RUN_RE = re.compile(r"\+?\(?[0-9](?:[0-9]|[ .\-()](?=[0-9(]))*+\)?")
 
@@ -414,9 +414,8 @@ def _fallback_spans(work: str, ws: int, we: int) -> list[Span]:
 
 
 #: One memory's fields (its text and up to 20 lines of details) share one phone budget, this many
-#: texts' worth, instead of one each: twenty 500-character lines of digit groups cost 231 ms of
-#: phone reading against 25 ms for the same shape as the 1,000-character text (bench/worst_input.py,
-#: "remember digits" 5.5x a typical remember). What the budget does not reach is masked by shape.
+#: texts' worth, instead of one each, so twenty detail lines cost what two texts may (docs/benchmarks.md
+#: "Figures behind code choices"). What the budget does not reach is masked by shape.
 MEMORY_BUDGET_TEXTS = 2
 _SHARED_BUDGET: ContextVar[list[int] | None] = ContextVar("phone_budget", default=None)
 

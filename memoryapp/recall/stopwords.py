@@ -21,10 +21,8 @@ from .tokenize import CJK_CLASS, tokenize
 
 __all__ = ["STOP_WORD_SOURCE", "stop_terms", "content_terms"]
 
-# bench/recall_locomo.py on the LoCoMo tuning conversations (26, 30), fusion with e5, the other
-# constants at their values; R@5 overall / multi-hop: "stopwords" 0.706 / 0.456, "stopwordsiso"
-# 0.694 / 0.422, none 0.705 / 0.390 (BM25 alone 0.627 / 0.590 / 0.610). The short classic list
-# keeps content words and helps multi-hop questions most.
+# The short classic list keeps content words and helps multi-hop questions most (chosen on the
+# tuning conversations: docs/benchmarks.md "Recall constants: how they were chosen").
 STOP_WORD_SOURCE = "stopwords"
 LANGUAGES = ("en", "ja")
 _CJK_RE = re.compile(f"[{CJK_CLASS}]")
@@ -47,13 +45,12 @@ def _words(source: str) -> list[str]:
 
 # CJK text is indexed as character bigrams, so a query's bigrams also straddle word boundaries
 # and grammar: "とき", "には" (a particle of the list inside), "った", "てい" (inflection). Which
-# CJK query bigrams the lexical ranking drops, measured with bench/recall_quality.py (fusion with
-# e5, R@5 on Japanese paraphrases / all 106 queries; exact queries 1.000 in every case):
-#   "keep"      nothing                                        0.647 / 0.811
-#   "kana"      two hiragana holding a particle of the list    0.706 / 0.830
-#   "any"       any bigram holding such a particle ("京で")     0.706 / 0.830
-#   "hiragana"  "any", and every bigram of two hiragana        0.794 / 0.858
-#   (every bigram of two hiragana alone                        0.765 / 0.849)
+# CJK query bigrams the lexical ranking drops (chosen with bench/recall_quality.py:
+# docs/benchmarks.md "Recall constants: how they were chosen"):
+#   "keep"      nothing
+#   "kana"      two hiragana holding a particle of the list
+#   "any"       any bigram holding such a particle ("京で")
+#   "hiragana"  "any", and every bigram of two hiragana
 # Content words are mostly written in kanji and katakana; a query that would lose every term
 # ("おにぎり", "私の猫") falls back to "kana".
 CJK_QUERY_BIGRAMS = "hiragana"

@@ -86,10 +86,9 @@ def tokenize(text: str) -> list[str]:
 # --- BM25 terms --------------------------------------------------------------------------------
 # English words are reduced to their Snowball (Porter 2) stem, so "painted", "painting" and
 # "paints" are one term; other tokens (CJK bigrams, Hebrew, numbers, words with non-ASCII
-# letters) are kept as they are. LoCoMo tuning conversations (26, 30), R@5 overall / multi-hop
-# without -> with stems: BM25 alone 0.521 / 0.160 -> 0.627 / 0.366, fusion with e5
-# 0.642 / 0.295 -> 0.706 / 0.456. Changing how terms are made changes TERMS_FORMAT, so `reembed`
-# knows which stored terms to recompute.
+# letters) are kept as they are (docs/benchmarks.md "Recall constants: how they were chosen").
+# Changing how terms are made changes TERMS_FORMAT, so `reembed` knows which stored terms to
+# recompute.
 STEM_ENGLISH = True
 TERMS_FORMAT = "t2-snowball-en" if STEM_ENGLISH else "t1"
 

@@ -1,44 +1,22 @@
 #!/usr/bin/env python3
-"""Issue 23 step 4, the mechanical part: folders that say what they hold.
+"""Move the project wiring into `config/` and the app-free helpers into `core/`, rewriting every reference.
 
     python scripts/refactor/move_packages.py            move and rewrite (run from anywhere in the repo)
     python scripts/refactor/move_packages.py --check    change nothing; exit 1 if a run would change something
     python scripts/refactor/move_packages.py --no-ruff  skip the closing `ruff check --select I --fix` + `ruff format`
 
-What it moves (`git mv`, history kept):
+It `git mv`s (history kept) `memoryapp/{settings,urls,asgi,wsgi,celery}.py` into `config/` and the leaf
+helpers that import no app (`errors`, `timestamps`, `params`, `cursors`, `jsontext`, `env`, `logs`,
+`progress`, `task_queue`, `retention/chunks.py`) into `core/`; `memoryapp.apps`, `metrics`, `observers`
+and the governance-only helpers stay. Then it rewrites by module-path rules every file `git ls-files`
+lists with a suffix in SUFFIXES, so files it has never seen are rewritten too: Python imports by the
+AST (split, made absolute where they reach a moved module), every other mention by text (dotted
+names, paths, `celery -A`), the Celery app import into `config/__init__.py`, and pyproject.toml's
+package lists and import-linter contracts (`core` the bottom layer, importing no app).
 
-- the Django project wiring, `memoryapp/{settings,urls,asgi,wsgi,celery}.py`, into `config/`
-  (Zulip's `zproject/`, Sentry's `sentry/conf`); `memoryapp.apps` stays: it is the app's AppConfig;
-- the leaf helpers every app uses and that import no app (`errors`, `timestamps`, `params`,
-  `cursors`, `jsontext`, `env`, `logs`, `progress`, `task_queue`, `retention/chunks.py`) into
-  `core/`, which imports no app (a forbidden contract says so). `metrics` and `observers` stay:
-  they read `MemoryVersion` and `DeletionReceipt`; `governance.tokens`, `signals`, `content`,
-  `login_throttle` stay: only governance uses them, or they are about its models.
-
-How it rewrites: by module-path rules, over every file `git ls-files` lists with a suffix in
-SUFFIXES, so it also rewrites files and imports it has never seen (a branch merged after this
-script was written):
-
-1. Python, by the AST: `from memoryapp import logs, masking` is split into `from core import
-   logs` and `from memoryapp import masking`; a relative import that reaches a moved module (or
-   any relative import inside a moved module) becomes absolute; `import memoryapp` used as
-   `memoryapp.errors.X` gains `import core.errors`.
-2. Every file, by text: a dotted name `memoryapp.errors` (import, `mock.patch("…")` target,
-   settings string such as "memoryapp.api.exceptions.exception_handler" or "memoryapp.logs.JsonFormatter",
-   `DJANGO_SETTINGS_MODULE`, `uvicorn memoryapp.asgi:application`, prose) → `core.errors`;
-   a path `memoryapp/errors.py` → `core/errors.py`; `celery -A memoryapp` (also `"-A", "memoryapp"`
-   in an argument list, `--app=memoryapp`) → `celery -A config`.
-3. `memoryapp/__init__.py` loses the Celery app import (an app must not import the project):
-   it moves to `config/__init__.py`, Django's documented place for it.
-4. pyproject.toml: setuptools packages, ruff's known-first-party, mutmut's source_paths and
-   import-linter's root_packages gain `config` and `core`; the layers contract's wiring line
-   names the `config` package once, `core` becomes the bottom layer, and a forbidden contract
-   "core-imports-no-app" forbids core every other root package.
-
-Idempotent: a moved tree has no old names left, so a second run changes nothing (`--check`
-proves it). Stdlib only; ruff, when `.venv/bin/ruff` (or `ruff` on PATH) exists, re-sorts
-the imports it touched. Lists of *app labels* (e.g. `STAFF_APPS`) are left alone: `config` and
-`core` are not apps; the run prints every such list it saw so a reviewer can check.
+Idempotent: a moved tree has no old names left, so a second run changes nothing (`--check` proves it).
+Stdlib only; ruff, when found, re-sorts the imports it touched. Lists of app labels (`STAFF_APPS`) are
+left alone and printed for a reviewer: `config` and `core` are not apps.
 
 Over ~400 lines on purpose: a one-off refactoring tool kept whole so that it can be re-run
 (--check) and read as one procedure.

@@ -1,29 +1,16 @@
-"""The identifiers people write every day (issue 33 rows 3–4), for tests/masking/test_catalogue.py
-and bench/masking_corpus.py. Seeded, so every run sees the same corpus; no Django.
+"""The identifiers people write every day, and everyday numbers that are none, for
+tests/masking/test_catalogue.py and bench/masking_corpus.py. Seeded, so every run sees the same
+corpus; no Django.
 
-Two corpora:
+- ``build_catalogue_corpus``: values of each class (``national_id``, ``ssn_label``, ``email_ja``,
+  ``comma_groups``, ``mobile``) in many locales and 8 forms (prose, JSON, key=value, CSV, list item,
+  parenthesised, quoted, table row). Every national identifier is checked with the country's
+  python-stdnum module before it goes in, and the templates hold no digits, so whatever digits are
+  left after masking came from the value.
+- ``build_everyday_corpus``: sentences with numbers that are not personal data (rooms, prices,
+  times, timestamps, versions, order ids under ten digits…); masking must leave them as written.
 
-- ``build_catalogue_corpus``: Faker values (or, where Faker has no generator for a country's
-  identifier, random digits drawn until python-stdnum validates them) of six classes, in 24
-  locales and 8 forms (prose, JSON, key=value, CSV, list item, parenthesised, quoted, table
-  row). Every national identifier is checked with the country's python-stdnum module before it
-  goes in, so the corpus holds only numbers that really are identifiers. The templates hold no
-  digits, so whatever digits are left after masking came from the value.
-- ``build_everyday_corpus``: sentences with numbers that are not personal data (rooms, seats,
-  pages, prices, times, Unix timestamps, versions, scores, dates, order ids under ten digits,
-  counts, years) from templates filled by a seeded ``random.Random``; masking must leave them as
-  written.
-
-Classes:
-
-- ``national_id``  the country's personal identifier (SSN, NINO, codice fiscale, BSN, NIR, PESEL,
-                   personnummer, HETU, fødselsnummer, CPF, isikukood, OIB, CNP, T.C. kimlik,
-                   resident ID, RRN, teudat zehut, rijksregisternummer, AHV, SIN, SVNR, AMKA,
-                   RNOKPP, DNI/NIE, Aadhaar, CPR, Steuer-IdNr, rodné číslo, personas kods…);
-- ``ssn_label``    SSN-shaped numbers after an SSN label, in ranges the SSA never issues;
-- ``email_ja``     e-mail addresses spelled in Japanese (アットマーク, アット, ドット, full-width ＠ ．);
-- ``comma_groups`` a card, phone or identifier written in digit groups joined by ", ";
-- ``mobile``       a mobile number of the locale's country in its national format, no phone word.
+What each class holds: docs/masking.md "Tests".
 """
 
 from __future__ import annotations

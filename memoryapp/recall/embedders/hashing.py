@@ -50,9 +50,8 @@ class HashingEmbedder:
     WORD_WEIGHT = 1.0
     GRAM_WEIGHT = 0.5
     # Recall's cosine ranking holds only candidates above cosine_floor (a positive similarity:
-    # unrelated texts hash to ~0) and within cosine_margin of the best candidate (0: off).
-    # LoCoMo tuning conversations (26, 30), fusion R@5 overall / multi-hop by margin 0 / 0.1 /
-    # 0.2: 0.658 / 0.354, 0.639 / 0.326, 0.655 / 0.326.
+    # unrelated texts hash to ~0) and within cosine_margin of the best candidate (0: off; chosen
+    # on the tuning conversations, docs/benchmarks.md "Recall constants: how they were chosen").
     cosine_floor = 0.0
     cosine_margin = 0.0
 

@@ -132,8 +132,8 @@ class MiniLMEmbedder:
     id = "minilm-l6-v2"
     dim = 384
     # Recall's cosine ranking holds only candidates above cosine_floor and within cosine_margin
-    # of the best candidate (0: off). LoCoMo tuning conversations (26, 30), fusion R@5 overall /
-    # multi-hop by margin 0 / 0.1 / 0.2: 0.676 / 0.404, 0.695 / 0.370, 0.693 / 0.397.
+    # of the best candidate (0: off; chosen on the tuning conversations, docs/benchmarks.md
+    # "Recall constants: how they were chosen").
     cosine_floor = 0.0
     cosine_margin = 0.2
     max_tokens = 256  # sentence-transformers' max_seq_length for this model

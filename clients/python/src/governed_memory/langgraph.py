@@ -5,34 +5,16 @@
     from governed_memory.langgraph import GovernedStore
     graph = builder.compile(store=GovernedStore())      # GAM_URL / GAM_TOKEN
 
-The mapping (docs/clients.md, "LangGraph store"):
+A namespace tuple is the dotted namespace string (exact both ways: LangGraph labels hold no period),
+a key is a key, and a value is `{"text", "details"?, "kind"?}` — any other key is refused
+(`ValueError`) before anything is sent. What you read back is masked, with the server's `"memory"`
+object beside it (read-only, ignored when put back). `put` on a key stores a new version; `delete`
+forgets every version, with a deletion receipt. `search` applies LangGraph's hierarchical prefix
+here; with a query it is the server's recall, and when the prefix spans several namespaces whose
+ranking the server's 50 do not cover it raises `PrefixSearchUnsupported` rather than answer a
+partial ranking as the whole. TTL is not supported: retention is the workspace owner's rule.
 
-- namespace `("prefs", "ui")` ↔ namespace string `"prefs.ui"`: LangGraph labels never hold a
-  period, so the join is exact both ways; at most 64 characters in all.
-- key ↔ key (at most 120 characters). Keys and namespaces are never masked, so one holding what
-  masking would catch — an e-mail, a phone or card number — is refused with `PersonalData`.
-  UUIDs (`str(uuid4())`, `uuid4().hex`, any case) and ULIDs are identifiers and are accepted.
-- value ↔ `{"text": str, "details"?: [str] | str, "kind"?: "preference"|"fact"|"instruction"}`;
-  any other key is refused (`ValueError`) before anything is sent. Reads answer that shape
-  plus `"memory"`: the server's memory object (id, version, `trust: "untrusted"`,
-  `evidence: False`, `masked`, citations…), read-only and ignored when a value is put back.
-- masking: what you get back is the masked text (`[EMAIL]`, `[PHONE]`, …), not what you put.
-- `put` with the same key stores a new version (the old one is closed, `asOf` still sees it);
-  `delete` (or `put(value=None)`) forgets every version, with a deletion receipt.
-- `search(prefix, …)` finds the items of every namespace under the prefix, as in LangGraph:
-  `search(("a",))` finds `("a",)` and `("a", "b")`, not `("ab",)`; `()` searches every namespace.
-  The server filters by one namespace, not by a prefix, so the prefix is applied here.
-- `search` without a query is list (newest first, no score): it reads the member's memories
-  (list, 100 a page) and keeps those under the prefix.
-- `search(prefix, query=…)` is recall (ranked, `score` set): one recall across namespaces (the
-  server ranks at most 50), kept under the prefix. When those 50 hold too few items under the
-  prefix, the namespaces under it are read: if it is one namespace, that namespace is recalled
-  exactly; if several, `PrefixSearchUnsupported` is raised (the ranking under the prefix is not
-  known) rather than answering a partial ranking as if it were the whole.
-- `filter` is applied here, on the value (dotted paths such as `"memory.source"`, `$eq`, `$ne`,
-  `$gt`, `$gte`, `$lt`, `$lte`); a recall with a filter ranks at most 50 memories first.
-- `list_namespaces` reads the member's memories (list, 100 a page) and answers their namespaces.
-- TTL is not supported (`supports_ttl = False`): retention is the workspace owner's rule.
+The mapping, its limits and every case: docs/clients.md "LangGraph store".
 """
 
 from __future__ import annotations
