@@ -8,7 +8,6 @@ from governed_memory.pydantic_ai import memory_tools
 
 from scripted_models import pydantic_ai_model  # offline: a FunctionModel that calls the tools as scripted, then answers
 
-
 RULES = "Remember what the user asks you to; recall before answering."
 ASK = "Remember that I prefer an aisle seat; tickets go to ada@example.com. Then tell me which seat I like."
 
