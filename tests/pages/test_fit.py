@@ -35,7 +35,8 @@ FIT = SCREENSHOTS / "fit"
 LONG_WORKSPACE = "Acme Rockets Asia-Pacific Enterprise Division (Tokyo, Osaka, Singapore, Sydney)"
 LONG_NAMESPACE = "customer-relationship-management-apac-enterprise-accounts-2025"
 LONG_KEY = (
-    "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_with_procurement_legal_and_security_teams"
+    "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_"
+    "with_procurement_legal_and_security_teams"
 )[:120]
 LONG_URL = (
     "https://intranet.acme-rockets.example.com/handbooks/enterprise/onboarding/apac/2025/checklists/final-v12.pdf"
