@@ -238,7 +238,7 @@ def test_post_only_page_routes_answer_405_to_a_get(world):
 
 @pytest.mark.parametrize("language", ["en", "ja"])
 # the fixture
-def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_user_model, language):  # noqa: F811
+def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_user_model, language):
     assistant_version = long_content(world)
     django_user_model.objects.create_user(
         username="nobody@acme.test", email="nobody@acme.test", password="pw-nobody-123"
@@ -310,7 +310,7 @@ def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_us
         nobody.context.close()
 
 
-def test_the_admin_index_fits(world, chromium, live_server, django_user_model):  # noqa: F811
+def test_the_admin_index_fits(world, chromium, live_server, django_user_model):
     long_content(world)
     django_user_model.objects.create_superuser("root", "root@acme.test", "pw-root-123")
     session = Session(chromium, live_server.url, "en")
