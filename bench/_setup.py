@@ -94,7 +94,8 @@ def pct(samples: list[float], q: float) -> float:
 
 
 def summary(label: str, samples: list[float]) -> str:
-    return f"{label:<48} p50 {pct(samples, 50):7.2f} ms   p95 {pct(samples, 95):7.2f} ms   mean {statistics.fmean(samples):7.2f} ms   n={len(samples)}"
+    p50, p95, mean = pct(samples, 50), pct(samples, 95), statistics.fmean(samples)
+    return f"{label:<48} p50 {p50:7.2f} ms   p95 {p95:7.2f} ms   mean {mean:7.2f} ms   n={len(samples)}"
 
 
 def wait_ready(base: str, *, seconds: float = 120, describe=lambda: "") -> None:

@@ -30,7 +30,10 @@ os.environ.setdefault("MEMORY_EMBEDDER", "hashing")
 
 from _setup import pct, setup, timed  # noqa: E402
 
-WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa quebec romeo sierra tango".split()
+WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliett "
+    "kilo lima mike november oscar papa quebec romeo sierra tango"
+).split()
 
 
 def entity_forms(rng: random.Random, i: int, shape: str) -> tuple[str, list[str]]:

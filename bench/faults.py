@@ -46,7 +46,10 @@ FAULTS = {
     "postgres": ["pg_restart", "redis_restart", "keyring_down", "worker_kill"],
     "sqlite": ["keyring_down", "worker_kill"],
 }
-WORDS = "shipping warehouse invoice vim emacs python meeting lunch aisle window seat deadline budget report review osaka tokyo coffee tea".split()
+WORDS = (
+    "shipping warehouse invoice vim emacs python meeting lunch aisle window seat "
+    "deadline budget report review osaka tokyo coffee tea"
+).split()
 ERASE_TASK = "retention.tasks.erase_unreachable_task"
 
 
@@ -79,7 +82,13 @@ class PgCluster:
         if self.as_user:
             shutil.chown(self.dir, "postgres", "postgres")
         self._pg("initdb", "-D", str(self.dir), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-        conf = f"port = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.dir}'\nmax_connections = 200\nshared_buffers = 32MB\n"
+        conf = (
+            f"port = {self.port}\n"
+            "listen_addresses = '127.0.0.1'\n"
+            f"unix_socket_directories = '{self.dir}'\n"
+            "max_connections = 200\n"
+            "shared_buffers = 32MB\n"
+        )
         with open(self.dir / "postgresql.conf", "a") as handle:
             handle.write(conf)
         self.start()

@@ -62,7 +62,8 @@ def softhsm_token(directory: str) -> dict[str, str]:
 
 
 def micro(label: str, samples_ms: list[float]) -> str:
-    return f"{label:<48} p50 {pct(samples_ms, 50) * 1000:7.1f} µs   p95 {pct(samples_ms, 95) * 1000:7.1f} µs   n={len(samples_ms)}"
+    p50_us, p95_us = pct(samples_ms, 50) * 1000, pct(samples_ms, 95) * 1000
+    return f"{label:<48} p50 {p50_us:7.1f} µs   p95 {p95_us:7.1f} µs   n={len(samples_ms)}"
 
 
 def main() -> None:

@@ -365,11 +365,11 @@ def markdown(keys: list[str]) -> None:
             )
 
         after = tally(json.loads(after_path.read_text(encoding="utf-8")), equivalents)
+        changed = not base_path.exists() or after_path.read_bytes() != base_path.read_bytes()
+        after_cell = cell(after_path) if changed else "no kill tests yet"
         print(
             f"| {key} | {', '.join(f.split('/')[-1] for f in MODULES[key][0])} | {after['total']} | {cell(base_path)} "
-            "| "
-            f"{cell(after_path) if not base_path.exists() or after_path.read_bytes() != base_path.read_bytes() else 'no kill tests yet'} "
-            f"| {after['equivalent']} |"
+            f"| {after_cell} | {after['equivalent']} |"
         )
 
 

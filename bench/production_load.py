@@ -43,7 +43,10 @@ QUERIES = [
     "coffee or tea",
     "release budget",
 ]
-WORDS = "shipping warehouse invoice vim emacs python meeting lunch aisle window seat japanese english deadline budget report review osaka tokyo coffee tea weekly".split()
+WORDS = (
+    "shipping warehouse invoice vim emacs python meeting lunch aisle window seat japanese english "
+    "deadline budget report review osaka tokyo coffee tea weekly"
+).split()
 
 LUA = """
 local tokens = {%(tokens)s}
@@ -54,7 +57,8 @@ function init(args) math.randomseed(%(seed)d + #threads); s2 = 0; s4 = 0; s5 = 0
 function request()
   local headers = {["Authorization"] = "Bearer " .. tokens[math.random(#tokens)], ["Content-Type"] = "application/json"}
   if math.random() < 0.6 then
-    return wrk.format("POST", "/api/agent/v1/memories/recall", headers, '{"query": "' .. queries[math.random(#queries)] .. '"}')
+    return wrk.format("POST", "/api/agent/v1/memories/recall", headers,
+      '{"query": "' .. queries[math.random(#queries)] .. '"}')
   end
   return wrk.format("POST", "/api/agent/v1/memories/list", headers, '{"limit": 20}')
 end
@@ -64,9 +68,13 @@ end
 function done(summary, latency, requests)
   local ok, other, server = 0, 0, 0
   for _, t in ipairs(threads) do ok = ok + t:get("s2"); other = other + t:get("s4"); server = server + t:get("s5") end
-  io.write(string.format('RESULT {"requests": %%d, "seconds": %%f, "p50": %%f, "p95": %%f, "p99": %%f, "ok": %%d, "non2xx": %%d, "s5xx": %%d, "timeouts": %%d, "socket_errors": %%d}\\n',
-    summary.requests, summary.duration / 1e6, latency:percentile(50) / 1e3, latency:percentile(95) / 1e3, latency:percentile(99) / 1e3,
-    ok, other + server, server, summary.errors.timeout, summary.errors.connect + summary.errors.read + summary.errors.write))
+  io.write(string.format(
+    'RESULT {"requests": %%d, "seconds": %%f, "p50": %%f, "p95": %%f, "p99": %%f, ' ..
+    '"ok": %%d, "non2xx": %%d, "s5xx": %%d, "timeouts": %%d, "socket_errors": %%d}\\n',
+    summary.requests, summary.duration / 1e6,
+    latency:percentile(50) / 1e3, latency:percentile(95) / 1e3, latency:percentile(99) / 1e3,
+    ok, other + server, server, summary.errors.timeout,
+    summary.errors.connect + summary.errors.read + summary.errors.write))
 end
 """
 

@@ -138,11 +138,15 @@ def populate_others_sqlite(total: int) -> None:
         cursor.execute(
             f"""
             WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < %s)
-            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_hmac, text_length,
-                masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state, unreachable_reason)
-            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g.x % 5), CAST('memory ' || g.x || ' about ' || (g.x % 97) || ' shipping seats' AS BLOB),
-                printf('%%064d', g.x), 40, '[]', X'', X'', 1, strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-' || g.x || ' seconds'),
-                strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-' || g.x || ' seconds'), strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-' || g.x || ' seconds'), 'active', ''
+            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_hmac,
+                text_length, masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state,
+                unreachable_reason)
+            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g.x % 5),
+                CAST('memory ' || g.x || ' about ' || (g.x % 97) || ' shipping seats' AS BLOB),
+                printf('%%064d', g.x), 40, '[]', X'', X'', 1,
+                strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-' || g.x || ' seconds'),
+                strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-' || g.x || ' seconds'),
+                strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-' || g.x || ' seconds'), 'active', ''
             FROM governance_member m CROSS JOIN g WHERE m.id IN ({marks})
             """,
             [per_member, *members],
@@ -173,11 +177,14 @@ def populate_others_postgresql(total: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_hmac, text_length,
-                masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state, unreachable_reason)
-            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g %% 5), convert_to('memory ' || g || ' about ' || (g %% 97) || ' shipping seats', 'UTF8'),
-                md5(g::text) || md5(g::text), 40, '[]', ''::bytea, ''::bytea, 1, now() - make_interval(secs => g), now() - make_interval(secs => g),
-                now() - make_interval(secs => g), 'active', ''
+            INSERT INTO memoryapp_memoryversion (workspace_id, member_id, source, namespace, text, text_hmac,
+                text_length, masked_kinds, kind, details, version, valid_from, created_at, retention_anchor, state,
+                unreachable_reason)
+            SELECT m.workspace_id, m.id, 'agent', 'ns' || (g %% 5),
+                convert_to('memory ' || g || ' about ' || (g %% 97) || ' shipping seats', 'UTF8'),
+                md5(g::text) || md5(g::text), 40, '[]', ''::bytea, ''::bytea, 1,
+                now() - make_interval(secs => g), now() - make_interval(secs => g), now() - make_interval(secs => g),
+                'active', ''
             FROM governance_member m CROSS JOIN generate_series(1, %s) g WHERE m.id = ANY(%s)
             """,
             [per_member, members],

@@ -385,7 +385,8 @@ def run(conversations: list[Conversation], tune: tuple[str, ...], args, override
                 figures = {m: summarise([(q, s) for q, s in scores[m] if pred(q)]) for m in methods}
                 cells = "  ".join(
                     f"{m} "
-                    f"{figures[m]['overall']['R@5']:.3f}/{figures[m]['category'].get('multi-hop', {}).get('R@5', float('nan')):.3f}"
+                    f"{figures[m]['overall']['R@5']:.3f}/"
+                    f"{figures[m]['category'].get('multi-hop', {}).get('R@5', float('nan')):.3f}"
                     for m in methods
                     if m != "entities"
                 )
@@ -431,7 +432,8 @@ def run(conversations: list[Conversation], tune: tuple[str, ...], args, override
                 for c in CATEGORIES
             )
             print(
-                f"{method:<{width}} | {overall['R@5']:>6.3f} {overall['R@10']:>6.3f} {overall['MRR@10']:>6.3f} {overall['hit@5']:>6.3f} | {cats}"
+                f"{method:<{width}} | {overall['R@5']:>6.3f} {overall['R@10']:>6.3f} "
+                f"{overall['MRR@10']:>6.3f} {overall['hit@5']:>6.3f} | {cats}"
             )
         if not args.quiet:
             for metric in ("R@10", "MRR@10", "hit@5"):

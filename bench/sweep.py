@@ -50,8 +50,10 @@ def plant(workspace_id: int, member_ids: list[int], per_member: int, total: int)
                     (workspace_id, member_id, credential_id, source, namespace, key, text, text_hmac, text_length,
                      masked_kinds, kind, details, collection_id, version, valid_from, valid_to, created_at,
                      retention_anchor, state, expired_at, unreachable_at, unreachable_reason)
-                SELECT %s, %s, NULL, 'agent', 'bench', NULL, 'benchmark note number ' || g, md5(g::text) || md5(g::text), 30,
-                       '[]'::jsonb, '', '', NULL, 1, now() - interval '200 days', NULL, now() - interval '200 days' + g * interval '1 second',
+                SELECT %s, %s, NULL, 'agent', 'bench', NULL, 'benchmark note number ' || g,
+                       md5(g::text) || md5(g::text), 30,
+                       '[]'::jsonb, '', '', NULL, 1, now() - interval '200 days', NULL,
+                       now() - interval '200 days' + g * interval '1 second',
                        now() - interval '200 days' + g * interval '1 second', 'active', NULL, NULL, ''
                 FROM generate_series(1, %s) AS g
                 """,
@@ -97,7 +99,10 @@ def counts(workspace_id: int) -> tuple[int, int, int]:
 def bare_delete(workspace_id: int) -> int:
     from django.db import connection, transaction
 
-    expired = "SELECT id FROM memoryapp_memoryversion WHERE workspace_id = %s AND retention_anchor <= now() - interval '90 days'"
+    expired = (
+        "SELECT id FROM memoryapp_memoryversion WHERE workspace_id = %s "
+        "AND retention_anchor <= now() - interval '90 days'"
+    )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM memoryapp_citation WHERE memory_id IN ({expired})", [workspace_id])
         cursor.execute(f"DELETE FROM memoryapp_memoryembedding WHERE memory_id IN ({expired})", [workspace_id])

@@ -142,11 +142,10 @@ def engine_figures(args) -> None:
                 for kind in ("ligature", "a@"):
                     start = time.perf_counter()
                     embed([KINDS[kind]])
-                    print(
-                        f"  {side} {kind}: {(time.perf_counter() - start) * 1000:9.1f} ms "
-                        f"({embedder._model.token_count(embedder.capped(KINDS[kind], side == 'query'), side == 'query')} "
-                        "tokens)"
-                    )
+                    elapsed_ms = (time.perf_counter() - start) * 1000
+                    is_query = side == "query"
+                    tokens = embedder._model.token_count(embedder.capped(KINDS[kind], is_query), is_query)
+                    print(f"  {side} {kind}: {elapsed_ms:9.1f} ms ({tokens} tokens)")
         finally:
             embedder.query_tokens, embedder.passage_tokens = saved
 

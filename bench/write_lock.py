@@ -158,10 +158,9 @@ def flood(owner: httpx.Client, agent: httpx.Client, ws: int, stop: threading.Eve
                 return
             try:
                 response = call()
-                answers[
-                    f"A {name} "
-                    f"{response.status_code}{'' if response.headers.get('content-type', '').startswith('application/json') or response.status_code < 300 else ' (not JSON)'}"
-                ] += 1
+                is_json = response.headers.get("content-type", "").startswith("application/json")
+                note = "" if is_json or response.status_code < 300 else " (not JSON)"
+                answers[f"A {name} {response.status_code}{note}"] += 1
             except httpx.HTTPError as exc:
                 answers[f"A {name} {type(exc).__name__}"] += 1
 

@@ -98,7 +98,8 @@ def bar_chart(title: str, series: dict[date, float], days: list[date], *, unit: 
     )
     total = sum(values)
     svg = format_html(
-        '<svg class="dashboard-chart" role="img" aria-label="{title}" viewBox="0 0 {w} {h}" width="100%" preserveAspectRatio="xMinYMin meet" xmlns="http://www.w3.org/2000/svg">'
+        '<svg class="dashboard-chart" role="img" aria-label="{title}" viewBox="0 0 {w} {h}" width="100%" '
+        'preserveAspectRatio="xMinYMin meet" xmlns="http://www.w3.org/2000/svg">'
         '<line x1="{pl}" y1="{base}" x2="{w}" y2="{base}" stroke="#999"/>'
         '<text x="{tx}" y="{ty}" font-size="10" text-anchor="end" fill="#666">{peak}</text>'
         '<text x="{tx}" y="{base}" font-size="10" text-anchor="end" fill="#666">0</text>'

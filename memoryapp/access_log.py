@@ -91,7 +91,10 @@ def record(
         )
         params = [commit, json.dumps(refs), ids, *values, len(refs)]
     else:
-        sql = f"INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, 0, %s WHERE (SELECT count(*) FROM {_VERSIONS} WHERE id IN (SELECT value FROM json_each(%s))) = %s RETURNING id"
+        sql = (
+            f"INSERT INTO {_TABLE} ({_COLUMNS}) SELECT {marks}, 0, %s WHERE (SELECT count(*) FROM {_VERSIONS} "
+            "WHERE id IN (SELECT value FROM json_each(%s))) = %s RETURNING id"
+        )
         params = [*values, json.dumps(refs), json.dumps(ids), len(set(ids))]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -101,7 +104,10 @@ def record(
     return _record_survivors(values, refs)
 
 
-_COLUMNS = "workspace_id, member_id, credential_ref, credential_name, operation, surface, at, returned, hidden, erased, memories"
+_COLUMNS = (
+    "workspace_id, member_id, credential_ref, credential_name, operation, surface, at, returned, hidden, erased, "
+    "memories"
+)
 
 
 def _record_survivors(values: list[Any], refs: list[dict[str, int]]) -> int | None:
@@ -175,7 +181,10 @@ def strike_references(version_ids: Sequence[int], *, member_id: int | None = Non
     doomed: list[int] = []
     kept: list[int] = []
     if connection.vendor == "postgresql":
-        select = f"id, jsonb_array_length(memories), (SELECT count(*) FROM jsonb_array_elements(memories) AS ref WHERE {_PG_HIT})"
+        select = (
+            "id, jsonb_array_length(memories), "
+            f"(SELECT count(*) FROM jsonb_array_elements(memories) AS ref WHERE {_PG_HIT})"
+        )
         for pk, listed, struck in _rows(*_listing_sql(ids, member_id, select=select, select_params=[ids], lock=True)):
             (doomed if struck >= listed else kept).append(pk)
             counts[REFERENCE_ARTIFACT] += struck if struck < listed else 0

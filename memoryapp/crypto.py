@@ -58,7 +58,9 @@ Owner = tuple[int | None, int | None]
 
 def aad_prefix(table: str, owner: Owner, key_id: UUID) -> str:
     workspace_id, member_id = owner
-    return f"gam/v2|{table}|w{'-' if workspace_id is None else int(workspace_id)}|m{'-' if member_id is None else int(member_id)}|{key_id}|"
+    workspace = "-" if workspace_id is None else int(workspace_id)
+    member = "-" if member_id is None else int(member_id)
+    return f"gam/v2|{table}|w{workspace}|m{member}|{key_id}|"
 
 
 def field_aad(table: str, owner: Owner, key_id: UUID, field: str) -> bytes:
@@ -148,7 +150,8 @@ class KeyEncryptionKeys:
         return wrapped_by in self._ciphers  # type: ignore[attr-defined]
 
     def wrap(self, key_id: UUID, dek: bytes) -> tuple[str, bytes]:
-        return self.current_id, seal(self._ciphers[self.current_id], dek, _dek_aad(key_id))  # type: ignore[attr-defined]
+        cipher = self._ciphers[self.current_id]  # type: ignore[attr-defined]
+        return self.current_id, seal(cipher, dek, _dek_aad(key_id))
 
     def unwrap(self, key_id: UUID, wrapped_by: str, wrapped: bytes) -> bytes:
         cipher = self._ciphers.get(wrapped_by)  # type: ignore[attr-defined]

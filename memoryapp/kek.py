@@ -30,7 +30,10 @@ from memoryapp.crypto import KEY_BYTES, KeyEncryptionKeys, decode_kek, kek_id
 
 logger = logging.getLogger(__name__)
 
-FILE_HEADER = "# Key-encryption keys (docs/encryption.md). First line: the current KEK. Further lines: retired KEKs kept until rotate_kek has re-wrapped every data key.\n"
+FILE_HEADER = (
+    "# Key-encryption keys (docs/encryption.md). First line: the current KEK. Further lines: retired KEKs kept "
+    "until rotate_kek has re-wrapped every data key.\n"
+)
 
 
 class KekUnavailable(Exception):

@@ -118,7 +118,10 @@ class BodySizeLimitMiddleware:
 class SecurityHeadersMiddleware:
     """A strict content-security policy: pages ship their own stylesheet and script, nothing else."""
 
-    POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+    POLICY = (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; "
+        "base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+    )
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response

@@ -272,7 +272,10 @@ class DatabaseRateLimiter:
                 )
         else:
             # RETURNING's subqueries see the row just inserted.
-            counts = f"(SELECT count(*) {by_credential}), (SELECT min(at) {by_credential}), (SELECT count(*) {by_member}), (SELECT min(at) {by_member})"
+            counts = (
+                f"(SELECT count(*) {by_credential}), (SELECT min(at) {by_credential}), "
+                f"(SELECT count(*) {by_member}), (SELECT min(at) {by_member})"
+            )
             row = self._run(
                 f"{insert} RETURNING id, {counts}",
                 [*insert_params, *credential_params, *credential_params, *member_params, *member_params],

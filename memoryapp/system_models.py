@@ -143,8 +143,8 @@ RULES_JA_ANSWER_LANG = re.compile(rf"(?P<lang>{_JA_LANG})で(?:回答|返信|返
 RULES_EN_SPEAK = re.compile(rf"\bI\s+(?:can\s+)?speak\s+(?P<langs>(?:(?:{_EN_LANG})(?:\s*,\s*|\s+and\s+)?)+)", re.I)
 RULES_JA_SPEAK = re.compile(rf"(?P<langs>(?:(?:{_JA_LANG})(?:と|、)?)+)を話(?:せます|します)")
 RULES_EN_ROLE = re.compile(
-    r"\b(?:I\s+work\s+as|I'm|I\s+am|my\s+(?:role|job|job\s+title|position)\s+is)\s+(?:a|an|the|our)\s+(?P<role>[A-Za-z][A-Za-z "
-    r"\-/&]{1,60}?)(?:\s+(?:at|in|for|on)\b.*)?$",
+    r"\b(?:I\s+work\s+as|I'm|I\s+am|my\s+(?:role|job|job\s+title|position)\s+is)\s+(?:a|an|the|our)\s+"
+    r"(?P<role>[A-Za-z][A-Za-z \-/&]{1,60}?)(?:\s+(?:at|in|for|on)\b.*)?$",
     re.I,
 )
 RULES_EN_ROLE_PLAIN = re.compile(

@@ -164,7 +164,11 @@ def _database_residual() -> dict[str, Any]:
     }
 
 
-_SEALED = "as ciphertext only: their data keys were destroyed with them, so a restored backup reads nothing of them with the key store as it is (see keyring and kek for the copies of the key store that remain until residualUntil)."
+_SEALED = (
+    "as ciphertext only: their data keys were destroyed with them, so a restored backup reads nothing of them "
+    "with the key store as it is (see keyring and kek for the copies of the key store that remain until "
+    "residualUntil)."
+)
 
 
 def _unsealed_note(unsealed: int) -> str:

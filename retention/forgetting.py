@@ -99,7 +99,10 @@ class ForgettingCheck:
         self.workspace = workspace
         self.member = member
         self.marker = new_marker()
-        self.text = f"Forgetting check canary {self.marker}: the member wants the quarterly sales report delivered on Tuesday mornings."
+        self.text = (
+            f"Forgetting check canary {self.marker}: the member wants the quarterly sales report delivered "
+            "on Tuesday mornings."
+        )
         # Requests go through the whole stack as this deployment serves them: one of its own
         # host names (ALLOWED_HOSTS) over https (SECURE_SSL_REDIRECT), never Django's "testserver".
         request_defaults = {"HTTP_HOST": serving_host(), "SERVER_PORT": "443"}

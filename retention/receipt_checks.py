@@ -35,7 +35,11 @@ SWEEP_WINDOW = 500
 # burst of forgets between two requests is checked over several, the rest reported as not
 # verified yet; the command and the daily job check every receipt.
 APPEND_CAP = 2000
-NOT_VERIFIED_NOTE = "Receipts after verifiedThroughSeq were not verified by this request (at most {cap} new receipts are checked per request); later requests go on from there, the daily receipt_chain_check job and `manage.py verify_receipts` check every receipt."
+NOT_VERIFIED_NOTE = (
+    "Receipts after verifiedThroughSeq were not verified by this request (at most {cap} new receipts are "
+    "checked per request); later requests go on from there, the daily receipt_chain_check job and "
+    "`manage.py verify_receipts` check every receipt."
+)
 
 
 def _in_order(workspace_ref: int, first: int, last: int | None = None):

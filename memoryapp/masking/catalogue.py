@@ -332,9 +332,11 @@ _NUMBER_LIST_RE = re.compile(
 )
 _LIST_SPLIT_RE = re.compile(r"[^0-9]+")
 _TIME_WORDS = (
-    "timestamp|time[ _]?stamp|ts|epoch|unix(?:[ "
-    "_]time)?|time|mtime|ctime|atime|created(?:_at|At)?|updated(?:_at|At)?|modified(?:_at|At)?|last_modified|lastModified|date|datetime|iat|exp|nbf|expires(?:_at|At)?|since|until|(?:created|updated|modified|logged|seen|sent|received|started|ended|expired|deleted|happened|occurred|posted)[ "
-    "_]at|seen|logged"
+    "timestamp|time[ _]?stamp|ts|epoch|unix(?:[ _]time)?|time|mtime|ctime|atime|"
+    "created(?:_at|At)?|updated(?:_at|At)?|modified(?:_at|At)?|last_modified|lastModified|"
+    "date|datetime|iat|exp|nbf|expires(?:_at|At)?|since|until|"
+    "(?:created|updated|modified|logged|seen|sent|received|started|ended|expired|deleted|happened|occurred|posted)"
+    "[ _]at|seen|logged"
 )
 _TIMESTAMP_RE = re.compile(
     r"(?i:(?<![A-Za-z])(?:"
@@ -351,15 +353,17 @@ _ORDER_WORDS = (
 _ORDER_RE = re.compile(
     r"(?i:(?<![A-Za-z])(?:"
     + _ORDER_WORDS
-    + r"))[ \t]{0,3}(?:[:#=]|no\.?|n°|nr\.?)?[ \t]{0,3}#?(?P<v>[0-9]{1,9}+)(?![0-9])|(?:注文番号|注文|주문번호|订单号|订单)[ "
-    r"\t:：は]{0,3}(?P<w>[0-9]{1,9}+)(?![0-9])"
+    + r"))[ \t]{0,3}(?:[:#=]|no\.?|n°|nr\.?)?[ \t]{0,3}#?(?P<v>[0-9]{1,9}+)(?![0-9])"
+    r"|(?:注文番号|注文|주문번호|订单号|订单)[ \t:：は]{0,3}(?P<w>[0-9]{1,9}+)(?![0-9])"
 )
 
 
 # "pages 519 617 832": three numbers in order after a word that announces a list of them
 _LIST_NOUN_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:pages|pp\.?|p\.|seiten|s\.|pages|páginas|pagine|strony|pagina's|rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|chapitres|items|lines|zeilen|slides|folien|tracks|exercises|aufgaben|questions|fragen))[ "
-    r"\t:]*\Z|(?:ページ|頁|쪽|页|부屋|部屋|座席|問)[ \t:：]*\Z"
+    r"(?i:(?<![A-Za-z])(?:pages|pp\.?|p\.|seiten|s\.|pages|páginas|pagine|strony|pagina's|"
+    r"rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|chapitres|items|lines|zeilen|slides|folien|"
+    r"tracks|exercises|aufgaben|questions|fragen))[ \t:]*\Z"
+    r"|(?:ページ|頁|쪽|页|부屋|部屋|座席|問)[ \t:：]*\Z"
 )
 
 

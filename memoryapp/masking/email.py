@@ -21,7 +21,10 @@ from memoryapp.masking.common import (
 )
 
 # combining marks (an accent typed as a separate character is part of its letter)
-_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u3099\u309a\ufe20-\ufe2f"
+_MARKS = (
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff"
+    "\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u3099\u309a\ufe20-\ufe2f"
+)
 _ATEXT = r"\w!#$%&'*+/=?^`{|}~\-" + _MARKS
 _LABEL = r"[^\W_](?:[\w\-" + _MARKS + r"]{0,62}+)"
 # Local parts in any script but the CJK ones: Japanese text runs into an address without a
@@ -34,7 +37,8 @@ _LOCAL = _LOCAL_CH + r"++(?:\." + _LOCAL_CH + r"++)*+"
 _NOT_AFTER_LOCAL = r"(?<!" + _LOCAL_CH + r")(?<!\.)"
 _EMAIL_RE = re.compile(
     r"(?:(?<=[" + _CJK + r"])|" + _NOT_AFTER_LOCAL + r")" + _LOCAL + r"@(?:" + _LABEL + r"\.)+"
-    r"(?:(?i:xn--)[A-Za-z0-9\-]{1,59}(?![A-Za-z0-9\-])|[A-Za-z]{2,63}(?![A-Za-z0-9\-])|[^\W\d_\x00-\x7f]{2,24}(?![\w\-]))"
+    r"(?:(?i:xn--)[A-Za-z0-9\-]{1,59}(?![A-Za-z0-9\-])|[A-Za-z]{2,63}(?![A-Za-z0-9\-])"
+    r"|[^\W\d_\x00-\x7f]{2,24}(?![\w\-]))"
 )
 # the "(at)" / "[dot]" form people write to keep addresses from robots
 _EMAIL_OBFUSCATED_RE = re.compile(

@@ -123,13 +123,16 @@ def stage_mobile(work: str) -> list[Span]:
 _REGION_TYPES = (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)
 _SEPARATOR_RE = re.compile(r"[^0-9]")
 _LIST_WORD_BEFORE_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:scores?|points|punkte|puntos|punti|punkty|punten|poäng|pisteet|results|ergebnisse|résultats|resultados|risultati|wyniki|pages|pp\.?|seiten|páginas|pagine|strony|rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|items|lines|tracks|exercises|aufgaben|questions|fragen))(?:[ "
-    r"\t]+(?:were|are|was|is|sind|waren|sont|étaient|son|sono|są|zijn|var|er|är))?[ "
-    r"\t:=]*\Z|(?:得点|点数|スコア|ページ|頁|쪽|页|部屋|座席|점수|分数)[ \t:：は는]*\Z"
+    r"(?i:(?<![A-Za-z])(?:scores?|points|punkte|puntos|punti|punkty|punten|poäng|pisteet|"
+    r"results|ergebnisse|résultats|resultados|risultati|wyniki|pages|pp\.?|seiten|páginas|pagine|strony|"
+    r"rooms|zimmer|chambres|seats|sitze|places|chapters|kapitel|items|lines|tracks|exercises|aufgaben|"
+    r"questions|fragen))"
+    r"(?:[ \t]+(?:were|are|was|is|sind|waren|sont|étaient|son|sono|są|zijn|var|er|är))?[ \t:=]*\Z"
+    r"|(?:得点|点数|スコア|ページ|頁|쪽|页|部屋|座席|점수|分数)[ \t:：は는]*\Z"
 )
 _VERSION_WORD_BEFORE_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:v|ver|version|build|release|rev|python|node|ios|android|windows|macos|kernel|firmware|update))\.?[ "
-    r"\t]*\Z"
+    r"(?i:(?<![A-Za-z])"
+    r"(?:v|ver|version|build|release|rev|python|node|ios|android|windows|macos|kernel|firmware|update))\.?[ \t]*\Z"
 )
 _YEAR_RE = re.compile(r"(?:19|20)[0-9]{2}")
 _GLUED_BEFORE_RE = re.compile(r"[^\W\d_][\-/_#]\Z")

@@ -294,9 +294,9 @@ _PROSE_LABEL = (
 _PROSE_RE = re.compile(
     _PROSE_LABEL
     + r"(?P<for>[ \t]+(?i:for|to|of|on|at)[ \t]+(?:(?i:the|my|our|your|his|her)[ \t]+)?[^\s:=]{1,30}?)?"
-    + r"(?P<sep>[ \t]*+(?:[:=：][ "
-    r"\t]*+|(?i:is|was|are|were|will\s+be|would\s+be|is\s+now|has\s+been\s+changed\s+to|changed\s+to|set\s+to|reads?|equals)[ "
-    r"\t]++)" + r"|[ \t]*(?:は|が|を|：|:)[ \t]*|[ \t]+(?:שלי[ \t]+)?(?:היא|הוא)?[ \t]*|[ \t]++)"
+    + r"(?P<sep>[ \t]*+(?:[:=：][ \t]*+"
+    r"|(?i:is|was|are|were|will\s+be|would\s+be|is\s+now|has\s+been\s+changed\s+to|changed\s+to|set\s+to|"
+    r"reads?|equals)[ \t]++)" + r"|[ \t]*(?:は|が|を|：|:)[ \t]*|[ \t]+(?:שלי[ \t]+)?(?:היא|הוא)?[ \t]*|[ \t]++)"
 )
 _TOKEN_LABEL_RE = re.compile(
     r"(?i:token|api|access|auth|refresh|private|client|secret|\bkeys?\b|キー|トークン|秘密鍵|シークレット)"

@@ -49,7 +49,10 @@ def _remember(admission: gates.Admission) -> tuple[dict[str, Any], str]:
 def _recall(admission: gates.Admission) -> tuple[dict[str, Any], str]:
     body = reads.recall_memories(admission, surface=AccessSurface.MCP).body
     degraded = ", ".join(body.get("degraded") or []) or "none"
-    summary = f"Recalled {len(body['memories'])} memories, best first (considered {body['considered']}, hidden {body['hidden']}, degraded rankings: {degraded})."
+    summary = (
+        f"Recalled {len(body['memories'])} memories, best first (considered {body['considered']}, "
+        f"hidden {body['hidden']}, degraded rankings: {degraded})."
+    )
     return body, render_text(summary, body["memories"])
 
 

@@ -267,7 +267,10 @@ def split_wiring_init(old_init: str, new_init: str | None) -> tuple[str, str]:
                 drop.discard(node.lineno - 1)
     kept = "\n".join(line for i, line in enumerate(lines) if i not in drop).rstrip() + "\n"
     wiring = (new_init if new_init is not None else PACKAGE_DOCS[WIRING]).rstrip() + "\n\n"
-    wiring += "# Celery's documented place for the app: loaded with the settings, so @shared_task binds to it\n# and `celery -A config` finds it.\n"
+    wiring += (
+        "# Celery's documented place for the app: loaded with the settings, so @shared_task binds to it\n"
+        "# and `celery -A config` finds it.\n"
+    )
     wiring += "\n".join(moved_statements) + "\n\n" + "__all__ = [" + ", ".join(f'"{n}"' for n in moved_names) + "]\n"
     return kept, wiring
 
@@ -388,7 +391,8 @@ def git(root: Path, *args: str) -> str:
 
 
 APP_LIST = re.compile(
-    r"""\(\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\)|\[\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\]"""
+    r"""\(\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\)"""
+    r"""|\[\s*["'](?:governance|memoryapp|retention)["'](?:\s*,\s*["'][\w]+["'])+\s*,?\s*\]"""
 )
 
 

@@ -29,7 +29,7 @@ from memoryapp import access_log
 from memoryapp.models import AccessEntry, MemoryVersion
 from retention import erasure
 from tests.processes import BASE_DIR, free_port, server_env, stop, wait_until_serving
-from tests.support import make_agent, on_postgres, postgres_threads
+from tests.support import make_agent, postgres_threads
 
 GUARD = 60  # seconds a thread may wait before the test fails as hung (not a timing assertion)
 

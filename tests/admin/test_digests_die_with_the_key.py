@@ -50,7 +50,7 @@ def test_the_shown_digest_is_keyed_by_the_versions_own_data_key(world):
     assert version.text_hmac != content.member_digest(TEXT, workspace_id=world.workspace.pk, member_id=world.editor.pk)
 
 
-def test_equal_texts_of_two_members_and_of_two_versions_show_different_digests(world, staff):  # noqa: F811
+def test_equal_texts_of_two_members_and_of_two_versions_show_different_digests(world, staff):
     editor, owner = make_agent(world.editor), make_agent(world.owner)
     ids = [
         remember(editor, TEXT, key="seat"),

@@ -30,7 +30,7 @@ from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion
 from memoryapp.system_models import ExtractedMemory
 from tests.credits.support import StubModel, ai_agent, balance, grant, use_stub, user_says
-from tests.support import on_postgres, postgres_threads
+from tests.support import postgres_threads
 
 GUARD = 60  # seconds a thread or event may wait before the test fails as hung (not a timing assertion)
 

@@ -115,7 +115,8 @@ def test_a_sentence_that_refers_back_stays_a_detail_of_its_fact(world, consolida
     """Seed 002's example: the instruction about "this codename" belongs to the codename."""
     (memory,) = consolidate(
         world.editor,
-        "覚えてください。デモ製品のコードネームは Aurora です。今後、製品紹介を書くときはこのコードネームを使ってください",
+        "覚えてください。デモ製品のコードネームは Aurora です。"
+        "今後、製品紹介を書くときはこのコードネームを使ってください",
     )
     assert (memory.key, memory.kind, memory.text) == (
         "product_codename",

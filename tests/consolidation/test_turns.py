@@ -77,7 +77,10 @@ def test_same_topic_becomes_a_new_version(world, ready, monkeypatch, django_capt
 
 def test_japanese_remember_request_is_extracted_offline(world, ready, django_capture_on_commit_callbacks):
     agent, client = ready
-    text = "覚えてください。デモ製品のコードネームは Aurora です。今後、製品紹介を書くときはこのコードネームを使ってください"
+    text = (
+        "覚えてください。デモ製品のコードネームは Aurora です。"
+        "今後、製品紹介を書くときはこのコードネームを使ってください"
+    )
     post_turn(client, agent, user_says(text), capture=django_capture_on_commit_callbacks)
     memory = MemoryVersion.objects.get(member=world.editor, namespace=ASSISTANT_NAMESPACE)
     assert memory.source == Source.AI_EXTRACTED

@@ -71,7 +71,6 @@ def softhsm(tmp_path_factory) -> SoftHsm:
 def token_kek(settings, softhsm, tmp_path) -> SoftHsm:
     """KEK_BACKEND=pkcs11 against the test token, with KEK objects of this test's own."""
     from core import backends
-    from memoryapp import keyring
 
     settings.KEK_BACKEND = "pkcs11"
     settings.PKCS11_MODULE, settings.PKCS11_TOKEN_LABEL = softhsm.module, softhsm.label

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import backends
-from memoryapp import crypto, kek, keyring
+from memoryapp import crypto, kek
 from memoryapp.keyring import DataKey
 from tests.support import make_agent
 

@@ -34,7 +34,10 @@ def killed(**fields):
     os.kill(os.getpid(), signal.SIGKILL)  # the keys are destroyed; the receipt and the commit never come
 
 receipts.append = killed
-erasure.erase_memories([int(sys.argv[1])], operation="forget", workspace_id=int(sys.argv[2]), member_id=int(sys.argv[3]), actor_label="killed eraser")
+erasure.erase_memories(
+    [int(sys.argv[1])], operation="forget", workspace_id=int(sys.argv[2]), member_id=int(sys.argv[3]),
+    actor_label="killed eraser",
+)
 """
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from core import backends
 from memoryapp import crypto, kek, keyring
 from memoryapp.apps import check_key_encryption_keys
 from memoryapp.keyring import DataKey

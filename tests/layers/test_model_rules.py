@@ -42,18 +42,18 @@ RAW_PREDICATES = {
     "active member (Member.objects.active / removed)": re.compile(
         r"left_at__isnull|left_at\s*[!=]=\s*None|left_at\s+is\s+(not\s+)?None"
     ),
-    "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)": re.compile(
-        r"revoked_at__isnull"
-    ),
+    (
+        "usable credential or personal token (Credential.objects.active / not_revoked, PersonalToken.objects.active)"
+    ): re.compile(r"revoked_at__isnull"),
     "the agent/assistant split (MemoryVersion.objects.agent / assistant)": re.compile(
         r"(exclude|filter|Q)\(namespace=ASSISTANT_NAMESPACE\b"
     ),
     "context set not deleted (ContextSet.objects.live, context_set.is_deleted)": re.compile(
         r"deleted_at__isnull|deleted_at\s*[!=]=\s*None|deleted_at\s+is\s+(not\s+)?None"
     ),
-    "document or credential expiry as a query (Document.objects.unexpired, Credential.objects.active / expired)": re.compile(
-        r"expires_at__(isnull|gt|gte|lt|lte)\b"
-    ),
+    (
+        "document or credential expiry as a query (Document.objects.unexpired, Credential.objects.active / expired)"
+    ): re.compile(r"expires_at__(isnull|gt|gte|lt|lte)\b"),
 }
 
 

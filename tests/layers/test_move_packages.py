@@ -246,7 +246,11 @@ def test_pyproject_gains_the_packages_a_bottom_core_layer_and_the_core_contract(
 
 
 def test_the_celery_app_moves_from_the_app_package_to_the_wiring_package():
-    old = 'import os\n\nos.environ.setdefault("X", "1")\n\nfrom config.celery import app as celery_app  # noqa: E402\n\n__all__ = ["celery_app"]\n'
+    old = (
+        'import os\n\nos.environ.setdefault("X", "1")\n\n'
+        "from config.celery import app as celery_app  # noqa: E402\n\n"
+        '__all__ = ["celery_app"]\n'
+    )
     kept, wiring = mp.split_wiring_init(old, None)
     assert kept == 'import os\n\nos.environ.setdefault("X", "1")\n'
     assert "from config.celery import app as celery_app\n" in wiring and '__all__ = ["celery_app"]' in wiring

@@ -28,7 +28,13 @@ CELERY = str(Path(sys.executable).with_name("celery"))
 FAST_BEAT = """
 from datetime import timedelta
 from config.celery import app
-app.conf.beat_schedule = {"cascade-sweep": {"task": "retention.tasks.cascade_sweep", "schedule": timedelta(seconds=2), "options": {"expires": 10}}}
+app.conf.beat_schedule = {
+    "cascade-sweep": {
+        "task": "retention.tasks.cascade_sweep",
+        "schedule": timedelta(seconds=2),
+        "options": {"expires": 10},
+    }
+}
 """
 
 

@@ -11,11 +11,8 @@ No Django."""
 
 from __future__ import annotations
 
-import re
-
-import pytest
 from faker import Faker
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryapp.masking import name_kinds

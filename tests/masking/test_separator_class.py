@@ -182,7 +182,8 @@ def test_years_one_a_line_are_not_masked(years, brk):
     st.sampled_from(BLANKS + LINE_BREAKS),
 )
 def test_dates_and_times_are_not_masked(day, moment, form, sep):
-    text = f"on {day.strftime(form)}{sep}{moment.strftime('%H:%M')}{sep}{day.strftime(form)}{sep}{moment.strftime('%H:%M:%S')}"
+    date, minutes, seconds = day.strftime(form), moment.strftime("%H:%M"), moment.strftime("%H:%M:%S")
+    text = f"on {date}{sep}{minutes}{sep}{date}{sep}{seconds}"
     if day.year < 1000:
         return
     assert mask(text).text == text

@@ -23,7 +23,7 @@ def run_example(base: str, token: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_the_mcp_sdk_example_remembers_and_recalls_with_the_bearer_header(world, http_server):  # noqa: F811
+def test_the_mcp_sdk_example_remembers_and_recalls_with_the_bearer_header(world, http_server):
     agent = make_agent(world.editor)
     completed = run_example(http_server, agent.token)
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -32,7 +32,7 @@ def test_the_mcp_sdk_example_remembers_and_recalls_with_the_bearer_header(world,
     assert world.editor.memory_versions.filter(namespace="travel", key="seat").count() == 1
 
 
-def test_the_mcp_sdk_example_with_an_unknown_token_reaches_no_memory(world, http_server):  # noqa: F811
+def test_the_mcp_sdk_example_with_an_unknown_token_reaches_no_memory(world, http_server):
     make_agent(world.editor)
     completed = run_example(http_server, "gam_000000000000_not-a-token")
     assert completed.returncode == 0, completed.stderr[-3000:]

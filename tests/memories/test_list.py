@@ -83,8 +83,9 @@ def test_list_query_count_does_not_grow_with_citations(agent, docs, django_asser
         agent.remember(namespace="n", text=f"note {i}", citations=[str(p.pk) for p in passages])
     with django_assert_max_num_queries(
         15
-        # 8 for the read, 7 for its read-budget slot on the database limiter (lock, trim and count the credential's slots,
-        # trim and count the member's, insert, and the member's live credentials that size its bound; Redis: none)
+        # 8 for the read, 7 for its read-budget slot on the database limiter (lock, trim and count the
+        # credential's slots, trim and count the member's, insert, and the member's live credentials that size
+        # its bound; Redis: none)
     ):
         response = agent.list(limit=100)
     assert len(response.json()["memories"]) == 30

@@ -29,7 +29,8 @@ actions.update_settings(workspace, {"agentMemoriesEnabled": True}, actor=owner.u
 owner.refresh_from_db()
 agent = make_agent(owner)
 for i in range(100):
-    assert agent.remember(namespace="notes", text=f"Note number {chr(97 + i % 26)} about the quarterly plan").status_code == 201
+    response = agent.remember(namespace="notes", text=f"Note number {chr(97 + i % 26)} about the quarterly plan")
+    assert response.status_code == 201
 print(workspace.pk)
 """
 

@@ -70,10 +70,19 @@ def measure(page) -> dict:
                 const box = el.getBoundingClientRect();
                 const folded = el.closest('details:not([open])') && !el.closest('summary');  // not shown until opened
                 return box.width > 0 && box.right > window.innerWidth + 1 && !el.closest('.table-wrap') && !folded;
-            }).slice(0, 5).map(el => el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).replace(/ /g, '.') : '') + '@' + Math.round(el.getBoundingClientRect().left) + '-' + Math.round(el.getBoundingClientRect().right) + ':' + (el.textContent || '').trim().slice(0, 30));
-            const scrolling = [...document.querySelectorAll('.table-wrap')].filter(w => w.scrollWidth > w.clientWidth + 1).length;
-            const headless = c => c.closest('thead') && getComputedStyle(c.closest('thead')).position === 'absolute';  // stacked: headings hidden
-            const clipped = [...document.querySelectorAll('th, td')].filter(c => !headless(c) && c.getBoundingClientRect().right > window.innerWidth + 1).length;
-            return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, wide, scrolling, clipped};
+            }).slice(0, 5).map(el => el.tagName.toLowerCase()
+                + (el.className ? '.' + String(el.className).replace(/ /g, '.') : '')
+                + '@' + Math.round(el.getBoundingClientRect().left) + '-' + Math.round(el.getBoundingClientRect().right)
+                + ':' + (el.textContent || '').trim().slice(0, 30));
+            const scrolling = [...document.querySelectorAll('.table-wrap')]
+                .filter(w => w.scrollWidth > w.clientWidth + 1).length;
+            // stacked: headings hidden
+            const headless = c => c.closest('thead') && getComputedStyle(c.closest('thead')).position === 'absolute';
+            const clipped = [...document.querySelectorAll('th, td')]
+                .filter(c => !headless(c) && c.getBoundingClientRect().right > window.innerWidth + 1).length;
+            return {
+                scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+                wide, scrolling, clipped,
+            };
         }"""
     )

@@ -61,7 +61,7 @@ def fit(session: Session, name: str, width: int) -> None:
 
 
 @pytest.mark.parametrize("language", ["en", "ja"])
-def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(world, chromium, live_server, language):  # noqa: F811
+def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(world, chromium, live_server, language):
     ws = world.workspace.pk
     owner_ids = plant(world.owner, 700, namespace="crm", days_old=40)
     plant(world.editor, AGENT_MEMORIES - 700, namespace="projects", days_old=45)
@@ -89,7 +89,8 @@ def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(w
         expected = {
             "en": "Lowering retention to 30 days erases 1,204 agent memories now and moves 87 assistant memories to "
             "Expired.",
-            "ja": "保持期間を30日に短縮すると、Agent メモリ 1,204 件が今すぐ消去され、AI メモリ 87 件が期限切れに移ります。",
+            "ja": "保持期間を30日に短縮すると、Agent メモリ 1,204 件が今すぐ消去され、"
+            "AI メモリ 87 件が期限切れに移ります。",
         }[language]
         expect(preview).to_have_text(expected)
         expect(page.locator("[data-artifact=memory_version] dd")).to_have_text("1,204")
@@ -122,7 +123,7 @@ def test_lowering_retention_previews_the_count_then_saving_erases_exactly_that(w
 
 
 @pytest.mark.parametrize("language", ["en", "ja"])
-def test_the_delete_all_confirmations_show_the_manifest(world, chromium, live_server, language):  # noqa: F811
+def test_the_delete_all_confirmations_show_the_manifest(world, chromium, live_server, language):
     ws = world.workspace.pk
     plant(world.owner, 12, namespace="crm", days_old=1)
     plant(world.editor, 30, namespace="projects", days_old=1)
@@ -148,7 +149,7 @@ def test_the_delete_all_confirmations_show_the_manifest(world, chromium, live_se
         session.context.close()
 
 
-def test_the_admin_erase_member_confirmation_shows_the_manifest(world, chromium, live_server, django_user_model):  # noqa: F811
+def test_the_admin_erase_member_confirmation_shows_the_manifest(world, chromium, live_server, django_user_model):
     plant(world.editor, 9, namespace="projects", days_old=1)
     plant(world.editor, 4, namespace=ASSISTANT_NAMESPACE, days_old=1)
     django_user_model.objects.create_superuser("root", "root@acme.test", "pw-root-123")

@@ -51,7 +51,10 @@ def seeded(world):
         {
             "namespace": "長野フーズ_営業メモ",
             "key": "次回の打ち合わせ",
-            "text": "長野フーズ様の四半期レビューでは、まず契約更新のスケジュールを確認し、次にセキュリティ質問票の未回答項目を説明してください。"
+            "text": (
+                "長野フーズ様の四半期レビューでは、まず契約更新のスケジュールを確認し、"
+                "次にセキュリティ質問票の未回答項目を説明してください。"
+            )
             * 3,
         },
         {"namespace": "projects", "text": "Owns the Q3 launch checklist."},
@@ -172,7 +175,10 @@ def test_the_member_pages_of_seed_002(seeded, open_session, language):
     expect(meta).to_contain_text("コレクション" if ja else "Collection")
     page.set_viewport_size({"width": 390, "height": 860})
     wide = page.evaluate(
-        """() => [...document.querySelectorAll('body *')].filter(el => el.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 8).map(el => el.tagName + '.' + el.className + ':' + Math.round(el.getBoundingClientRect().right))"""
+        """() => [...document.querySelectorAll('body *')]
+            .filter(el => el.getBoundingClientRect().right > window.innerWidth + 1)
+            .slice(0, 8)
+            .map(el => el.tagName + '.' + el.className + ':' + Math.round(el.getBoundingClientRect().right))"""
     )
     assert fits(page)["scrollWidth"] <= 390, wide
     page.evaluate("window.scrollTo(0, 0)")

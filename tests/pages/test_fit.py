@@ -35,7 +35,8 @@ FIT = SCREENSHOTS / "fit"
 LONG_WORKSPACE = "Acme Rockets Asia-Pacific Enterprise Division (Tokyo, Osaka, Singapore, Sydney)"
 LONG_NAMESPACE = "customer-relationship-management-apac-enterprise-accounts-2025"
 LONG_KEY = (
-    "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_with_procurement_legal_and_security_teams"
+    "quarterly_business_review_preparation_notes_for_the_enterprise_plus_renewal_"
+    "with_procurement_legal_and_security_teams"
 )[:120]
 LONG_URL = (
     "https://intranet.acme-rockets.example.com/handbooks/enterprise/onboarding/apac/2025/checklists/final-v12.pdf"
@@ -237,7 +238,7 @@ def test_post_only_page_routes_answer_405_to_a_get(world):
 
 @pytest.mark.parametrize("language", ["en", "ja"])
 # the fixture
-def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_user_model, language):  # noqa: F811
+def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_user_model, language):
     assistant_version = long_content(world)
     django_user_model.objects.create_user(
         username="nobody@acme.test", email="nobody@acme.test", password="pw-nobody-123"
@@ -309,7 +310,7 @@ def test_every_page_fits_at_390_and_1280(world, chromium, live_server, django_us
         nobody.context.close()
 
 
-def test_the_admin_index_fits(world, chromium, live_server, django_user_model):  # noqa: F811
+def test_the_admin_index_fits(world, chromium, live_server, django_user_model):
     long_content(world)
     django_user_model.objects.create_superuser("root", "root@acme.test", "pw-root-123")
     session = Session(chromium, live_server.url, "en")

@@ -243,7 +243,10 @@ def test_hashing_is_deterministic_and_normalised(hashing):
 def test_hashing_is_stable_across_processes(hashing):
     """Python's str hash is salted per process; the embedder must not depend on it."""
     text = "Stable across processes: 東京 שלום"
-    code = f"import sys; from memoryapp.recall.embedders import HashingEmbedder; sys.stdout.write(HashingEmbedder(256).embed([{text!r}])[0].tobytes().hex())"
+    code = (
+        "import sys; from memoryapp.recall.embedders import HashingEmbedder; "
+        f"sys.stdout.write(HashingEmbedder(256).embed([{text!r}])[0].tobytes().hex())"
+    )
     outs = set()
     for seed in ("1", "2"):
         res = subprocess.run(

@@ -500,8 +500,9 @@ def test_recall_query_count_is_constant(agent, world, docs, django_assert_max_nu
         agent.remember(namespace="n", text=f"note {i} about Osaka", citations=[str(p.pk) for p in passages])
     with django_assert_max_num_queries(
         19
-        # 9 for the read, 1 INSERT for its access entry, 7 for the read-budget slot on the database limiter (credential and
-        # member bounds), 2 for the entity matcher (the generation, and the entities on its first build)
+        # 9 for the read, 1 INSERT for its access entry, 7 for the read-budget slot on the database limiter
+        # (credential and member bounds), 2 for the entity matcher (the generation, and the entities on its first
+        # build)
     ):
         response = agent.recall(query="Osaka shipping", limit=50)
     assert response.json()["considered"] == 40

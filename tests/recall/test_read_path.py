@@ -20,7 +20,10 @@ from memoryapp.representation import memory_json
 from memoryapp.visibility import filtered_versions, recheck
 from tests.support import make_agent
 
-WORDS = "shipping warehouse invoice osaka tokyo seat aisle window coffee tea budget report review deadline release vim emacs python rust 大阪 倉庫 出荷".split()
+WORDS = (
+    "shipping warehouse invoice osaka tokyo seat aisle window coffee tea budget report review deadline release "
+    "vim emacs python rust 大阪 倉庫 出荷"
+).split()
 QUERIES = [
     "shipping deadline from osaka",
     "aisle or window seat",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from datetime import timezone as tz
 
 import pytest
 import time_machine

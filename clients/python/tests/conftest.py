@@ -97,9 +97,8 @@ _namespaces = itertools.count(1)
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest) -> str:
     """A namespace no other test uses (namespaces keep the tests of one member apart)."""
-    return f"t{next(_namespaces)}-{request.node.name[:40].strip('_').replace('_', '-').replace('[', '-').replace(']', '')}"[
-        :64
-    ]
+    name = request.node.name[:40].strip("_").replace("_", "-").replace("[", "-").replace("]", "")
+    return f"t{next(_namespaces)}-{name}"[:64]
 
 
 @pytest.fixture

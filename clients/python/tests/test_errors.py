@@ -51,7 +51,8 @@ def server_codes() -> set[str]:
     """Every error code in the server's source: ApiError(status, "CODE"…), error_body("CODE"…),
     error_response(status, "CODE"…), forbidden(code="CODE") and the DRF table."""
     pattern = re.compile(
-        r'(?:ApiError\(\s*\d{3},\s*|error_body\(\s*|error_response\(\s*\d{3},\s*|code=|\(drf\.\w+,\s*\d{3},\s*)"([A-Z][A-Z0-9_]+)"'
+        r"(?:ApiError\(\s*\d{3},\s*|error_body\(\s*|error_response\(\s*\d{3},\s*|code=|"
+        r'\(drf\.\w+,\s*\d{3},\s*)"([A-Z][A-Z0-9_]+)"'
     )
     codes: set[str] = set()
     # Every top-level package of the server (its apps, the project wiring, the shared core), found

@@ -20,7 +20,10 @@ from memoryapp.encryption import CHUNK, SETTLE_SECONDS, KekRotation
 
 
 class Command(BaseCommand):
-    help = "Rotate the key-encryption key: a new KEK (key file), every data key re-wrapped under it, the retired KEK destroyed."
+    help = (
+        "Rotate the key-encryption key: a new KEK (key file), every data key re-wrapped under it, "
+        "the retired KEK destroyed."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--chunk", type=int, default=CHUNK)

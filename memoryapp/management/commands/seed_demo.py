@@ -49,7 +49,10 @@ Acme Rockets のサポートは日本語と英語で対応します。"""
 
 
 class Command(BaseCommand):
-    help = "Create the demo workspace (once) and print the URL, logins and the demo agent token (kept across runs while valid)."
+    help = (
+        "Create the demo workspace (once) and print the URL, logins and the demo agent token "
+        "(kept across runs while valid)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--port", default="8000")

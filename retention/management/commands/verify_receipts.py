@@ -15,7 +15,10 @@ from retention.receipts import REASON_LABELS
 
 
 class Command(BaseCommand):
-    help = "Check every receipt chain (hashes, links, signatures); report the first break per workspace; exit 1 on a break."
+    help = (
+        "Check every receipt chain (hashes, links, signatures); report the first break per workspace; "
+        "exit 1 on a break."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(

@@ -161,7 +161,10 @@ def render_remember(result: RememberResult) -> str:
 
 def render_recall(result: RecallResult) -> str:
     degraded = ", ".join(result.degraded) or "none"
-    summary = f"Recalled {len(result.memories)} memories, best first (considered {result.considered}, hidden {result.hidden}, degraded rankings: {degraded})."
+    summary = (
+        f"Recalled {len(result.memories)} memories, best first (considered {result.considered}, "
+        f"hidden {result.hidden}, degraded rankings: {degraded})."
+    )
     return render_text(summary, result.memories)
 
 
