@@ -50,9 +50,9 @@ def plant(workspace_id: int, member_ids: list[int], per_member: int, total: int)
                     (workspace_id, member_id, credential_id, source, namespace, key, text, text_hmac, text_length,
                      masked_kinds, kind, details, collection_id, version, valid_from, valid_to, created_at,
                      retention_anchor, state, expired_at, unreachable_at, unreachable_reason)
-                SELECT %s, %s, NULL, 'agent', 'bench', NULL, 'benchmark note number ' || g,
+                SELECT %s, %s, NULL, 'agent', 'bench', NULL, convert_to('benchmark note number ' || g, 'UTF8'),
                        md5(g::text) || md5(g::text), 30,
-                       '[]'::jsonb, '', '', NULL, 1, now() - interval '200 days', NULL,
+                       '[]'::jsonb, ''::bytea, ''::bytea, NULL, 1, now() - interval '200 days', NULL,
                        now() - interval '200 days' + g * interval '1 second',
                        now() - interval '200 days' + g * interval '1 second', 'active', NULL, NULL, ''
                 FROM generate_series(1, %s) AS g
@@ -71,7 +71,7 @@ def plant(workspace_id: int, member_ids: list[int], per_member: int, total: int)
         cursor.execute(
             """
             INSERT INTO memoryapp_memoryembedding (memory_id, embedder_id, dim, vector, terms)
-            SELECT id, 'hashing-v1-256', 256, decode(repeat(lpad(to_hex(id %% 256), 2, '0'), 1024), 'hex'), lower(text)
+            SELECT id, 'hashing-v1-256', 256, decode(repeat(lpad(to_hex(id %% 256), 2, '0'), 1024), 'hex'), text
             FROM memoryapp_memoryversion WHERE workspace_id = %s
             """,
             [workspace_id],
