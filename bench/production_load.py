@@ -20,6 +20,7 @@ of its own before the server starts. Each level prints its req/s as a fraction o
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import json
 import os
@@ -89,6 +90,8 @@ class ConnectionWatch:
         self.conn = psycopg.connect(f"{server}/postgres", autocommit=True)
         self.names = list(names)
         self.peak = 0
+        self.waits: collections.Counter[str] = collections.Counter()
+        self.samples = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -106,12 +109,33 @@ class ConnectionWatch:
         self.peak = 0
         self._stop.clear()
 
+        self.waits.clear()
+        self.samples = 0
+
         def loop() -> None:
             while not self._stop.wait(0.25):
                 self.peak = max(self.peak, self.count()["total"])
+                self.sample_waits()
 
         self._thread = threading.Thread(target=loop, daemon=True)
         self._thread.start()
+
+    def sample_waits(self) -> None:
+        """What each non-idle backend of the two databases is doing now: a wait event, or on CPU."""
+        rows = self.conn.execute(
+            "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
+            "WHERE datname = ANY(%s) AND state <> 'idle'",
+            [self.names],
+        ).fetchall()
+        self.samples += 1
+        for state, kind, event in rows:
+            self.waits["on CPU" if kind is None else f"{kind}:{event}"] += 1
+            if state == "idle in transaction":
+                self.waits["(idle in transaction)"] += 1
+
+    def top_waits(self, n: int = 6) -> str:
+        per = max(self.samples, 1)
+        return ", ".join(f"{name} {count / per:.1f}" for name, count in self.waits.most_common(n))
 
     def stop(self) -> int:
         self._stop.set()
@@ -360,6 +384,7 @@ def main() -> None:
                 f"peak {peak}, 10 s after {after['total']} ({after['idle']} idle)   load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
+            print(f"      busy backends, mean per sample: {watch.top_waits()}", flush=True)
     finally:
         from tests.processes import stop
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -10,8 +10,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from core.prepared import Prepared
 from governance import tokens
-from governance.models import Credential, Member, PersonalToken
+from governance.models import Credential, CredentialQuerySet, Member, PersonalToken
 
 PERSONAL_TOKEN_KIND = "gpt"
 CREDENTIAL_TOKEN_KIND = "gam"
@@ -122,6 +123,20 @@ def active_membership(request: HttpRequest, workspace_id: int) -> Member | None:
     return member
 
 
+def _credential_by_prefix(prefix: str, at: datetime) -> CredentialQuerySet:
+    # Only what the gate reads, and the member's usable credentials (the read and remember limits'
+    # member bound). Compiled once per process (core.prepared): compiling cost more than the query.
+    return (
+        Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history")
+        .with_usable_siblings(at)
+        .filter(prefix=prefix)
+        .order_by("pk")
+    )
+
+
+_CREDENTIAL = Prepared(_credential_by_prefix, "\x00prefix", datetime(2000, 1, 2, 3, 4, 5, 678901, tzinfo=UTC))
+
+
 def find_credential(raw_token: str | None) -> Credential | None:
     """The credential a bearer token names, with everything the gate needs, or None.
 
@@ -130,17 +145,7 @@ def find_credential(raw_token: str | None) -> Credential | None:
         tokens.matches("", None)
         return None
     prefix = tokens.split_prefix(raw_token, CREDENTIAL_TOKEN_KIND)
-    row = None
-    if prefix:
-        row = (
-            # Only what the gate reads: compiling a wider select_related cost more than the query. The
-            # member's usable credentials come along (the read and remember limits' member bound).
-            Credential.objects.select_related("member", "member__user", "workspace", "workspace__ask_history")
-            .with_usable_siblings()
-            .filter(prefix=prefix)
-            .order_by()
-            .first()
-        )
+    row = _CREDENTIAL.first(prefix, timezone.now()) if prefix else None
     if not tokens.matches(raw_token, row.token_hash if row else None):
         return None
     return row
