@@ -226,6 +226,30 @@ def wait_serving(url: str, processes: list[subprocess.Popen], timeout: float = 1
     raise RuntimeError(f"{url} did not answer")
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of a process and its descendants (the uvicorn workers), from /proc: what
+    the web tier spent, whatever else the machine runs."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(times.get(pid, 0.0) for pid in tree)
+
+
 def run_wrk(base: str, script: Path, connections: int, seconds: int) -> dict:
     out = subprocess.run(
         ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), base],
@@ -372,7 +396,9 @@ def main() -> None:
         )
         for level in args.connections:
             watch.start()
+            cpu_before = tree_cpu_seconds(processes[0].pid)
             result = run_wrk(base, script, level, args.seconds)
+            web_cpu_ms = (tree_cpu_seconds(processes[0].pid) - cpu_before) * 1000 / max(result["requests"], 1)
             peak = watch.stop()
             time.sleep(10)
             after = watch.count()
@@ -384,7 +410,11 @@ def main() -> None:
                 f"peak {peak}, 10 s after {after['total']} ({after['idle']} idle)   load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
-            print(f"      busy backends, mean per sample: {watch.top_waits()}", flush=True)
+            print(
+                f"      web workers' CPU per request {web_cpu_ms:.1f} ms; "
+                f"busy backends, mean per sample: {watch.top_waits()}",
+                flush=True,
+            )
     finally:
         from tests.processes import stop
 
