@@ -42,7 +42,7 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
-def start(code: Path, var_dir: Path, port: int) -> tuple[list[subprocess.Popen], Callable[..., str]]:
+def start(code: Path, var_dir: Path, port: int, workers: int = 1) -> tuple[list[subprocess.Popen], Callable[..., str]]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -62,7 +62,8 @@ def start(code: Path, var_dir: Path, port: int) -> tuple[list[subprocess.Popen],
     log = (var_dir / "servers.log").open("wb")
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"],
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--log-level", "warning"]
+            + ([f"--workers={workers}"] if workers > 1 else []),
             cwd=code,
             env=env,
             stdout=log,
@@ -171,12 +172,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8030)
     parser.add_argument("--n", type=int, default=40, help="remember+recall pairs per phase")
     parser.add_argument("--hold", type=float, default=20.0, help="seconds the reader holds its transaction each time")
+    parser.add_argument("--web-workers", type=int, default=1, help="uvicorn processes (the run command starts 1)")
     args = parser.parse_args()
     base = f"http://127.0.0.1:{args.port}"
     with tempfile.TemporaryDirectory(prefix="write_lock_") as tmp:
         var_dir = Path(tmp) / "var"
         var_dir.mkdir()
-        processes, manage = start(args.code.resolve(), var_dir, args.port)
+        processes, manage = start(args.code.resolve(), var_dir, args.port, args.web_workers)
         try:
             wait_ready(base)
             owner_a, agent_a, ws_a = workspace(manage, base, "A", "editor@a.test")
