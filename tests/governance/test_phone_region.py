@@ -94,12 +94,16 @@ def test_details_are_masked_with_the_region_too(world):
             namespace="contacts",
             key="dana",
             text="Dana from the book club",
-            details=["mobile 34 43 39 58", "prefers evenings"],
+            details=["mobile 34 43 39 58", DANISH, "prefers evenings"],
         ).status_code
         == 201
     )
     memory = agent.list(namespace="contacts").json()["memories"][0]
     assert "34 43" not in str(memory) and "prefers evenings" in str(memory)
+    # the line without the word "mobile" is the region's to mask: another workspace keeps it
+    other = make_agent(world.outsider)
+    assert other.remember(namespace="contacts", key="dana", text="Dana", details=[DANISH]).status_code == 201
+    assert other.list(namespace="contacts").json()["memories"][0]["details"] == [DANISH]
 
 
 def test_an_assistant_memory_has_the_region_mobile_masked(world):

@@ -106,8 +106,18 @@ def test_an_all_digit_token_of_identifier_length_is_a_number():
 
 @pytest.mark.parametrize(
     "joiner",
-    ["\u200b", "\u2060", "\ufeff", "\u00ad", "\u0301", "１", "٣", "a"],
-    ids=["zwsp", "word-joiner", "bom", "soft-hyphen", "combining", "fullwidth-digit", "arabic-digit", "letter"],
+    ["\u200b", "\u2060", "\ufeff", "\u00ad", "\u0301", "\u20dd", "１", "٣", "a"],
+    ids=[
+        "zwsp",
+        "word-joiner",
+        "bom",
+        "soft-hyphen",
+        "combining",
+        "enclosing-mark",
+        "fullwidth-digit",
+        "arabic-digit",
+        "letter",
+    ],
 )
 def test_an_identifier_glued_to_its_neighbours_is_not_cut_out(joiner):
     """An identifier touching a letter, a digit of any script or an invisible character is not a
@@ -117,6 +127,16 @@ def test_an_identifier_glued_to_its_neighbours_is_not_cut_out(joiner):
     assert identifier_spans(ident) == [(0, 26)]
     glued = f"x{joiner}{ident}"
     assert identifier_spans(glued) == [] and name_kinds(glued)  # read whole: "0901234567" is a long number
+    assert identifier_spans(f"{joiner}{ident}") == []  # glued to the name's first character too
+
+
+def test_a_glued_identifier_does_not_end_the_search_for_the_next():
+    """Each identifier-shaped token is judged on its own: one glued to a letter is read with the
+    name, and a whole one after it is still cut out."""
+    ident = "0901234567" + "ab" * 8
+    uid = "0b3f2c1e-9a7d-4c2e-8f11-2d3e4f5a6b7c"
+    name = f"x{ident} {uid}"
+    assert identifier_spans(name) == [(len(name) - len(uid), len(name))]
 
 
 def test_digits_on_both_sides_are_read_alone_not_joined():

@@ -51,6 +51,11 @@ def test_contains_personal_data_and_detect_kinds_agree_with_mask():
         ("[CARD] 5", False),
         ("[EMAIL] 東京", False),
         ("[SECRET] \u0301", False),
+        # the mathematical, currency and modifier symbols are not content; other symbols are (issue 33)
+        ("[PHONE] + =", True),
+        ("[CARD] € $", True),
+        ("[EMAIL] ^ `", True),
+        ("[EMAIL] 🙂", False),
     ],
 )
 def test_only_placeholders_spaces_punctuation_and_symbols_count_as_empty(masked, empty):
