@@ -214,7 +214,12 @@ def test_symbols_confusable_with_a_facing_symbol_are_escaped_but_letters_and_lan
 @FUZZ
 @given(
     st.text(
-        alphabet=st.sampled_from(LANGUAGE_BRACKETS) | st.characters(categories=("Lo", "Lu", "Ll", "Nd", "Zs")),
+        # letters whose UTS #39 skeleton is a tag bracket (Canadian syllabics ᐳ, Miao 𖼿) are escaped
+        # on purpose (the UTS #39 class tests above): the letters here are the others
+        alphabet=st.sampled_from(LANGUAGE_BRACKETS)
+        | st.characters(categories=("Lo", "Lu", "Ll", "Nd", "Zs")).filter(
+            lambda c: not any(b in skeleton(c) for b in "<>")
+        ),
         max_size=40,
     )
 )
