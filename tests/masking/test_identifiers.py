@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryapp.masking import kinds_outside_identifiers, name_kinds
-from memoryapp.masking.identifiers import identifier_spans
+from memoryapp.masking.identifiers import identifier_spans, pieces_around_identifiers
 from tests.masking.forms_corpus import LOCALES
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,3 +145,20 @@ def test_digits_on_both_sides_are_read_alone_not_joined():
     ident = str(uuid.uuid4())
     assert name_kinds(f"090-1234-5678 {ident}")
     assert name_kinds(f"{ident} 090-1234-5678")
+
+
+_OUTER = st.text(alphabet="xyé -_.:", max_size=6)  # no digit: cannot make an identifier of its own
+_JOIN = st.text(alphabet=" -_.:/|,;=~#", min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=_OUTER, middle=_OUTER, last=_OUTER, joins=st.lists(_JOIN, min_size=4, max_size=4))
+def test_pieces_lose_only_the_joiners_that_touch_an_identifier(first, middle, last, joins):
+    """What joined a piece to an identifier goes with it; the name's own ends stay as written."""
+    a, b, c, d = joins
+    ulid = "01J9ZQ4X7KTRB3M5N8P2W6Y0HC"
+    name = f"{first}{a}8f14e45f-ceea-467f-a8f1-3c1e0b0d9a2b{b}{middle}{c}{ulid.lower()}{d}{last}"
+    assert len(identifier_spans(name)) == 2, name
+    joiners = " -_.:/\\|,;=~#"
+    expected = [(first + a).rstrip(joiners), (b + middle + c).strip(joiners), (d + last).lstrip(joiners)]
+    assert pieces_around_identifiers(name) == [p for p in expected if p]
