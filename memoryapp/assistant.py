@@ -99,7 +99,8 @@ def add_expired_assistant_memory(
     version, _ = add_assistant_memory(member, kind=kind, topic=topic, summary=summary, details=details)
     ask_history = member.workspace.ask_history
     anchor = retention_cutoff(ask_history.agent_memory_retention_days + 1)  # one day past the expiry rule's cutoff
-    MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=anchor)
+    # stored back then: its page dates (created, updated) agree with the anchor
+    MemoryVersion.objects.filter(pk=version.pk).update(retention_anchor=anchor, created_at=anchor, valid_from=anchor)
     version.refresh_from_db()
     return version
 

@@ -23,8 +23,13 @@ $PY manage.py encrypt_memories >/dev/null  # memory content stored before encryp
 $PY manage.py reembed >/dev/null 2>&1  # vectors of another embedder (or an older term format), if any
 # The demo agent token is kept in $VAR_DIR/demo-agent-token (mode 600) and printed again while it
 # is valid, so an exported GAM_TOKEN survives a restart; a new one is announced (docs/run.md).
-$PY manage.py seed_demo --port "$PORT"
+# Where to click is printed once the web server answers (a link that refuses is no welcome).
+banner=$($PY manage.py seed_demo --port "$PORT")
 
+if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+  echo "Port $PORT is in use: stop what serves it, or choose another with PORT=8001 bash scripts/run.sh" >&2
+  exit 1
+fi
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -37,5 +42,11 @@ pids+=($!)
 .venv/bin/celery -A config beat &
 pids+=($!)
 .venv/bin/uvicorn config.asgi:application --host 127.0.0.1 --port "$PORT" --no-access-log &
-pids+=($!)
+web=$!
+pids+=("$web")
+until (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
+  kill -0 "$web" 2>/dev/null || break  # the server stopped (port taken, bad settings): its error is above
+  sleep 0.2
+done
+kill -0 "$web" 2>/dev/null && printf '%s\n' "$banner"
 wait -n "${pids[@]}"

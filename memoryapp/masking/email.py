@@ -37,8 +37,8 @@ _LOCAL = _LOCAL_CH + r"++(?:\." + _LOCAL_CH + r"++)*+"
 _NOT_AFTER_LOCAL = r"(?<!" + _LOCAL_CH + r")(?<!\.)"
 _EMAIL_RE = re.compile(
     r"(?:(?<=[" + _CJK + r"])|" + _NOT_AFTER_LOCAL + r")" + _LOCAL + r"@(?:" + _LABEL + r"\.)+"
-    r"(?:(?i:xn--)[A-Za-z0-9\-]{1,59}(?![A-Za-z0-9\-])|[A-Za-z]{2,63}(?![A-Za-z0-9\-])"
-    r"|[^\W\d_\x00-\x7f]{2,24}(?![\w\-]))"
+    r"(?:(?i:xn--)[A-Za-z0-9\-]{1,59}(?![A-Za-z0-9\-])|[A-Za-z]{2,63}(?![A-Za-z0-9])"
+    r"|[^\W\d_\x00-\x7f]{2,24}(?!\w))"
 )
 # the "(at)" / "[dot]" form people write to keep addresses from robots
 _EMAIL_OBFUSCATED_RE = re.compile(

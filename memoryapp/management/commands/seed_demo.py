@@ -152,7 +152,7 @@ class Command(BaseCommand):
             kind="preference",
             topic=EXPIRED_TOPIC,
             summary="Prefers deliveries between 9:00 and 12:00 on weekdays.",
-            details=["Expired: reactivate it on the AI memory page"],
+            details=["Mornings only: the loading dock is closed after noon."],
         )
 
     @transaction.atomic
