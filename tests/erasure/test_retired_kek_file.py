@@ -1,17 +1,14 @@
 """The key file's retired KEK must not outlive the rotation that destroyed it (issue 33 Build 1).
 
-docs/encryption.md says the file backend's "retired KEK is overwritten and unlinked", conceding
-only that a journaling or copy-on-write file system or an SSD may keep its blocks. Main does not
-overwrite it: every rewrite of `var/memory_kek` is a temporary file renamed over it
-(`FileKekSource._replace`), so the inode that held the old KEK (first as current, then as
-retired) is only unlinked, and its blocks keep the key in the clear on any file system — plain
-ext4 on a disk included — until something reuses them. Someone holding the disk then holds the
-KEK that residualUntil declares destroyed, and with it every pre-erase key-store copy opens.
+docs/encryption.md says the file backend's "retired KEK is overwritten and unlinked". Every rewrite
+of `var/memory_kek` is a temporary file renamed over it (`FileKekSource._replace`), so the inode
+that held the old KEK (first as current, then as retired) must be zeroed, not only unlinked: its
+blocks would keep the key in the clear on any file system until something reuses them, and
+someone holding the disk would hold the KEK that residualUntil declares destroyed.
 
 The test holds a descriptor on each version of the file (as a freed block holds its bytes) and
-reads it after the rotation: the retired KEK must not be there. Found while verifying issue 33 as
-an attacker; not fixed (zeroing the replaced inode races readers that opened it just before the
-rename: a design choice for the issue's owner).
+reads it after the rotation: the retired KEK must not be there. (A process that opened a version
+just before its rename and reads zeros reads the path again, `read_key_file`.)
 """
 
 from __future__ import annotations
