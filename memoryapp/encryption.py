@@ -252,6 +252,25 @@ def kek_schedule() -> KekSchedule:
     return KekSchedule(state=state, hours=hours, current=current, live=live, created_at=record.created_at)
 
 
+def _promised_by_receipts(schedule: KekSchedule) -> datetime | None:
+    """When the current KEK must be gone by what receipts already promised: the earliest
+    `residualUntil` of an erase made while it existed, less the allowance the promise included.
+    Equal to its due instant unless KEK_ROTATION_HOURS was raised since (a longer period must not
+    carry a KEK past an instant a receipt already named). An erase made under this KEK promised at
+    least its creation + KEK_ROTATION_HOURS + the allowance; one made under the KEK before it, no
+    later than this one's creation + the allowance (that KEK was rotated once due, or earlier by
+    hand: then this merely rotates early). Selected by that, not by `purged_at`: the first KEK's
+    record is made at the first erase, a moment after that erase's `purged_at`."""
+    from django.db.models import Min
+
+    from retention.models import DeletionReceipt
+
+    earliest = DeletionReceipt.objects.filter(
+        residual_until__gt=schedule.created_at + ROTATION_ALLOWANCE
+    ).aggregate(earliest=Min("residual_until"))["earliest"]
+    return None if earliest is None else earliest - ROTATION_ALLOWANCE
+
+
 def scheduled_rotation(
     *, now: datetime | None = None, settle: float = SETTLE_SECONDS, chunk: int = CHUNK
 ) -> dict[str, Any]:
@@ -274,8 +293,9 @@ def scheduled_rotation(
     try:
         now = now or timezone.now()
         unfinished = len(schedule.live) > 1 or key_store().not_current() > 0
-        if not unfinished and schedule.due_at > now:
-            return {**summary, "rotation": "not_due", "dueAt": iso(schedule.due_at)}
+        due = min(schedule.due_at, _promised_by_receipts(schedule) or schedule.due_at)
+        if not unfinished and due > now:
+            return {**summary, "rotation": "not_due", "dueAt": iso(due)}
         rotation = KekRotation(chunk=chunk, settle=settle)
         rotation.begin()
         for _ in rotation.rewrap():

@@ -16,6 +16,7 @@ cannot unwrap does not start.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -206,14 +207,26 @@ class FileKeks:
         return tmp
 
     def _replace(self, *keys: bytes) -> None:
-        """Atomically: the file holds `keys` (current first), or (after a crash) what it held."""
+        """Atomically: the file holds `keys` (current first), or (after a crash) what it held.
+        The version replaced is then overwritten with zeros: renaming alone would leave its
+        blocks, a retired KEK in them, to whoever reads the disk (a reader that opened it just
+        before reads the path again, `read_key_file`)."""
         tmp = self._temporary(*keys)
-        try:
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_directory(self.path.parent)
+        with contextlib.ExitStack() as stack:
+            try:
+                replaced = stack.enter_context(open(self.path, "r+b"))
+            except FileNotFoundError:
+                replaced = None
+            try:
+                os.replace(tmp, self.path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            _fsync_directory(self.path.parent)
+            if replaced is not None:
+                replaced.write(b"\0" * os.fstat(replaced.fileno()).st_size)
+                replaced.flush()
+                os.fsync(replaced.fileno())
 
     def configured(self) -> list[ConfiguredKek]:
         held = read_key_file(self.path) if self.path.exists() else []
@@ -264,10 +277,14 @@ class FileKeks:
 def read_key_file(path: Path) -> list[bytes]:
     """The KEKs a key file holds, current first ([] when it does not exist). The file of earlier
     versions (one line, the key) reads as a current KEK with no retired one."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
+    for _ in range(5):
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return []
+        if text.strip("\0"):
+            break
+        # a version just replaced and zeroed (`FileKekSource._replace`): the path names the new one
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     try:
         return [decode_kek(line, name=str(path)) for line in lines]

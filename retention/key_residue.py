@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from core.timestamps import iso
 from memoryapp.crypto import SealError
-from memoryapp.keyring import KEYRING, DataKey, KekRecord, key_encryption_keys
+from memoryapp.keyring import KEYRING, DataKey, KekRecord, kek_source, key_encryption_keys
 from retention.models import DeletionReceipt
 
 LOCAL_HOSTS = ("", "localhost", "127.0.0.1", "::1")
@@ -163,7 +163,19 @@ def inspect_receipt(
     hits = find_wrapped(files.paths, fingerprints)
     unwrapping = [kek_id for _, _, wrapped in hits if (kek_id := _unwraps_now(wrapped, key_ids)) is not None]
     problem = None
-    if not hits:
+    alive = sorted(set(receipt.kek_ids()) & {kek.id for kek in kek_source().configured()})
+    if alive and receipt.residual_until is not None and now > receipt.residual_until:
+        # The promise is about every copy, not the ones this search can see: past residualUntil a KEK
+        # that wrapped the erased keys still exists, so a pre-erase key-store backup, a WAL segment or a
+        # replica still unwraps them, whatever the key table's own file holds now.
+        state, problem = (
+            "overdue",
+            f"residualUntil ({iso(receipt.residual_until)}) has passed and key-encryption key(s) {', '.join(alive)} "
+            "that wrapped the erased keys still exist: any copy of the key store from before the erase still unwraps them"
+            + (" (one is on disk here)" if unwrapping else "")
+            + "; the KEK rotation is late",
+        )
+    elif not hits:
         state = "none"
     elif not unwrapping and closed_at is not None:
         state = "closed"  # bytes left on disk that no KEK in existence opens
@@ -171,12 +183,6 @@ def inspect_receipt(
         state, problem = (
             "broken",
             "a copy of an erased key still unwraps although its key-encryption key was recorded destroyed",
-        )
-    elif receipt.residual_until is not None and now > receipt.residual_until:
-        state, problem = (
-            "overdue",
-            f"a copy of an erased key still unwraps after residualUntil ({iso(receipt.residual_until)}): the KEK "
-            "rotation is late",
         )
     else:
         state = "residual"  # declared by the receipt: gone for good at residualUntil (or unbounded, if it names none)

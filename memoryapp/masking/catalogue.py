@@ -142,8 +142,30 @@ _CANDIDATE_RE = re.compile(
 _GROUP_SPLIT_RE = re.compile(r"[-./ ]")
 _MAX_WINDOW = 6
 # UK National Insurance number (HMRC's shape; python-stdnum has no module): two letters, six
-# digits (in pairs or not), a suffix letter. Upper case only, so no word of prose reads as one.
-_NINO_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[A-Z](?![A-Za-z0-9])")
+# digits (in pairs or not), a suffix letter. In capitals any letters; typed in lower or mixed case
+# only a number HMRC could issue (`_nino_issuable`), so fewer words of prose read as one.
+_NINO_RE = re.compile(
+    r"(?<![A-Za-z0-9])[A-Za-z]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[A-Za-z](?![A-Za-z0-9])"
+)
+_NINO_NOT_ISSUED = {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}
+# "NI number is", "NINO:", "national insurance no." right before it: then any letters, any case
+_NINO_LABEL_RE = re.compile(
+    r"(?i:(?<![A-Za-z])(?:nino|ni|national[ \t]+insurance)(?:[ \t]+(?:number|num|no\.?)|[ \t]*#)?)"
+    r"[ \t]*(?:[:=#-]|(?i:is|was))?[ \t]*\Z"
+)
+
+
+def _nino_issuable(value: str) -> bool:
+    """HMRC's allocation rules: no D, F, I, Q, U or V in the prefix (nor O second), none of the
+    prefixes never issued, a suffix A-D."""
+    letters = [ch.upper() for ch in value if ch.isalpha()]
+    first, second, suffix = letters[0], letters[1], letters[-1]
+    return (
+        first not in "DFIQUV"
+        and second not in "DFIQUVO"
+        and first + second not in _NINO_NOT_ISSUED
+        and suffix in "ABCD"
+    )
 
 
 _DATE_RE = re.compile(
@@ -212,7 +234,13 @@ def _windows(work: str, s: int, e: int) -> list[tuple[int, int]]:
 def stage_national_id(work: str) -> list[Span]:
     if count_digits(work) < 6:
         return []
-    out: list[Span] = [(m.start(), m.end(), "NUMBER") for m in _NINO_RE.finditer(work)]
+    out: list[Span] = [
+        (m.start(), m.end(), "NUMBER")
+        for m in _NINO_RE.finditer(work)
+        if m.group().isupper()
+        or _nino_issuable(m.group())
+        or _NINO_LABEL_RE.search(work, max(0, m.start() - 40), m.start())
+    ]
     for m in _CANDIDATE_RE.finditer(work):
         if count_digits(m.group()) >= 6:
             out.extend((s, e, "NUMBER") for s, e in _windows(work, m.start(), m.end()))
