@@ -265,9 +265,9 @@ def _promised_by_receipts(schedule: KekSchedule) -> datetime | None:
 
     from retention.models import DeletionReceipt
 
-    earliest = DeletionReceipt.objects.filter(
-        residual_until__gt=schedule.created_at + ROTATION_ALLOWANCE
-    ).aggregate(earliest=Min("residual_until"))["earliest"]
+    earliest = DeletionReceipt.objects.filter(residual_until__gt=schedule.created_at + ROTATION_ALLOWANCE).aggregate(
+        earliest=Min("residual_until")
+    )["earliest"]
     return None if earliest is None else earliest - ROTATION_ALLOWANCE
 
 

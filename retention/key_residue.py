@@ -171,9 +171,8 @@ def inspect_receipt(
         state, problem = (
             "overdue",
             f"residualUntil ({iso(receipt.residual_until)}) has passed and key-encryption key(s) {', '.join(alive)} "
-            "that wrapped the erased keys still exist: any copy of the key store from before the erase still unwraps them"
-            + (" (one is on disk here)" if unwrapping else "")
-            + "; the KEK rotation is late",
+            "that wrapped the erased keys still exist: any copy of the key store from before the erase still "
+            "unwraps them" + (" (one is on disk here)" if unwrapping else "") + "; the KEK rotation is late",
         )
     elif not hits:
         state = "none"
