@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from core.timestamps import iso
@@ -30,6 +31,7 @@ from memoryapp.kek import KekSource, Retirement
 from memoryapp.keyring import KekRecord, KekRotationLease, kek_source, key_store
 from memoryapp.models import MemoryEmbedding, MemoryVersion
 from memoryapp.sealing import prepare_keys, sealed_fields
+from retention.models import DeletionReceipt
 
 CHUNK = 500
 
@@ -261,10 +263,6 @@ def _promised_by_receipts(schedule: KekSchedule) -> datetime | None:
     later than this one's creation + the allowance (that KEK was rotated once due, or earlier by
     hand: then this merely rotates early). Selected by that, not by `purged_at`: the first KEK's
     record is made at the first erase, a moment after that erase's `purged_at`."""
-    from django.db.models import Min
-
-    from retention.models import DeletionReceipt
-
     earliest = DeletionReceipt.objects.filter(residual_until__gt=schedule.created_at + ROTATION_ALLOWANCE).aggregate(
         earliest=Min("residual_until")
     )["earliest"]
