@@ -1,0 +1,114 @@
+"""Attack on zeroing the replaced versions of the key file (ee94d58), on `FileKeks` alone (no
+database): readers racing rotations, and a key file the operator links to from elsewhere.
+
+A rewrite zeroes the inode it replaced. When that inode still has another name (a backup the
+operator hard-linked to the key file, as rsnapshot or `cp -al` do, or the target of a key file that
+is a symlink), the zeros land in the operator's copy: the backup of the KEK that every data key is
+still wrapped by at `begin_rotation` reads as zeros afterwards."""
+
+from __future__ import annotations
+
+import os
+import threading
+from base64 import b64encode
+
+from memoryapp.kek import FileKeks, KekUnavailable, kek_id, read_key_file
+
+
+def _source(path):
+    return FileKeks(path, may_create=lambda: True)
+
+
+def test_readers_racing_rotations_always_read_a_kek_of_the_file(tmp_path):
+    path = tmp_path / "memory_kek"
+    writer = _source(path)
+    writer.keys()
+    seen_ids: set[str] = {kek_id(k) for k in read_key_file(path)}
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def read():
+        source = _source(path)
+        while not stop.is_set():
+            try:
+                held = read_key_file(path)
+                current = source.keys().current_id
+            except KekUnavailable as error:
+                failures.append(f"KekUnavailable: {error}")
+                continue
+            if not held:
+                failures.append("no key read")
+            elif current not in seen_ids | {kek_id(k) for k in read_key_file(path)}:
+                failures.append(f"unknown KEK {current}")
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    try:
+        for _ in range(150):  # about as many rotations as reads (the file is tiny)
+            assert writer.begin_rotation()
+            seen_ids |= {kek_id(k) for k in read_key_file(path)}
+            writer.retire_unneeded(set())
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert not failures, (len(failures), failures[:3])
+
+
+def test_a_backup_hard_linked_to_the_key_file_keeps_its_kek(tmp_path):
+    path = tmp_path / "memory_kek"
+    source = _source(path)
+    old = source.keys().current
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    os.link(path, backup / "memory_kek")
+    assert source.begin_rotation()
+    assert b64encode(old) in (backup / "memory_kek").read_bytes(), "the operator's backup was zeroed"
+
+
+def test_the_target_of_a_key_file_symlink_keeps_its_kek(tmp_path):
+    secure = tmp_path / "secure"
+    secure.mkdir()
+    target = secure / "memory_kek"
+    path = tmp_path / "memory_kek"
+    _source(target).keys()
+    old = read_key_file(target)[0]
+    path.symlink_to(target)
+    source = _source(path)
+    assert source.keys().current == old
+    assert source.begin_rotation()
+    assert old in read_key_file(path)  # the rotation keeps the old KEK as retired
+    assert b64encode(old) in target.read_bytes(), "the symlink's target was zeroed"
+
+
+def test_a_crash_between_the_rename_and_the_zeroing_leaves_no_retired_kek(tmp_path, monkeypatch):
+    """The process dies right after os.replace (here: the directory's fsync raises). The version
+    it replaced has no name left, so nothing can zero it later, and nothing reports it: the next
+    rotation finishes and the retired KEK stays in those blocks."""
+    from memoryapp import kek
+
+    path = tmp_path / "memory_kek"
+    source = _source(path)
+    old = source.keys().current
+    held = open(path, "rb")  # noqa: SIM115 - the version's blocks, as the disk keeps them
+    try:
+        fsync = kek._fsync_directory
+
+        def crash(directory):
+            raise SystemExit("killed after os.replace")
+
+        monkeypatch.setattr(kek, "_fsync_directory", crash)
+        try:
+            source.begin_rotation()
+        except SystemExit:
+            pass
+        monkeypatch.setattr(kek, "_fsync_directory", fsync)
+        monkeypatch.setattr(kek, "_alive", lambda pid: False)  # the crashed process is gone
+        restarted = _source(path)
+        assert not restarted.begin_rotation()  # resumed, not stacked
+        restarted.retire_unneeded(set())
+        held.seek(0)
+        assert b64encode(old) not in held.read(), "the replaced version keeps the retired KEK"
+    finally:
+        held.close()
