@@ -112,3 +112,18 @@ def test_a_crash_between_the_rename_and_the_zeroing_leaves_no_retired_kek(tmp_pa
         assert b64encode(old) not in held.read(), "the replaced version keeps the retired KEK"
     finally:
         held.close()
+
+
+def test_a_crash_while_creating_the_file_does_not_cost_the_current_kek(tmp_path, monkeypatch):
+    """`_create_first` hard-links its temporary into place, then unlinks the temporary. A crash
+    between the two leaves `.memory_kek.<pid>.<hex>` as a second name of the live key file; the
+    next rotation's `_remove_stale_temporaries` zeroes it (`destroy_file`), and with it the only KEK."""
+    from memoryapp import kek
+
+    path = tmp_path / "memory_kek"
+    source = _source(path)
+    current = source.keys().current
+    os.link(path, tmp_path / ".memory_kek.4194303.0badc0de")  # what the crashed process left
+    monkeypatch.setattr(kek, "_alive", lambda pid: False)
+    _source(path).begin_rotation()
+    assert current in read_key_file(path)
