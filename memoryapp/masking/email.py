@@ -124,7 +124,7 @@ _EMAIL_DISGUISED_RE = re.compile(
 _DIS_DOT_RE = re.compile(_DIS_DOT)
 _SPELLED_DOT_RE = re.compile(r"ドット|どっと|ﾄﾞｯﾄ|\s")
 _EMAIL_QUOTED_RE = re.compile(
-    r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9\-])"
+    r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9])"
 )
 # Words that stand before "at" + a web address in ordinary sentences ("look at example.com",
 # "available at www.example.com", "it at amazon.com"): with a spelled "at" they are no local part.
