@@ -82,38 +82,6 @@ def test_the_target_of_a_key_file_symlink_keeps_its_kek(tmp_path):
     assert b64encode(old) in target.read_bytes(), "the symlink's target was zeroed"
 
 
-def test_a_crash_between_the_rename_and_the_zeroing_leaves_no_retired_kek(tmp_path, monkeypatch):
-    """The process dies right after os.replace (here: the directory's fsync raises). The version
-    it replaced has no name left, so nothing can zero it later, and nothing reports it: the next
-    rotation finishes and the retired KEK stays in those blocks."""
-    from memoryapp import kek
-
-    path = tmp_path / "memory_kek"
-    source = _source(path)
-    old = source.keys().current
-    held = open(path, "rb")  # noqa: SIM115 - the version's blocks, as the disk keeps them
-    try:
-        fsync = kek._fsync_directory
-
-        def crash(directory):
-            raise SystemExit("killed after os.replace")
-
-        monkeypatch.setattr(kek, "_fsync_directory", crash)
-        try:
-            source.begin_rotation()
-        except SystemExit:
-            pass
-        monkeypatch.setattr(kek, "_fsync_directory", fsync)
-        monkeypatch.setattr(kek, "_alive", lambda pid: False)  # the crashed process is gone
-        restarted = _source(path)
-        assert not restarted.begin_rotation()  # resumed, not stacked
-        restarted.retire_unneeded(set())
-        held.seek(0)
-        assert b64encode(old) not in held.read(), "the replaced version keeps the retired KEK"
-    finally:
-        held.close()
-
-
 def test_a_crash_while_creating_the_file_does_not_cost_the_current_kek(tmp_path, monkeypatch):
     """`_create_first` hard-links its temporary into place, then unlinks the temporary. A crash
     between the two leaves `.memory_kek.<pid>.<hex>` as a second name of the live key file; the
