@@ -210,7 +210,8 @@ class FileKeks:
         """Atomically: the file holds `keys` (current first), or (after a crash) what it held.
         The version replaced is then overwritten with zeros: renaming alone would leave its
         blocks, a retired KEK in them, to whoever reads the disk (a reader that opened it just
-        before reads the path again, `read_key_file`)."""
+        before reads the path again, `read_key_file`). Only when the rename removed its last name:
+        a backup hard-linked to the key file, or a symlink's target, is the operator's copy."""
         tmp = self._temporary(*keys)
         with contextlib.ExitStack() as stack:
             try:
@@ -223,10 +224,22 @@ class FileKeks:
                 tmp.unlink(missing_ok=True)
                 raise
             _fsync_directory(self.path.parent)
-            if replaced is not None:
-                replaced.write(b"\0" * os.fstat(replaced.fileno()).st_size)
-                replaced.flush()
-                os.fsync(replaced.fileno())
+            if replaced is None:
+                return
+            version = os.fstat(replaced.fileno())
+            if version.st_nlink:
+                # another name still holds it (a backup hard-linked to the key file, or the target
+                # of a key file that is a symlink): the operator's copy, never zeroed here
+                logger.warning(
+                    "the replaced version of %s is still linked elsewhere (%d name(s)): not zeroed; the operator "
+                    "destroys that copy once its KEK is retired",
+                    self.path,
+                    version.st_nlink,
+                )
+                return
+            replaced.write(b"\0" * version.st_size)
+            replaced.flush()
+            os.fsync(replaced.fileno())
 
     def configured(self) -> list[ConfiguredKek]:
         held = read_key_file(self.path) if self.path.exists() else []
@@ -301,13 +314,16 @@ def _readable(path: Path) -> list[bytes]:
 
 def destroy_file(path: Path) -> None:
     """Overwrite a key file with zeros, then unlink it. (On a journaling or copy-on-write file
-    system, or an SSD, the old blocks may survive: that is what a hardware KEK fixes.)"""
+    system, or an SSD, the old blocks may survive: that is what a hardware KEK fixes.) A file with
+    another name is only unlinked: the other name may be the live key file (a temporary that a
+    crash left linked to it) or the operator's backup."""
     try:
-        size = path.stat().st_size
-        with open(path, "r+b") as handle:
-            handle.write(b"\0" * size)
-            handle.flush()
-            os.fsync(handle.fileno())
+        stat = path.lstat()
+        if stat.st_nlink == 1 and not path.is_symlink():
+            with open(path, "r+b") as handle:
+                handle.write(b"\0" * stat.st_size)
+                handle.flush()
+                os.fsync(handle.fileno())
         path.unlink()
     except FileNotFoundError:
         return

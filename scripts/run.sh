@@ -3,12 +3,18 @@
 # the web server (with MCP at /mcp), a Celery worker and Celery beat. Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PORT (default 8000) is the web server's port; every printed URL uses it (docs/run.md). Checked
+# first: with 0 uvicorn would listen on a port of the kernel's choice and no address would be printed.
+PORT="${PORT:-8000}"
+if ! [[ "$PORT" =~ ^[0-9]{1,5}$ ]] || ((10#$PORT < 1 || 10#$PORT > 65535)); then
+  echo "PORT=$PORT is no TCP port: choose one from 1 to 65535, e.g. PORT=8001 bash scripts/run.sh" >&2
+  exit 2
+fi
+PORT=$((10#$PORT)) # "08001" is printed as 8001
 bash scripts/bootstrap.sh
 # The product as it really runs: DEBUG stays off (a 500 must never show a debug page with the
 # request body). Development turns it on explicitly: DEBUG=1 bash scripts/run.sh
 export DEBUG="${DEBUG:-0}"
-# PORT (default 8000) is the web server's port; every printed URL uses it (docs/run.md).
-PORT="${PORT:-8000}"
 PY=.venv/bin/python
 # Metrics in multiprocess mode (docs/operations.md): uvicorn, the worker and beat each write their
 # samples under one directory, wiped here, once, before any of them starts (never by a process:

@@ -142,16 +142,18 @@ _CANDIDATE_RE = re.compile(
 _GROUP_SPLIT_RE = re.compile(r"[-./ ]")
 _MAX_WINDOW = 6
 # UK National Insurance number (HMRC's shape; python-stdnum has no module): two letters, six
-# digits (in pairs or not), a suffix letter. In capitals any letters; typed in lower or mixed case
-# only a number HMRC could issue (`_nino_issuable`), so fewer words of prose read as one.
+# digits (in pairs or not), a suffix letter. In capitals any letters; in lower or mixed case after a
+# NI label, or written as one token that HMRC could issue (`jg103759a`, `_nino_issuable`): spaced,
+# a two-letter word, three small numbers and a letter are prose ("meet on 28 25 50 a bit later").
 _NINO_RE = re.compile(
-    r"(?<![A-Za-z0-9])[A-Za-z]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]?[A-Za-z](?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9])[A-Za-z]{2}[ \-]{0,2}[0-9]{2}[ \-]?[0-9]{2}[ \-]?[0-9]{2}[ \-]{0,2}[A-Za-z](?![A-Za-z0-9])"
 )
 _NINO_NOT_ISSUED = {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}
-# "NI number is", "NINO:", "national insurance no." right before it: then any letters, any case
+# "NI number is", "NINO:", "N.I. no.", "national insurance number" before it (across a line break,
+# a quote or a bracket): then any letters, any case
 _NINO_LABEL_RE = re.compile(
-    r"(?i:(?<![A-Za-z])(?:nino|ni|national[ \t]+insurance)(?:[ \t]+(?:number|num|no\.?)|[ \t]*#)?)"
-    r"[ \t]*(?:[:=#-]|(?i:is|was))?[ \t]*\Z"
+    r"(?i:(?<![A-Za-z])(?:nino|n\.?i\.?|national[ \t]+insurance)(?:[ \t]+(?:number|num|no\.?)|[ \t]*#)?)"
+    r"\s*(?:[:=#-]|(?i:is|was))?\s*[\"'\u201c(\[]?\Z"
 )
 
 
@@ -238,7 +240,7 @@ def stage_national_id(work: str) -> list[Span]:
         (m.start(), m.end(), "NUMBER")
         for m in _NINO_RE.finditer(work)
         if m.group().isupper()
-        or _nino_issuable(m.group())
+        or (m.group().isalnum() and _nino_issuable(m.group()))
         or _NINO_LABEL_RE.search(work, max(0, m.start() - 40), m.start())
     ]
     for m in _CANDIDATE_RE.finditer(work):

@@ -124,7 +124,7 @@ _EMAIL_DISGUISED_RE = re.compile(
 _DIS_DOT_RE = re.compile(_DIS_DOT)
 _SPELLED_DOT_RE = re.compile(r"ドット|どっと|ﾄﾞｯﾄ|\s")
 _EMAIL_QUOTED_RE = re.compile(
-    r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9\-])"
+    r"[\"“”][^\"“”\n@]{1,64}+[\"“”][ \t]{0,2}+@[ \t]{0,2}+(?:" + _LABEL + r"\.)+[A-Za-z]{2,63}(?![A-Za-z0-9])"
 )
 # Words that stand before "at" + a web address in ordinary sentences ("look at example.com",
 # "available at www.example.com", "it at amazon.com"): with a spelled "at" they are no local part.
@@ -152,6 +152,14 @@ def _disguised_domain_end(work: str, m: re.Match) -> int | None:
     if any(w in _DOT_WORDS for w in words):
         return None
     ends = [e for i, ((_, e), w) in enumerate(zip(labels, words)) if i > 0 and w in TLD_SET]
+    if ends and ends[-1] == labels[-1][1]:
+        return ends[-1]
+    # the last label may run into what follows it through a hyphen ("john at example dot com-draft"):
+    # a hyphen after a top-level domain ends the address, as in the plain form
+    last_start, _ = labels[-1]
+    head = words[-1].split("-", 1)[0]
+    if len(labels) > 1 and "-" in words[-1] and head in TLD_SET:
+        return last_start + len(head)
     return ends[-1] if ends else None
 
 

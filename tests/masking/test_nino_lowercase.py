@@ -1,6 +1,6 @@
-"""UK National Insurance numbers typed in lower or mixed case are masked, label or not (issue 33
-row 3): people type them so in chat. Capitals are masked whatever the letters; another case only
-when HMRC could issue the number (prefix and suffix rules), which keeps prose words out."""
+"""UK National Insurance numbers typed in lower or mixed case are masked (issue 33 row 3): people
+type them so in chat. Capitals are masked whatever the letters; another case after a NI label, or
+unlabelled as one token HMRC could issue (prefix and suffix rules), which keeps prose words out."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def test_a_labelled_national_insurance_number_in_lower_case_is_masked(text):
 
 
 def test_generated_numbers_in_every_case_are_masked():
-    """Faker's (`ZZ … T`, a prefix HMRC never issues) after a label; issuable ones with or without."""
+    """Faker's (`ZZ … T`, a prefix HMRC never issues) and issuable ones after a label, spaced or not;
+    issuable ones without a label when written as one token."""
     fake = Faker("en_GB")
     fake.seed_instance(33)
     rng = random.Random(33)
@@ -39,9 +40,12 @@ def test_generated_numbers_in_every_case_are_masked():
         for _ in range(300)
     ]
     issuable = [n for n in issuable if n[:2] not in {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}]
-    for number, label in [(fake.ssn(), "NI number: ") for _ in range(300)] + [(n, "") for n in issuable]:
+    labelled = [(fake.ssn(), "NI number: ") for _ in range(150)] + [(n, "nino ") for n in issuable[:150]]
+    for number, label in labelled + [(n, "") for n in issuable]:
         compact = number.replace(" ", "")
-        for typed in (number.lower(), compact.capitalize(), " ".join([compact[:2], compact[2:8], compact[8:]]).lower()):
+        spaced = " ".join([compact[:2], compact[2:8], compact[8:]]).lower()
+        # unlabelled, only as one token: spaced, a two-letter word and small numbers are prose
+        for typed in (compact.lower(), compact.capitalize(), *([number.lower(), spaced] if label else [])):
             result = mask(f"{label}{typed} thanks")
             assert result.kinds and compact[2:8] not in result.text.replace(" ", ""), (typed, result)
 
