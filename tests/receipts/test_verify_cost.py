@@ -176,3 +176,23 @@ def test_the_credential_cap_is_exact_under_concurrent_creation(world, settings):
         thread.join(60)
     assert sorted(outcomes) == ["CREDENTIAL_LIMIT_REACHED"] * 6 + ["created"] * 2
     assert Credential.objects.filter(member=world.editor).active().count() == 4
+
+
+def test_the_daily_job_counts_every_chain_and_names_each_broken_one(world, agent, twelve):
+    """`check_all_chains`'s summary, exactly: every workspace with receipts or a chain head, every
+    receipt checked up to its chain's first break, and the broken workspaces by id."""
+    outsider = make_agent(world.outsider)
+    three = forget_some(outsider, 3, tag="globex")
+    DeletionReceipt.objects.filter(pk=three[1].pk).update(actor_label="edited")
+    summary = JOBS["receipt_chain_check"]()
+    assert summary == {
+        "workspaces": 2,
+        "receipts": 12 + 2,  # the broken chain is checked up to its break
+        "broken": 1,
+        "brokenWorkspaceIds": [str(world.other_workspace.pk)],
+    }
+    assert receipt_checks.chained_workspaces() == sorted([world.workspace.pk, world.other_workspace.pk])
+    # every receipt of a chain deleted: its head still names the workspace, and the deletion is a break
+    DeletionReceipt.objects.filter(workspace_ref=world.other_workspace.pk).delete()
+    assert receipt_checks.chained_workspaces() == sorted([world.workspace.pk, world.other_workspace.pk])
+    assert JOBS["receipt_chain_check"]()["brokenWorkspaceIds"] == [str(world.other_workspace.pk)]
