@@ -372,6 +372,8 @@ def test_a_member_sees_the_break_only_where_it_is_their_own_receipt(world, agent
         "firstBreak": None,
     }
     assert "headSeq" not in clean and "checked" not in clean  # the workspace's total is the owner's to see
+    assert clean["workspaceId"] == str(world.workspace.pk)
+    assert clean["complete"] is True and "note" in clean and clean["note"] is None  # the bounded check reached the head
     DeletionReceipt.objects.filter(pk=owners[0].pk).update(actor_label="x")
     mine = api_report(world.editor)
     assert mine["intact"] is False and mine["receipts"] == 4

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
+from datetime import datetime
 
 import pytest
 from django.db import connection
@@ -110,6 +111,8 @@ def test_the_command_and_the_daily_job_check_every_receipt_and_rewrite_the_check
     counted.clear()
     status, report = run_verify("--workspace", str(world.workspace.pk))
     assert status == 1 and sorted(counted) == [1]  # stops at the first break, from the first receipt
+    checked_at = datetime.fromisoformat(report["checkedAt"].replace("Z", "+00:00"))
+    assert abs((timezone.now() - checked_at).total_seconds()) < 300
     head = ReceiptChain.objects.get(workspace_ref=world.workspace.pk)
     assert head.verified_seq == 0 and head.full_check_at is not None
     assert api_report(world.owner)["firstBreak"]["chainSeq"] == 1
