@@ -190,6 +190,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/receipts/test_name_migration.py",
             # the periodic check of every chain (check_all_chains, _stored_hash)
             "tests/receipts/test_verify_cost.py",
+            # the keys as configured (_decode_key, public_keys_json)
+            "tests/receipts/test_key_configuration.py",
         ],
     ),
     # the counts (artifact_counts, counts_for) and the access-log sweep moved here in issue 23: their tests come along

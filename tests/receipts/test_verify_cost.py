@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from governance import actions
 from governance.models import Credential
-from retention import receipt_checks
+from retention import receipt_checks, receipt_keys
 from retention import receipts as chain
 from retention.jobs import JOBS
 from retention.models import DeletionReceipt, ReceiptChain
@@ -113,6 +113,7 @@ def test_the_command_and_the_daily_job_check_every_receipt_and_rewrite_the_check
     assert status == 1 and sorted(counted) == [1]  # stops at the first break, from the first receipt
     checked_at = datetime.fromisoformat(report["checkedAt"].replace("Z", "+00:00"))
     assert abs((timezone.now() - checked_at).total_seconds()) < 300
+    assert report["keyIds"] == list(receipt_keys.public_keys())
     head = ReceiptChain.objects.get(workspace_ref=world.workspace.pk)
     assert head.verified_seq == 0 and head.full_check_at is not None
     assert api_report(world.owner)["firstBreak"]["chainSeq"] == 1
