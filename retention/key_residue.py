@@ -158,21 +158,26 @@ def inspect_receipt(
         "residualUntil": iso(receipt.residual_until),
         "residualClosedAt": iso(closed_at),
     }
+    # The promise is about every copy, not the ones a search can see: past residualUntil a KEK that
+    # wrapped the erased keys still exists, so a pre-erase key-store backup, a WAL segment or a
+    # replica still unwraps them, whatever the key table's own file holds (or whether it can be read).
+    alive = sorted(set(receipt.kek_ids()) & {kek.id for kek in kek_source().configured()})
+    overdue = bool(alive) and receipt.residual_until is not None and now > receipt.residual_until
+    late = (
+        f"residualUntil ({iso(receipt.residual_until)}) has passed and key-encryption key(s) {', '.join(alive)} "
+        "that wrapped the erased keys still exist: any copy of the key store from before the erase still "
+        "unwraps them"
+    )
     if files.not_inspectable is not None:
-        return {**report, "found": None, "unwrapsNow": None, "state": "not_inspectable", "problem": None}
+        state, problem = ("overdue", f"{late}; the KEK rotation is late") if overdue else ("not_inspectable", None)
+        return {**report, "found": None, "unwrapsNow": None, "state": state, "problem": problem}
     hits = find_wrapped(files.paths, fingerprints)
     unwrapping = [kek_id for _, _, wrapped in hits if (kek_id := _unwraps_now(wrapped, key_ids)) is not None]
     problem = None
-    alive = sorted(set(receipt.kek_ids()) & {kek.id for kek in kek_source().configured()})
-    if alive and receipt.residual_until is not None and now > receipt.residual_until:
-        # The promise is about every copy, not the ones this search can see: past residualUntil a KEK
-        # that wrapped the erased keys still exists, so a pre-erase key-store backup, a WAL segment or a
-        # replica still unwraps them, whatever the key table's own file holds now.
+    if overdue:
         state, problem = (
             "overdue",
-            f"residualUntil ({iso(receipt.residual_until)}) has passed and key-encryption key(s) {', '.join(alive)} "
-            "that wrapped the erased keys still exist: any copy of the key store from before the erase still "
-            "unwraps them" + (" (one is on disk here)" if unwrapping else "") + "; the KEK rotation is late",
+            late + (" (one is on disk here)" if unwrapping else "") + "; the KEK rotation is late",
         )
     elif not hits:
         state = "none"

@@ -49,9 +49,13 @@ def test_a_receipt_past_residual_until_whose_kek_still_exists_is_not_clean(world
     late = receipt.residual_until + timedelta(hours=1)
     assert KekRecord.objects.destroyed_at([kek]) in ({kek: None}, {})  # nothing rotated: the KEK exists
     report = key_residue.inspect_receipt(receipt, now=late)
-    if report["state"] == "not_inspectable":
-        pytest.skip(f"the key store's files cannot be read here: {report['notInspectable']}")
     assert report["problem"] is not None and report["state"] == "overdue", report
+    # the same where the key store's files cannot be read (a remote server): the promise is broken
+    # whatever a search could see
+    remote = key_residue.KeyStoreFiles([], "postgresql", "the key store's server is not on this machine")
+    unread = key_residue.inspect_receipt(receipt, files=remote, now=late)
+    assert unread["state"] == "overdue" and unread["problem"] and unread["found"] is None, unread
+    assert key_residue.inspect_receipt(receipt, files=remote)["state"] == "not_inspectable"  # inside the window
 
 
 def test_raising_the_rotation_period_does_not_move_a_rotation_past_what_receipts_promised(world, key_file, settings):

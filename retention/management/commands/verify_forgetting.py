@@ -125,6 +125,8 @@ class Command(BaseCommand):
         )
         if report.get("notInspectable"):
             self.stdout.write(f"  {report['notInspectable']}")
+            if report.get("problem"):
+                self.stdout.write(f"  {report['state'].upper()}: {report['problem']}")
             return
         until = report.get("residualUntil") or "none named (KEK rotation off or run by the operator)"
         self.stdout.write(
