@@ -25,7 +25,7 @@ from base64 import b64encode
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from memoryapp.crypto import KEY_BYTES, KeyEncryptionKeys, decode_kek, kek_id
 
@@ -237,9 +237,7 @@ class FileKeks:
                     version.st_nlink,
                 )
                 return
-            replaced.write(b"\0" * version.st_size)
-            replaced.flush()
-            os.fsync(replaced.fileno())
+            _overwrite(replaced, version.st_size)
 
     def configured(self) -> list[ConfiguredKek]:
         held = read_key_file(self.path) if self.path.exists() else []
@@ -297,7 +295,7 @@ def read_key_file(path: Path) -> list[bytes]:
             return []
         if text.strip("\0"):
             break
-        # a version just replaced and zeroed (`FileKekSource._replace`): the path names the new one
+        # a version just replaced and zeroed (`FileKeks._replace`): the path names the new one
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     try:
         return [decode_kek(line, name=str(path)) for line in lines]
@@ -321,13 +319,19 @@ def destroy_file(path: Path) -> None:
         stat = path.lstat()
         if stat.st_nlink == 1 and not path.is_symlink():
             with open(path, "r+b") as handle:
-                handle.write(b"\0" * stat.st_size)
-                handle.flush()
-                os.fsync(handle.fileno())
+                _overwrite(handle, stat.st_size)
         path.unlink()
     except FileNotFoundError:
         return
     _fsync_directory(path.parent)
+
+
+def _overwrite(handle: BinaryIO, size: int) -> None:
+    """Zeros over an open key file's `size` bytes, on disk before returning."""
+    handle.seek(0)
+    handle.write(b"\0" * size)
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def _fsync_directory(directory: Path) -> None:

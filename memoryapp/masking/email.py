@@ -151,15 +151,12 @@ def _disguised_domain_end(work: str, m: re.Match) -> int | None:
     words = [work[s:e].lower() for s, e in labels]
     if any(w in _DOT_WORDS for w in words):
         return None
-    ends = [e for i, ((_, e), w) in enumerate(zip(labels, words)) if i > 0 and w in TLD_SET]
-    if ends and ends[-1] == labels[-1][1]:
-        return ends[-1]
     # the last label may run into what follows it through a hyphen ("john at example dot com-draft"):
     # a hyphen after a top-level domain ends the address, as in the plain form
-    last_start, _ = labels[-1]
     head = words[-1].split("-", 1)[0]
-    if len(labels) > 1 and "-" in words[-1] and head in TLD_SET:
-        return last_start + len(head)
+    if len(labels) > 1 and words[-1] not in TLD_SET and head in TLD_SET:
+        return labels[-1][0] + len(head)
+    ends = [e for i, ((_, e), w) in enumerate(zip(labels, words)) if i > 0 and w in TLD_SET]
     return ends[-1] if ends else None
 
 

@@ -1,7 +1,7 @@
 """The key file's retired KEK must not outlive the rotation that destroyed it (issue 33 Build 1).
 
 docs/encryption.md says the file backend's "retired KEK is overwritten and unlinked". Every rewrite
-of `var/memory_kek` is a temporary file renamed over it (`FileKekSource._replace`), so the inode
+of `var/memory_kek` is a temporary file renamed over it (`FileKeks._replace`), so the inode
 that held the old KEK (first as current, then as retired) must be zeroed, not only unlinked: its
 blocks would keep the key in the clear on any file system until something reuses them, and
 someone holding the disk would hold the KEK that residualUntil declares destroyed.
