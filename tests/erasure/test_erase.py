@@ -239,10 +239,52 @@ def test_a_receipt_states_what_may_still_hold_the_erased_bytes_and_until_when(se
     assert backups["until"] == (None if backup_days == 0 else (purged + timedelta(days=backup_days)).isoformat())
     assert backups["statement"] and (backup_days == 0 or f"{backup_days} days" in backups["statement"])
     if vendor == "postgresql":
-        assert (
-            window["walArchives"]["retentionDays"] == 3
-            and window["walArchives"]["until"] == (purged + timedelta(days=3)).isoformat()
-        )
+        archives = window["walArchives"]
+        assert archives["retentionDays"] == 3 and archives["until"] == (purged + timedelta(days=3)).isoformat()
+        assert archives["content"] == "sealed" and "at most 3 days" in archives["statement"]
+
+
+def test_what_backups_and_wal_archives_keep_of_rows_stored_before_encryption(settings):
+    # Versions stored before encryption leave plaintext in backups and WAL archives: the receipt
+    # says how many, and says it for both; with nothing archived, nothing is claimed.
+    settings.BACKUP_RETENTION_DAYS, settings.WAL_ARCHIVE_RETENTION_DAYS = 7, 0
+    window = erasure.residual_window(timezone.now(), unsealed=2)
+    backups = window["backups"]
+    assert backups["content"] == "partly_unsealed" and "2 of them were stored before encryption" in backups["statement"]
+    assert "stored before encryption" not in erasure.residual_window(timezone.now())["backups"]["statement"]
+    if connection.vendor == "postgresql":
+        archives = window["walArchives"]
+        assert archives["content"] == "partly_unsealed"
+        assert (archives["retentionDays"], archives["until"]) == (0, None)
+        assert archives["statement"].startswith("No WAL archiving is configured")
+    else:
+        assert "walArchives" not in window
+
+
+def test_the_remaining_count_adds_up_across_id_chunks(world, monkeypatch):
+    # SQLite reads the ids in chunks (its cap on bound parameters); every chunk is counted.
+    ids = _memories(world, 5)
+    monkeypatch.setattr(erasure, "_IN_CHUNK", 2)
+    assert erasure.count_remaining(ids) == {"memory_version": 5, "citation": 5, "memory_embedding": 5}
+    assert erasure.count_remaining([ids[0], max(ids) + 1000]) == {
+        "memory_version": 1,
+        "citation": 1,
+        "memory_embedding": 1,
+    }
+    assert erasure.count_remaining([]) == {"memory_version": 0, "citation": 0, "memory_embedding": 0}
+
+
+@pytest.mark.parametrize(
+    ("manifest", "key_ids"),
+    [
+        ({"dataKeyIds": ["a1", 3, None, "b2"]}, ["a1", "b2"]),
+        ({"artifacts": {}}, []),  # receipts written before data keys existed
+        (["dataKeyIds"], []),  # a manifest that is not an object is read as empty, never raises
+        (None, []),
+    ],
+)
+def test_a_receipts_key_ids_are_the_strings_its_manifest_lists(manifest, key_ids):
+    assert erasure.receipt_key_ids(DeletionReceipt(manifest=manifest)) == key_ids
 
 
 @pytest.mark.django_db(transaction=True)

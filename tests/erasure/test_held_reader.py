@@ -127,3 +127,58 @@ def test_the_erase_checkpoints_without_waiting_for_a_held_reader(world, keyring_
     assert erasure.flush_erased_wals() is False
     keyring_reader()
     assert erasure.truncate_wals() is True
+
+
+@pytest.fixture
+def checkpoints(monkeypatch):
+    """Every WAL checkpoint asked for, as (database, attempts, wait_ms)."""
+    import core.wal
+    import memoryapp.keyring
+
+    calls: list[tuple[str, int, int]] = []
+
+    def spy(connection, *, attempts, wait_ms, what):
+        calls.append((what, attempts, wait_ms))
+        return core.wal.sqlite_checkpoint(connection, attempts=attempts, wait_ms=wait_ms, what=what)
+
+    monkeypatch.setattr(erasure, "sqlite_checkpoint", spy)
+    monkeypatch.setattr(memoryapp.keyring, "sqlite_checkpoint", spy)
+    return calls
+
+
+def test_the_erase_never_waits_and_the_sweep_waits_a_bounded_time_once_per_database(checkpoints):
+    # The erase's flush holds no lock but answers a request: it never waits for a reader (0 ms,
+    # a few passive attempts). The sweep waits at most its bound, once per database, so a held
+    # reader costs it 2 s per run, not the busy timeout. On PostgreSQL neither has a WAL to flush.
+    sqlite = connections["default"].vendor == "sqlite"
+    assert erasure.flush_erased_wals() is sqlite
+    assert erasure.truncate_wals() is (True if sqlite else None)
+    assert erasure.truncate_wals(wait_ms=150) is (True if sqlite else None)
+    expected = [
+        ("database", 3, 0),
+        ("keyring", 3, 0),
+        ("database", 1, erasure.SWEEP_CHECKPOINT_WAIT_MS),
+        ("keyring", 1, erasure.SWEEP_CHECKPOINT_WAIT_MS),
+        ("database", 1, 150),
+        ("keyring", 1, 150),
+    ]
+    assert checkpoints == (expected if sqlite else [])
+    assert erasure.SWEEP_CHECKPOINT_WAIT_MS == 2000
+
+
+def test_a_reader_held_on_the_key_store_alone_keeps_the_sweep_from_reporting_empty_wals(keyring_reader, checkpoints):
+    key_store().put({uuid4(): bytes(32)}, owner="test")
+    assert erasure.truncate_wals(wait_ms=0) is False  # the data's WAL empties, the key store's cannot
+    assert [what for what, _, _ in checkpoints] == ["database", "keyring"]
+    keyring_reader()
+    assert erasure.truncate_wals(wait_ms=0) is True
+
+
+def test_no_checkpoint_is_attempted_inside_a_transaction(checkpoints):
+    from django.db import transaction
+
+    with transaction.atomic():
+        assert erasure.checkpoint_sqlite_wal() is False
+    with transaction.atomic(using=KEYRING):
+        assert key_store().checkpoint() is False
+    assert checkpoints == []
