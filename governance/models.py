@@ -392,6 +392,11 @@ class ContextSet(models.Model):
 
 
 class CredentialQuerySet(models.QuerySet):
+    def restrict(self, member: Member, action: str) -> CredentialQuerySet:
+        """`core.restrict`. "view": the member's own credentials, whatever the role."""
+        check_action(action)
+        return self.filter(workspace_id=member.workspace_id, member=member)
+
     def not_revoked(self) -> CredentialQuerySet:
         return self.filter(revoked_at__isnull=True)
 

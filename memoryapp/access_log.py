@@ -339,7 +339,7 @@ def readable_versions(member: Member, entries: Iterable[AccessEntry]) -> tuple[d
     if not ids:
         return {}, set()
     ask_history: AskHistorySettings = member.workspace.ask_history
-    versions = list(MemoryVersion.objects.filter(member=member, pk__in=ids).kept_for_member(ask_history))
+    versions = list(MemoryVersion.objects.restrict(member, "keep", ask_history=ask_history).filter(pk__in=ids))
     checked = recheck(versions, member)
     visible = {v.pk: v for v in checked.visible}
     hidden = {v.pk for v in versions} - set(visible)

@@ -32,12 +32,7 @@ def assistant_json(version: MemoryVersion, member: Member, *, expired: bool) -> 
 
 
 def _current(member: Member) -> QuerySet[MemoryVersion]:
-    return (
-        MemoryVersion.objects.filter(member=member, workspace_id=member.workspace_id)
-        .assistant()
-        .reachable()
-        .current_or_as_of(None)
-    )
+    return MemoryVersion.objects.restrict(member, "keep").assistant().current()
 
 
 def list_assistant_memories(member: Member) -> dict[str, Any]:

@@ -88,22 +88,23 @@ def document(member: Member, exported_at: datetime) -> Iterator[str]:
         "retention": ask_history.api_values(AskHistorySettings.RETENTION_API_FIELDS),
     }
     yield _dump(head)[:-1]  # the object stays open: the sections follow
-    stored = MemoryVersion.objects.filter(member=member)
+    stored = MemoryVersion.objects.filter(member=member)  # all of theirs, to count what is withheld
     agent, assistant = stored.agent(), stored.assistant()
-    agent_kept, assistant_kept = agent.kept_for_member(ask_history), assistant.kept_for_member(ask_history)
+    kept = MemoryVersion.objects.restrict(member, "keep", ask_history=ask_history)
+    agent_kept, assistant_kept = kept.agent(), kept.assistant()
     yield from _section("agentMemories", _memory_batches(agent_kept, member, ask_history, withheld))
     yield from _section("assistantMemories", _memory_batches(assistant_kept, member, ask_history, withheld))
     withheld["pendingErasureOrExpired"] = (
         agent.count() - agent_kept.count() + assistant.count() - assistant_kept.count()
     )
-    receipts = DeletionReceipt.objects.filter(workspace_ref=workspace.pk, member_ref=member.pk)
+    receipts = DeletionReceipt.objects.restrict(member, "view").filter(member_ref=member.pk)  # an owner's: their own
     resolver = Resolver(member)
     yield from _section(
         "receipts", _batches(receipts, lambda r: {**_receipt_json(r), "resolvedFilters": resolver.resolve(r.manifest)})
     )
-    credentials = Credential.objects.filter(workspace=workspace, member=member)
+    credentials = Credential.objects.restrict(member, "view")
     yield from _section("credentials", _batches(credentials, credential_json))
-    usage = UsageRecord.objects.filter(workspace=workspace, member=member)
+    usage = UsageRecord.objects.restrict(member, "view").filter(member=member)
     yield from _section("usageRecords", _batches(usage, _usage_json))
     yield from _section("accessLog", _access_batches(access_log.member_entries(member), member))
     yield "," + _dump("withheld") + ":" + _dump(withheld) + "}"

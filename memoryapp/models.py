@@ -165,13 +165,14 @@ class MemoryVersionQuerySet(SealedQuerySet):
         self, member: Member, action: str, *, ask_history: AskHistorySettings | None = None, at: datetime | None = None
     ) -> MemoryVersionQuerySet:
         """`core.restrict`. "view": the member's live versions at `at` (now), what any read of
-        them may return (`live`; `ask_history`: the workspace's settings, read when not given).
-        A member belongs to one workspace, so filtering by member alone is complete, and it lets
-        PostgreSQL walk the ordered (member, -created_at, -id) index instead of AND-ing bitmaps."""
-        check_action(action)
-        return self.filter(member=member).live(
-            ask_history if ask_history is not None else member.workspace.ask_history, at=at
-        )
+        them may return (`live`). "keep": what the member still holds of them (`kept_for_member`).
+        `ask_history`: the workspace's settings, read when not given. A member belongs to one
+        workspace, so filtering by member alone is complete, and it lets PostgreSQL walk the
+        ordered (member, -created_at, -id) index instead of AND-ing bitmaps."""
+        check_action(action, {"view", "keep"})
+        settings_ = ask_history if ask_history is not None else member.workspace.ask_history
+        own = self.filter(member=member)
+        return own.live(settings_, at=at) if action == "view" else own.kept_for_member(settings_, at=at)
 
     def matching(
         self,

@@ -187,9 +187,7 @@ class Resolver:
         if key is None:
             return {}
         digester = Digester(key)
-        live = MemoryVersion.objects.filter(member=self.member, workspace_id=self.member.workspace_id).kept_for_member(
-            self.member.workspace.ask_history
-        )
+        live = MemoryVersion.objects.restrict(self.member, "keep")
         table: dict[str, tuple[str, str]] = {}
         for namespace, memory_key in (
             live.order_by().values_list("namespace", "key").distinct().iterator(chunk_size=2000)

@@ -29,7 +29,7 @@ class WorkspaceAPIView(APIView):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "get_queryset" in cls.__dict__:
-            raise TypeError(f"{cls.__name__} must use scoped()/owned(), not override get_queryset")
+            raise TypeError(f"{cls.__name__} must use scoped() or a model's restrict(), not override get_queryset")
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication first: anonymous → 401
@@ -53,9 +53,6 @@ class WorkspaceAPIView(APIView):
 
     def scoped(self, queryset: QuerySet) -> QuerySet:
         return queryset.filter(workspace=self.workspace)
-
-    def owned(self, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(workspace=self.workspace, member=self.member)
 
     def get_scoped(self, queryset: QuerySet, pk: int, what: str) -> Model:
         obj = self.scoped(queryset).filter(pk=pk).first()

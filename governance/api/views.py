@@ -58,7 +58,8 @@ class SettingsView(WorkspaceAPIView):
 class CredentialsView(WorkspaceAPIView):
     @extend_schema(responses={200: dict})
     def get(self, request, ws_id):
-        return Response({"credentials": [actions.credential_json(c) for c in self.owned(Credential.objects.all())]})
+        credentials = Credential.objects.restrict(self.member, "view")
+        return Response({"credentials": [actions.credential_json(c) for c in credentials]})
 
     @extend_schema(request=s.CredentialBody, responses={201: dict})
     def post(self, request, ws_id):
@@ -75,7 +76,7 @@ class CredentialsView(WorkspaceAPIView):
 
 class CredentialView(WorkspaceAPIView):
     def delete(self, request, ws_id, credential_id):
-        credential = self.owned(Credential.objects.all()).filter(pk=credential_id).first()
+        credential = Credential.objects.restrict(self.member, "view").filter(pk=credential_id).first()
         if credential is None:
             raise not_found("credential")
         actions.revoke_credential(credential, actor=request.user)

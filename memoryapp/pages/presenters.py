@@ -130,7 +130,7 @@ def agent_memory_rows(memories: list[dict[str, Any]], member: Member) -> list[di
     """Rows of "What Bundata remembers" from memory objects `M`, with their collections' names."""
     collection_ids = {int(m["collectionId"]) for m in memories if m["collectionId"]}
     names = (
-        dict(Collection.objects.filter(workspace=member.workspace, pk__in=collection_ids).values_list("pk", "name"))
+        dict(Collection.objects.restrict(member, "view").filter(pk__in=collection_ids).values_list("pk", "name"))
         if collection_ids
         else {}
     )
@@ -249,9 +249,7 @@ def connection_snippet(request: HttpRequest, token: str) -> dict[str, str]:
 def credential_rows(member: Member) -> list[dict[str, Any]]:
     now = timezone.now()
     rows = []
-    for credential in Credential.objects.filter(workspace=member.workspace, member=member).select_related(
-        "context_set"
-    ):
+    for credential in Credential.objects.restrict(member, "view").select_related("context_set"):
         status = credential.status(now)
         disabled_scopes = [
             s

@@ -327,3 +327,35 @@ def test_the_owners_bulk_delete_leaves_an_audit_event(world):
     assert event.actor == world.owner.user
     assert event.changes["counts"]["memory_version"] == 2 and event.changes["members"] == 2
     assert "one" not in json.dumps(event.changes) and "two" not in json.dumps(event.changes)
+
+
+def test_a_receipts_residual_until_is_read_from_its_kek_window_only():
+    until = "2026-12-07T10:00:00+00:00"
+    assert erasure.residual_until_of({"kek": {"until": until}}).isoformat() == until
+    for residual in (None, [], {}, {"kek": None}, {"kek": "x"}, {"kek": {"until": None}}, {"kek": {"until": 5}}):
+        assert erasure.residual_until_of(residual) is None  # an old or odd receipt names no instant, never raises
+
+
+def test_an_unreachable_key_store_is_logged_by_the_errors_type_alone(monkeypatch, caplog):
+    # The key store is another database: when it fails, the erase's verification counts every key
+    # as not destroyed and the destroy step gives no fingerprint; the log names the error's type,
+    # never its message (a driver's message may quote a query's parameters).
+    from uuid import uuid4
+
+    from django.db import OperationalError
+
+    class Down:
+        def present(self, key_ids):
+            raise OperationalError("connection to 10.0.0.7 refused for key 3f2a")
+
+        destroy_many = present
+
+    monkeypatch.setattr(erasure, "key_store", Down)
+    keys = [uuid4(), uuid4()]
+    assert erasure.remaining_keys([]) == 0  # nothing asked: nothing remains, the store is not asked
+    with caplog.at_level("ERROR", logger="retention.erasure"):
+        assert erasure.remaining_keys(keys) == 2 and erasure.destroy_keys(keys) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "key store unreachable while verifying an erase: OperationalError",
+        "data keys of erased memories could not be destroyed (the keyring sweep retries): OperationalError",
+    ]

@@ -182,3 +182,20 @@ def test_no_checkpoint_is_attempted_inside_a_transaction(checkpoints):
     with transaction.atomic(using=KEYRING):
         assert key_store().checkpoint() is False
     assert checkpoints == []
+
+
+@pytest.mark.parametrize("on_postgresql", ["default", KEYRING])
+def test_a_mixed_deployment_truncates_the_sqlite_side_alone(on_postgresql, checkpoints):
+    # KEYRING_DATABASE_URL may put the key store on SQLite beside data on PostgreSQL, or the
+    # reverse: the sweep truncates the WAL of the SQLite one and reports on it alone.
+    from unittest import mock
+
+    if connections["default"].vendor != "sqlite" or connections[KEYRING].vendor != "sqlite":
+        pytest.skip("backend: SQLite only (one side is made to read as PostgreSQL)")
+    with mock.patch.object(connections[on_postgresql], "vendor", "postgresql"):
+        assert erasure.truncate_wals(wait_ms=0) is True
+        # the erase's flush empties the SQLite side's WAL too; it answers False whenever the data
+        # is on PostgreSQL (checkpoint_sqlite_wal has no WAL to empty there)
+        assert erasure.flush_erased_wals() is (on_postgresql == KEYRING)
+    sqlite_side = "keyring" if on_postgresql == "default" else "database"
+    assert [what for what, _, _ in checkpoints] == [sqlite_side, sqlite_side]

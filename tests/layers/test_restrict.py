@@ -16,14 +16,14 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from core.restrict import ACTIONS, VIEW, check_action
+from core.restrict import ACTIONS, KEEP, VIEW, check_action
 from credits.models import UsageRecord
 from governance import actions as governance
-from governance.models import Collection, Document
+from governance.models import Collection, Credential, Document
 from memoryapp.models import AccessEntry, MemoryVersion
 from retention.models import DeletionReceipt
 
-RESTRICTED = [Collection, Document, MemoryVersion, AccessEntry, DeletionReceipt, UsageRecord]
+RESTRICTED = [Collection, Document, MemoryVersion, AccessEntry, DeletionReceipt, UsageRecord, Credential]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Who-may-see predicates the `restrict` methods write; each spelled in its model module only.
@@ -65,12 +65,14 @@ def test_no_who_may_see_rule_is_written_outside_its_model():
     assert all(any(pattern.search(line) for pattern, _ in RULES.values()) for line in planted)
 
 
-def test_the_vocabulary_is_view_alone_and_an_unknown_action_is_refused():
-    assert ACTIONS == {VIEW} == {"view"}
-    assert check_action("view") == "view"
-    for action in ("View", "manage", "", "view "):
+def test_the_vocabulary_is_view_and_keep_and_an_unknown_action_is_refused():
+    assert ACTIONS == {VIEW, KEEP} == {"view", "keep"}
+    assert check_action("view") == "view" and check_action("keep", {"view", "keep"}) == "keep"
+    for action in ("View", "manage", "", "view ", "keep"):  # "keep" only where a model says it knows it
         with pytest.raises(ValueError, match="unknown action"):
             check_action(action)
+    with pytest.raises(ValueError, match="unknown action"):
+        check_action("manage", {"view", "manage"})  # a model cannot widen the vocabulary
 
 
 @pytest.mark.parametrize("model", RESTRICTED, ids=lambda m: m.__name__)
@@ -78,6 +80,9 @@ def test_every_member_visible_model_restricts_and_refuses_an_unknown_action(worl
     assert list(model.objects.restrict(world.outsider, "view")) == []  # nothing of Acme, nothing yet of Globex
     with pytest.raises(ValueError):
         model.objects.restrict(world.editor, "manage")
+    if model is not MemoryVersion:  # "keep" is the member's own memories' action alone
+        with pytest.raises(ValueError):
+            model.objects.restrict(world.editor, "keep")
 
 
 def test_collections_and_documents_are_the_readable_ones_of_the_members_workspace(world):
@@ -135,3 +140,24 @@ def test_access_entries_are_the_members_own_within_the_retention_window(world):
     assert set(AccessEntry.objects.of_removed_members()) == set()
     type(world.editor).objects.filter(pk=world.editor.pk).update(left_at=now)  # as a racing read would leave them
     assert set(AccessEntry.objects.of_removed_members()) == {recent, old}
+
+
+def test_keep_is_what_the_member_still_holds_view_what_reads_return(world):
+    from memoryapp.assistant import add_assistant_memory, add_expired_assistant_memory
+    from tests.support import make_agent
+
+    agent = make_agent(world.editor)
+    live = int(agent.remember(namespace="n", text="a live note").json()["memory"]["id"])
+    expired = add_expired_assistant_memory(world.editor, kind="preference", topic="tea", summary="Likes green tea.")
+    active, _ = add_assistant_memory(world.editor, kind="preference", topic="coffee", summary="No coffee after 3.")
+    others = make_agent(world.owner).remember(namespace="n", text="the owner's note").json()["memory"]["id"]
+
+    def ids(action):
+        return set(MemoryVersion.objects.restrict(world.editor, action).values_list("pk", flat=True))
+
+    assert ids("view") == {live, active.pk}
+    assert ids("keep") == {live, active.pk, expired.pk}  # expired within its grace: offered to reactivate
+    owners = set(MemoryVersion.objects.restrict(world.owner, "keep").values_list("pk", flat=True))
+    assert int(others) not in ids("keep") and owners == {int(others)}  # never another member's, whatever the role
+    MemoryVersion.objects.filter(pk=live).update(unreachable_at=timezone.now())
+    assert live not in ids("keep") | ids("view")  # unreachable: in neither, whatever is still stored

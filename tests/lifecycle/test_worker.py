@@ -1,7 +1,8 @@
 """Integration: a real Celery worker and beat process erase a cascade — once from the task started
-on commit, once from the beat-driven cascade sweep (a task the broker never got). On the
-PostgreSQL + Redis suite the broker is Redis; on the SQLite suite it is the SQLite-backed broker
-the README's run command uses."""
+on commit, once from the beat-driven cascade sweep (a task the broker never got) — and settle
+usage under the credits task's name (`credits.tasks.settle_usage`, renamed from `retention.tasks`).
+On the PostgreSQL + Redis suite the broker is Redis; on the SQLite suite it is the SQLite-backed
+broker the README's run command uses."""
 
 from __future__ import annotations
 
@@ -33,7 +34,12 @@ app.conf.beat_schedule = {
         "task": "retention.tasks.cascade_sweep",
         "schedule": timedelta(seconds=2),
         "options": {"expires": 10},
-    }
+    },
+    "settle-usage": {
+        "task": "credits.tasks.settle_usage",
+        "schedule": timedelta(seconds=2),
+        "options": {"expires": 10},
+    },
 }
 """
 
@@ -128,6 +134,29 @@ def test_a_real_worker_and_beat_erase_cascades(world, agent, worker_and_beat):
     assert DeletionReceipt.objects.filter(
         operation=Operation.MEMBER_REMOVAL, actor_label="system: cascade sweep"
     ).exists()
+
+
+def test_the_beat_runs_the_credit_jobs_under_their_credits_names(world, worker_and_beat):
+    from decimal import Decimal
+
+    from credits.models import LedgerEntry, UsageRecord, UsageStatus
+
+    usage = UsageRecord.objects.create(
+        workspace=world.workspace,
+        member=world.editor,
+        role=world.editor.role,
+        category="ai_memory",
+        model_name="m",
+        input_tokens=1000,
+        output_tokens=100,
+        input_cost=Decimal("1"),
+        output_cost=Decimal("0.25"),
+    )
+    settled = wait_until(lambda: UsageRecord.objects.get(pk=usage.pk).status == UsageStatus.SETTLED)
+    assert settled, (worker_and_beat / "worker.log").read_text()[-3000:]
+    assert LedgerEntry.objects.get(usage_record=usage).amount == Decimal("-1.25")
+    assert "credits.tasks.settle_usage" in (worker_and_beat / "beat.log").read_text()
+    assert "Task credits.tasks.settle_usage[" in (worker_and_beat / "worker.log").read_text()
 
 
 def test_a_prefork_worker_embeds_with_a_two_thread_engine(world, tmp_path):

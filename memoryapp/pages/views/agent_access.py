@@ -66,7 +66,7 @@ def agent_access(request: HttpRequest, member: Member) -> HttpResponse:
 @require_POST
 @member_page()
 def agent_access_revoke(request: HttpRequest, member: Member, credential_id: int) -> HttpResponse:
-    credential = Credential.objects.filter(workspace=member.workspace, member=member, pk=credential_id).first()
+    credential = Credential.objects.restrict(member, "view").filter(pk=credential_id).first()
     if credential is None:
         raise Http404("No such credential.")
     governance_actions.revoke_credential(credential, actor=request.user)
