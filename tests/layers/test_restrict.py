@@ -40,6 +40,10 @@ RULES = {
         re.compile(r"has_perm\([\"']usage:read_all"),
         "credits/models.py",
     ),
+    "what a member still holds of their memories (MemoryVersion.objects.restrict(member, \"keep\"))": (
+        re.compile(r"\.kept_for_member\("),
+        "memoryapp/models.py",
+    ),
 }
 
 
@@ -61,6 +65,7 @@ def test_no_who_may_see_rule_is_written_outside_its_model():
         "Collection.objects.filter(Q(restricted=False) | Q(readers=member))",
         "now - timedelta(days=settings.ACCESS_LOG_RETENTION_DAYS)",
         'member.has_perm("usage:read_all")',
+        "MemoryVersion.objects.filter(member=member).kept_for_member(ask_history)",
     ]
     assert all(any(pattern.search(line) for pattern, _ in RULES.values()) for line in planted)
 
