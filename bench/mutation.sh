@@ -5,7 +5,8 @@
 #   bench/mutation.sh gates masking      just these
 #   bench/mutation.sh --changed          the modules whose files differ from main
 #   bench/mutation.sh --report [module]  reprint the last results (var/mutation/*.json)
-#   MUTATION_BASELINE=1 bench/mutation.sh …   without the kill tests listed in bench/mutation_kill_tests.txt (the "before" score)
+#   MUTATION_BASELINE=1 bench/mutation.sh …   without the kill tests listed in bench/mutation_kill_tests.txt
+#                                             (the "before" score)
 #   bench/mutation.sh --survivors …     re-run only what the last run left undetected
 #   MUTATION_KILLS_ONLY=1 bench/mutation.sh --survivors …   …judged by those kill tests alone (fast)
 # Options: --jobs N (MUTATION_JOBS, default 2), --timeout SECONDS per module (MUTATION_TIMEOUT, 1800).

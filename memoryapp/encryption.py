@@ -133,21 +133,12 @@ class RotationResult:
 
 class KekRotation:
     """A key-encryption key rotation (SPEC §8.2), in three steps any caller can drive
-    (`manage.py rotate_kek` with a progress bar, a periodic job with `run()`):
-
-    1. `begin()`: the source makes a new current KEK and keeps the old one as retired (a key file
-       is rewritten atomically; with MEMORY_KEK the operator has done this step). A rotation left
-       unfinished is resumed instead: no second new KEK.
-    2. `rewrap()`: every data key wrapped by another KEK is re-wrapped under the current one, in
-       chunks (one UPDATE each, conditional on the key's old KEK: safe beside a running service
-       and a second rotation). Passes repeat until one finds nothing to do (at most MAX_PASSES:
-       a process still wrapping under the old KEK keeps it needed, and step 3 then keeps it).
-    3. `finish()`: every retired KEK that no stored data key names any more is destroyed (removed
-       from the key file), or, configured in RETIRED_KEKS, named for the operator to remove.
-
-    A crash at any point leaves a state the next run completes: before step 1's rename the old
-    file, after it the new file with the retired KEK (resumed), and the retired KEK is removed only
-    once no key needs it.
+    (`manage.py rotate_kek` with a progress bar, a periodic job with `run()`): `begin()` makes a
+    new current KEK and keeps the old one as retired (or resumes an unfinished rotation),
+    `rewrap()` re-wraps every data key wrapped by another KEK under the current one in chunks
+    (passes repeat, at most MAX_PASSES), `finish()` destroys each retired KEK no stored data key
+    names any more (or, configured in RETIRED_KEKS, names it for the operator to remove). A crash
+    at any point leaves a state the next run completes: docs/encryption.md, "Rotating the KEK".
     """
 
     def __init__(self, source: KekSource | None = None, *, chunk: int = CHUNK, settle: float = SETTLE_SECONDS):

@@ -488,27 +488,11 @@ class SpareKeys:
     """A process's spare data keys: created and committed in the key store in batches (one
     transaction for `batch` keys), handed out one at a time to new rows (`take`), each once.
 
-    Why: a new row's key must be durable before the row commits, and a key store commit per
-    remember was a second fsync on every write (docs/encryption.md, "Measured"). A spare is a
-    stored key with no row yet, exactly what a remember leaves between storing its key and
-    committing its row, so nothing else changes:
-
-    - **The sweep's grace** (KEY_GRACE): a key with no row is destroyed once older than KEY_GRACE.
-      A spare is handed out only while younger than SPARE_MAX_AGE = KEY_GRACE / 2 (older ones are
-      dropped and left to the sweep), so the row it goes to has at least KEY_GRACE / 2 to commit.
-      The age is measured from the stamp stored as the key's `created_at`, taken before the
-      batch is written, with the same clock the sweep compares to.
-    - **Crash safety**: spares a process never hands out (it exits, crashes, drops them) are
-      orphaned keys; the sweep destroys them after KEY_GRACE like any other.
-    - **Erase**: a spare opens no stored content (it has no row), so holding it in memory
-      exposes nothing an erase must reach; once handed out it is the row's key and lives only on
-      that row's instance, like any row's key, and the erase destroys it in the key store.
-    - **Fork** (gunicorn's prefork, Celery's workers): a child starts with an empty pool (the pid
-      is checked on every take), so no two processes ever hand out the same key.
-    - **Threads**: one lock; a refill happens in the caller's thread, under the lock.
-
-    Inside a transaction on the keyring connection (tests wrap every database in one) a refill is
-    rolled back with it: `clear()` drops the spares then (tests/conftest.py does before each test).
+    A spare is handed out only while younger than SPARE_MAX_AGE = KEY_GRACE / 2 (its stored
+    `created_at`); older ones are dropped and left to the sweep. A forked child starts with an empty
+    pool (the pid is checked on every take); one lock guards the pool and its refills. `clear()`
+    drops every spare (a refill rolled back with a test's transaction). Why this is safe for the
+    sweep, a crash and an erase: docs/encryption.md, "New keys: spares committed in batches".
     """
 
     def __init__(

@@ -16,7 +16,8 @@ esac
 PYTHON="${PYTHON:-}"
 if [ -z "$PYTHON" ]; then
   for candidate in python3.11 python3 python; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
+    if command -v "$candidate" >/dev/null 2>&1 \
+      && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
       PYTHON="$candidate"; break
     fi
   done

@@ -24,8 +24,10 @@ rm -rf "$PROMETHEUS_MULTIPROC_DIR"
 mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 # Logs are JSON lines on stderr (LOG_FORMAT=plain for text), at LOG_LEVEL (default INFO) for the
 # web server, the worker and beat alike: one line per request and per task, never content.
-$PY manage.py migrate --noinput >/dev/null  # the data's database, then the key store's (memoryapp/management/commands/migrate.py)
-$PY manage.py encrypt_memories >/dev/null  # memory content stored before encryption, if any: sealed (SPEC §8.2; a no-op once done)
+# The data's database, then the key store's (memoryapp/management/commands/migrate.py).
+$PY manage.py migrate --noinput >/dev/null
+# Memory content stored before encryption, if any: sealed (SPEC §8.2; a no-op once done).
+$PY manage.py encrypt_memories >/dev/null
 $PY manage.py reembed >/dev/null 2>&1  # vectors of another embedder (or an older term format), if any
 # The demo agent token is kept in $VAR_DIR/demo-agent-token (mode 600) and printed again while it
 # is valid, so an exported GAM_TOKEN survives a restart; a new one is announced (docs/run.md).

@@ -54,7 +54,8 @@ if services_up; then
     ) > "$sqlite_log" 2>&1 &
   fi
   echo "== Suite on PostgreSQL + Redis =="
-  DATABASE_URL="$PG_URL" REDIS_URL="$REDIS" VAR_DIR="${VAR_DIR:-$PWD/var}/pg" $PY manage.py makemigrations --check --dry-run >/dev/null
+  DATABASE_URL="$PG_URL" REDIS_URL="$REDIS" VAR_DIR="${VAR_DIR:-$PWD/var}/pg" \
+    $PY manage.py makemigrations --check --dry-run >/dev/null
   DATABASE_URL="$PG_URL" REDIS_URL="$REDIS" VAR_DIR="${VAR_DIR:-$PWD/var}/pg" $PY -m pytest "$@" || status=$?
   if [ $# -eq 0 ]; then  # the whole suite (CI): the client's too; a chosen subset runs alone
     echo "== Python client against the live product on PostgreSQL + Redis =="

@@ -11,7 +11,8 @@ bash scripts/bootstrap.sh
 PYTHON="${PYTHON:-}"
 if [ -z "$PYTHON" ]; then
   for candidate in python3.11 python3 python; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
+    if command -v "$candidate" >/dev/null 2>&1 \
+      && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
       PYTHON="$candidate"; break
     fi
   done
@@ -20,7 +21,8 @@ fi
 [ -x .venv-client/bin/python ] || "$PYTHON" -m venv .venv-client
 digest=$(cat clients/python/pyproject.toml | sha256sum | cut -c1-16)
 if [ ! -f ".venv-client/.installed-$digest" ]; then
-  .venv-client/bin/python -m pip install --quiet --disable-pip-version-check -e "./clients/python[langgraph,openai-agents,pydantic-ai,test]"
+  .venv-client/bin/python -m pip install --quiet --disable-pip-version-check \
+    -e "./clients/python[langgraph,openai-agents,pydantic-ai,test]"
   find .venv-client -maxdepth 1 -name '.installed-*' -delete
   touch ".venv-client/.installed-$digest"
 fi

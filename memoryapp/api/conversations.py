@@ -79,7 +79,7 @@ class ReplyUsageBody(StrictSerializer):
         return attrs
 
 
-def _admit(request, operation: str, serializer_class) -> tuple[gates.AgentContext, dict[str, Any]]:
+def _context_and_body(request, operation: str, serializer_class) -> tuple[gates.AgentContext, dict[str, Any]]:
     ctx, body = agent_request(request, operation, switches=False)  # rows 1–4 before the body is judged
     if not isinstance(body, dict):
         raise validation_error({"non_field_errors": ["The body must be a JSON object."]})
@@ -98,7 +98,7 @@ class TurnsView(APIView):
         summary="Submit a conversation turn for consolidation into AI memories",
     )
     def post(self, request):
-        ctx, data = _admit(request, "remember", TurnBody)
+        ctx, data = _context_and_body(request, "remember", TurnBody)
         submitted, slot = submit_agent_turn(
             ctx,
             agent_id=data["agentId"],
@@ -120,7 +120,7 @@ class ReplyUsageView(APIView):
         summary="Report a reply's token usage (AI-memory tokens included in input)",
     )
     def post(self, request):
-        ctx, data = _admit(request, "recall", ReplyUsageBody)
+        ctx, data = _context_and_body(request, "recall", ReplyUsageBody)
         record = charging.record_reply_usage(
             ctx.member,
             conversation_id=data["conversationId"],

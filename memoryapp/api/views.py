@@ -46,7 +46,7 @@ class AgentOperationView(APIView):
     permission_classes = [AllowAny]
     operation = ""
 
-    def admit(self, request: Request) -> gates.Admission:
+    def admission(self, request: Request) -> gates.Admission:
         ctx, body = agent_request(request, self.operation)
         return gates.admit_with(ctx, self.operation, body)
 
@@ -60,7 +60,7 @@ class RememberView(AgentOperationView):
         summary="Remember a note about the credential's member",
     )
     def post(self, request):
-        result = actions.remember(self.admit(request))
+        result = actions.remember(self.admission(request))
         return Response(
             {"memory": result.json, "superseded": result.superseded},
             status=201,
@@ -77,7 +77,7 @@ class RecallView(AgentOperationView):
         summary="Recall the memories that best match a query",
     )
     def post(self, request):
-        read = reads.recall_memories(self.admit(request), surface=AccessSurface.REST)
+        read = reads.recall_memories(self.admission(request), surface=AccessSurface.REST)
         return Response(read.body, headers=read.headers)
 
 
@@ -88,7 +88,7 @@ class ListView(AgentOperationView):
         request=ListBody, responses={200: ListResponse, **AGENT_ERRORS}, summary="List memories, newest first"
     )
     def post(self, request):
-        read = reads.list_memories(self.admit(request), surface=AccessSurface.REST)
+        read = reads.list_memories(self.admission(request), surface=AccessSurface.REST)
         return Response(read.body, headers=read.headers)
 
 
@@ -101,7 +101,7 @@ class ForgetView(AgentOperationView):
         summary="Forget a memory (every version of its key)",
     )
     def post(self, request):
-        return Response(actions.forget(self.admit(request)))
+        return Response(actions.forget(self.admission(request)))
 
 
 # --- member and owner endpoints ----------------------------------------------------------------

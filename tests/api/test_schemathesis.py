@@ -22,18 +22,8 @@ application = get_wsgi_application()
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "15"))
 
-
-@pytest.fixture(autouse=True)
-def _keep_the_test_connection():
-    """Like Django's test client: the WSGI handler must not close the test's connection."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
+# Called through the WSGI application, not the test client: it must not close the test's connection.
+pytestmark = pytest.mark.usefixtures("_keep_the_test_connection")
 
 
 @pytest.fixture

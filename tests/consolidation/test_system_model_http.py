@@ -12,8 +12,7 @@ import pytest
 from credits.models import Consolidation, ModelPrice, UsageRecord
 from memoryapp.models import MemoryVersion, Source
 from memoryapp.system_models import OpenAICompatibleModel, SystemModelError
-from tests.credits.support import ai_agent, grant, post_turn, user_says
-from tests.support import make_agent
+from tests.credits.support import post_turn, user_says
 
 PII = ["jane.doe@example.com", "4111 1111 1111 1111", "+81 90-1234-5678", "sk-live-0123456789abcdefABCDEF"]
 
@@ -88,7 +87,9 @@ class FakeChatServer:
 
 
 @pytest.fixture
-def chat_server(settings, monkeypatch):
+def chat_server(settings, monkeypatch, db):
+    """The fake server as the system model, "gpt-test-mini", priced."""
+    ModelPrice.objects.create(model_name="gpt-test-mini", input_per_1k="0.5", output_per_1k="1.5")
     with FakeChatServer() as server:
         settings.SYSTEM_MODEL = "openai"
         settings.SYSTEM_MODEL_URL = server.url
@@ -97,13 +98,6 @@ def chat_server(settings, monkeypatch):
         settings.SYSTEM_MODEL_TIMEOUT_SECONDS = 2.0
         monkeypatch.setattr(OpenAICompatibleModel, "backoff_seconds", 0.0)
         yield server
-
-
-@pytest.fixture
-def ready(world):
-    grant(world.workspace, "100")
-    ModelPrice.objects.create(model_name="gpt-test-mini", input_per_1k="0.5", output_per_1k="1.5")
-    return ai_agent(world), make_agent(world.editor)
 
 
 def test_http_model_memories_are_stored_and_usage_comes_from_the_backend(

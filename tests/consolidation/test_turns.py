@@ -14,17 +14,10 @@ from governance.models import AskHistorySettings
 from memoryapp.consolidation import run_consolidation, submit_turn
 from memoryapp.models import ASSISTANT_NAMESPACE, MemoryVersion, Source
 from memoryapp.system_models import ExtractedMemory
-from tests.credits.support import STUB_COST, StubModel, ai_agent, balance, grant, post_turn, use_stub, user_says
+from tests.credits.support import STUB_COST, StubModel, ai_agent, balance, post_turn, use_stub, user_says
 from tests.support import client_for, error_code, make_agent
 
 LANGUAGE = ExtractedMemory("preference", "preferred_language", "Prefers answers in Japanese")
-
-
-@pytest.fixture
-def ready(world):
-    """Credits granted, an agent with vector memory, the editor's credential."""
-    grant(world.workspace, "100")
-    return ai_agent(world), make_agent(world.editor)
 
 
 def _assert_nothing_charged_or_stored(world, before: Decimal):

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_rotation_leaves_the_retired_kek_in_no_version_of_the_key_file(world, key_file, settings):
     remember_some(world, 1)
     old = keyring.key_encryption_keys().current
-    held = [open(key_file, "rb")]  # noqa: SIM115 (held open across the rotation, closed below) the file as it was: the old KEK as current
+    # Each handle is held open across the rotation (closed below): this one sees the file as it was,
+    # the old KEK as current.
+    held = [open(key_file, "rb")]  # noqa: SIM115
     rotation = encryption.KekRotation(settle=0)
     assert rotation.begin() >= 1
     restart()

@@ -67,11 +67,6 @@ TEXTS = st.one_of(
 )
 
 
-@pytest.fixture(scope="module")
-def e5() -> E5Embedder:
-    return get_embedder("e5")
-
-
 def _count(e5: E5Embedder, text: str, is_query: bool) -> int:
     return e5._model.token_count(text, is_query)
 

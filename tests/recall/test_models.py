@@ -20,15 +20,10 @@ from hypothesis import strategies as st
 from memoryapp.models import MemoryEmbedding
 from memoryapp.recall import service
 from memoryapp.recall.bm25 import bm25_scores
-from memoryapp.recall.embedders import E5Embedder, EmbedderUnavailable, get_embedder, require_embedder, to_bytes
+from memoryapp.recall.embedders import EmbedderUnavailable, get_embedder, require_embedder, to_bytes
 from memoryapp.recall.stopwords import content_terms, stop_terms
 from memoryapp.recall.tokenize import TERMS_FORMAT, index_terms, stem_terms, tokenize
 from tests.recall.support import REPO_ROOT, _django_setup, recall_ok, remember_ok, texts
-
-
-@pytest.fixture(scope="module")
-def e5() -> E5Embedder:
-    return get_embedder("e5")
 
 
 # --- the default model ---------------------------------------------------------------------------

@@ -37,11 +37,6 @@ def failures(reason: str) -> float:
     return REGISTRY.get_sample_value("gam_verification_failures_total", {"check": "chain", "operation": reason}) or 0.0
 
 
-@pytest.fixture
-def four(world, agent) -> list[DeletionReceipt]:
-    return forget_some(agent, 4)
-
-
 # --- the chain as written ---------------------------------------------------------------------------
 def test_receipts_form_a_signed_chain_per_workspace(world, agent, four):
     other = forget_some(make_agent(world.outsider), 2, tag="globex")

@@ -20,11 +20,6 @@ from tests.receipts.support import api_report, chain_of, forget_some, run_verify
 from tests.support import on_postgres
 
 
-@pytest.fixture
-def four(world, agent) -> list[DeletionReceipt]:
-    return forget_some(agent, 4)
-
-
 def test_a_dirty_reverification_truncated_with_the_shown_result_rolled_back_is_reported(world, four):
     target = DeletionReceipt.objects.get(pk=four[0].pk)
     chain.add_verification(

@@ -30,11 +30,6 @@ from tests.support import make_agent
 CHANGED = "verification_changed"
 
 
-@pytest.fixture
-def four(world, agent) -> list[DeletionReceipt]:
-    return forget_some(agent, 4)
-
-
 def fresh(receipt: DeletionReceipt) -> DeletionReceipt:
     return DeletionReceipt.objects.get(pk=receipt.pk)
 
