@@ -40,7 +40,7 @@ RULES = {
         re.compile(r"has_perm\([\"']usage:read_all"),
         "credits/models.py",
     ),
-    "what a member still holds of their memories (MemoryVersion.objects.restrict(member, \"keep\"))": (
+    'what a member still holds of their memories (MemoryVersion.objects.restrict(member, "keep"))': (
         re.compile(r"\.kept_for_member\("),
         "memoryapp/models.py",
     ),
