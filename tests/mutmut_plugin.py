@@ -60,6 +60,28 @@ def _test_name(db: dict) -> str:
     return db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}"
 
 
+def _clone(template: str, private: str, lock: Path) -> None:
+    """CREATE DATABASE … TEMPLATE, one at a time (PostgreSQL refuses a template another session
+    reads, and two clones at once are two such sessions), retried while a session lingers. A clone
+    that cannot be made ends the process with 35, mutmut's "suspicious": an infrastructure failure
+    must never count as a killed mutant."""
+    import fcntl
+    import time
+
+    for attempt in range(30):
+        with open(lock, "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            try:
+                _postgres(f'DROP DATABASE IF EXISTS "{private}" WITH (FORCE)')
+                _postgres(f'CREATE DATABASE "{private}" TEMPLATE "{template}"')
+                return
+            except Exception as exc:  # noqa: BLE001 -- retried, then reported as suspicious
+                failure = exc
+        time.sleep(0.2 * (attempt + 1))
+    print(f"mutmut_plugin: could not clone {template}: {failure}", flush=True)
+    os._exit(35)
+
+
 def pytest_sessionstart(session):
     from django.conf import settings
 
@@ -78,11 +100,15 @@ def pytest_sessionstart(session):
                 db.setdefault("TEST", {})["NAME"] = str(template)
                 continue
             private = base / f"test-{alias}-{os.getpid()}.sqlite3"
-            source, target = sqlite3.connect(template), sqlite3.connect(private)
-            with target:
-                source.backup(target)
-            source.close()
-            target.close()
+            try:
+                source, target = sqlite3.connect(template), sqlite3.connect(private)
+                with target:
+                    source.backup(target)
+                source.close()
+                target.close()
+            except sqlite3.Error as exc:  # as _clone: never a killed mutant
+                print(f"mutmut_plugin: could not copy {template}: {exc}", flush=True)
+                os._exit(35)
             _made.append(private)
             db.setdefault("TEST", {})["NAME"] = str(private)
         elif db["ENGINE"] == "django.db.backends.postgresql":
@@ -92,8 +118,7 @@ def pytest_sessionstart(session):
                     _postgres(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
                 continue
             private = f"{template}_p{os.getpid()}"
-            _postgres(f'DROP DATABASE IF EXISTS "{private}" WITH (FORCE)')
-            _postgres(f'CREATE DATABASE "{private}" TEMPLATE "{template}"')
+            _clone(template, private, base / "clone.lock")
             _cloned.append(private)
             db.setdefault("TEST", {})["NAME"] = private
 
