@@ -359,3 +359,54 @@ def test_an_unreachable_key_store_is_logged_by_the_errors_type_alone(monkeypatch
         "key store unreachable while verifying an erase: OperationalError",
         "data keys of erased memories could not be destroyed (the keyring sweep retries): OperationalError",
     ]
+
+
+@pytest.mark.parametrize("state", ["scheduled", "off", "operator"])
+def test_the_kek_window_names_the_keks_that_wrapped_the_keys_and_when_they_go(monkeypatch, state):
+    # Every KEK that exists at the erase may have wrapped an erased key (a rotation under way
+    # holds two): the receipt names them all, the rotation period, and residualUntil when the
+    # schedule destroys them — none when it does not.
+    from core.timestamps import iso
+    from memoryapp.encryption import KekSchedule
+
+    hours = 0 if state == "off" else 24
+    schedule = KekSchedule(
+        state=state,
+        hours=hours,
+        current="kek-b",
+        live=("kek-b", "kek-a"),
+        created_at=timezone.now() - timedelta(hours=2),
+    )
+    monkeypatch.setattr(erasure, "kek_schedule", lambda: schedule)
+    purged, wrapped = timezone.now(), [{"fingerprint": "3f2a"}]
+    kek = erasure.residual_window(purged, wrapped_keys=wrapped)["kek"]
+    until = schedule.destroyed_by(purged)
+    assert (until is None) is (state != "scheduled")
+    assert (kek["state"], kek["rotationHours"], kek["kekIds"]) == (state, hours, ["kek-b", "kek-a"])
+    assert kek["until"] == iso(until) and kek["wrappedKeys"] == wrapped
+    statement = kek["statement"]
+    assert "a copy of the key store's files made before the erase" in statement
+    named = {
+        "scheduled": ["key-encryption key kek-b, kek-a.", "every 24 hours", f"by {iso(until)} (residualUntil)"],
+        "off": ["the key kek-b that wrapped"],
+        "operator": ["keys (kek-b, kek-a) are set by the operator"],
+    }[state]
+    assert all(words in statement for words in named), statement
+
+
+def test_a_kek_schedule_that_cannot_be_read_promises_nothing_and_logs_the_errors_type(monkeypatch, caplog):
+    from django.db import OperationalError
+
+    def unreadable():
+        raise OperationalError("could not open /var/lib/memory/kek for key 3f2a")
+
+    monkeypatch.setattr(erasure, "kek_schedule", unreadable)
+    wrapped = [{"fingerprint": "3f2a"}]
+    with caplog.at_level("ERROR", logger="retention.erasure"):
+        kek = erasure.residual_window(timezone.now(), wrapped_keys=wrapped)["kek"]
+    assert set(kek) == {"state", "kekIds", "until", "statement", "wrappedKeys"}
+    assert (kek["state"], kek["kekIds"], kek["until"], kek["wrappedKeys"]) == ("unknown", [], None, wrapped)
+    assert kek["statement"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "KEK schedule unknown while writing a receipt: OperationalError"
+    ]
