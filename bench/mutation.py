@@ -157,6 +157,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             ["tests/erasure/test_held_reader.py"],
             # the receipt's KEK window (_kek_residual, residual_until_of): what rotation promises
             ["tests/erasure/test_residual_promise.py", "tests/erasure/test_kek_rotation.py"],
+            # the chunk claim (FOR UPDATE SKIP LOCKED OF self): PostgreSQL runs only
+            ["tests/lifecycle/test_concurrent_sweeps.py"],
             # the file KEK only: the SoftHSM2 token the [pkcs11] runs start is not the mutants' copy's
             ["-knot pkcs11"],
         ),

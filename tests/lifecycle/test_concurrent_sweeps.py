@@ -7,10 +7,11 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
+from governance.models import Member
 from memoryapp.models import MemoryEmbedding, MemoryVersion
-from retention import cascades, lifecycle
+from retention import cascades, erasure, lifecycle
 from retention.models import DeletionReceipt, Operation
 from tests.lifecycle.support import plant_expired
 from tests.support import on_postgres
@@ -118,3 +119,55 @@ def test_grace_purge_and_reactivation_at_once_never_both_happen(world):
     exists = MemoryVersion.objects.filter(pk=ids[0]).exists()
     assert sorted(outcomes) in (["purged 0", "reactivated"], ["not found", "purged 1"])
     assert exists == ("reactivated" in outcomes)
+
+
+def _erase_while_held(world, planted: list[int], hold) -> erasure.Tally:
+    """Run a chunked erase of `planted` while another connection holds the lock `hold` takes;
+    a sweep that waited for it would hit the 3 s lock timeout instead of finishing."""
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                hold()
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(timeout=10)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '3s'")
+            return erasure.erase_in_chunks(
+                MemoryVersion.objects.filter(pk__in=planted, member__workspace=world.workspace),
+                operation=Operation.EXPIRY,
+                workspace_id=world.workspace.pk,
+                member_id=world.editor.pk,
+                actor_label="system: expiry sweep",
+                filters={},
+                chunk=10,
+            )
+    finally:
+        release.set()
+        thread.join(timeout=30)
+
+
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
+def test_a_sweep_skips_a_memory_another_transaction_holds_and_erases_the_rest(world):
+    planted = plant_expired(world.editor, 3)
+    tally = _erase_while_held(world, planted, lambda: MemoryVersion.objects.select_for_update().get(pk=planted[0]))
+    assert tally.versions == 2
+    assert list(MemoryVersion.objects.filter(pk__in=planted).values_list("pk", flat=True)) == [planted[0]]
+
+
+@pytest.mark.skipif(not on_postgres(), reason="backend: SKIP LOCKED needs PostgreSQL")
+def test_a_sweep_locks_the_memories_alone_not_the_member_a_write_holds(world):
+    # A remember holds its member's row lock (one writer per member); a sweep whose selection
+    # joins the member must neither wait for that lock nor skip the member's memories.
+    planted = plant_expired(world.editor, 3)
+    tally = _erase_while_held(world, planted, lambda: Member.objects.select_for_update().get(pk=world.editor.pk))
+    assert tally.versions == 3 and not MemoryVersion.objects.filter(pk__in=planted).exists()
