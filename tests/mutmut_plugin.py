@@ -7,14 +7,16 @@ process gets private copies of every database, the data's and the key store's, n
 so a mutant's run costs its tests, not a migration.
 
 SQLite: a copy of each template file. PostgreSQL (`MUTATION_DATABASE_URL`, bench/mutation.sh):
-`CREATE DATABASE … TEMPLATE`, dropped when the session ends (and leftovers of killed children
-when the next run's template process starts).
+`CREATE DATABASE … TEMPLATE` from a copy of the first process's test database that no session
+opens, dropped when the session ends (and leftovers of killed runs when the next run starts).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 _made: list[Path] = []
@@ -56,8 +58,7 @@ def _postgres(sql: str, params: tuple = ()) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
-def _test_name(db: dict) -> str:
-    return db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}"
+_templates: list[tuple[str, Path]] = []
 
 
 def _clone(template: str, private: str, lock: Path) -> None:
@@ -65,9 +66,6 @@ def _clone(template: str, private: str, lock: Path) -> None:
     reads, and two clones at once are two such sessions), retried while a session lingers. A clone
     that cannot be made ends the process with 35, mutmut's "suspicious": an infrastructure failure
     must never count as a killed mutant."""
-    import fcntl
-    import time
-
     for attempt in range(30):
         with open(lock, "w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
@@ -112,21 +110,39 @@ def pytest_sessionstart(session):
             _made.append(private)
             db.setdefault("TEST", {})["NAME"] = str(private)
         elif db["ENGINE"] == "django.db.backends.postgresql":
-            template = _test_name(db)
+            test = db.setdefault("TEST", {})
             if first:
-                for (name,) in _postgres("SELECT datname FROM pg_database WHERE datname LIKE %s", (f"{template}_p%",)):
+                # pinned in the first session: Django renames NAME to the test database's name, and
+                # a later session would otherwise test in "test_test_…"
+                test.setdefault("NAME", f"test_{db['NAME']}")
+                for (name,) in _postgres(
+                    "SELECT datname FROM pg_database WHERE datname LIKE %s", (f"{test['NAME']}_p%",)
+                ):
                     _postgres(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                _templates.append((test["NAME"], base / "clone.lock"))
                 continue
-            private = f"{template}_p{os.getpid()}"
-            _clone(template, private, base / "clone.lock")
+            private = f"{test['NAME']}_p{os.getpid()}"
+            _clone(f"{test['NAME']}_tpl", private, base / "clone.lock")
             _cloned.append(private)
-            db.setdefault("TEST", {})["NAME"] = private
+            test["NAME"] = private
+    if not first:
+        _drop_inherited_connections()
+
+
+def _drop_inherited_connections() -> None:
+    """A forked mutant run inherits the template process's open connections: never use them (they
+    point at the template), close them so the run opens its own."""
+    from django.db import connections
+
+    try:
+        connections.close_all()
+    except Exception:  # noqa: BLE001 -- an inherited socket may already be gone
+        pass
 
 
 def pytest_sessionfinish(session, exitstatus):
     from django.db import connections
 
-    # the template process closes its connections too: a database being read cannot be a TEMPLATE
     connections.close_all()
     while _made:
         path = _made.pop()
@@ -134,3 +150,15 @@ def pytest_sessionfinish(session, exitstatus):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
     while _cloned:
         _postgres(f'DROP DATABASE IF EXISTS "{_cloned.pop()}" WITH (FORCE)')
+    # The template process copies its test database to `<name>_tpl`, which no session ever opens,
+    # so the mutant runs clone from a database nobody reads (a TEMPLATE must have no sessions).
+    while _templates:
+        name, lock = _templates.pop()
+        with open(lock, "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            _postgres(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+            _postgres(f'DROP DATABASE IF EXISTS "{name}_tpl" WITH (FORCE)')
+            _postgres(f'CREATE DATABASE "{name}_tpl" TEMPLATE "{name}"')
