@@ -114,7 +114,7 @@ def pytest_sessionstart(session):
             if first:
                 # pinned in the first session: Django renames NAME to the test database's name, and
                 # a later session would otherwise test in "test_test_…"
-                test.setdefault("NAME", f"test_{db['NAME']}")
+                test["NAME"] = test.get("NAME") or f"test_{db['NAME']}"
                 for (name,) in _postgres(
                     "SELECT datname FROM pg_database WHERE datname LIKE %s", (f"{test['NAME']}_p%",)
                 ):
