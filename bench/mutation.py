@@ -365,6 +365,24 @@ def collect(key: str, merge: bool) -> None:
     (OUT / f"{key}.json").write_text(json.dumps(mutants, indent=1), encoding="utf-8")
 
 
+#: When two runs disagree: the verdict that says more about the tests wins.
+_RANK = {"not checked": 0, "no tests": 1, "suspicious": 2, "survived": 3}
+
+
+def combine(key: str, other: Path) -> None:
+    """Merge `other` (e.g. a PostgreSQL run's var/mutation/<key>.json, MUTATION_DATABASE_URL) into
+    this checkout's results for `key`: detected on either backend is detected (the PostgreSQL-only
+    branches are unreachable on SQLite and the reverse); otherwise a survivor stays a survivor."""
+    mine, theirs = previous(key), json.loads(other.read_text(encoding="utf-8"))
+    for name, entry in theirs.items():
+        current = mine.get(name)
+        if current is None or current["status"] in DETECTED:
+            mine.setdefault(name, entry)
+        elif entry["status"] in DETECTED or _RANK.get(entry["status"], 2) > _RANK.get(current["status"], 2):
+            mine[name] = entry
+    (OUT / f"{key}.json").write_text(json.dumps(mine, indent=1), encoding="utf-8")
+
+
 def fresh_mutants_dir() -> None:
     """mutmut treats a file already in mutants/ as mutated: a leftover copy from another module's
     run would silently give zero mutants, so the directory must really be gone."""
@@ -541,6 +559,12 @@ def main() -> int:
     parser.add_argument(
         "--survivors", action="store_true", help="re-run only the mutants the last run of each module left undetected"
     )
+    parser.add_argument(
+        "--combine",
+        metavar="JSON",
+        help="merge another run's results of one module (the other backend's, say) into the last: a mutant "
+        "either run detected is detected; then print the table",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--collect", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -557,6 +581,11 @@ def main() -> int:
     if args.markdown:
         markdown(keys)
         return 0
+    if args.combine:
+        if len(keys) != 1:
+            parser.error("--combine takes one module")
+        combine(keys[0], Path(args.combine))
+        return report(keys)
     if not args.report:
         for key in keys:
             fresh_mutants_dir()
