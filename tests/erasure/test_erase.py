@@ -410,3 +410,25 @@ def test_a_kek_schedule_that_cannot_be_read_promises_nothing_and_logs_the_errors
     assert [r.getMessage() for r in caplog.records] == [
         "KEK schedule unknown while writing a receipt: OperationalError"
     ]
+
+
+def test_the_key_stores_window_names_its_engine_and_what_that_engine_did(settings):
+    # SQLite overwrites destroyed keys and truncates its WAL; PostgreSQL keeps dead tuples until
+    # VACUUM: the key store's window says which, and a backup window of sealed rows says no more.
+    from django.db import connections
+
+    from memoryapp.keyring import KEYRING
+
+    settings.KEYRING_BACKUP_RETENTION_DAYS, settings.BACKUP_RETENTION_DAYS = 0, 7
+    window = erasure.residual_window(timezone.now())
+    keyring, engine = window["keyring"], connections[KEYRING].vendor
+    assert keyring["engine"] == engine and (keyring["retentionDays"], keyring["until"]) == (0, None)
+    overwritten = "overwritten with zeros and its write-ahead log truncated"
+    assert (overwritten in keyring["statement"]) is (engine == "sqlite")
+    assert keyring["statement"].startswith(
+        "The data keys were destroyed in the key store (a database apart from the data's, never in its backups)"
+        + (", " if engine == "sqlite" else "; ")
+    )
+    assert window["backups"]["statement"].endswith(
+        "(see keyring and kek for the copies of the key store that remain until residualUntil)."
+    )
