@@ -13,6 +13,7 @@ opens, dropped when the session ends (and leftovers of killed runs when the next
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -142,12 +143,10 @@ def pytest_sessionstart(session):
 def _drop_inherited_connections() -> None:
     """A forked mutant run inherits the template process's open connections: never use them (they
     point at the template), close them so the run opens its own."""
-    from django.db import connections
+    from django.db import DatabaseError, connections
 
-    try:
+    with contextlib.suppress(DatabaseError, OSError):  # an inherited socket may already be gone
         connections.close_all()
-    except Exception:  # noqa: BLE001 -- an inherited socket may already be gone
-        pass
 
 
 def pytest_sessionfinish(session, exitstatus):
